@@ -1,0 +1,76 @@
+#include "base/log.h"
+
+#include <array>
+#include <mutex>
+#include <vector>
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+namespace ibsm {
+namespace {
+
+constexpr std::array<const char*, 7> kNames = {"sm", "sa", "mad", "routing", "ha", "conf", "sim"};
+
+struct Registry {
+  std::mutex mu;
+  std::vector<spdlog::sink_ptr> sinks{std::make_shared<spdlog::sinks::stderr_sink_mt>()};
+  std::array<std::shared_ptr<spdlog::logger>, kNames.size()> loggers;
+  spdlog::level::level_enum level = spdlog::level::info;
+  spdlog::level::level_enum flush_level = spdlog::level::info;
+};
+
+Registry& Reg() {
+  static Registry* r = new Registry();  // never destroyed: loggers outlive static teardown
+  return *r;
+}
+
+std::shared_ptr<spdlog::logger> Make(Registry& r, size_t i) {
+  auto l = std::make_shared<spdlog::logger>(kNames[i], r.sinks.begin(), r.sinks.end());
+  l->set_pattern("%Y-%m-%d %H:%M:%S.%f [%n] %l: %v");
+  l->set_level(r.level);
+  l->flush_on(r.flush_level);
+  return l;
+}
+
+}  // namespace
+
+spdlog::logger& Log(LogName name) {
+  Registry& r = Reg();
+  size_t i = static_cast<size_t>(name);
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (!r.loggers[i]) r.loggers[i] = Make(r, i);
+  return *r.loggers[i];
+}
+
+bool ConfigureLogging(const std::string& path, spdlog::level::level_enum level,
+                      spdlog::level::level_enum flush_level) {
+  Registry& r = Reg();
+  std::vector<spdlog::sink_ptr> sinks;
+  if (path.empty() || path == "-" || path == "stderr") {
+    sinks.push_back(std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  } else {
+    try {
+      sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false));
+    } catch (const spdlog::spdlog_ex& e) {
+      fmt::print(stderr, "cannot open log file {}: {}\n", path, e.what());
+      return false;
+    }
+  }
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.sinks = std::move(sinks);
+  r.level = level;
+  r.flush_level = flush_level;
+  for (size_t i = 0; i < kNames.size(); ++i) r.loggers[i] = Make(r, i);
+  return true;
+}
+
+void SetLogLevel(spdlog::level::level_enum level) {
+  Registry& r = Reg();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.level = level;
+  for (auto& l : r.loggers)
+    if (l) l->set_level(level);
+}
+
+}  // namespace ibsm

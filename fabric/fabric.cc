@@ -1,0 +1,182 @@
+#include "fabric/fabric.h"
+
+#include <array>
+
+namespace ibsm {
+
+std::string_view NodeKindName(NodeKind k) {
+  switch (k) {
+    case NodeKind::kCa: return "CA";
+    case NodeKind::kSwitch: return "Switch";
+    case NodeKind::kRouter: return "Router";
+  }
+  return "Unknown";
+}
+
+namespace {
+struct WidthName {
+  LinkWidth w;
+  std::string_view n;
+};
+constexpr std::array<WidthName, 5> kWidths = {{{LinkWidth::k1x, "1x"},
+                                               {LinkWidth::k2x, "2x"},
+                                               {LinkWidth::k4x, "4x"},
+                                               {LinkWidth::k8x, "8x"},
+                                               {LinkWidth::k12x, "12x"}}};
+struct SpeedName {
+  LinkSpeed s;
+  std::string_view n;
+  double lane_gbps;
+};
+constexpr std::array<SpeedName, 9> kSpeeds = {{{LinkSpeed::kSdr, "SDR", 2.0},
+                                               {LinkSpeed::kDdr, "DDR", 4.0},
+                                               {LinkSpeed::kQdr, "QDR", 8.0},
+                                               {LinkSpeed::kFdr10, "FDR10", 10.0},
+                                               {LinkSpeed::kFdr, "FDR", 13.64},
+                                               {LinkSpeed::kEdr, "EDR", 25.0},
+                                               {LinkSpeed::kHdr, "HDR", 50.0},
+                                               {LinkSpeed::kNdr, "NDR", 100.0},
+                                               {LinkSpeed::kXdr, "XDR", 200.0}}};
+}  // namespace
+
+std::string_view LinkWidthName(LinkWidth w) {
+  for (auto& e : kWidths)
+    if (e.w == w) return e.n;
+  return "?x";
+}
+std::string_view LinkSpeedName(LinkSpeed s) {
+  for (auto& e : kSpeeds)
+    if (e.s == s) return e.n;
+  return "?";
+}
+std::optional<LinkWidth> ParseLinkWidth(std::string_view s) {
+  for (auto& e : kWidths)
+    if (e.n == s) return e.w;
+  return std::nullopt;
+}
+std::optional<LinkSpeed> ParseLinkSpeed(std::string_view s) {
+  for (auto& e : kSpeeds)
+    if (e.n == s) return e.s;
+  return std::nullopt;
+}
+double LaneGbps(LinkSpeed s) {
+  for (auto& e : kSpeeds)
+    if (e.s == s) return e.lane_gbps;
+  return 0;
+}
+
+Result<NodeId> Fabric::AddNode(NodeKind kind, Guid guid, uint8_t num_ports, std::string name,
+                               std::string description) {
+  if (by_node_guid_.count(guid)) {
+    return AlreadyExists("node GUID " + ToString(guid) + " is already in the fabric");
+  }
+  NodeId id = static_cast<NodeId>(nodes_.size());
+  Node n;
+  n.kind = kind;
+  n.num_ports = num_ports;
+  n.guid = guid;
+  n.system_image_guid = guid;
+  n.name = std::move(name);
+  n.description = std::move(description);
+  n.first_port = static_cast<PortId>(ports_.size());
+  for (uint32_t p = 0; p <= num_ports; ++p) {
+    Port port;
+    port.node = id;
+    port.num = PortNum{static_cast<uint8_t>(p)};
+    ports_.push_back(port);
+  }
+  if (!n.name.empty()) by_name_.emplace(n.name, id);
+  nodes_.push_back(std::move(n));
+  by_node_guid_.emplace(guid, id);
+  return id;
+}
+
+Status Fabric::Connect(NodeId x, PortNum a, NodeId y, PortNum b) {
+  if (x >= nodes_.size() || y >= nodes_.size()) return InvalidArgument("no such node");
+  if (a.value() == 0 || a.value() > nodes_[x].num_ports) {
+    return InvalidArgument("port " + ToString(a) + " out of range on " + nodes_[x].name);
+  }
+  if (b.value() == 0 || b.value() > nodes_[y].num_ports) {
+    return InvalidArgument("port " + ToString(b) + " out of range on " + nodes_[y].name);
+  }
+  PortId pa = port_id(x, a), pb = port_id(y, b);
+  if (pa == pb) return InvalidArgument("a port cannot be cabled to itself");
+  if (ports_[pa].peer == pb && ports_[pb].peer == pa) return Status::Ok();
+  if (ports_[pa].peer != kNoPort || ports_[pb].peer != kNoPort) {
+    return InvalidArgument("port already cabled: " + nodes_[x].name + "[" + ToString(a) +
+                           "] <-> " + nodes_[y].name + "[" + ToString(b) + "]");
+  }
+  ports_[pa].peer = pb;
+  ports_[pb].peer = pa;
+  return Status::Ok();
+}
+
+void Fabric::Disconnect(PortId p) {
+  PortId q = ports_[p].peer;
+  if (q != kNoPort) ports_[q].peer = kNoPort;
+  ports_[p].peer = kNoPort;
+}
+
+Status Fabric::SetPortGuid(PortId p, Guid guid) {
+  auto [it, inserted] = by_port_guid_.emplace(guid, p);
+  if (!inserted && it->second != p) {
+    return AlreadyExists("port GUID " + ToString(guid) + " is already in the fabric");
+  }
+  ports_[p].guid = guid;
+  return Status::Ok();
+}
+
+std::optional<NodeId> Fabric::FindNode(Guid g) const {
+  auto it = by_node_guid_.find(g);
+  if (it == by_node_guid_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<NodeId> Fabric::FindNodeByName(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<PortId> Fabric::FindPort(Guid g) const {
+  auto it = by_port_guid_.find(g);
+  if (it == by_port_guid_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<PortId> Fabric::FindPortByLid(Lid lid) const {
+  if (lid.value() >= by_lid_.size() || by_lid_[lid.value()] == kNoPort) return std::nullopt;
+  return by_lid_[lid.value()];
+}
+
+void Fabric::IndexLids() {
+  by_lid_.assign(kMaxUnicastLid + 1, kNoPort);
+  for (PortId p = 0; p < ports_.size(); ++p) {
+    const Port& port = ports_[p];
+    if (!IsUnicast(port.lid)) continue;
+    const Node& n = nodes_[port.node];
+    if (n.is_switch() && port.num.value() != 0) continue;
+    uint32_t count = 1u << port.lmc;
+    for (uint32_t i = 0; i < count && port.lid.value() + i <= kMaxUnicastLid; ++i)
+      by_lid_[port.lid.value() + i] = p;
+  }
+}
+
+size_t Fabric::switch_count() const {
+  size_t c = 0;
+  for (auto& n : nodes_) c += n.is_switch();
+  return c;
+}
+size_t Fabric::ca_count() const {
+  size_t c = 0;
+  for (auto& n : nodes_) c += n.kind == NodeKind::kCa;
+  return c;
+}
+size_t Fabric::link_count() const {
+  size_t c = 0;
+  for (PortId p = 0; p < ports_.size(); ++p)
+    if (ports_[p].peer != kNoPort && ports_[p].peer > p) ++c;
+  return c;
+}
+
+}  // namespace ibsm

@@ -1,0 +1,99 @@
+#include "mad/field.h"
+
+#include <gtest/gtest.h>
+
+#include "mad/attr/node_info.h"
+#include "mad/mad.h"
+
+namespace ibsm::mad {
+namespace {
+
+TEST(FieldTest, BitsAreBigEndianFromTheMostSignificantBitOfByteZero) {
+  std::array<uint8_t, 8> b{};
+  SetBits(b, 0, 1, 1);
+  EXPECT_EQ(b[0], 0x80);
+  SetBits(b, 4, 12, 0xABC);
+  EXPECT_EQ(b[0], 0x8A);
+  EXPECT_EQ(b[1], 0xBC);
+  EXPECT_EQ(GetBits(b, 4, 12), 0xABCu);
+  SetBits(b, 0, 64, 0x0102030405060708ull);
+  EXPECT_EQ(GetBits(b, 0, 64), 0x0102030405060708ull);
+  EXPECT_EQ(b[7], 0x08);
+}
+
+TEST(FieldTest, SetBitsLeavesNeighbouringBitsAlone) {
+  std::array<uint8_t, 2> b{0xFF, 0xFF};
+  SetBits(b, 3, 6, 0);
+  EXPECT_EQ(b[0], 0xE0);
+  EXPECT_EQ(b[1], 0x7F);
+}
+
+TEST(NodeInfoTest, EncodesGoldenBytesAndDecodesThemBack) {
+  NodeInfo ni;
+  ni.node_type = NodeType::kSwitch;
+  ni.num_ports = 36;
+  ni.system_image_guid = 0x0002c90200000001;
+  ni.node_guid = 0x0002c90200000001;
+  ni.port_guid = 0x0002c90200000001;
+  ni.partition_cap = 8;
+  ni.device_id = 0xcf08;
+  ni.revision = 0xa0;
+  ni.local_port_num = 3;
+  ni.vendor_id = 0x02c9;
+  std::array<uint8_t, 64> buf{};
+  EncodeTo(ni, buf);
+  const uint8_t golden[40] = {0x01, 0x01, 0x02, 0x24, 0x00, 0x02, 0xc9, 0x02, 0x00, 0x00,
+                              0x00, 0x01, 0x00, 0x02, 0xc9, 0x02, 0x00, 0x00, 0x00, 0x01,
+                              0x00, 0x02, 0xc9, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x08,
+                              0xcf, 0x08, 0x00, 0x00, 0x00, 0xa0, 0x03, 0x00, 0x02, 0xc9};
+  EXPECT_TRUE(std::equal(std::begin(golden), std::end(golden), buf.begin()));
+  auto back = Decode<NodeInfo>(buf);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->node_guid, ni.node_guid);
+  EXPECT_EQ(back->vendor_id, 0x02c9u);
+  EXPECT_EQ(back->node_type, NodeType::kSwitch);
+}
+
+TEST(NodeInfoTest, TruncatedInputIsRejectedAsCorrupt) {
+  std::array<uint8_t, 12> buf{};
+  auto r = Decode<NodeInfo>(buf);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(r.status().message(), "NodeInfo needs 40 bytes, got 12");
+}
+
+TEST(SmpTest, DirectedRouteHeaderPutsDirectionHopPointerAndCountWhereTheSpecSays) {
+  const uint8_t path[] = {1, 3};
+  Smp s = MakeDrSmp(method::kGet, attr::kNodeInfo, 0, path);
+  s.tid = 0x1122334455667788;
+  s.direction = 1;
+  s.hop_pointer = 2;
+  MadBytes b{};
+  EncodeTo(s, b);
+  EXPECT_EQ(b[1], 0x81);
+  EXPECT_EQ(b[3], 0x01);
+  EXPECT_EQ(b[4], 0x80);  // D bit
+  EXPECT_EQ(b[6], 2);     // hop pointer
+  EXPECT_EQ(b[7], 2);     // hop count
+  EXPECT_EQ(b[8], 0x11);
+  EXPECT_EQ(b[16], 0x00);
+  EXPECT_EQ(b[17], 0x11);
+  EXPECT_EQ(b[32], 0xFF);  // DrSLID permissive
+  EXPECT_EQ(b[128 + 1], 1);
+  EXPECT_EQ(b[128 + 2], 3);
+  auto back = Decode<Smp>(b);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->tid, s.tid);
+  EXPECT_EQ(back->initial_path, s.initial_path);
+}
+
+TEST(DumpTest, PrintsEveryFieldWithItsFormat) {
+  NodeInfo ni;
+  ni.node_guid = 0x0002c90300000010;
+  std::string d = Dump(ni);
+  EXPECT_NE(d.find("node_guid"), std::string::npos);
+  EXPECT_NE(d.find("0x0002c90300000010"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ibsm::mad
