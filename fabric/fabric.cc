@@ -111,6 +111,13 @@ Status Fabric::Connect(NodeId x, PortNum a, NodeId y, PortNum b) {
   return Status::Ok();
 }
 
+void Fabric::Reserve(size_t nodes, size_t ports) {
+  nodes_.reserve(nodes);
+  ports_.reserve(ports);
+  by_node_guid_.reserve(nodes);
+  by_name_.reserve(nodes);
+}
+
 void Fabric::Disconnect(PortId p) {
   PortId q = ports_[p].peer;
   if (q != kNoPort) ports_[q].peer = kNoPort;

@@ -84,6 +84,10 @@ class Fabric {
   Status Connect(NodeId x, PortNum a, NodeId y, PortNum b);
   void Disconnect(PortId p);
 
+  // Pre-sizes storage for `nodes` nodes and `ports` ports (port 0 included) so that building
+  // a large fabric does not over-allocate through vector growth. Purely a capacity hint.
+  void Reserve(size_t nodes, size_t ports);
+
   // Sets the GUID of an end port (CA ports each have one; a switch has one, port 0's).
   Status SetPortGuid(PortId p, Guid guid);
 
