@@ -1,0 +1,252 @@
+// The in-process fabric simulator (DESIGN.md "Fabrics to run on", issue 2 "sim/"). Every
+// node runs a subnet management agent (SMA) that answers SMPs as IBA chapter 14 says;
+// directed-route SMPs walk their path hop by hop (14.2.2), LID-routed MADs follow the LFTs
+// that the SM programmed, so a wrong table is a lost MAD as on a real fabric.
+//
+// Threading: single-threaded. Every method must be called from one thread (the io_context
+// thread that drives the SimTransports). Endpoint::Deliver is called synchronously from
+// inside Simulator calls; an endpoint must not call back into the Simulator from Deliver
+// (SimTransport posts the MAD to its io_context instead).
+//
+// Untrusted input: every MAD injected is untrusted bytes. A MAD that does not parse, names
+// a port that does not exist or breaks a routing rule is dropped with a counter, never a
+// crash.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "base/status.h"
+#include "base/types.h"
+#include "fabric/fabric.h"
+#include "mad/attr/port_info.h"
+#include "mad/attr/switch_info.h"
+#include "mad/mad.h"
+
+namespace ibsm::sim {
+
+// Something bound at a port that receives MADs: an SM, an SA client, a test probe.
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  // `msg` arrived at the bound port; `latency` is the simulated wire time it took (request
+  // and response legs summed for a response). msg.addr.lid is the sender's LID (0 for a
+  // directed-route SMP whose sender has none). Called synchronously from inside the
+  // Simulator: must not re-enter it.
+  virtual void Deliver(mad::MadMessage msg, std::chrono::nanoseconds latency) = 0;
+};
+
+// Why a MAD was lost. Frozen order: tests and dumps index counters by it.
+enum class DropReason : uint8_t {
+  kMalformed = 0,   // not 256 bytes, bad header, unknown class/version
+  kBadSource,       // injected at a port that does not exist or whose node is absent
+  kBadPath,         // DR path names a port out of range, or hop counts are unreasonable
+  kLinkDown,        // egress port uncabled, physically down, or the peer node absent
+  kNotSwitch,       // DR path continues through a CA (C14-9:2)
+  kMixedDr,         // DR SMP with non-permissive DrSLID/DrDLID (LID-routed DR legs)
+  kNoRoute,         // LFT entry missing, 255, out of range, or no LID at the sender
+  kLoop,            // LID-routed MAD exceeded 64 hops
+  kPortState,       // a hop's logical port state too low for this kind of MAD
+  kWrongDest,       // LID route ended at a port that does not own the LID
+  kRandom,          // SetDropRate
+  kNodeDrop,        // SetNodeDropRate
+  kMKey,            // M_Key check failed (14.2.4)
+  kNoAgent,         // no endpoint bound where one was needed
+  kCount,
+};
+
+std::string_view DropReasonName(DropReason r);
+
+struct SimCounters {
+  uint64_t injected = 0;     // MADs handed to Inject
+  uint64_t smps_handled = 0; // SMPs answered (or consumed) by an SMA
+  uint64_t delivered = 0;    // MADs handed to an endpoint
+  uint64_t traps_sent = 0;   // trap MADs generated (resends included)
+  uint64_t dropped = 0;      // sum of by_reason
+  std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> by_reason{};
+
+  uint64_t drops(DropReason r) const { return by_reason[static_cast<size_t>(r)]; }
+};
+
+struct SimOptions {
+  uint64_t seed = 1;  // seeds the simulator's std::mt19937_64 (drops, jitter)
+  // Latency model: every link traversal costs per_hop plus a uniform [0, jitter) extra.
+  std::chrono::nanoseconds per_hop{0};
+  std::chrono::nanoseconds jitter{0};
+  // Switch caps reported in SwitchInfo (ibsim: MAXLINEARCAP 48K, MAXMCASTCAP 1024).
+  uint16_t linear_fdb_cap = 49152;
+  uint16_t multicast_fdb_cap = 1024;
+  // Trap resend (IBA 13.4.9 / 14.2.5.x: a trap repeats until TrapRepress). Needs `io`;
+  // without it each trap is sent once (ResendTraps() resends by hand).
+  boost::asio::io_context* io = nullptr;
+  std::chrono::milliseconds trap_resend_interval{1000};
+  int trap_max_sends = 8;
+};
+
+class Simulator {
+ public:
+  // Copies what it needs from `fabric` (nodes, cables, GUIDs, descriptions); the Fabric may
+  // be destroyed afterwards. Every cabled port starts LinkUp/INIT with LID 0, every
+  // uncabled one Polling/DOWN; switch tables are empty.
+  explicit Simulator(const Fabric& fabric, SimOptions options = {});
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  // --- endpoints -------------------------------------------------------------------
+  // REQUIRES: `ep` outlives the binding. InvalidArgument for an unknown port,
+  // AlreadyExists if one is bound there already.
+  Status Bind(PortId port, Endpoint* ep);
+  void Unbind(PortId port);
+
+  // Sends `msg` from `from` as the endpoint there would: requests are routed to their
+  // destination (DR path or msg.addr.lid) and answered there by the SMA or handed to the
+  // endpoint bound there; responses are routed back to the requester. Whatever reaches a
+  // bound endpoint is given to its Deliver before Inject returns.
+  void Inject(PortId from, mad::MadMessage msg);
+
+  // --- faults (deterministic under SimOptions::seed) ---------------------------------
+  // Physically fails / restores the cable at `port` (both ends change state).
+  Status LinkDown(PortId port);
+  Status LinkUp(PortId port);
+  // Takes a node off the fabric (its links go down) / puts it back fresh (state as a
+  // newly powered node: LIDs 0, tables empty) with its original cables.
+  Status RemoveNode(NodeId node);
+  Status AddNode(NodeId node);
+  // Power-cycles a switch: LFT/MFT cleared, SwitchInfo reset, every port back to INIT
+  // with LID 0; neighbours see their links bounce.
+  Status RebootSwitch(NodeId node);
+  // Every MAD (request, response, trap) is lost with probability `p` in [0, 1].
+  void SetDropRate(double p);
+  // Every MAD that enters `node` is lost with probability `p` (1.0: a dead switch).
+  Status SetNodeDropRate(NodeId node, double p);
+  void SetLatency(std::chrono::nanoseconds per_hop, std::chrono::nanoseconds jitter);
+
+  // Resends every trap not yet repressed (and under the send cap). Returns how many.
+  size_t ResendTraps();
+
+  // --- inspection (tests, SimTransport::QueryLocalPort) -------------------------------
+  const SimCounters& counters() const { return counters_; }
+  size_t node_count() const { return nodes_.size(); }
+  size_t port_count() const { return ports_.size(); }
+  PortId port_id(NodeId node, PortNum num) const;
+  // REQUIRES: port < port_count().
+  const mad::PortInfo& port_info(PortId port) const { return ports_[port].info; }
+  NodeId port_node(PortId port) const { return ports_[port].node; }
+  Guid node_guid(NodeId node) const { return Guid{nodes_[node].guid}; }
+  Guid port_guid(PortId port) const { return Guid{ports_[port].guid}; }
+  bool is_switch(NodeId node) const { return nodes_[node].sw != kNoSwitch; }
+  // REQUIRES: is_switch(node).
+  const mad::SwitchInfo& switch_info(NodeId node) const;
+  // Egress port for `lid` on a switch, 255 if unset.
+  uint8_t lft_entry(NodeId node, Lid lid) const;
+  // Trap sends still waiting for a TrapRepress.
+  size_t pending_traps() const;
+
+  // PortInfo Sets with ClientReregister = 1 seen by CA ports.
+  uint64_t client_reregisters() const { return client_reregisters_; }
+
+  // Sets a port's M_Key and protect bits directly (tests; an SM does it by PortInfo Set).
+  void SetMKey(PortId port, uint64_t m_key, uint8_t protect_bits);
+
+ private:
+  static constexpr uint32_t kNoSwitch = UINT32_MAX;
+
+  struct SimPort {
+    mad::PortInfo info;
+    uint64_t guid = 0;
+    PortId peer = kNoPort;      // cable, as built; survives LinkDown
+    NodeId node = kNoNode;
+    bool cable_ok = true;       // false after LinkDown
+  };
+  struct PendingTrap {
+    uint64_t tid = 0;
+    uint16_t trap_num = 0;
+    int sends = 0;
+  };
+  struct SimSwitch {
+    mad::SwitchInfo info;
+    std::vector<uint8_t> lft;  // grows to the highest block set, capped at linear_fdb_cap
+    std::vector<PendingTrap> traps;
+  };
+  struct SimNode {
+    NodeKind kind = NodeKind::kCa;
+    uint8_t num_ports = 0;
+    bool present = true;
+    uint64_t guid = 0;
+    uint64_t system_image_guid = 0;
+    uint32_t vendor_id = 0;
+    uint16_t device_id = 0;
+    uint32_t revision = 0;
+    PortId first_port = kNoPort;
+    uint32_t sw = kNoSwitch;
+    double drop_rate = 0;
+    std::string description;
+  };
+  // Where a routed MAD came from and how far it went.
+  struct Route {
+    PortId arrival = kNoPort;  // port at which the MAD arrived
+    uint32_t hops = 0;
+  };
+
+  friend class SimulatorPeer;
+
+  void ResetPort(PortId p);
+  void ResetNodeState(NodeId n);
+  bool LinkShouldBeUp(PortId p) const;
+  // Brings `p` and its peer to the physical state their cable and nodes imply.
+  void RefreshLink(PortId p);
+  void SetLinkState(PortId p, bool up);
+  void MarkPortStateChange(NodeId n);
+
+  bool Drop(DropReason r);
+  bool RollDrop(NodeId n);  // random and per-node loss when entering `n`
+  std::chrono::nanoseconds Latency(uint32_t hops);
+
+  void HandleDr(PortId from, mad::MadMessage& msg);
+  void ReturnDr(PortId from, mad::MadMessage& msg, uint32_t hops_so_far);
+  void HandleLid(PortId from, mad::MadMessage& msg);
+  // Walks the LFTs from `from` towards `dlid`. kNoPort and a counted drop on failure.
+  PortId RouteLid(PortId from, uint16_t dlid, bool is_smp, uint32_t* hops);
+  void ArriveAt(PortId dest, mad::MadMessage& msg, uint16_t slid, uint32_t hops,
+                bool directed);
+  void DeliverTo(PortId p, mad::MadMessage& msg, uint32_t hops);
+
+  // The SMA. Returns false when the SMP is consumed without a response (M_Key drop,
+  // TrapRepress); else the bytes now hold the response.
+  bool Sma(PortId arrival, std::span<uint8_t> smp);
+  uint16_t SmaNodeInfo(PortId arrival, uint8_t method, std::span<uint8_t> data);
+  uint16_t SmaNodeDescription(PortId arrival, uint8_t method, std::span<uint8_t> data);
+  uint16_t SmaPortInfo(PortId arrival, uint8_t method, uint32_t mod, std::span<uint8_t> data,
+                       bool key_ok);
+  uint16_t SmaSwitchInfo(PortId arrival, uint8_t method, std::span<uint8_t> data);
+  uint16_t SmaLft(PortId arrival, uint8_t method, uint32_t mod, std::span<uint8_t> data);
+  void SmaTrapRepress(PortId arrival, uint64_t tid);
+
+  void SendTrap128(NodeId sw);
+  void SendTrap(NodeId n, PendingTrap& t);
+  void ArmTrapTimer();
+
+  SimOptions options_;
+  std::mt19937_64 rng_;
+  double drop_rate_ = 0;
+  std::vector<SimNode> nodes_;
+  std::vector<SimPort> ports_;
+  std::vector<SimSwitch> switches_;
+  std::vector<Endpoint*> endpoints_;  // by PortId
+  SimCounters counters_;
+  uint64_t client_reregisters_ = 0;
+  uint64_t next_trap_tid_ = 0x5100000000000000ull;
+  std::unique_ptr<boost::asio::steady_timer> trap_timer_;
+  bool trap_timer_armed_ = false;
+};
+
+}  // namespace ibsm::sim
