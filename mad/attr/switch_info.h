@@ -52,7 +52,8 @@ struct Layout<SwitchInfo> {
       F<&S::filter_raw_inbound_cap>("filter_raw_inbound_cap", 130, 1),
       F<&S::filter_raw_outbound_cap>("filter_raw_outbound_cap", 131, 1),
       F<&S::enhanced_port0>("enhanced_port0", 132, 1),
-      F<&S::multicast_fdb_top>("multicast_fdb_top", 136, 16),
+      // Bits 133-143 are reserved (libibmad IB_SW_MCAST_FDB_TOP_F and OpenSM agree on 144).
+      F<&S::multicast_fdb_top>("multicast_fdb_top", 144, 16),
   };
 };
 static_assert(LayoutIsValid<SwitchInfo>());
