@@ -1,0 +1,648 @@
+#include "mad/umad_transport.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+#include <infiniband/umad.h>
+
+#include "base/log.h"
+
+namespace ibsm::mad {
+namespace {
+
+constexpr uint32_t kGsiQkey = 0x80010000;
+constexpr int kRecvPollMs = 100;  // how long Close may wait for the receiver thread
+
+// Class versions we register (SMI 14.2.1, SA 15.2.1, PerfMgt 16.1.1).
+constexpr int kSmiClassVersion = 1;
+constexpr int kSaClassVersion = 2;
+constexpr int kPerfClassVersion = 1;
+
+// umad_register's method mask is a host-memory bitmap indexed by method number, not a wire
+// field.
+struct MethodMask {
+  long bits[16 / sizeof(long)] = {};
+  void Set(uint8_t m) {
+    constexpr size_t kBitsPerWord = 8 * sizeof(long);
+    bits[m / kBitsPerWord] |= 1L << (m % kBitsPerWord);
+  }
+};
+
+std::string Errno(int e) { return std::strerror(e < 0 ? -e : e); }
+
+// Our own timer waits a little longer than the timeout handed to the kernel, so that on real
+// hardware the kernel's ETIMEDOUT return of the send arrives first and one attempt ends once.
+std::chrono::milliseconds AttemptDeadline(std::chrono::milliseconds t) {
+  return t + t / 4 + std::chrono::milliseconds(5);
+}
+
+}  // namespace
+
+// One MAD read by the receiver thread, handed to the io_context thread.
+struct UmadTransport::Inbound {
+  std::vector<uint8_t> bytes;
+  uint32_t status = 0;  // umad status: non-zero = our own send came back undelivered
+  MadAddress from;
+};
+
+struct UmadTransport::Pending {
+  explicit Pending(boost::asio::io_context& io) : timer(io) {}
+  MadMessage request;
+  SendOptions options;
+  ResponseHandler done;
+  uint64_t attempt = 0;
+  boost::asio::steady_timer timer;
+  std::optional<RmppSender> sender;     // request sent as RMPP
+  std::optional<RmppReceiver> receiver;  // response arriving as RMPP
+};
+
+struct UmadTransport::OutTransfer {
+  explicit OutTransfer(boost::asio::io_context& io, RmppSender s) : sender(std::move(s)), timer(io) {}
+  RmppSender sender;
+  MadAddress to;
+  int attempts = 0;
+  boost::asio::steady_timer timer;
+};
+
+struct UmadTransport::InTransfer {
+  InTransfer(boost::asio::io_context& io, size_t header_size) : receiver(header_size), idle(io) {}
+  RmppReceiver receiver;
+  boost::asio::steady_timer idle;
+  uint64_t generation = 0;
+};
+
+UmadTransport::UmadTransport(boost::asio::io_context& io, const UmadOptions& options)
+    : io_(io), options_(options) {}
+
+Result<std::unique_ptr<UmadTransport>> UmadTransport::Open(boost::asio::io_context& io,
+                                                           const UmadOptions& options) {
+  std::unique_ptr<UmadTransport> t(new UmadTransport(io, options));
+  IBSM_RETURN_IF_ERROR(t->OpenPort());
+  t->receiver_ = std::thread([p = t.get()] { p->ReceiverLoop(); });
+  return t;
+}
+
+Status UmadTransport::OpenPort() {
+  if (umad_init() < 0) return Unavailable("umad_init failed: no InfiniBand user MAD support");
+
+  std::string ca = options_.ca_name;
+  int port = options_.port_num;
+  if (options_.port_guid.value() != 0) {
+    char names[UMAD_MAX_DEVICES][UMAD_CA_NAME_LEN];
+    int n = umad_get_cas_names(names, UMAD_MAX_DEVICES);
+    bool found = false;
+    for (int i = 0; i < n && !found; ++i) {
+      __be64 guids[UMAD_CA_MAX_PORTS + 1] = {};
+      int np = umad_get_ca_portguids(names[i], guids, UMAD_CA_MAX_PORTS + 1);
+      for (int j = 0; j < np; ++j) {
+        if (be64toh(guids[j]) == options_.port_guid.value()) {
+          ca = names[i];
+          port = j;
+          found = true;
+          break;
+        }
+      }
+    }
+    if (!found) return NotFound("no local port has GUID " + ToString(options_.port_guid));
+  }
+
+  umad_port_t p{};
+  if (int r = umad_get_port(ca.empty() ? nullptr : ca.c_str(), port, &p); r < 0) {
+    return Unavailable(fmt::format("umad_get_port({}, {}) failed: {}", ca.empty() ? "default" : ca,
+                                   port, Errno(r)));
+  }
+  ca_name_ = p.ca_name;
+  port_num_ = p.portnum;
+  umad_release_port(&p);
+
+  port_id_ = umad_open_port(ca_name_.c_str(), port_num_);
+  if (port_id_ < 0) {
+    return Unavailable(fmt::format("umad_open_port({}, {}) failed: {}", ca_name_, port_num_,
+                                   Errno(port_id_)));
+  }
+
+  // SMI: Get/Set (SMInfo from other SMs), Trap/TrapRepress (traps to the SM), as OpenSM
+  // registers its SMI binding (responder + trap processor).
+  MethodMask smi;
+  for (uint8_t m : {method::kGet, method::kSet, method::kTrap, method::kTrapRepress}) smi.Set(m);
+  MethodMask sa;
+  if (options_.sa_server) {
+    for (uint8_t m : {method::kGet, method::kSet, method::kGetTable, method::kGetTraceTable,
+                      method::kGetMulti, method::kDelete})
+      sa.Set(m);
+  }
+  MethodMask none;
+  struct Reg {
+    int* agent;
+    MgmtClass cls;
+    int version;
+    MethodMask* mask;
+  } regs[] = {
+      {&agent_dr_, MgmtClass::kSubnDirected, kSmiClassVersion, &smi},
+      {&agent_smi_, MgmtClass::kSubnLid, kSmiClassVersion, &smi},
+      {&agent_sa_, MgmtClass::kSubnAdm, kSaClassVersion, &sa},
+      {&agent_perf_, MgmtClass::kPerfMgt, kPerfClassVersion, &none},
+  };
+  for (auto& r : regs) {
+    // rmpp_version 0: RMPP is ours (mad/rmpp.h), the kernel must not reassemble.
+    *r.agent = umad_register(port_id_, static_cast<int>(r.cls), r.version, 0, r.mask->bits);
+    if (*r.agent < 0) {
+      return Unavailable(fmt::format("umad_register(class {:#04x}) on {}:{} failed: {}",
+                                     static_cast<int>(r.cls), ca_name_, port_num_,
+                                     Errno(*r.agent)));
+    }
+  }
+
+  if (options_.claim_sm) {
+    char path[256];
+    if (umad_get_issm_path(ca_name_.c_str(), port_num_, path, sizeof(path)) < 0) {
+      return Unavailable(fmt::format("no issm device for {}:{}", ca_name_, port_num_));
+    }
+    // Holding the issm device open sets IsSM in the port's CapabilityMask (as OpenSM's
+    // osm_vendor_set_sm does); closing it clears the bit.
+    issm_fd_ = ::open(path, O_RDWR | O_NONBLOCK);
+    if (issm_fd_ < 0) {
+      return Unavailable(fmt::format("cannot open {} to claim the SM port: {}", path,
+                                     std::strerror(errno)));
+    }
+  }
+  Log(LogName::kMad).info("opened {} port {} (SM port claimed: {})", ca_name_, port_num_,
+                          options_.claim_sm);
+  return Status::Ok();
+}
+
+UmadTransport::~UmadTransport() { Close(); }
+
+void UmadTransport::Close() {
+  if (closed_) return;
+  closed_ = true;
+  stop_ = true;
+  if (receiver_.joinable()) receiver_.join();
+  auto pending = std::move(pending_);
+  pending_.clear();
+  posts_.clear();
+  inbound_rmpp_.clear();
+  if (issm_fd_ >= 0) ::close(issm_fd_);
+  issm_fd_ = -1;
+  if (port_id_ >= 0) umad_close_port(port_id_);
+  port_id_ = -1;
+  for (auto& [key, p] : pending) {
+    p->timer.cancel();
+    if (p->done) p->done(Unavailable("transport closed"));
+  }
+}
+
+void UmadTransport::ReceiverLoop() {
+  std::vector<uint8_t> buf(umad_size() + kMadSize);
+  std::weak_ptr<char> alive = alive_;
+  while (!stop_) {
+    int length = static_cast<int>(kMadSize);
+    int r = umad_recv(port_id_, buf.data(), &length, kRecvPollMs);
+    if (r < 0) {
+      if (r != -ETIMEDOUT && r != -EWOULDBLOCK && r != -EINTR && r != -EAGAIN) {
+        // A broken port must not spin a core.
+        std::this_thread::sleep_for(std::chrono::milliseconds(kRecvPollMs));
+      }
+      continue;
+    }
+    Inbound in;
+    in.status = static_cast<uint32_t>(umad_status(buf.data()));
+    const ib_mad_addr_t* a = umad_get_mad_addr(buf.data());
+    in.from.lid = Lid{ntohs(a->lid)};
+    in.from.qpn = ntohl(a->qpn);
+    in.from.qkey = kGsiQkey;
+    in.from.sl = a->sl;
+    in.from.pkey_index = a->pkey_index;
+    size_t n = length < 0 ? 0 : std::min<size_t>(static_cast<size_t>(length), kMadSize);
+    const auto* mad = static_cast<const uint8_t*>(umad_get_mad(buf.data()));
+    in.bytes.assign(mad, mad + n);
+    boost::asio::post(io_, [this, alive, in = std::move(in)]() mutable {
+      if (alive.lock()) OnInbound(std::move(in));
+    });
+  }
+}
+
+Status UmadTransport::WriteMad(std::span<const uint8_t> mad, const MadAddress& addr) {
+  if (closed_ || port_id_ < 0) return Unavailable("transport closed");
+  auto hdr = Decode<MadHeader>(mad);
+  if (!hdr.ok()) return hdr.status();
+  int agent = -1;
+  int dlid = addr.lid.value();
+  int qpn = static_cast<int>(addr.qpn);
+  int qkey = static_cast<int>(addr.qkey);
+  switch (static_cast<MgmtClass>(hdr->mgmt_class)) {
+    case MgmtClass::kSubnDirected:
+      agent = agent_dr_;
+      dlid = kPermissiveLid.value();
+      qpn = 0;
+      qkey = 0;
+      break;
+    case MgmtClass::kSubnLid:
+      agent = agent_smi_;
+      qpn = 0;
+      qkey = 0;
+      break;
+    case MgmtClass::kSubnAdm:
+      agent = agent_sa_;
+      break;
+    case MgmtClass::kPerfMgt:
+      agent = agent_perf_;
+      break;
+    default:
+      return Unsupported(fmt::format("no agent registered for class {:#04x}", hdr->mgmt_class));
+  }
+  std::vector<uint8_t> buf(umad_size() + kMadSize, 0);
+  std::copy_n(mad.begin(), std::min(mad.size(), kMadSize),
+              static_cast<uint8_t*>(umad_get_mad(buf.data())));
+  umad_set_addr(buf.data(), dlid, qpn, addr.sl, qkey);
+  umad_set_pkey(buf.data(), addr.pkey_index);
+  // A request gets the kernel timeout so the kernel keeps it to match the response (it drops
+  // responses to sends without one); libumad2sim ignores it. Our timer is authoritative.
+  int timeout_ms = 0;
+  if (!hdr->is_response() && hdr->method != method::kTrapRepress) {
+    auto it = pending_.find({hdr->mgmt_class, static_cast<uint32_t>(hdr->tid)});
+    if (it != pending_.end() && !it->second->sender)
+      timeout_ms = static_cast<int>(it->second->options.timeout.count());
+  }
+  int r = umad_send(port_id_, agent, buf.data(), static_cast<int>(kMadSize), timeout_ms, 0);
+  if (r < 0) return IoError("umad_send failed: " + Errno(r));
+  ++counters_.sent;
+  Log(LogName::kMad).trace("sent class {:#04x} method {:#04x} attr {:#06x} tid {:#x} to lid {}",
+                           hdr->mgmt_class, hdr->method, hdr->attr_id, hdr->tid, dlid);
+  return Status::Ok();
+}
+
+void UmadTransport::ArmTimer(boost::asio::steady_timer& timer, std::chrono::milliseconds after,
+                             std::function<void()> fn) {
+  timer.expires_after(after);
+  std::weak_ptr<char> alive = alive_;
+  timer.async_wait([alive, fn = std::move(fn)](const boost::system::error_code& ec) {
+    if (ec || !alive.lock()) return;
+    fn();
+  });
+}
+
+void UmadTransport::Send(MadMessage request, const SendOptions& options, ResponseHandler done) {
+  auto fail = [&](Status s) {
+    boost::asio::post(io_, [done = std::move(done), s = std::move(s)] { done(s); });
+  };
+  if (closed_) return fail(Unavailable("transport closed"));
+  auto hdr = Decode<MadHeader>(request.bytes);
+  if (!hdr.ok()) return fail(InvalidArgument("request: " + hdr.status().message()));
+  if (hdr->is_response()) return fail(InvalidArgument("Send of a response; use Post"));
+  uint32_t tid = next_tid_++;
+  if (next_tid_ == 0) next_tid_ = 1;
+  hdr->tid = tid;
+  if (request.bytes.size() < kMadSize) request.bytes.resize(kMadSize, 0);
+  EncodeTo(*hdr, request.bytes);
+
+  auto p = std::make_unique<Pending>(io_);
+  if (request.bytes.size() > kMadSize) {
+    auto hs = RmppHeaderSize(hdr->mgmt_class);
+    if (!hs) {
+      return fail(InvalidArgument(fmt::format("{}-byte message in class {:#04x}, which has no RMPP",
+                                              request.bytes.size(), hdr->mgmt_class)));
+    }
+    auto sender = RmppSender::Create(request.bytes, *hs);
+    if (!sender.ok()) return fail(sender.status());
+    p->sender = std::move(sender).value();
+  }
+  p->request = std::move(request);
+  p->options = options;
+  p->done = std::move(done);
+  TidKey key{hdr->mgmt_class, tid};
+  pending_[key] = std::move(p);
+  SendAttempt(key);
+}
+
+void UmadTransport::SendAttempt(const TidKey& key) {
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return;
+  Pending& p = *it->second;
+  if (++p.attempt > 1) ++counters_.retries;
+  p.receiver.reset();
+  Status st;
+  if (p.sender) {
+    std::vector<MadBytes> segs;
+    if (p.attempt > 1 && p.sender->done()) {
+      // Whole request delivered but no response: send it again from the start.
+      auto hs = RmppHeaderSize(key.first);
+      auto fresh = RmppSender::Create(p.request.bytes, *hs);
+      if (fresh.ok()) p.sender = std::move(fresh).value();
+      segs = p.sender->NextSegments();
+    } else {
+      segs = p.attempt > 1 ? p.sender->OnTimeout() : p.sender->NextSegments();
+    }
+    for (const auto& s : segs) {
+      st = WriteMad(s, p.request.addr);
+      if (!st.ok()) break;
+    }
+  } else {
+    st = WriteMad(p.request.bytes, p.request.addr);
+  }
+  if (!st.ok()) return FinishPending(key, st);
+  uint64_t attempt = p.attempt;
+  ArmTimer(p.timer, AttemptDeadline(p.options.timeout),
+           [this, key, attempt] { OnRequestTimeout(key, attempt); });
+}
+
+void UmadTransport::OnRequestTimeout(const TidKey& key, uint64_t attempt) {
+  auto it = pending_.find(key);
+  if (it == pending_.end() || it->second->attempt != attempt) return;
+  Pending& p = *it->second;
+  if (p.attempt <= static_cast<uint64_t>(std::max(p.options.retries, 0))) return SendAttempt(key);
+  ++counters_.timeouts;
+  if (p.sender && !p.sender->done()) {
+    ++counters_.rmpp_aborted;
+    (void)WriteMad(p.sender->MakeAbort(rmpp::kStatusTooManyRetries), p.request.addr);
+  }
+  auto hdr = Decode<MadHeader>(p.request.bytes);
+  Log(LogName::kMad).debug("MAD-UMAD-010 no response to class {:#04x} attr {:#06x} tid {:#x} "
+                           "after {} attempts",
+                           key.first, hdr.ok() ? hdr->attr_id : 0, key.second, p.attempt);
+  FinishPending(key, Timeout(fmt::format("no response to class {:#04x} attr {:#06x} after {} "
+                                         "attempts",
+                                         key.first, hdr.ok() ? hdr->attr_id : 0, p.attempt)));
+}
+
+void UmadTransport::FinishPending(const TidKey& key, Result<MadMessage> result) {
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return;
+  std::unique_ptr<Pending> p = std::move(it->second);
+  pending_.erase(it);
+  p->timer.cancel();
+  if (p->done) p->done(std::move(result));
+}
+
+Status UmadTransport::Post(MadMessage message) {
+  if (closed_) return Unavailable("transport closed");
+  auto hdr = Decode<MadHeader>(message.bytes);
+  if (!hdr.ok()) return InvalidArgument("post: " + hdr.status().message());
+  if (message.bytes.size() <= kMadSize) {
+    message.bytes.resize(kMadSize, 0);
+    return WriteMad(message.bytes, message.addr);
+  }
+  auto hs = RmppHeaderSize(hdr->mgmt_class);
+  if (!hs) {
+    return InvalidArgument(fmt::format("{}-byte message in class {:#04x}, which has no RMPP",
+                                       message.bytes.size(), hdr->mgmt_class));
+  }
+  auto sender = RmppSender::Create(message.bytes, *hs);
+  if (!sender.ok()) return sender.status();
+  TidKey key{hdr->mgmt_class, static_cast<uint32_t>(hdr->tid)};
+  auto t = std::make_unique<OutTransfer>(io_, std::move(sender).value());
+  t->to = message.addr;
+  posts_[key] = std::move(t);
+  PumpOutTransfer(key);
+  return Status::Ok();
+}
+
+void UmadTransport::PumpOutTransfer(const TidKey& key) {
+  auto it = posts_.find(key);
+  if (it == posts_.end()) return;
+  OutTransfer& t = *it->second;
+  if (t.sender.done()) {
+    posts_.erase(it);
+    return;
+  }
+  for (const auto& s : t.sender.NextSegments()) {
+    if (!WriteMad(s, t.to).ok()) {
+      ++counters_.rmpp_aborted;
+      posts_.erase(key);
+      return;
+    }
+  }
+  ArmTimer(t.timer, options_.rmpp_post.timeout, [this, key] {
+    auto it2 = posts_.find(key);
+    if (it2 == posts_.end()) return;
+    OutTransfer& tt = *it2->second;
+    if (++tt.attempts > options_.rmpp_post.retries) {
+      ++counters_.rmpp_aborted;
+      Log(LogName::kMad).warn("MAD-RMPP-001 RMPP transfer tid {:#x} to lid {} got no ACK after "
+                              "{} resends; aborted",
+                              key.second, tt.to.lid, options_.rmpp_post.retries);
+      (void)WriteMad(tt.sender.MakeAbort(rmpp::kStatusTooManyRetries), tt.to);
+      posts_.erase(it2);
+      return;
+    }
+    ++counters_.retries;
+    for (const auto& s : tt.sender.OnTimeout()) (void)WriteMad(s, tt.to);
+    PumpOutTransfer(key);
+  });
+}
+
+void UmadTransport::SetUnsolicitedHandler(UnsolicitedHandler handler) {
+  unsolicited_ = std::move(handler);
+}
+
+void UmadTransport::OnInbound(Inbound in) {
+  ++counters_.received;
+  if (in.bytes.size() < kMadSize) {
+    ++counters_.malformed;
+    Log(LogName::kMad).debug("MAD-UMAD-001 dropped a {}-byte MAD (need {})", in.bytes.size(),
+                             kMadSize);
+    return;
+  }
+  auto hdr = Decode<MadHeader>(in.bytes);
+  if (!hdr.ok() || hdr->base_version != 1) {
+    ++counters_.malformed;
+    Log(LogName::kMad).debug("MAD-UMAD-002 dropped a MAD with base version {}",
+                             hdr.ok() ? hdr->base_version : 0);
+    return;
+  }
+  Log(LogName::kMad).trace("recv class {:#04x} method {:#04x} attr {:#06x} tid {:#x} status {}",
+                           hdr->mgmt_class, hdr->method, hdr->attr_id, hdr->tid, in.status);
+  TidKey key{hdr->mgmt_class, static_cast<uint32_t>(hdr->tid)};
+
+  if (in.status != 0) {
+    // Our own send came back: ibsim could not route it (status 110), or the kernel's timeout.
+    auto it = pending_.find(key);
+    if (it != pending_.end() && !hdr->is_response()) {
+      Pending& p = *it->second;
+      p.timer.cancel();
+      OnRequestTimeout(key, p.attempt);
+    } else if (!hdr->is_response() || posts_.count(key) == 0) {
+      ++counters_.unmatched;
+    }
+    return;
+  }
+
+  if (auto hs = RmppHeaderSize(hdr->mgmt_class)) {
+    auto rh = DecodeRmppHeader(in.bytes);
+    if (rh.ok() && (rh->flags & rmpp::kFlagActive) != 0) {
+      OnRmppInbound(in, *hdr, *rh, *hs);
+      return;
+    }
+  }
+
+  if (hdr->is_response()) {
+    auto it = pending_.find(key);
+    if (it == pending_.end()) {
+      ++counters_.unmatched;
+      return;
+    }
+    FinishPending(key, MadMessage{std::move(in.bytes), in.from});
+    return;
+  }
+  ++counters_.unsolicited;
+  if (unsolicited_) unsolicited_(MadMessage{std::move(in.bytes), in.from});
+}
+
+void UmadTransport::OnRmppInbound(Inbound& in, const MadHeader& hdr, const RmppHeader& rh,
+                                  size_t hdr_size) {
+  TidKey key{hdr.mgmt_class, static_cast<uint32_t>(hdr.tid)};
+  MadAddress reply_to = in.from;
+  reply_to.qkey = kGsiQkey;
+
+  if (rh.type == rmpp::kTypeAck || rh.type == rmpp::kTypeStop || rh.type == rmpp::kTypeAbort) {
+    // Answers to a transfer we send carry our method with the response bit flipped.
+    std::optional<MadBytes> abort;
+    if (hdr.is_response()) {
+      auto it = pending_.find(key);
+      if (it == pending_.end() || !it->second->sender) {
+        ++counters_.unmatched;
+        return;
+      }
+      Pending& p = *it->second;
+      Status st = p.sender->OnReply(in.bytes, &abort);
+      if (abort) (void)WriteMad(*abort, p.request.addr);
+      if (!st.ok()) {
+        ++counters_.rmpp_aborted;
+        return FinishPending(key, st);
+      }
+      for (const auto& s : p.sender->NextSegments()) (void)WriteMad(s, p.request.addr);
+      uint64_t attempt = p.attempt;
+      ArmTimer(p.timer, AttemptDeadline(p.options.timeout),
+               [this, key, attempt] { OnRequestTimeout(key, attempt); });
+      return;
+    }
+    auto it = posts_.find(key);
+    if (it == posts_.end()) {
+      // The final ACK of a one-segment RMPP response we Posted as a plain MAD lands here too.
+      ++counters_.unmatched;
+      return;
+    }
+    OutTransfer& t = *it->second;
+    Status st = t.sender.OnReply(in.bytes, &abort);
+    if (abort) (void)WriteMad(*abort, t.to);
+    if (!st.ok()) {
+      ++counters_.rmpp_aborted;
+      Log(LogName::kMad).warn("MAD-RMPP-002 RMPP transfer tid {:#x} to lid {} ended: {}",
+                              key.second, t.to.lid, st.ToString());
+      posts_.erase(it);
+      return;
+    }
+    t.attempts = 0;
+    t.timer.cancel();
+    PumpOutTransfer(key);
+    return;
+  }
+
+  if (rh.type != rmpp::kTypeData) {
+    ++counters_.malformed;
+    return;
+  }
+
+  if (hdr.is_response()) {
+    auto it = pending_.find(key);
+    if (it == pending_.end()) {
+      ++counters_.unmatched;
+      return;
+    }
+    Pending& p = *it->second;
+    const bool first = rh.data1 == 1 && (rh.flags & rmpp::kFlagFirst) != 0;
+    if (!p.receiver || (first && (p.receiver->complete() || p.receiver->failed()))) {
+      p.receiver.emplace(hdr_size);
+    }
+    auto step = p.receiver->Feed(in.bytes);
+    if (step.reply) (void)WriteMad(*step.reply, reply_to);
+    if (p.receiver->failed()) {
+      ++counters_.rmpp_aborted;
+      return FinishPending(key, step.status);
+    }
+    if (!step.status.ok()) {
+      ++counters_.malformed;
+      return;
+    }
+    if (p.receiver->complete()) {
+      ++counters_.rmpp_reassembled;
+      return FinishPending(key, MadMessage{p.receiver->TakeMessage(), in.from});
+    }
+    uint64_t attempt = p.attempt;
+    ArmTimer(p.timer, AttemptDeadline(p.options.timeout),
+             [this, key, attempt] { OnRequestTimeout(key, attempt); });
+    return;
+  }
+
+  InKey ikey{hdr.mgmt_class, static_cast<uint32_t>(hdr.tid), in.from.lid.value(), in.from.qpn};
+  auto it = inbound_rmpp_.find(ikey);
+  const bool first = rh.data1 == 1 && (rh.flags & rmpp::kFlagFirst) != 0;
+  if (it == inbound_rmpp_.end() ||
+      (first && (it->second->receiver.complete() || it->second->receiver.failed()))) {
+    it = inbound_rmpp_.insert_or_assign(ikey, std::make_unique<InTransfer>(io_, hdr_size)).first;
+  }
+  InTransfer& t = *it->second;
+  bool was_complete = t.receiver.complete();
+  auto step = t.receiver.Feed(in.bytes);
+  if (step.reply) (void)WriteMad(*step.reply, reply_to);
+  if (t.receiver.failed()) {
+    ++counters_.rmpp_aborted;
+    Log(LogName::kMad).warn("MAD-RMPP-003 inbound RMPP tid {:#x} from lid {} aborted: {}",
+                            key.second, in.from.lid, step.status.ToString());
+    inbound_rmpp_.erase(it);
+    return;
+  }
+  if (!step.status.ok()) {
+    ++counters_.malformed;
+    return;
+  }
+  // Keep the entry (complete or not) until idle, so a lost final ACK is answered again.
+  uint64_t gen = ++t.generation;
+  ArmTimer(t.idle, options_.rmpp_receive_idle, [this, ikey, gen] {
+    auto i = inbound_rmpp_.find(ikey);
+    if (i == inbound_rmpp_.end() || i->second->generation != gen) return;
+    if (!i->second->receiver.complete()) ++counters_.rmpp_aborted;
+    inbound_rmpp_.erase(i);
+  });
+  if (!was_complete && t.receiver.complete()) {
+    ++counters_.rmpp_reassembled;
+    ++counters_.unsolicited;
+    MadMessage m{t.receiver.TakeMessage(), in.from};
+    if (unsolicited_) unsolicited_(std::move(m));
+  }
+}
+
+Result<LocalPort> UmadTransport::QueryLocalPort() {
+  if (closed_) return Unavailable("transport closed");
+  umad_ca_t ca{};
+  if (int r = umad_get_ca(ca_name_.c_str(), &ca); r < 0) {
+    return Unavailable("umad_get_ca(" + ca_name_ + ") failed: " + Errno(r));
+  }
+  LocalPort lp;
+  lp.node_guid = Guid{be64toh(ca.node_guid)};
+  umad_release_ca(&ca);
+  umad_port_t p{};
+  if (int r = umad_get_port(ca_name_.c_str(), port_num_, &p); r < 0) {
+    return Unavailable(fmt::format("umad_get_port({}, {}) failed: {}", ca_name_, port_num_,
+                                   Errno(r)));
+  }
+  lp.port_guid = Guid{be64toh(p.port_guid)};
+  lp.port_num = PortNum{static_cast<uint8_t>(p.portnum)};
+  lp.lid = Lid{static_cast<uint16_t>(p.base_lid)};
+  lp.sm_lid = Lid{static_cast<uint16_t>(p.sm_lid)};
+  lp.lmc = static_cast<uint8_t>(p.lmc);
+  lp.state = static_cast<uint8_t>(p.state);
+  lp.ca_name = ca_name_;
+  umad_release_port(&p);
+  return lp;
+}
+
+}  // namespace ibsm::mad

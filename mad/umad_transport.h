@@ -1,0 +1,117 @@
+// UmadTransport: mad::Transport over libibumad, for real HCAs and for ibsim through its
+// preload library (libumad2sim.so).
+//
+// Why a receiver thread and not the umad fd in the Asio reactor: under libumad2sim the "fd"
+// umad_open_port returns is a fake number (>= 1024) that only the preloaded read/write/poll
+// understand; epoll cannot watch it. So, as OpenSM's vendor layer does, one thread blocks in
+// umad_recv (poll with a 100 ms timeout so Close can stop it) and posts every MAD to the
+// io_context. Everything else (matching, timers, retries, RMPP) runs on the io_context thread.
+//
+// Timeouts and retries are steady_timers of this class (libumad2sim ignores umad's
+// timeout_ms; agents are registered with rmpp_version 0 so the kernel does no RMPP either).
+// Responses are matched by management class and the low 32 bits of the TID: the kernel's
+// agent (and libumad2sim and ibsim) rewrite the high 32 bits, as OpenSM's get_madw assumes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <tuple>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "base/status.h"
+#include "base/types.h"
+#include "mad/rmpp.h"
+#include "mad/transport.h"
+
+namespace ibsm::mad {
+
+struct UmadOptions {
+  // Port selection, as OpenSM's -g: a non-zero port_guid wins; else ca_name/port_num (empty
+  // name / 0 port: libibumad's default, the first CA and its first active port).
+  std::string ca_name;
+  int port_num = 0;
+  Guid port_guid{0};
+  // Open the port's issm device so the port advertises IsSM (ibsim then hands this client
+  // every QP1 request for the port, SA queries and SMInfo included).
+  bool claim_sm = false;
+  // Register as the SA (class 0x03 requests reach us). A pure SA client can turn it off.
+  bool sa_server = true;
+  // RMPP transfers we send as responses (Post) use these per-window timers.
+  SendOptions rmpp_post{std::chrono::milliseconds(200), 3};
+  // An inbound RMPP transfer with no new segment for this long is abandoned.
+  std::chrono::milliseconds rmpp_receive_idle{std::chrono::seconds(10)};
+};
+
+class UmadTransport final : public Transport {
+ public:
+  // Opens the port, registers the agents (SMI LID-routed 0x01 and directed 0x81 with
+  // Get/Set/Trap/TrapRepress, SA 0x03 with the SA's request methods, PerfMgt 0x04 as client),
+  // optionally claims the SM port, and starts the receiver thread.
+  // REQUIRES: called on `io`'s thread; the transport must be destroyed before `io`.
+  static Result<std::unique_ptr<UmadTransport>> Open(boost::asio::io_context& io,
+                                                     const UmadOptions& options);
+
+  ~UmadTransport() override;
+  UmadTransport(const UmadTransport&) = delete;
+  UmadTransport& operator=(const UmadTransport&) = delete;
+
+  void Send(MadMessage request, const SendOptions& options, ResponseHandler done) override;
+  Status Post(MadMessage message) override;
+  void SetUnsolicitedHandler(UnsolicitedHandler handler) override;
+  Result<LocalPort> QueryLocalPort() override;
+  const TransportCounters& counters() const override { return counters_; }
+  void Close() override;
+
+ private:
+  struct Inbound;
+  struct Pending;
+  struct OutTransfer;
+  struct InTransfer;
+  // (mgmt class, low 32 bits of TID): how the kernel and OpenSM match responses.
+  using TidKey = std::pair<uint8_t, uint32_t>;
+  // Inbound RMPP requests are keyed also by their source, since TIDs are only unique per
+  // requester.
+  using InKey = std::tuple<uint8_t, uint32_t, uint16_t, uint32_t>;
+
+  UmadTransport(boost::asio::io_context& io, const UmadOptions& options);
+  Status OpenPort();
+  void ReceiverLoop();
+  void OnInbound(Inbound in);
+  void OnRmppInbound(Inbound& in, const MadHeader& hdr, const RmppHeader& rh, size_t hdr_size);
+  Status WriteMad(std::span<const uint8_t> mad, const MadAddress& addr);
+  void SendAttempt(const TidKey& key);
+  void ArmTimer(boost::asio::steady_timer& timer, std::chrono::milliseconds after,
+                std::function<void()> fn);
+  void OnRequestTimeout(const TidKey& key, uint64_t attempt);
+  void FinishPending(const TidKey& key, Result<MadMessage> result);
+  void PumpOutTransfer(const TidKey& key);
+
+  boost::asio::io_context& io_;
+  UmadOptions options_;
+  // Guards asynchronous callbacks: they run only while this token is alive.
+  std::shared_ptr<char> alive_ = std::make_shared<char>(0);
+  int port_id_ = -1;
+  int issm_fd_ = -1;
+  std::string ca_name_;
+  int port_num_ = 0;
+  int agent_smi_ = -1, agent_dr_ = -1, agent_sa_ = -1, agent_perf_ = -1;
+  std::atomic<bool> stop_{false};
+  std::thread receiver_;
+  bool closed_ = false;
+
+  uint32_t next_tid_ = 1;
+  TransportCounters counters_;
+  UnsolicitedHandler unsolicited_;
+  std::map<TidKey, std::unique_ptr<Pending>> pending_;
+  std::map<TidKey, std::unique_ptr<OutTransfer>> posts_;
+  std::map<InKey, std::unique_ptr<InTransfer>> inbound_rmpp_;
+};
+
+}  // namespace ibsm::mad
