@@ -143,8 +143,9 @@ Simulator::Simulator(const Fabric& fabric, SimOptions options)
       FillSpeed(fp.speed, &sp.info);
       sp.info.link_width_active = static_cast<uint8_t>(fp.width);
     }
-    ResetNodeState(n);
   }
+  // Second pass: link training needs both ends of every cable copied.
+  for (NodeId n = 0; n < nodes_.size(); ++n) ResetNodeState(n);
   endpoints_.assign(ports_.size(), nullptr);
   if (options_.io) trap_timer_ = std::make_unique<boost::asio::steady_timer>(*options_.io);
 }
@@ -750,10 +751,8 @@ uint16_t Simulator::SmaPortInfo(PortId arrival, uint8_t method, uint32_t mod,
       default:  // INIT is entered by link training only; 5+ are reserved
         return mad::mad_status::kInvalidField;
     }
-    if (req.port_phys_state != 0 && req.port_phys_state != kPhysPolling &&
-        req.port_phys_state != kPhysDisabled) {
-      return mad::mad_status::kInvalidField;
-    }
+    // PortPhysicalState: 2 (Polling) re-enables, 3 (Disabled) disables; any other value,
+    // such as the LinkUp a Get-modify-Set writes back, means no change (as in ibsim).
     if (req.operational_vls > pi.vl_cap) return mad::mad_status::kInvalidField;
     if (req.neighbor_mtu != 0 && req.neighbor_mtu > pi.mtu_cap) return mad::mad_status::kInvalidField;
 
