@@ -1,0 +1,93 @@
+// Directed-route discovery: a breadth-first walk of the fabric with SMPs, many in flight
+// (IBA 14.2.2; OpenSM's osm_state_mgr heavy sweep). Builds a Fabric from what the nodes
+// answer, with the DR path by which each node was first reached.
+//
+// Threading: runs on the transport's io_context; Run's callback fires on that thread.
+// Ownership: the Discovery must outlive the Run callback; the transport must outlive both.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fabric/fabric.h"
+#include "mad/attr/node_info.h"
+#include "mad/attr/port_info.h"
+#include "mad/attr/switch_info.h"
+#include "mad/transport.h"
+
+namespace ibsm::sm {
+
+using DrPath = std::vector<uint8_t>;  // egress port per hop; empty = the SM's own node
+
+struct DiscoveryOptions {
+  size_t max_in_flight = 64;  // opensm.conf max_wire_smps (OpenSM's default is 4)
+  mad::SendOptions send;
+  uint64_t m_key = 0;
+};
+
+// One problem a sweep met and went on past. `id` is a stable log ID ("SM-DISC-002").
+struct DiscoveryIssue {
+  std::string id;
+  std::string message;
+};
+
+struct DiscoveredNode {
+  DrPath path;                  // first DR path that reached it
+  mad::NodeInfo node_info;
+  mad::SwitchInfo switch_info;  // switches only
+  std::vector<mad::PortInfo> port_info;  // index = port number (0..num_ports); CAs: ports seen
+  std::vector<bool> port_info_valid;
+};
+
+struct DiscoveryResult {
+  Fabric fabric;
+  std::vector<DiscoveredNode> nodes;  // index = NodeId in `fabric`
+  std::vector<DiscoveryIssue> issues;
+  uint64_t smps_sent = 0;       // requests issued (retries are the transport's)
+  uint64_t smps_failed = 0;     // requests that got no valid answer
+  std::chrono::microseconds duration{0};
+};
+
+class Discovery {
+ public:
+  Discovery(mad::Transport& transport, DiscoveryOptions options);
+
+  // Walks the fabric from the transport's port. REQUIRES: not already running.
+  void Run(std::function<void(DiscoveryResult)> done);
+
+ private:
+  struct Request {
+    DrPath path;
+    uint16_t attr_id;
+    uint32_t attr_mod;
+    std::function<void(Result<mad::Smp>)> on_done;
+  };
+
+  void Enqueue(Request r);
+  void Pump();
+  void OnNodeInfo(const DrPath& path, NodeId from_node, uint8_t from_port,
+                  Result<mad::Smp> r);
+  void ExploreNode(NodeId id);
+  void OnPortInfo(NodeId id, uint8_t port, Result<mad::Smp> r);
+  void Issue(std::string id, std::string message);
+  void MaybeFinish();
+
+  mad::Transport& transport_;
+  DiscoveryOptions options_;
+  std::deque<Request> queue_;
+  size_t in_flight_ = 0;
+  DiscoveryResult result_;
+  std::function<void(DiscoveryResult)> done_;
+  std::chrono::steady_clock::time_point start_;
+  bool running_ = false;
+};
+
+// A canonical, order-independent text listing of a fabric: nodes sorted by GUID, then each
+// cabled port with its peer. Two walks of the same fabric print the same text.
+std::string FormatFabric(const Fabric& fabric);
+
+}  // namespace ibsm::sm

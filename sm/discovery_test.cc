@@ -1,0 +1,105 @@
+#include "sm/discovery.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+
+#include "fabric/generators.h"
+#include "sim/sim_transport.h"
+#include "sim/simulator.h"
+
+namespace ibsm::sm {
+namespace {
+
+// The first cabled CA port: where ibsim attaches an SM for the same file.
+PortId FirstCaPort(const Fabric& f) {
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).kind == NodeKind::kCa && f.port(n, PortNum{1}).connected())
+      return f.port_id(n, PortNum{1});
+  return kNoPort;
+}
+
+struct Walk {
+  DiscoveryResult result;
+  sim::SimCounters sim_counters;
+};
+
+Walk Discover(const Fabric& f, double drop_rate = 0, NodeId dead = kNoNode,
+              size_t in_flight = 64) {
+  boost::asio::io_context io;
+  sim::SimOptions so;
+  so.seed = 7;
+  sim::Simulator simulator(f, so);
+  simulator.SetDropRate(drop_rate);
+  if (dead != kNoNode) {
+    EXPECT_TRUE(simulator.SetNodeDropRate(dead, 1.0).ok());
+  }
+  sim::SimTransport transport(io, simulator, FirstCaPort(f));
+  EXPECT_TRUE(transport.bind_status().ok());
+  DiscoveryOptions o;
+  o.max_in_flight = in_flight;
+  o.send.timeout = std::chrono::milliseconds(5);
+  o.send.retries = 8;
+  Discovery d(transport, o);
+  Walk w;
+  bool done = false;
+  d.Run([&](DiscoveryResult r) {
+    w.result = std::move(r);
+    done = true;
+  });
+  io.run();
+  EXPECT_TRUE(done);
+  w.sim_counters = simulator.counters();
+  return w;
+}
+
+TEST(DiscoveryTest, FindsEveryNodePortAndCableOfATwoTierFatTree) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  Walk w = Discover(*f);
+  EXPECT_TRUE(w.result.issues.empty());
+  EXPECT_EQ(w.result.fabric.switch_count(), 12u);
+  EXPECT_EQ(w.result.fabric.ca_count(), 32u);
+  EXPECT_EQ(w.result.fabric.link_count(), f->link_count());
+  EXPECT_EQ(FormatFabric(w.result.fabric), FormatFabric(*f));
+}
+
+TEST(DiscoveryTest, ThreeTierAndIrregularFabricsComeOutAsBuilt) {
+  auto ft3 = FatTree3(8);
+  ASSERT_TRUE(ft3.ok());
+  EXPECT_EQ(FormatFabric(Discover(*ft3).result.fabric), FormatFabric(*ft3));
+  auto rnd = RandomGraph(20, 8, 3, 11);
+  ASSERT_TRUE(rnd.ok());
+  EXPECT_EQ(FormatFabric(Discover(*rnd).result.fabric), FormatFabric(*rnd));
+}
+
+TEST(DiscoveryTest, OneSmpInFlightFindsTheSameFabricAsMany) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(FormatFabric(Discover(*f, 0, kNoNode, 1).result.fabric),
+            FormatFabric(Discover(*f, 0, kNoNode, 256).result.fabric));
+}
+
+TEST(DiscoveryTest, LossyFabricGivesTheSameResultThroughRetries) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  Walk w = Discover(*f, 0.05);
+  EXPECT_GT(w.sim_counters.dropped, 0u);
+  EXPECT_EQ(w.result.smps_failed, 0u);
+  EXPECT_EQ(FormatFabric(w.result.fabric), FormatFabric(*f));
+}
+
+TEST(DiscoveryTest, DeadSwitchIsReportedAndTheRestIsStillDiscovered) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  auto spine = f->FindNodeByName("spine-01");
+  ASSERT_TRUE(spine.has_value());
+  Walk w = Discover(*f, 0, *spine);
+  EXPECT_EQ(w.result.fabric.switch_count(), 11u);
+  EXPECT_EQ(w.result.fabric.ca_count(), 32u);
+  EXPECT_FALSE(w.result.issues.empty());
+  EXPECT_EQ(w.result.issues.front().id, "SM-DISC-001");
+}
+
+}  // namespace
+}  // namespace ibsm::sm
