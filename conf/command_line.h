@@ -1,0 +1,45 @@
+// ibsmd's command line: OpenSM's flags (same letters, same long names, same meaning) laid
+// over the config file, plus ibsm's own long options. One flag table drives parsing and
+// --help.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "conf/diagnostic.h"
+#include "conf/sm_config.h"
+
+namespace ibsm::conf {
+
+// OpenSM reads this when no -F is given; the daemon decides whether to do the same.
+inline constexpr char kOpenSmDefaultConfigFile[] = "/etc/opensm/opensm.conf";
+
+// What the command line says that is not an opensm.conf option.
+struct CommandLineExtras {
+  std::string config_file;         // -F/--config: loaded before any other flag applies
+  std::string create_config_file;  // -c/--create-config: write the config there and exit
+  bool once = false;               // -o/--once: one sweep, then exit
+  int verbosity = 0;               // -v count (each also widens log_flags as OpenSM does)
+  bool show_help = false;          // -h/--help/-?
+  bool show_version = false;       // --version
+  std::string sim_topology;        // --sim FILE: the in-process simulator instead of umad
+  std::string sim_host;            // --sim-host NAME|GUID: attach point (default first CA)
+  std::string sim_ar_switches;     // --sim-ar-switches all|none|GUID,...: AR-capable switches
+  std::string sim_sharp_switches;  // --sim-sharp-switches all|none|GUID,...
+  bool print_fabric = false;       // --print-fabric: list nodes and links after a sweep
+  std::vector<Diagnostic> config_warnings;  // from the -F file (unknown keys ...)
+};
+
+// Applies `args` (argv without argv[0]) to `c`. When -F/--config names a file, `c` is first
+// replaced by that file's contents, wherever -F stands; every other flag then overrides the
+// file. Short flags group and take attached values as getopt does (-vv, -l2); long options
+// take "--name value" or "--name=value".
+// InvalidArgument naming the flag and the accepted values; the -F file's load error as is.
+Status ApplyCommandLine(const std::vector<std::string>& args, SmConfig* c,
+                        CommandLineExtras* extras);
+
+// --help text, generated from the flag table.
+std::string CommandLineUsage();
+
+}  // namespace ibsm::conf

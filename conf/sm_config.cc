@@ -1,0 +1,547 @@
+#include "conf/sm_config.h"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "conf/text_file.h"
+
+namespace ibsm::conf {
+namespace {
+
+constexpr std::string_view kSpace = " \t\r\v\f";
+// A file of garbage must not flood the log: after this many warnings one CONF-003 says so.
+constexpr size_t kMaxWarnings = 100;
+
+constexpr std::array<std::string_view, 4> kPartEnforceValues = {"both", "in", "out", "off"};
+
+using SC = SmConfig;
+
+constexpr OptionDesc Bool(std::string_view name, bool SC::*f, std::string_view def,
+                          std::string_view comment) {
+  OptionDesc d{.name = name, .kind = OptionKind::kBool, .field = f, .default_text = def};
+  d.comment = comment;
+  return d;
+}
+template <typename T>
+constexpr OptionDesc Uint(std::string_view name, T SC::*f, std::string_view def, uint64_t min,
+                          uint64_t max, std::string_view comment) {
+  OptionDesc d{.name = name, .kind = OptionKind::kUint, .field = f, .default_text = def};
+  d.min = min;
+  d.max = max;
+  d.comment = comment;
+  return d;
+}
+template <typename T>
+constexpr OptionDesc Hex(std::string_view name, T SC::*f, std::string_view def, uint64_t min,
+                         uint64_t max, int digits, std::string_view comment) {
+  OptionDesc d = Uint(name, f, def, min, max, comment);
+  d.kind = OptionKind::kHex;
+  d.hex_digits = digits;
+  return d;
+}
+constexpr OptionDesc GuidOpt(std::string_view name, Guid SC::*f, std::string_view comment) {
+  OptionDesc d{.name = name, .kind = OptionKind::kGuid, .field = f,
+               .default_text = "0x0000000000000000"};
+  d.max = UINT64_MAX;
+  d.hex_digits = 16;
+  d.comment = comment;
+  return d;
+}
+constexpr OptionDesc Str(std::string_view name, std::string SC::*f, std::string_view def,
+                         std::string_view comment) {
+  OptionDesc d{.name = name, .kind = OptionKind::kString, .field = f, .default_text = def};
+  d.comment = comment;
+  return d;
+}
+constexpr OptionDesc Enum(std::string_view name, std::string SC::*f, std::string_view def,
+                          std::span<const std::string_view> values, std::string_view comment) {
+  OptionDesc d = Str(name, f, def, comment);
+  d.kind = OptionKind::kEnum;
+  d.enum_values = values;
+  return d;
+}
+constexpr OptionDesc Section(std::string_view section, OptionDesc d) {
+  d.section = section;
+  return d;
+}
+constexpr OptionDesc AcceptsBool(OptionDesc d) {
+  d.accepts_bool = true;
+  return d;
+}
+constexpr OptionDesc AliasOf(std::string_view canonical, OptionDesc d) {
+  d.alias_of = canonical;
+  return d;
+}
+
+// The one table. Order and comments follow `opensm -c` (OpenSM 3.3.23) where OpenSM has the
+// option; ibsm's own options come last. Defaults must equal SmConfig's initializers (tested).
+const OptionDesc kOptions[] = {
+    Section("DEVICE ATTRIBUTES OPTIONS",
+            GuidOpt("guid", &SC::guid, "The port GUID on which the SM is running\n"
+                                       "0 = the first active port")),
+    Hex("m_key", &SC::m_key, "0x0000000000000000", 0, UINT64_MAX, 16,
+        "M_Key value sent to all ports qualifying all Set(PortInfo)"),
+    Uint("m_key_lease_period", &SC::m_key_lease_period, "0", 0, 0xFFFF,
+         "The lease period used for the M_Key on this subnet in [sec]"),
+    Uint("m_key_protection_level", &SC::m_key_protection_level, "0", 0, 3,
+         "The protection level used for the M_Key on this subnet (0..3)"),
+    Hex("sm_key", &SC::sm_key, "0x0000000000000001", 0, UINT64_MAX, 16,
+        "SM_Key value of the SM used for SM authentication"),
+    Hex("sa_key", &SC::sa_key, "0x0000000000000001", 0, UINT64_MAX, 16,
+        "SM_Key value to qualify rcv SA queries as 'trusted'"),
+    Hex("subnet_prefix", &SC::subnet_prefix, "0xfe80000000000000", 0, UINT64_MAX, 16,
+        "Subnet prefix used on this subnet"),
+    Uint("lmc", &SC::lmc, "0", 0, 7, "The LMC value used on this subnet (2^lmc LIDs per port)"),
+    Bool("lmc_esp0", &SC::lmc_esp0, "FALSE",
+         "lmc_esp0 determines whether LMC value used on subnet is used for\n"
+         "enhanced switch port 0. If TRUE, LMC value for subnet is used for\n"
+         "ESP0. Otherwise, LMC value for ESP0s is 0."),
+    Hex("packet_life_time", &SC::packet_life_time, "0x12", 0, 0x1F, 2,
+        "The code of maximal time a packet can live in a switch\n"
+        "The actual time is 4.096usec * 2^<packet_life_time>\n"
+        "The value 0x14 disables this mechanism"),
+    Hex("vl_stall_count", &SC::vl_stall_count, "0x07", 0, 7, 2,
+        "The number of sequential packets dropped that cause the port\n"
+        "to enter the VLStalled state."),
+    Hex("leaf_vl_stall_count", &SC::leaf_vl_stall_count, "0x07", 0, 7, 2,
+        "The number of sequential packets dropped that cause the port\n"
+        "to enter the VLStalled state. This value is for switch ports\n"
+        "driving a CA or router port."),
+    Hex("head_of_queue_lifetime", &SC::head_of_queue_lifetime, "0x12", 0, 0x1F, 2,
+        "The code of maximal time a packet can wait at the head of\n"
+        "transmission queue.\n"
+        "The actual time is 4.096usec * 2^<head_of_queue_lifetime>\n"
+        "The value 0x14 disables this mechanism"),
+    Hex("leaf_head_of_queue_lifetime", &SC::leaf_head_of_queue_lifetime, "0x10", 0, 0x1F, 2,
+        "The maximal time a packet can wait at the head of queue on\n"
+        "switch port connected to a CA or router port"),
+    Uint("max_op_vls", &SC::max_op_vls, "5", 1, 5,
+         "Limit the maximal operational VLs\n"
+         "(1: VL0, 2: VL0-1, 3: VL0-3, 4: VL0-7, 5: VL0-14)"),
+    Uint("force_link_speed", &SC::force_link_speed, "15", 0, 15,
+         "Force PortInfo:LinkSpeedEnabled on switch ports\n"
+         "If 0, don't modify PortInfo:LinkSpeedEnabled on switch port\n"
+         "Otherwise, use value for PortInfo:LinkSpeedEnabled on switch port\n"
+         "   1: 2.5 Gbps, 3: 2.5 or 5.0 Gbps, 5: 2.5 or 10.0 Gbps,\n"
+         "   7: 2.5 or 5.0 or 10.0 Gbps, 2,4,6,8-14 Reserved\n"
+         "   Default 15: set to PortInfo:LinkSpeedSupported"),
+    Uint("subnet_timeout", &SC::subnet_timeout, "18", 0, 0x1F,
+         "The subnet_timeout code that will be set for all the ports\n"
+         "The actual timeout is 4.096usec * 2^<subnet_timeout>"),
+    Section("PARTITIONING OPTIONS",
+            Str("partition_config_file", &SC::partition_config_file,
+                "/etc/opensm/partitions.conf", "Partition configuration file to be used")),
+    Bool("no_partition_enforcement", &SC::no_partition_enforcement, "FALSE",
+         "Disable partition enforcement by switches (DEPRECATED)\n"
+         "This option is DEPRECATED. Please use part_enforce instead"),
+    Enum("part_enforce", &SC::part_enforce, "both", kPartEnforceValues,
+         "Partition enforcement type (for switches)\n"
+         "Values are both, out, in and off\n"
+         "Default is both (outbound and inbound enforcement)"),
+    Bool("allow_both_pkeys", &SC::allow_both_pkeys, "FALSE",
+         "Allow both full and limited membership on the same partition"),
+    Section("SWEEP OPTIONS",
+            Uint("sweep_interval", &SC::sweep_interval, "10", 0, UINT32_MAX,
+                 "The number of seconds between subnet sweeps (0 disables it)")),
+    Bool("reassign_lids", &SC::reassign_lids, "FALSE", "If TRUE cause all lids to be reassigned"),
+    Bool("force_heavy_sweep", &SC::force_heavy_sweep, "FALSE",
+         "If TRUE forces every sweep to be a heavy sweep"),
+    Bool("sweep_on_trap", &SC::sweep_on_trap, "TRUE",
+         "If TRUE every trap 128 and 144 will cause a heavy sweep."),
+    Section("ROUTING OPTIONS",
+            Str("routing_engine", &SC::routing_engine, "(null)",
+                "Routing engine\n"
+                "Multiple routing engines can be specified separated by\n"
+                "commas so that specific ordering of routing algorithms will\n"
+                "be tried if earlier routing engines fail.\n"
+                "(null) = minhop")),
+    Bool("use_ucast_cache", &SC::use_ucast_cache, "FALSE",
+         "Use unicast routing cache (use FALSE if unsure)"),
+    Str("root_guid_file", &SC::root_guid_file, "(null)",
+        "The file holding the root node guids (for fat-tree or Up/Down)\n"
+        "One guid in each line"),
+    Str("cn_guid_file", &SC::cn_guid_file, "(null)",
+        "The file holding the fat-tree compute node guids\n"
+        "One guid in each line"),
+    Str("io_guid_file", &SC::io_guid_file, "(null)",
+        "The file holding the fat-tree I/O node guids\n"
+        "One guid in each line."),
+    Uint("max_reverse_hops", &SC::max_reverse_hops, "0", 0, 0xFFFF,
+         "Number of reverse hops allowed for I/O nodes\n"
+         "Used for connectivity between I/O nodes connected to Top Switches"),
+    Str("guid_routing_order_file", &SC::guid_routing_order_file, "(null)",
+        "The file holding guid routing order guids (for MinHop and Up/Down)"),
+    Bool("port_shifting", &SC::port_shifting, "FALSE", "Port Shifting (use FALSE if unsure)"),
+    Uint("scatter_ports", &SC::scatter_ports, "0", 0, UINT32_MAX,
+         "Assign ports in a random order instead of round-robin\n"
+         "If zero disable (default), otherwise use the value as a random seed"),
+    Section("HANDOVER - MULTIPLE SMs OPTIONS",
+            Uint("sm_priority", &SC::sm_priority, "0", 0, 15,
+                 "SM priority used for deciding who is the master\n"
+                 "Range goes from 0 (lowest priority) to 15 (highest).")),
+    Bool("ignore_other_sm", &SC::ignore_other_sm, "FALSE",
+         "If TRUE other SMs on the subnet should be ignored"),
+    Uint("sminfo_polling_timeout", &SC::sminfo_polling_timeout, "10000", 1, UINT32_MAX,
+         "Timeout in [msec] between two polls of active master SM"),
+    Uint("polling_retry_number", &SC::polling_retry_number, "4", 1, UINT32_MAX,
+         "Number of failing polls of remote SM that declares it dead"),
+    Bool("honor_guid2lid_file", &SC::honor_guid2lid_file, "FALSE",
+         "If TRUE honor the guid2lid file when coming out of standby\n"
+         "state, if such file exists and is valid"),
+    Section("TIMING AND THREADING OPTIONS",
+            Uint("max_wire_smps", &SC::max_wire_smps, "64", 0, 65535,
+                 "Maximum number of SMPs sent in parallel (0 = no limit)\n"
+                 "ibsm's default is 64 (OpenSM's is 4): measured several times\n"
+                 "faster discovery with no extra timeouts")),
+    Uint("transaction_timeout", &SC::transaction_timeout, "200", 1, 600000,
+         "The maximum time in [msec] allowed for a transaction to complete"),
+    Uint("transaction_retries", &SC::transaction_retries, "3", 0, 100,
+         "The maximum number of retries allowed for a transaction to complete"),
+    Section("MISC OPTIONS", Bool("daemon", &SC::daemon, "FALSE", "Daemon mode")),
+    Bool("babbling_port_policy", &SC::babbling_port_policy, "FALSE", "Babbling Port Policy"),
+    Section("Performance Manager Options",
+            Bool("perfmgr", &SC::perfmgr, "FALSE",
+                 "perfmgr enable\n"
+                 "PerfMgr is enabled if TRUE and disabled if FALSE (default FALSE)")),
+    Uint("perfmgr_sweep_time_s", &SC::perfmgr_sweep_time_s, "180", 1, UINT32_MAX,
+         "sweep time in seconds (default 180 seconds)"),
+    Section("DEBUG FEATURES",
+            Hex("log_flags", &SC::log_flags, "0x03", 0, 0xFF, 2,
+                "The log flags used\n"
+                "0x01 ERROR, 0x02 INFO, 0x04 VERBOSE, 0x08 DEBUG, 0x10 FUNCS,\n"
+                "0x20 FRAMES, 0x40 ROUTING, 0x80 SYS")),
+    Bool("force_log_flush", &SC::force_log_flush, "FALSE",
+         "Force flush of the log file after each log message\n"
+         "(ibsm always flushes state lines such as SUBNET UP at once)"),
+    Str("log_file", &SC::log_file, "/var/log/opensm.log",
+        "Log file to be used (stdout or stderr for the terminal)"),
+    Uint("log_max_size", &SC::log_max_size, "0", 0, UINT32_MAX,
+         "Limit the size of the log file in MB. If overrun, log is restarted"),
+    Bool("accum_log_file", &SC::accum_log_file, "TRUE",
+         "If TRUE will accumulate the log over multiple sessions"),
+    Str("dump_files_dir", &SC::dump_files_dir, "/var/log/",
+        "The directory to hold the file dumps (opensm-subnet.lst, opensm-lfts.dump)"),
+    Bool("no_clients_rereg", &SC::no_clients_rereg, "FALSE",
+         "If TRUE disables client reregistration"),
+    Bool("disable_multicast", &SC::disable_multicast, "FALSE",
+         "If TRUE the SM should disable multicast support and\n"
+         "no multicast routing is performed if TRUE"),
+    Bool("exit_on_fatal", &SC::exit_on_fatal, "TRUE",
+         "If TRUE the SM will exit on fatal initialization issues"),
+    Section("QoS OPTIONS", Bool("qos", &SC::qos, "FALSE", "Enable QoS setup")),
+    Section("IBSM OPTIONS (not known to OpenSM)",
+            Str("guid2lid_file", &SC::guid2lid_file, "/var/cache/opensm/guid2lid",
+                "OpenSM's guid2lid file (0xGUID 0xMINLID 0xMAXLID per line), read at start\n"
+                "and written after each sweep so LIDs survive a switch between SMs")),
+    Str("state_db_file", &SC::state_db_file, "/var/lib/ibsm/ibsm-state.db",
+        "SQLite state file: guid2lid, sweep history, events, SA registrations"),
+    Str("control_socket", &SC::control_socket, "/run/ibsm/ibsmd.sock",
+        "Unix socket for ibsm's control and status tools"),
+    AcceptsBool(Uint("ar_mode", &SC::ar_mode, "0", 0, 3,
+                     "Adaptive routing: 0 off, 1 on, 2 on with notifications, 3 auto\n"
+                     "(ar_enable is accepted as another name; routing_engine must be\n"
+                     "ar_updn or ar_ftree for AR groups to be programmed)")),
+    AliasOf("ar_mode", AcceptsBool(Uint("ar_enable", &SC::ar_mode, "0", 0, 3, ""))),
+    Hex("ar_sl_mask", &SC::ar_sl_mask, "0xffff", 0, 0xFFFF, 4,
+        "SLs on which adaptive routing is enabled (bit n = SL n)"),
+    Hex("ar_transport_mask", &SC::ar_transport_mask, "0xa", 0, 0xF, 1,
+        "Transports that may use adaptive routing (0x2 RC, 0x8 DC; default RC and DC)"),
+    Bool("sharp_enable", &SC::sharp_enable, "FALSE",
+         "If TRUE configure SHARP aggregation nodes on capable switches"),
+};
+
+// Keys `opensm -c` (3.3.23) writes that ibsm accepts and does not use. Sorted (binary search).
+constexpr std::string_view kOpenSmOnly[] = {
+    "avoid_throttled_links", "cc_ca_cong_setting_ccti_increase", "cc_ca_cong_setting_ccti_min",
+    "cc_ca_cong_setting_ccti_timer", "cc_ca_cong_setting_control_map",
+    "cc_ca_cong_setting_port_control", "cc_ca_cong_setting_trigger_threshold", "cc_cct",
+    "cc_key", "cc_max_outstanding_mads", "cc_sw_cong_setting_control_map",
+    "cc_sw_cong_setting_credit_mask", "cc_sw_cong_setting_credit_starvation_return_delay",
+    "cc_sw_cong_setting_credit_starvation_threshold", "cc_sw_cong_setting_marking_rate",
+    "cc_sw_cong_setting_packet_size", "cc_sw_cong_setting_threshold",
+    "cc_sw_cong_setting_victim_mask", "congestion_control", "connect_roots", "console",
+    "console_port", "consolidate_ipv6_snm_req", "do_mesh_analysis", "drop_event_subscriptions",
+    "enable_quirks", "event_db_dump_file", "event_plugin_name", "event_plugin_options", "fdr10",
+    "force_link_speed_ext", "force_link_width", "fsync_high_avail_files",
+    "guid_routing_order_no_scatter", "hop_weights_file", "ids_guid_file",
+    "ipoib_mcgroup_creation_validation", "keep_pkey_indexes", "lash_start_vl", "lfts_file",
+    "lid_matrix_dump_file", "local_phy_errors_threshold", "log_prefix",
+    "long_transaction_timeout", "m_key_lookup", "max_msg_fifo_timeout", "max_smps_timeout",
+    "max_wire_smps2", "mcgroup_join_validation", "node_name_map_name", "nue_include_switches",
+    "nue_max_num_vls", "overrun_errors_threshold", "per_module_logging_file",
+    "perfmgr_ignore_cas", "perfmgr_log_errors", "perfmgr_max_outstanding_queries",
+    "perfmgr_query_cpi", "perfmgr_redir", "perfmgr_rm_nodes", "perfmgr_xmit_wait_log",
+    "perfmgr_xmit_wait_threshold", "port_prof_ignore_file", "port_profile_switch_nodes",
+    "port_search_ordering_file", "prefix_routes_file", "qos_ca_high_limit", "qos_ca_max_vls",
+    "qos_ca_sl2vl", "qos_ca_vlarb_high", "qos_ca_vlarb_low", "qos_high_limit", "qos_max_vls",
+    "qos_policy_file", "qos_rtr_high_limit", "qos_rtr_max_vls", "qos_rtr_sl2vl",
+    "qos_rtr_vlarb_high", "qos_rtr_vlarb_low", "qos_sl2vl", "qos_sw0_high_limit",
+    "qos_sw0_max_vls", "qos_sw0_sl2vl", "qos_sw0_vlarb_high", "qos_sw0_vlarb_low",
+    "qos_swe_high_limit", "qos_swe_max_vls", "qos_swe_sl2vl", "qos_swe_vlarb_high",
+    "qos_swe_vlarb_low", "qos_vlarb_high", "qos_vlarb_low", "quasi_ftree_indexing",
+    "sa_db_dump", "sa_db_file", "single_thread", "sm_assigned_guid", "sm_inactive", "sm_sl",
+    "suppress_sl2vl_mad_status_errors", "torus_config", "use_mfttop", "use_optimized_slvl",
+    "use_original_extended_sa_rates_only",
+};
+
+std::string_view Trim(std::string_view s) {
+  size_t b = s.find_first_not_of(kSpace);
+  if (b == std::string_view::npos) return {};
+  size_t e = s.find_last_not_of(kSpace);
+  return s.substr(b, e - b + 1);
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; };
+           return lower(x) == lower(y);
+         });
+}
+
+// Decimal or 0x hex, no sign, no spaces, no overflow.
+bool ParseU64(std::string_view s, uint64_t* out) {
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s.remove_prefix(2);
+  }
+  if (s.empty()) return false;
+  uint64_t v = 0;
+  for (char ch : s) {
+    unsigned digit;
+    if (ch >= '0' && ch <= '9') {
+      digit = static_cast<unsigned>(ch - '0');
+    } else if (base == 16 && ch >= 'a' && ch <= 'f') {
+      digit = static_cast<unsigned>(ch - 'a' + 10);
+    } else if (base == 16 && ch >= 'A' && ch <= 'F') {
+      digit = static_cast<unsigned>(ch - 'A' + 10);
+    } else {
+      return false;
+    }
+    if (v > (UINT64_MAX - digit) / static_cast<uint64_t>(base)) return false;
+    v = v * static_cast<uint64_t>(base) + digit;
+  }
+  *out = v;
+  return true;
+}
+
+std::optional<bool> ParseBool(std::string_view s) {
+  if (EqualsIgnoreCase(s, "TRUE") || s == "1") return true;
+  if (EqualsIgnoreCase(s, "FALSE") || s == "0") return false;
+  return std::nullopt;
+}
+
+std::string RangeText(const OptionDesc& d) {
+  if (d.kind == OptionKind::kHex || d.kind == OptionKind::kGuid) {
+    return fmt::format("{:#x}..{:#x}", d.min, d.max);
+  }
+  return fmt::format("{}..{}", d.min, d.max);
+}
+
+std::string EnumText(const OptionDesc& d) {
+  std::string out;
+  for (std::string_view v : d.enum_values) {
+    if (!out.empty()) out += ", ";
+    out += v;
+  }
+  return out;
+}
+
+// Sets `d`'s member from `value`. Error messages start with `subject` (the key, or the
+// command-line flag) and name what would have been accepted.
+Status SetFromText(SmConfig* c, const OptionDesc& d, std::string_view value,
+                   std::string_view subject) {
+  const std::string shown = Printable(value);
+  if (value.empty()) return InvalidArgument(fmt::format("{}: missing value", subject));
+  switch (d.kind) {
+    case OptionKind::kBool: {
+      auto b = ParseBool(value);
+      if (!b) return InvalidArgument(fmt::format("{}: '{}' is not TRUE or FALSE", subject, shown));
+      c->*std::get<bool SC::*>(d.field) = *b;
+      return Status::Ok();
+    }
+    case OptionKind::kUint:
+    case OptionKind::kHex:
+    case OptionKind::kGuid: {
+      uint64_t v = 0;
+      if (!ParseU64(value, &v)) {
+        std::optional<bool> b = d.accepts_bool ? ParseBool(value) : std::nullopt;
+        if (!b) {
+          return InvalidArgument(fmt::format("{}: '{}' is not a number in {}", subject, shown,
+                                             RangeText(d)));
+        }
+        v = *b ? 1 : 0;
+      }
+      if (v < d.min || v > d.max) {
+        return InvalidArgument(
+            fmt::format("{}: '{}' is out of range {}", subject, shown, RangeText(d)));
+      }
+      std::visit(
+          [&](auto member) {
+            using T = std::remove_reference_t<decltype(c->*member)>;
+            if constexpr (std::is_same_v<T, Guid>) {
+              c->*member = Guid{v};
+            } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+              c->*member = static_cast<T>(v);
+            }
+          },
+          d.field);
+      return Status::Ok();
+    }
+    case OptionKind::kString:
+      c->*std::get<std::string SC::*>(d.field) = value == "(null)" ? "" : std::string(value);
+      return Status::Ok();
+    case OptionKind::kEnum:
+      for (std::string_view v : d.enum_values) {
+        if (value == v) {
+          c->*std::get<std::string SC::*>(d.field) = std::string(v);
+          return Status::Ok();
+        }
+      }
+      return InvalidArgument(
+          fmt::format("{}: '{}' is not one of {}", subject, shown, EnumText(d)));
+  }
+  return Internal("unknown option kind");
+}
+
+const OptionDesc* Canonical(const OptionDesc* d) {
+  return d->alias_of.empty() ? d : FindOption(d->alias_of);
+}
+
+}  // namespace
+
+std::span<const OptionDesc> OptionTable() { return kOptions; }
+
+const OptionDesc* FindOption(std::string_view name) {
+  for (const OptionDesc& d : kOptions) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+bool IsOpenSmOnlyOption(std::string_view name) {
+  return std::binary_search(std::begin(kOpenSmOnly), std::end(kOpenSmOnly), name);
+}
+
+Status SetOption(SmConfig* c, std::string_view key, std::string_view value) {
+  const OptionDesc* d = FindOption(key);
+  if (d == nullptr) return NotFound(fmt::format("unknown option '{}'", Printable(key)));
+  return SetFromText(c, *d, value, key);
+}
+
+std::string OptionValueText(const SmConfig& c, const OptionDesc& d) {
+  return std::visit(
+      [&](auto member) -> std::string {
+        using T = std::remove_cvref_t<decltype(c.*member)>;
+        const T& v = c.*member;
+        if constexpr (std::is_same_v<T, bool>) {
+          return v ? "TRUE" : "FALSE";
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return v.empty() ? "(null)" : v;
+        } else if constexpr (std::is_same_v<T, Guid>) {
+          return fmt::format("0x{:016x}", v.value());
+        } else {
+          if (d.kind == OptionKind::kHex) return fmt::format("0x{:0{}x}", v, d.hex_digits);
+          return fmt::format("{}", v);
+        }
+      },
+      d.field);
+}
+
+Result<ConfigLoad> ParseConfig(std::string_view text, std::string_view file_name) {
+  ConfigLoad out;
+  const std::span<const OptionDesc> table = OptionTable();
+  std::vector<int> set_on_line(table.size(), 0);
+  auto warn = [&](int line, const char* id, std::string message) {
+    if (out.warnings.size() < kMaxWarnings) {
+      out.warnings.push_back({id, std::string(file_name), line, std::move(message)});
+    } else if (out.warnings.size() == kMaxWarnings) {
+      out.warnings.push_back({kConfTooManyWarnings, std::string(file_name), line,
+                              "too many warnings; the rest are not shown"});
+    }
+  };
+
+  int line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string_view line =
+        text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    ++line_no;
+    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    line = Trim(line);
+    if (line.empty()) continue;
+    size_t sp = line.find_first_of(kSpace);
+    std::string_view key = line.substr(0, sp);
+    std::string_view value = sp == std::string_view::npos ? std::string_view{}
+                                                          : Trim(line.substr(sp));
+
+    if (const OptionDesc* d = FindOption(key)) {
+      const OptionDesc* canon = Canonical(d);
+      const size_t index = static_cast<size_t>(canon - table.data());
+      if (set_on_line[index] != 0) {
+        warn(line_no, kConfDuplicateKey,
+             fmt::format("{} is set again (first on line {}); the last value wins", key,
+                         set_on_line[index]));
+      }
+      set_on_line[index] = line_no;
+      Status s = SetFromText(&out.config, *d, value, key);
+      if (!s.ok()) return InvalidArgument(fmt::format("{}:{}: {}", file_name, line_no, s.message()));
+    } else if (IsOpenSmOnlyOption(key)) {
+      out.config.opensm_only.emplace_back(std::string(key), std::string(value));
+    } else {
+      warn(line_no, kConfUnknownKey,
+           fmt::format("unknown option '{}' ignored", Printable(key)));
+    }
+  }
+  return out;
+}
+
+Result<ConfigLoad> LoadConfigFile(const std::string& path) {
+  IBSM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  return ParseConfig(text, path);
+}
+
+std::string WriteConfig(const SmConfig& c) {
+  std::string out;
+  for (const OptionDesc& d : OptionTable()) {
+    if (!d.alias_of.empty()) continue;
+    if (!d.section.empty()) out += fmt::format("#\n# {}\n#\n", d.section);
+    std::string_view comment = d.comment;
+    while (!comment.empty()) {
+      size_t nl = comment.find('\n');
+      out += "# ";
+      out += comment.substr(0, nl);
+      out += '\n';
+      comment = nl == std::string_view::npos ? std::string_view{} : comment.substr(nl + 1);
+    }
+    out += fmt::format("{} {}\n\n", d.name, OptionValueText(c, d));
+  }
+  if (!c.opensm_only.empty()) {
+    out += "#\n# OPENSM OPTIONS (accepted, not used by ibsm)\n#\n";
+    for (const auto& [key, value] : c.opensm_only) out += fmt::format("{} {}\n", key, value);
+  }
+  return out;
+}
+
+std::string DumpConfig(const SmConfig& c, bool only_changed) {
+  const SmConfig defaults;
+  std::string out;
+  for (const OptionDesc& d : OptionTable()) {
+    if (!d.alias_of.empty()) continue;
+    std::string v = OptionValueText(c, d);
+    if (only_changed && v == OptionValueText(defaults, d)) continue;
+    out += fmt::format("{} {}\n", d.name, v);
+  }
+  for (const auto& [key, value] : c.opensm_only) {
+    out += fmt::format("{} {} (accepted, not used by ibsm)\n", key, value);
+  }
+  return out;
+}
+
+}  // namespace ibsm::conf

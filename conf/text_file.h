@@ -1,0 +1,22 @@
+// Whole-file reads and crash-safe whole-file writes for the small text files conf handles.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace ibsm::conf {
+
+inline constexpr size_t kMaxConfFileBytes = 16u << 20;
+
+// NotFound when `path` does not exist, IoError when it cannot be read or is larger than
+// `max_bytes` (a config file that large is a mistake, not a config).
+Result<std::string> ReadTextFile(const std::string& path, size_t max_bytes = kMaxConfFileBytes);
+
+// Writes `path` + ".tmp", fsyncs it, renames it over `path` and fsyncs the directory, so a
+// crash leaves either the old file or the new one, never a mix. Mode 0644.
+Status WriteFileAtomically(const std::string& path, std::string_view contents);
+
+}  // namespace ibsm::conf
