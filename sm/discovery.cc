@@ -10,26 +10,6 @@
 namespace ibsm::sm {
 namespace {
 
-Result<mad::Smp> CheckResponse(Result<mad::MadMessage> r, uint16_t attr_id) {
-  if (!r.ok()) return r.status();
-  mad::Smp smp;
-  IBSM_RETURN_IF_ERROR(mad::DecodeFrom(r->bytes, &smp));
-  if (smp.attr_id != attr_id) {
-    return Corrupt(fmt::format("response attribute {:#06x}, expected {:#06x}", smp.attr_id,
-                               attr_id));
-  }
-  if (smp.status != mad::mad_status::kOk) {
-    return FailedPrecondition(fmt::format("MAD status {:#06x}", smp.status));
-  }
-  return smp;
-}
-
-std::string PathString(const DrPath& p) {
-  std::string s = "0";
-  for (uint8_t x : p) s += fmt::format(",{}", x);
-  return s;
-}
-
 NodeKind KindOf(mad::NodeType t) {
   switch (t) {
     case mad::NodeType::kSwitch: return NodeKind::kSwitch;
@@ -40,10 +20,7 @@ NodeKind KindOf(mad::NodeType t) {
 
 }  // namespace
 
-Discovery::Discovery(mad::Transport& transport, DiscoveryOptions options)
-    : transport_(transport), options_(options) {
-  if (options_.max_in_flight == 0) options_.max_in_flight = 1;
-}
+Discovery::Discovery(SmpPipeline& pipeline) : pipeline_(pipeline) {}
 
 void Discovery::Run(std::function<void(DiscoveryResult)> done) {
   result_ = DiscoveryResult{};
@@ -51,35 +28,18 @@ void Discovery::Run(std::function<void(DiscoveryResult)> done) {
   start_ = std::chrono::steady_clock::now();
   running_ = true;
   DrPath root;
-  Enqueue({root, mad::attr::kNodeInfo, 0, [this, root](Result<mad::Smp> r) {
-             OnNodeInfo(root, kNoNode, 0, std::move(r));
-           }});
+  Get(root, mad::attr::kNodeInfo, 0,
+      [this, root](Result<mad::Smp> r) { OnNodeInfo(root, kNoNode, 0, std::move(r)); });
+  pipeline_.WhenIdle([this] { Finish(); });
 }
 
-void Discovery::Enqueue(Request r) {
-  queue_.push_back(std::move(r));
-  Pump();
-}
-
-void Discovery::Pump() {
-  while (in_flight_ < options_.max_in_flight && !queue_.empty()) {
-    Request req = std::move(queue_.front());
-    queue_.pop_front();
-    ++in_flight_;
-    ++result_.smps_sent;
-    mad::Smp smp =
-        mad::MakeDrSmp(mad::method::kGet, req.attr_id, req.attr_mod, req.path, options_.m_key);
-    uint16_t attr_id = req.attr_id;
-    transport_.Send(mad::ToMessage(smp), options_.send,
-                    [this, attr_id, cb = std::move(req.on_done)](Result<mad::MadMessage> r) {
-                      --in_flight_;
-                      Result<mad::Smp> smp = CheckResponse(std::move(r), attr_id);
-                      if (!smp.ok()) ++result_.smps_failed;
-                      cb(std::move(smp));
-                      Pump();
-                      MaybeFinish();
-                    });
-  }
+void Discovery::Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
+                    std::function<void(Result<mad::Smp>)> cb) {
+  ++result_.smps_sent;
+  pipeline_.Get(path, attr_id, attr_mod, [this, cb = std::move(cb)](Result<mad::Smp> r) {
+    if (!r.ok()) ++result_.smps_failed;
+    cb(std::move(r));
+  });
 }
 
 void Discovery::Issue(std::string id, std::string message) {
@@ -163,14 +123,13 @@ void Discovery::OnNodeInfo(const DrPath& path, NodeId from_node, uint8_t from_po
     ExploreNode(id);
   } else if (!is_switch) {
     // A known CA reached through another port: read that port too.
-    Enqueue({path, mad::attr::kPortInfo, arrival,
-             [this, id, arrival](Result<mad::Smp> r) { OnPortInfo(id, arrival, std::move(r)); }});
+    Get(path, mad::attr::kPortInfo, arrival, [this, id, arrival](Result<mad::Smp> r) { OnPortInfo(id, arrival, std::move(r)); });
   }
 }
 
 void Discovery::ExploreNode(NodeId id) {
   const DrPath path = result_.nodes[id].path;
-  Enqueue({path, mad::attr::kNodeDescription, 0, [this, id](Result<mad::Smp> r) {
+  Get(path, mad::attr::kNodeDescription, 0, [this, id](Result<mad::Smp> r) {
              if (!r.ok()) {
                Issue("SM-DISC-006", fmt::format("NodeDescription of {} failed: {}",
                                                 ToString(result_.fabric.node(id).guid),
@@ -179,10 +138,10 @@ void Discovery::ExploreNode(NodeId id) {
              }
              auto nd = mad::Decode<mad::NodeDescription>(r->data);
              if (nd.ok()) result_.fabric.mutable_node(id).description = nd->str();
-           }});
+           });
   const mad::NodeInfo& ni = result_.nodes[id].node_info;
   if (ni.node_type == mad::NodeType::kSwitch) {
-    Enqueue({path, mad::attr::kSwitchInfo, 0, [this, id](Result<mad::Smp> r) {
+    Get(path, mad::attr::kSwitchInfo, 0, [this, id](Result<mad::Smp> r) {
                if (!r.ok()) {
                  Issue("SM-DISC-007", fmt::format("SwitchInfo of {} failed: {}",
                                                   ToString(result_.fabric.node(id).guid),
@@ -191,16 +150,14 @@ void Discovery::ExploreNode(NodeId id) {
                }
                auto si = mad::Decode<mad::SwitchInfo>(r->data);
                if (si.ok()) result_.nodes[id].switch_info = *si;
-             }});
+             });
     for (uint32_t p = 0; p <= ni.num_ports; ++p) {
       uint8_t port = static_cast<uint8_t>(p);
-      Enqueue({path, mad::attr::kPortInfo, port,
-               [this, id, port](Result<mad::Smp> r) { OnPortInfo(id, port, std::move(r)); }});
+      Get(path, mad::attr::kPortInfo, port, [this, id, port](Result<mad::Smp> r) { OnPortInfo(id, port, std::move(r)); });
     }
   } else {
     uint8_t port = ni.local_port_num;
-    Enqueue({path, mad::attr::kPortInfo, port,
-             [this, id, port](Result<mad::Smp> r) { OnPortInfo(id, port, std::move(r)); }});
+    Get(path, mad::attr::kPortInfo, port, [this, id, port](Result<mad::Smp> r) { OnPortInfo(id, port, std::move(r)); });
   }
 }
 
@@ -245,13 +202,12 @@ void Discovery::OnPortInfo(NodeId id, uint8_t port, Result<mad::Smp> r) {
   // Do not walk back out of the port this switch was reached by.
   if (!dn.path.empty() && port == dn.node_info.local_port_num) return;
   next.push_back(port);
-  Enqueue({next, mad::attr::kNodeInfo, 0, [this, next, id, port](Result<mad::Smp> r) {
+  Get(next, mad::attr::kNodeInfo, 0, [this, next, id, port](Result<mad::Smp> r) {
              OnNodeInfo(next, id, port, std::move(r));
-           }});
+           });
 }
 
-void Discovery::MaybeFinish() {
-  if (!running_ || in_flight_ != 0 || !queue_.empty()) return;
+void Discovery::Finish() {
   running_ = false;
   result_.duration = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - start_);

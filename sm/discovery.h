@@ -18,16 +18,9 @@
 #include "mad/attr/port_info.h"
 #include "mad/attr/switch_info.h"
 #include "mad/transport.h"
+#include "sm/smp_pipeline.h"
 
 namespace ibsm::sm {
-
-using DrPath = std::vector<uint8_t>;  // egress port per hop; empty = the SM's own node
-
-struct DiscoveryOptions {
-  size_t max_in_flight = 64;  // opensm.conf max_wire_smps (OpenSM's default is 4)
-  mad::SendOptions send;
-  uint64_t m_key = 0;
-};
 
 // One problem a sweep met and went on past. `id` is a stable log ID ("SM-DISC-002").
 struct DiscoveryIssue {
@@ -47,39 +40,32 @@ struct DiscoveryResult {
   Fabric fabric;
   std::vector<DiscoveredNode> nodes;  // index = NodeId in `fabric`
   std::vector<DiscoveryIssue> issues;
-  uint64_t smps_sent = 0;       // requests issued (retries are the transport's)
-  uint64_t smps_failed = 0;     // requests that got no valid answer
+  uint64_t smps_sent = 0;       // requests issued by this walk (retries are the transport's)
+  uint64_t smps_failed = 0;     // requests of this walk that got no valid answer
   std::chrono::microseconds duration{0};
 };
 
 class Discovery {
  public:
-  Discovery(mad::Transport& transport, DiscoveryOptions options);
+  // REQUIRES: `pipeline` outlives the Discovery.
+  explicit Discovery(SmpPipeline& pipeline);
 
-  // Walks the fabric from the transport's port. REQUIRES: not already running.
+  // Walks the fabric from the pipeline's port; `done` runs when every SMP of the walk has
+  // been answered or has failed. REQUIRES: not already running; the pipeline carries no other
+  // traffic until then (the walk waits for the pipeline to drain).
   void Run(std::function<void(DiscoveryResult)> done);
 
  private:
-  struct Request {
-    DrPath path;
-    uint16_t attr_id;
-    uint32_t attr_mod;
-    std::function<void(Result<mad::Smp>)> on_done;
-  };
-
-  void Enqueue(Request r);
-  void Pump();
+  void Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
+           std::function<void(Result<mad::Smp>)> cb);
   void OnNodeInfo(const DrPath& path, NodeId from_node, uint8_t from_port,
                   Result<mad::Smp> r);
   void ExploreNode(NodeId id);
   void OnPortInfo(NodeId id, uint8_t port, Result<mad::Smp> r);
   void Issue(std::string id, std::string message);
-  void MaybeFinish();
+  void Finish();
 
-  mad::Transport& transport_;
-  DiscoveryOptions options_;
-  std::deque<Request> queue_;
-  size_t in_flight_ = 0;
+  SmpPipeline& pipeline_;
   DiscoveryResult result_;
   std::function<void(DiscoveryResult)> done_;
   std::chrono::steady_clock::time_point start_;

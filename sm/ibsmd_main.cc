@@ -61,11 +61,11 @@ class Daemon {
 
  private:
   void Sweep() {
-    DiscoveryOptions d;
-    d.max_in_flight = options_.max_wire_smps;
-    d.send.timeout = std::chrono::milliseconds(options_.transaction_timeout_ms);
-    d.send.retries = static_cast<int>(options_.transaction_retries);
-    discovery_ = std::make_unique<Discovery>(transport_, d);
+    mad::SendOptions send;
+    send.timeout = std::chrono::milliseconds(options_.transaction_timeout_ms);
+    send.retries = static_cast<int>(options_.transaction_retries);
+    pipeline_ = std::make_unique<SmpPipeline>(transport_, options_.max_wire_smps, send, 0);
+    discovery_ = std::make_unique<Discovery>(*pipeline_);
     Log(LogName::kSm).info("Entering heavy sweep {}", ++sweeps_);
     discovery_->Run([this](DiscoveryResult r) { OnSwept(std::move(r)); });
   }
@@ -103,6 +103,7 @@ class Daemon {
   mad::Transport& transport_;
   DaemonOptions options_;
   boost::asio::steady_timer timer_;
+  std::unique_ptr<SmpPipeline> pipeline_;
   std::unique_ptr<Discovery> discovery_;
   uint64_t sweeps_ = 0;
   int exit_code_ = 0;

@@ -1,0 +1,70 @@
+// A window of SMPs in flight (opensm.conf max_wire_smps): every sweep stage queues its
+// Gets and Sets here and waits for the pipeline to drain, which is the barrier between
+// configuration stages (opensm-facts.md "each a barrier").
+//
+// Threading: the transport's io_context thread only. Callbacks run on it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "mad/mad.h"
+#include "mad/transport.h"
+
+namespace ibsm::sm {
+
+using DrPath = std::vector<uint8_t>;  // egress port per hop; empty = the SM's own node
+
+struct PipelineCounters {
+  uint64_t gets = 0;
+  uint64_t sets = 0;
+  uint64_t failed = 0;  // no answer after every retry, bad status, or undecodable
+};
+
+class SmpPipeline {
+ public:
+  using Callback = std::function<void(Result<mad::Smp>)>;
+
+  SmpPipeline(mad::Transport& transport, size_t max_in_flight, mad::SendOptions send,
+              uint64_t m_key);
+
+  // DR Get/Set of `attr_id` at `path`. `data` (Set) is the 64-byte attribute payload.
+  // The callback sees the decoded response, or an error: kTimeout, kCorrupt (undecodable or
+  // wrong attribute), kFailedPrecondition (MAD status non-zero; message has the status).
+  void Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod, Callback cb);
+  void Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
+           std::span<const uint8_t> data, Callback cb);
+
+  // Runs `fn` once nothing is queued or in flight (at once if idle now). One waiter at a
+  // time; a second call replaces the first.
+  void WhenIdle(std::function<void()> fn);
+  bool idle() const { return queue_.empty() && in_flight_ == 0; }
+
+  void set_m_key(uint64_t k) { m_key_ = k; }
+  const PipelineCounters& counters() const { return counters_; }
+
+ private:
+  struct Request {
+    mad::Smp smp;
+    Callback cb;
+  };
+  void Enqueue(mad::Smp smp, Callback cb);
+  void Pump();
+  void CheckIdle();
+
+  mad::Transport& transport_;
+  size_t max_in_flight_;
+  mad::SendOptions send_;
+  uint64_t m_key_;
+  std::deque<Request> queue_;
+  size_t in_flight_ = 0;
+  std::function<void()> idle_fn_;
+  PipelineCounters counters_;
+};
+
+std::string PathString(const DrPath& p);  // "0,1,3" as infiniband-diags writes DR paths
+
+}  // namespace ibsm::sm
