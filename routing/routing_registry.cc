@@ -1,0 +1,83 @@
+// The engine registry (one explicit table, as OpenSM's static_routing_modules) and the
+// fallback chain.
+#include <fmt/format.h>
+
+#include "routing/minhop_engine.h"
+#include "routing/routing_engine.h"
+
+namespace ibsm::routing {
+namespace {
+
+constexpr std::string_view kNoFallback = "no_fallback";
+
+std::string_view Trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r\n");
+  return s.substr(first, last - first + 1);
+}
+
+std::string KnownEngines() {
+  std::string out;
+  for (const EngineEntry& e : EngineRegistry()) {
+    if (!out.empty()) out += ", ";
+    out += e.name;
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<EngineEntry>& EngineRegistry() {
+  static const std::vector<EngineEntry> kRegistry = {
+      {"minhop", MakeMinHop},
+  };
+  return kRegistry;
+}
+
+std::unique_ptr<RoutingEngine> MakeEngine(std::string_view name) {
+  for (const EngineEntry& e : EngineRegistry())
+    if (e.name == name) return e.make();
+  return nullptr;
+}
+
+Result<ChainResult> RouteChain(std::string_view chain, const Fabric& fabric, const LidMap& lids,
+                               const RoutingOptions& options) {
+  std::vector<std::unique_ptr<RoutingEngine>> engines;
+  bool fallback = true;
+  bool has_minhop = false;
+  while (true) {
+    const size_t comma = chain.find(',');
+    const std::string_view token = Trim(chain.substr(0, comma));
+    if (token == kNoFallback) {
+      fallback = false;
+    } else if (!token.empty()) {
+      auto engine = MakeEngine(token);
+      if (!engine)
+        return InvalidArgument(fmt::format("unknown routing engine '{}' (known: {}; and {})",
+                                           token, KnownEngines(), kNoFallback));
+      has_minhop |= engine->name() == "minhop";
+      engines.push_back(std::move(engine));
+    }
+    if (comma == std::string_view::npos) break;
+    chain.remove_prefix(comma + 1);
+  }
+  // An empty chain (routing_engine unset) means minhop, as in OpenSM.
+  if ((fallback || engines.empty()) && !has_minhop) engines.push_back(MakeMinHop());
+
+  ChainResult out;
+  for (const auto& engine : engines) {
+    Result<RoutingTables> r = engine->Route(fabric, lids, options);
+    if (r.ok()) {
+      out.tables = std::move(r).value();
+      out.tables.engine = std::string(engine->name());
+      return out;
+    }
+    out.declined.emplace_back(std::string(engine->name()), r.status());
+  }
+  const auto& [name, last] = out.declined.back();
+  return Status(last.code(), fmt::format("every routing engine declined; last, {}: {}", name,
+                                         last.message()));
+}
+
+}  // namespace ibsm::routing

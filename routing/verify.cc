@@ -1,0 +1,238 @@
+#include "routing/verify.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace ibsm::routing {
+namespace {
+
+constexpr uint32_t kNone = UINT32_MAX;
+
+// Where an egress port leads: another switch, an end port, or nowhere.
+struct Target {
+  uint32_t sw = kNone;    // switch index of the peer, if the peer is a switch
+  PortId end = kNoPort;   // peer port, if the peer is a CA or router
+};
+
+enum : uint8_t {
+  kUnknown = 0,
+  kOnStack,
+  kDelivered,
+  kFailed,       // dead end, missing entry or wrong destination somewhere on the way
+  kLooped,
+  kNotReachable  // owner not reachable over cables: nothing to check
+};
+
+class Verifier {
+ public:
+  Verifier(const Fabric& fabric, const LidMap& lids, const RoutingTables& tables,
+           size_t max_problems)
+      : fabric_(fabric), lids_(lids), max_problems_(max_problems) {
+    index_.assign(fabric.node_count(), kNone);
+    for (NodeId n = 0; n < fabric.node_count(); ++n)
+      if (fabric.node(n).is_switch()) {
+        index_[n] = static_cast<uint32_t>(nodes_.size());
+        nodes_.push_back(n);
+      }
+    const size_t S = nodes_.size();
+    target_start_.push_back(0);
+    lft_.resize(S);
+    for (uint32_t s = 0; s < S; ++s) {
+      const Node& node = fabric.node(nodes_[s]);
+      for (uint32_t num = 0; num <= node.num_ports; ++num) {
+        const Port& port = fabric.port(node.first_port + num);
+        Target t;
+        if (num != 0 && port.connected()) {
+          const uint32_t remote = index_[fabric.port(port.peer).node];
+          if (remote != kNone) t.sw = remote;
+          else t.end = port.peer;
+        }
+        targets_.push_back(t);
+      }
+      target_start_.push_back(static_cast<uint32_t>(targets_.size()));
+      if (const SwitchTable* table = tables.table(nodes_[s])) lft_[s] = &table->lft;
+    }
+    // Connected components of the switch graph decide which LIDs a switch must reach.
+    component_.assign(S, kNone);
+    std::vector<uint32_t> queue;
+    for (uint32_t root = 0; root < S; ++root) {
+      if (component_[root] != kNone) continue;
+      component_[root] = root;
+      queue.assign(1, root);
+      while (!queue.empty()) {
+        const uint32_t u = queue.back();
+        queue.pop_back();
+        for (uint32_t i = target_start_[u]; i < target_start_[u + 1]; ++i) {
+          const uint32_t v = targets_[i].sw;
+          if (v != kNone && component_[v] == kNone) component_[v] = root, queue.push_back(v);
+        }
+      }
+    }
+    // End ports (CAs, routers) attached to each switch: the sources of host traffic.
+    sources_at_.assign(S, 0);
+    for (PortId p : lids.end_ports()) {
+      const uint32_t sw = AttachSwitch(p);
+      if (sw != kNone && !fabric.node(fabric.port(p).node).is_switch()) ++sources_at_[sw];
+    }
+    state_.resize(S);
+    hops_.resize(S);
+  }
+
+  VerifyReport Run() {
+    for (uint32_t lid = 1; lid <= lids_.max_lid(); ++lid) {
+      const PortId owner = lids_.owner(Lid(static_cast<uint16_t>(lid)));
+      if (owner == kNoPort) continue;
+      VerifyLid(static_cast<uint16_t>(lid), owner);
+    }
+    report_.ok = report_.missing_entries == 0 && report_.loops == 0 &&
+                 report_.misrouted_entries == 0 && report_.unreachable_pairs == 0 &&
+                 report_.problems.empty();
+    return std::move(report_);
+  }
+
+ private:
+  // The switch that delivers end port `p` (itself for port 0), or kNone.
+  uint32_t AttachSwitch(PortId p) const {
+    const Port& port = fabric_.port(p);
+    if (fabric_.node(port.node).is_switch()) return index_[port.node];
+    if (!port.connected()) return kNone;
+    return index_[fabric_.port(port.peer).node];
+  }
+
+  std::string SwitchName(uint32_t s) const {
+    const Node& n = fabric_.node(nodes_[s]);
+    return fmt::format("switch {} ({})", n.name.empty() ? n.description : n.name, n.guid);
+  }
+  std::string PortName(PortId p) const {
+    const Port& port = fabric_.port(p);
+    const Node& n = fabric_.node(port.node);
+    return fmt::format("{} port {}", n.name.empty() ? n.description : n.name, port.num);
+  }
+
+  template <typename... Args>
+  void Problem(fmt::format_string<Args...> f, Args&&... args) {
+    if (report_.problems.size() < max_problems_)
+      report_.problems.push_back(fmt::format(f, std::forward<Args>(args)...));
+  }
+
+  void VerifyLid(uint16_t lid, PortId owner) {
+    const size_t S = nodes_.size();
+    const uint32_t dest = AttachSwitch(owner);
+    std::fill(state_.begin(), state_.end(), kUnknown);
+    for (uint32_t start = 0; start < S; ++start) {
+      if (state_[start] != kUnknown) continue;
+      stack_.clear();
+      uint32_t cur = start;
+      uint8_t result = kFailed;
+      uint32_t tail_hops = 0;  // switches from the walk's end to delivery
+      while (true) {
+        if (state_[cur] == kOnStack) {
+          ++report_.loops;
+          std::string cycle;
+          auto it = std::find(stack_.begin(), stack_.end(), cur);
+          for (; it != stack_.end(); ++it) cycle += fmt::format("{} -> ", fabric_.node(nodes_[*it]).name);
+          Problem("LID {} loops: {}{}", lid, cycle, fabric_.node(nodes_[cur]).name);
+          result = kLooped;
+          break;
+        }
+        if (state_[cur] != kUnknown) {
+          result = state_[cur];
+          tail_hops = hops_[cur];
+          break;
+        }
+        if (dest == kNone || component_[cur] != component_[dest]) {
+          state_[cur] = kNotReachable;
+          result = kNotReachable;
+          break;
+        }
+        state_[cur] = kOnStack;
+        stack_.push_back(cur);
+        const std::vector<uint8_t>* lft = lft_[cur];
+        const uint8_t port = lft && lid < lft->size() ? (*lft)[lid] : kDropPort;
+        const uint32_t num_ports = target_start_[cur + 1] - target_start_[cur] - 1;
+        if (port == kDropPort) {
+          ++report_.missing_entries;
+          Problem("{} has no route to LID {}", SwitchName(cur), lid);
+          break;
+        }
+        if (port > num_ports) {
+          ++report_.misrouted_entries;
+          Problem("{} routes LID {} to port {}, but has only {} ports", SwitchName(cur), lid,
+                  port, num_ports);
+          break;
+        }
+        if (port == 0) {
+          if (fabric_.node(fabric_.port(owner).node).is_switch() && cur == dest) {
+            result = kDelivered;
+          } else {
+            ++report_.misrouted_entries;
+            Problem("{} keeps LID {} (port 0), but it belongs to {}", SwitchName(cur), lid,
+                    PortName(owner));
+          }
+          break;
+        }
+        const Target& t = targets_[target_start_[cur] + port];
+        if (t.sw != kNone) {
+          cur = t.sw;
+          continue;
+        }
+        if (t.end == owner) {
+          result = kDelivered;
+        } else if (t.end == kNoPort) {
+          ++report_.misrouted_entries;
+          Problem("{} routes LID {} to port {}, which has no cable", SwitchName(cur), lid, port);
+        } else {
+          ++report_.misrouted_entries;
+          Problem("{} routes LID {} to port {}, reaching {} instead of {}", SwitchName(cur), lid,
+                  port, PortName(t.end), PortName(owner));
+        }
+        break;
+      }
+      // Unwind: every switch on the walk shares its outcome; delivered walks also get their
+      // distance, and a walk that only delivers after too many hops counts as failed.
+      for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) {
+        const uint32_t s = *it;
+        if (result == kDelivered) {
+          ++tail_hops;
+          if (tail_hops > kMaxVerifiedHops) {
+            Problem("{} reaches LID {} only after more than {} hops", SwitchName(s), lid,
+                    kMaxVerifiedHops);
+            result = kFailed;
+          }
+        }
+        state_[s] = result;
+        hops_[s] = static_cast<uint8_t>(std::min<uint32_t>(tail_hops, 255));
+      }
+    }
+    for (uint32_t s = 0; s < S; ++s) {
+      if (state_[s] == kDelivered || state_[s] == kNotReachable || sources_at_[s] == 0) continue;
+      const uint32_t self = (s == dest && !fabric_.node(fabric_.port(owner).node).is_switch());
+      report_.unreachable_pairs += sources_at_[s] - self;
+    }
+  }
+
+  const Fabric& fabric_;
+  const LidMap& lids_;
+  const size_t max_problems_;
+  std::vector<NodeId> nodes_;                 // switch index -> NodeId
+  std::vector<uint32_t> index_;               // NodeId -> switch index
+  std::vector<uint32_t> target_start_;        // per switch: offset of its port 0 in targets_
+  std::vector<Target> targets_;
+  std::vector<const std::vector<uint8_t>*> lft_;
+  std::vector<uint32_t> component_;
+  std::vector<uint32_t> sources_at_;
+  std::vector<uint8_t> state_;  // per switch, for the LID being verified
+  std::vector<uint8_t> hops_;
+  std::vector<uint32_t> stack_;
+  VerifyReport report_;
+};
+
+}  // namespace
+
+VerifyReport VerifyTables(const Fabric& fabric, const LidMap& lids, const RoutingTables& tables,
+                          size_t max_problems) {
+  return Verifier(fabric, lids, tables, max_problems).Run();
+}
+
+}  // namespace ibsm::routing
