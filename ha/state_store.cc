@@ -1,0 +1,816 @@
+#include "ha/state_store.h"
+
+#include <sqlite3.h>
+
+#include <array>
+#include <bit>
+#include <limits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "base/log.h"
+
+namespace ibsm::ha {
+namespace {
+
+// FROZEN: every entry below has shipped (or will, with this file). Never edit or reorder;
+// append a new Migration for any change. ha/state_store_test.cc keeps a copy of version 1
+// and fails if it drifts.
+constexpr std::array<Migration, 2> kMigrations = {{
+    // Version 1: what the SM core needs (issue 3): LIDs kept across restarts, sweep
+    // history, SM state key/values.
+    {1, R"sql(
+CREATE TABLE guid2lid (
+  port_guid  INTEGER PRIMARY KEY,  -- EUI-64 as two's-complement int64
+  min_lid    INTEGER NOT NULL CHECK (min_lid BETWEEN 1 AND 49151),
+  max_lid    INTEGER NOT NULL CHECK (max_lid BETWEEN min_lid AND 49151),
+  updated_us INTEGER NOT NULL
+);
+CREATE TABLE sweeps (
+  id              INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind            INTEGER NOT NULL CHECK (kind IN (1, 2)),  -- SweepKind: 1 heavy, 2 light
+  started_us      INTEGER NOT NULL,
+  ended_us        INTEGER NOT NULL,
+  smps_sent       INTEGER NOT NULL DEFAULT 0,
+  smps_failed     INTEGER NOT NULL DEFAULT 0,
+  nodes           INTEGER NOT NULL DEFAULT 0,
+  switches        INTEGER NOT NULL DEFAULT 0,
+  cas             INTEGER NOT NULL DEFAULT 0,
+  links           INTEGER NOT NULL DEFAULT 0,
+  lid_changes     INTEGER NOT NULL DEFAULT 0,
+  lft_blocks_sent INTEGER NOT NULL DEFAULT 0,
+  engine          TEXT NOT NULL DEFAULT '',
+  outcome         TEXT NOT NULL,
+  note            TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE sm_state (
+  key        TEXT PRIMARY KEY,
+  value      TEXT NOT NULL,
+  updated_us INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql"},
+    // Version 2: high availability (issue 6): events, peer SMs, per-switch LFT digests.
+    {2, R"sql(
+CREATE TABLE events (
+  id        INTEGER PRIMARY KEY AUTOINCREMENT,
+  time_us   INTEGER NOT NULL,
+  kind      TEXT NOT NULL,
+  severity  INTEGER NOT NULL CHECK (severity BETWEEN 1 AND 4),  -- EventSeverity
+  node_guid INTEGER,
+  port_num  INTEGER CHECK (port_num IS NULL OR port_num BETWEEN 0 AND 255),
+  message   TEXT NOT NULL
+);
+CREATE INDEX events_by_time ON events (time_us);
+CREATE TABLE peers (
+  guid         INTEGER PRIMARY KEY,
+  priority     INTEGER NOT NULL CHECK (priority BETWEEN 0 AND 15),
+  state        INTEGER NOT NULL CHECK (state BETWEEN 0 AND 3),  -- SMInfo.SMState
+  last_seen_us INTEGER NOT NULL,
+  sm_key_match INTEGER NOT NULL CHECK (sm_key_match IN (0, 1))
+);
+CREATE TABLE lft_digest (
+  switch_guid INTEGER PRIMARY KEY,
+  digest      INTEGER NOT NULL,  -- uint64 as two's-complement int64
+  max_lid     INTEGER NOT NULL CHECK (max_lid BETWEEN 0 AND 49151),
+  updated_us  INTEGER NOT NULL
+);
+)sql"},
+}};
+
+// FROZEN: PRAGMA application_id of an ibsm state file ("ibsm" in ASCII), so the SM never
+// adds its tables to some other program's database.
+constexpr int32_t kApplicationId = 0x6962736d;
+
+// Writers wait this long for a lock held by another connection (a tool's read transaction
+// never blocks a WAL writer; only a second writer or a checkpoint can).
+constexpr int kBusyTimeoutMs = 5000;
+
+int64_t ToDb(Guid g) { return std::bit_cast<int64_t>(g.value()); }
+Guid GuidFromDb(int64_t v) { return Guid{std::bit_cast<uint64_t>(v)}; }
+int64_t ToDb(uint64_t v) { return std::bit_cast<int64_t>(v); }
+
+int64_t Limit(size_t n) {
+  return n > static_cast<size_t>(std::numeric_limits<int64_t>::max())
+             ? std::numeric_limits<int64_t>::max()
+             : static_cast<int64_t>(n);
+}
+
+std::string ColText(sqlite3_stmt* s, int i) {
+  const unsigned char* t = sqlite3_column_text(s, i);
+  return t == nullptr ? std::string()
+                      : std::string(reinterpret_cast<const char*>(t),
+                                    static_cast<size_t>(sqlite3_column_bytes(s, i)));
+}
+
+StatusCode CodeFor(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+    case SQLITE_FORMAT:
+      return StatusCode::kCorrupt;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return StatusCode::kUnavailable;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+      return StatusCode::kPermissionDenied;
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH:
+    case SQLITE_RANGE:
+    case SQLITE_TOOBIG:
+      return StatusCode::kInvalidArgument;
+    case SQLITE_FULL:
+    case SQLITE_NOMEM:
+      return StatusCode::kResourceExhausted;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_NOLFS:
+    case SQLITE_PROTOCOL:
+      return StatusCode::kIoError;
+    default:
+      return StatusCode::kInternal;
+  }
+}
+
+Status ErrorFrom(sqlite3* db, const std::string& path, std::string_view what) {
+  int rc = db == nullptr ? SQLITE_NOMEM : sqlite3_extended_errcode(db);
+  const char* msg = db == nullptr ? "out of memory" : sqlite3_errmsg(db);
+  return Status(CodeFor(rc), fmt::format("state file {}: {}: {} (sqlite {})", path, what, msg, rc));
+}
+
+// Resets a cached statement and clears its bindings when the scope ends, on every path.
+class StmtScope {
+ public:
+  explicit StmtScope(sqlite3_stmt* s) : s_(s) {}
+  ~StmtScope() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  StmtScope(const StmtScope&) = delete;
+  StmtScope& operator=(const StmtScope&) = delete;
+
+ private:
+  sqlite3_stmt* s_;
+};
+
+// Bindings fail only on programming errors (bad index), which the step then reports.
+void Bind(sqlite3_stmt* s, int i, int64_t v) { sqlite3_bind_int64(s, i, v); }
+void Bind(sqlite3_stmt* s, int i, std::string_view v) {
+  // A null data() would bind SQL NULL; an empty view is the empty string.
+  sqlite3_bind_text(s, i, v.data() == nullptr ? "" : v.data(), static_cast<int>(v.size()),
+                    SQLITE_TRANSIENT);
+}
+void BindNull(sqlite3_stmt* s, int i) { sqlite3_bind_null(s, i); }
+
+// Runs a one-row PRAGMA read on a connection that is not yet wrapped in a StateStore.
+Result<int64_t> PragmaInt(sqlite3* db, const std::string& path, const char* sql) {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK) {
+    return ErrorFrom(db, path, sql);
+  }
+  int rc = sqlite3_step(s);
+  int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+  Status st = rc == SQLITE_ROW || rc == SQLITE_DONE ? Status() : ErrorFrom(db, path, sql);
+  sqlite3_finalize(s);
+  if (!st.ok()) return st;
+  return v;
+}
+
+Status QuickCheck(sqlite3* db, const std::string& path, const char* pragma) {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, pragma, -1, &s, nullptr) != SQLITE_OK) {
+    return ErrorFrom(db, path, pragma);
+  }
+  std::string findings;
+  int rows = 0;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    std::string line = ColText(s, 0);
+    if (line == "ok") continue;
+    if (++rows <= 3) findings += (findings.empty() ? "" : "; ") + line;
+  }
+  Status st;
+  if (rc != SQLITE_DONE) {
+    st = ErrorFrom(db, path, pragma);
+  } else if (rows > 0) {
+    st = Corrupt(fmt::format("state file {}: {} found {} problem(s): {}", path, pragma, rows,
+                             findings));
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+// Checks the header fields every open reads before touching the schema.
+Status CheckIdentity(sqlite3* db, const std::string& path, int64_t version) {
+  IBSM_ASSIGN_OR_RETURN(int64_t app_id, PragmaInt(db, path, "PRAGMA application_id"));
+  if (app_id != 0 && app_id != kApplicationId) {
+    return FailedPrecondition(fmt::format(
+        "state file {}: application_id {:#x} is not ibsm's; point state_db_file elsewhere",
+        path, app_id));
+  }
+  if (version > StateStoreSchemaVersion()) {
+    return FailedPrecondition(fmt::format(
+        "state file {} has schema version {}, newer than the {} this ibsm knows; run a newer "
+        "ibsm or use another state file",
+        path, version, StateStoreSchemaVersion()));
+  }
+  if (version == 0) {
+    IBSM_ASSIGN_OR_RETURN(int64_t tables,
+                          PragmaInt(db, path, "SELECT count(*) FROM sqlite_schema"));
+    if (tables != 0) {
+      return FailedPrecondition(fmt::format(
+          "state file {} holds {} schema object(s) but no ibsm schema version; it belongs to "
+          "another program",
+          path, tables));
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+std::span<const Migration> StateStoreMigrations() { return kMigrations; }
+
+int StateStoreSchemaVersion() { return kMigrations.back().version; }
+
+// One write transaction; rolls back unless Commit() succeeded.
+class StateStore::Txn {
+ public:
+  explicit Txn(StateStore& store) : store_(store) {}
+  ~Txn() {
+    if (active_) sqlite3_exec(store_.db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  Txn(const Txn&) = delete;
+  Txn& operator=(const Txn&) = delete;
+
+  // IMMEDIATE takes the write lock now, so a busy file fails here and not halfway through.
+  Status Begin() {
+    IBSM_RETURN_IF_ERROR(store_.CheckWritable());
+    IBSM_RETURN_IF_ERROR(store_.Exec("BEGIN IMMEDIATE"));
+    active_ = true;
+    return Status();
+  }
+  Status Commit() {
+    IBSM_RETURN_IF_ERROR(store_.Exec("COMMIT"));
+    active_ = false;
+    return Status();
+  }
+
+ private:
+  StateStore& store_;
+  bool active_ = false;
+};
+
+StateStore::StateStore(std::string path, sqlite3* db, const Clock* clock)
+    : path_(std::move(path)), db_(db), clock_(clock) {}
+
+StateStore::~StateStore() {
+  for (auto& [sql, stmt] : stmts_) sqlite3_finalize(stmt);
+  sqlite3_close_v2(db_);
+}
+
+Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path,
+                                                     const Clock& clock) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    Status st = ErrorFrom(db, path, "cannot open or create (does its directory exist?)");
+    sqlite3_close_v2(db);
+    return st;
+  }
+  auto store = std::unique_ptr<StateStore>(new StateStore(path, db, &clock));
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+
+  // The header is read first: a file that is not SQLite fails here as Corrupt, and a newer
+  // or foreign file is refused before anything is written to it.
+  IBSM_ASSIGN_OR_RETURN(int64_t version, PragmaInt(db, path, "PRAGMA user_version"));
+  IBSM_RETURN_IF_ERROR(CheckIdentity(db, path, version));
+
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * wal, store->Prepare("PRAGMA journal_mode=WAL"));
+  {
+    StmtScope scope(wal);
+    if (sqlite3_step(wal) != SQLITE_ROW) return store->SqlError("PRAGMA journal_mode=WAL");
+    if (ColText(wal, 0) != "wal") {
+      return IoError(fmt::format("state file {}: cannot switch to WAL (journal_mode is {})",
+                                 path, ColText(wal, 0)));
+    }
+  }
+  // WAL with synchronous=FULL fsyncs the WAL at every COMMIT, so a committed row survives
+  // a power loss or kernel crash as well as a process crash. NORMAL would survive only the
+  // latter: it syncs at checkpoints, and the last commits before a power cut can roll back.
+  // Commits here are few (one per sweep, one per burst of events), so the fsync is cheap.
+  IBSM_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
+  IBSM_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
+  IBSM_RETURN_IF_ERROR(QuickCheck(db, path, "PRAGMA quick_check"));
+  IBSM_RETURN_IF_ERROR(store->Migrate());
+  return store;
+}
+
+Result<std::unique_ptr<StateStore>> StateStore::OpenReadOnly(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    Status st = ErrorFrom(db, path, "cannot open read-only (does it exist?)");
+    sqlite3_close_v2(db);
+    return st;
+  }
+  auto store = std::unique_ptr<StateStore>(new StateStore(path, db, nullptr));
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  IBSM_RETURN_IF_ERROR(store->Exec("PRAGMA query_only=ON"));
+  IBSM_ASSIGN_OR_RETURN(int64_t version, PragmaInt(db, path, "PRAGMA user_version"));
+  IBSM_RETURN_IF_ERROR(CheckIdentity(db, path, version));
+  if (version < StateStoreSchemaVersion()) {
+    return FailedPrecondition(fmt::format(
+        "state file {} has schema version {}, older than {}; open it once with ibsmd to "
+        "migrate it",
+        path, version, StateStoreSchemaVersion()));
+  }
+  IBSM_RETURN_IF_ERROR(QuickCheck(db, path, "PRAGMA quick_check"));
+  return store;
+}
+
+Result<sqlite3_stmt*> StateStore::Prepare(std::string_view sql) {
+  auto it = stmts_.find(sql);
+  if (it != stmts_.end()) return it->second;
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                         SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) {
+    return SqlError(fmt::format("prepare \"{}\"", sql));
+  }
+  stmts_.emplace(sql, s);
+  return s;
+}
+
+Status StateStore::Exec(const char* sql) {
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * s, Prepare(sql));
+  StmtScope scope(s);
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+  }
+  if (rc != SQLITE_DONE) return SqlError(sql);
+  return Status();
+}
+
+Status StateStore::SqlError(std::string_view what) const { return ErrorFrom(db_, path_, what); }
+
+Status StateStore::CheckWritable() const {
+  if (read_only()) {
+    return FailedPrecondition(fmt::format("state file {} was opened read-only", path_));
+  }
+  return Status();
+}
+
+Status StateStore::Migrate() {
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  // Read again under the write lock: another process may have migrated meanwhile.
+  IBSM_ASSIGN_OR_RETURN(int64_t from, PragmaInt(db_, path_, "PRAGMA user_version"));
+  IBSM_RETURN_IF_ERROR(CheckIdentity(db_, path_, from));
+  if (from == StateStoreSchemaVersion()) return txn.Commit();
+  for (const Migration& m : kMigrations) {
+    if (m.version <= from) continue;
+    char* err = nullptr;
+    if (sqlite3_exec(db_, m.sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      Status st = Status(CodeFor(sqlite3_extended_errcode(db_)),
+                         fmt::format("state file {}: migration to schema version {} failed: {}",
+                                     path_, m.version, err == nullptr ? "?" : err));
+      sqlite3_free(err);
+      return st;
+    }
+  }
+  // PRAGMA arguments cannot be bound; both values are our own integers.
+  std::string stamp = fmt::format("PRAGMA user_version={}; PRAGMA application_id={};",
+                                  StateStoreSchemaVersion(), kApplicationId);
+  if (sqlite3_exec(db_, stamp.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return SqlError("stamp schema version");
+  }
+  IBSM_RETURN_IF_ERROR(txn.Commit());
+  Log(LogName::kHa).info("HA-DB-001 state file {} {} schema version {}", path_,
+                         from == 0 ? "created at" : fmt::format("migrated from {} to", from),
+                         StateStoreSchemaVersion());
+  return Status();
+}
+
+Result<int> StateStore::SchemaVersion() {
+  IBSM_ASSIGN_OR_RETURN(int64_t v, PragmaInt(db_, path_, "PRAGMA user_version"));
+  return static_cast<int>(v);
+}
+
+Status StateStore::CheckIntegrity() { return QuickCheck(db_, path_, "PRAGMA integrity_check"); }
+
+// ---- guid2lid ----
+
+Result<std::vector<Guid2LidEntry>> StateStore::LoadGuid2Lid() {
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("SELECT port_guid, min_lid, max_lid, updated_us FROM guid2lid ORDER BY port_guid"));
+  StmtScope scope(s);
+  std::vector<Guid2LidEntry> out;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    int64_t min_lid = sqlite3_column_int64(s, 1);
+    int64_t max_lid = sqlite3_column_int64(s, 2);
+    Guid guid = GuidFromDb(sqlite3_column_int64(s, 0));
+    // The CHECK constraints hold for rows we wrote; a hand-edited file may not.
+    if (min_lid < 1 || max_lid < min_lid || max_lid > kMaxUnicastLid) {
+      return Corrupt(fmt::format("state file {}: guid2lid row {} has LIDs {}..{}", path_,
+                                 ToString(guid), min_lid, max_lid));
+    }
+    out.push_back({guid, Lid{static_cast<uint16_t>(min_lid)},
+                   Lid{static_cast<uint16_t>(max_lid)}, sqlite3_column_int64(s, 3)});
+  }
+  if (rc != SQLITE_DONE) return SqlError("load guid2lid");
+  return out;
+}
+
+Status StateStore::UpsertGuid2LidLocked(const std::vector<Guid2LidEntry>& upserts,
+                                        int64_t now) {
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("INSERT INTO guid2lid (port_guid, min_lid, max_lid, updated_us) "
+              "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (port_guid) DO UPDATE SET "
+              "min_lid = excluded.min_lid, max_lid = excluded.max_lid, "
+              "updated_us = excluded.updated_us"));
+  for (const Guid2LidEntry& e : upserts) {
+    StmtScope scope(s);
+    Bind(s, 1, ToDb(e.port_guid));
+    Bind(s, 2, e.min_lid.value());
+    Bind(s, 3, e.max_lid.value());
+    Bind(s, 4, now);
+    if (sqlite3_step(s) != SQLITE_DONE) {
+      return SqlError(fmt::format("save guid2lid {} -> {}..{}", ToString(e.port_guid),
+                                  e.min_lid.value(), e.max_lid.value()));
+    }
+  }
+  return Status();
+}
+
+Status StateStore::SaveGuid2Lid(const std::vector<Guid2LidEntry>& upserts,
+                                const std::vector<Guid>& removals) {
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  IBSM_RETURN_IF_ERROR(UpsertGuid2LidLocked(upserts, clock_->UnixMicros()));
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * del,
+                        Prepare("DELETE FROM guid2lid WHERE port_guid = ?1"));
+  for (Guid g : removals) {
+    StmtScope scope(del);
+    Bind(del, 1, ToDb(g));
+    if (sqlite3_step(del) != SQLITE_DONE) {
+      return SqlError(fmt::format("remove guid2lid {}", ToString(g)));
+    }
+  }
+  return txn.Commit();
+}
+
+Status StateStore::ReplaceGuid2Lid(const std::vector<Guid2LidEntry>& all) {
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  IBSM_RETURN_IF_ERROR(Exec("DELETE FROM guid2lid"));
+  IBSM_RETURN_IF_ERROR(UpsertGuid2LidLocked(all, clock_->UnixMicros()));
+  return txn.Commit();
+}
+
+// ---- sweeps ----
+
+Result<int64_t> StateStore::RecordSweep(const SweepRow& row) {
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("INSERT INTO sweeps (kind, started_us, ended_us, smps_sent, smps_failed, nodes, "
+              "switches, cas, links, lid_changes, lft_blocks_sent, engine, outcome, note) "
+              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
+  {
+    StmtScope scope(s);
+    Bind(s, 1, static_cast<int64_t>(row.kind));
+    Bind(s, 2, row.started_us);
+    Bind(s, 3, row.ended_us);
+    Bind(s, 4, ToDb(row.smps_sent));
+    Bind(s, 5, ToDb(row.smps_failed));
+    Bind(s, 6, row.nodes);
+    Bind(s, 7, row.switches);
+    Bind(s, 8, row.cas);
+    Bind(s, 9, row.links);
+    Bind(s, 10, row.lid_changes);
+    Bind(s, 11, row.lft_blocks_sent);
+    Bind(s, 12, row.engine);
+    Bind(s, 13, row.outcome);
+    Bind(s, 14, row.note);
+    if (sqlite3_step(s) != SQLITE_DONE) return SqlError("record sweep");
+  }
+  int64_t id = sqlite3_last_insert_rowid(db_);
+  IBSM_RETURN_IF_ERROR(txn.Commit());
+  return id;
+}
+
+Result<std::vector<SweepRow>> StateStore::RecentSweeps(size_t n) {
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("SELECT id, kind, started_us, ended_us, smps_sent, smps_failed, nodes, switches, "
+              "cas, links, lid_changes, lft_blocks_sent, engine, outcome, note FROM sweeps "
+              "ORDER BY id DESC LIMIT ?1"));
+  StmtScope scope(s);
+  Bind(s, 1, Limit(n));
+  std::vector<SweepRow> out;
+  int rc;
+  auto u32 = [s](int i) { return static_cast<uint32_t>(sqlite3_column_int64(s, i)); };
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    SweepRow r;
+    r.id = sqlite3_column_int64(s, 0);
+    int64_t kind = sqlite3_column_int64(s, 1);
+    if (kind != static_cast<int64_t>(SweepKind::kHeavy) &&
+        kind != static_cast<int64_t>(SweepKind::kLight)) {
+      return Corrupt(fmt::format("state file {}: sweep {} has unknown kind {}", path_, r.id,
+                                 kind));
+    }
+    r.kind = static_cast<SweepKind>(kind);
+    r.started_us = sqlite3_column_int64(s, 2);
+    r.ended_us = sqlite3_column_int64(s, 3);
+    r.smps_sent = std::bit_cast<uint64_t>(sqlite3_column_int64(s, 4));
+    r.smps_failed = std::bit_cast<uint64_t>(sqlite3_column_int64(s, 5));
+    r.nodes = u32(6);
+    r.switches = u32(7);
+    r.cas = u32(8);
+    r.links = u32(9);
+    r.lid_changes = u32(10);
+    r.lft_blocks_sent = u32(11);
+    r.engine = ColText(s, 12);
+    r.outcome = ColText(s, 13);
+    r.note = ColText(s, 14);
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return SqlError("read sweeps");
+  return out;
+}
+
+// ---- events ----
+
+Status StateStore::InsertEventLocked(const EventRow& row) {
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("INSERT INTO events (time_us, kind, severity, node_guid, port_num, message) "
+              "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  StmtScope scope(s);
+  Bind(s, 1, row.time_us);
+  Bind(s, 2, row.kind);
+  Bind(s, 3, static_cast<int64_t>(row.severity));
+  if (row.node_guid) {
+    Bind(s, 4, ToDb(*row.node_guid));
+  } else {
+    BindNull(s, 4);
+  }
+  if (row.port_num) {
+    Bind(s, 5, row.port_num->value());
+  } else {
+    BindNull(s, 5);
+  }
+  Bind(s, 6, row.message);
+  if (sqlite3_step(s) != SQLITE_DONE) return SqlError("record event");
+  return Status();
+}
+
+Status StateStore::RecordEvent(const EventRow& row) {
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  IBSM_RETURN_IF_ERROR(InsertEventLocked(row));
+  return txn.Commit();
+}
+
+Status StateStore::RecordEvents(const std::vector<EventRow>& rows) {
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  for (const EventRow& row : rows) IBSM_RETURN_IF_ERROR(InsertEventLocked(row));
+  return txn.Commit();
+}
+
+Result<std::vector<EventRow>> StateStore::RecentEvents(size_t n, int64_t since_us) {
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("SELECT id, time_us, kind, severity, node_guid, port_num, message FROM events "
+              "WHERE time_us >= ?1 ORDER BY time_us DESC, id DESC LIMIT ?2"));
+  StmtScope scope(s);
+  Bind(s, 1, since_us);
+  Bind(s, 2, Limit(n));
+  std::vector<EventRow> out;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    EventRow r;
+    r.id = sqlite3_column_int64(s, 0);
+    r.time_us = sqlite3_column_int64(s, 1);
+    r.kind = ColText(s, 2);
+    int64_t sev = sqlite3_column_int64(s, 3);
+    if (sev < static_cast<int64_t>(EventSeverity::kInfo) ||
+        sev > static_cast<int64_t>(EventSeverity::kCritical)) {
+      return Corrupt(fmt::format("state file {}: event {} has unknown severity {}", path_,
+                                 r.id, sev));
+    }
+    r.severity = static_cast<EventSeverity>(sev);
+    if (sqlite3_column_type(s, 4) != SQLITE_NULL) {
+      r.node_guid = GuidFromDb(sqlite3_column_int64(s, 4));
+    }
+    if (sqlite3_column_type(s, 5) != SQLITE_NULL) {
+      int64_t port = sqlite3_column_int64(s, 5);
+      if (port < 0 || port > 255) {
+        return Corrupt(fmt::format("state file {}: event {} has port {}", path_, r.id, port));
+      }
+      r.port_num = PortNum{static_cast<uint8_t>(port)};
+    }
+    r.message = ColText(s, 6);
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return SqlError("read events");
+  return out;
+}
+
+// ---- sm_state ----
+
+Status StateStore::SetValue(std::string_view key, std::string_view value) {
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("INSERT INTO sm_state (key, value, updated_us) VALUES (?1, ?2, ?3) "
+              "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
+              "updated_us = excluded.updated_us"));
+  {
+    StmtScope scope(s);
+    Bind(s, 1, key);
+    Bind(s, 2, value);
+    Bind(s, 3, clock_->UnixMicros());
+    if (sqlite3_step(s) != SQLITE_DONE) return SqlError(fmt::format("set {}", key));
+  }
+  return txn.Commit();
+}
+
+Result<std::optional<std::string>> StateStore::GetValue(std::string_view key) {
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * s, Prepare("SELECT value FROM sm_state WHERE key = ?1"));
+  StmtScope scope(s);
+  Bind(s, 1, key);
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_DONE) return std::optional<std::string>();
+  if (rc != SQLITE_ROW) return SqlError(fmt::format("get {}", key));
+  return std::optional<std::string>(ColText(s, 0));
+}
+
+// ---- peers ----
+
+Status StateStore::UpsertPeer(const PeerRow& peer) {
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("INSERT INTO peers (guid, priority, state, last_seen_us, sm_key_match) "
+              "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (guid) DO UPDATE SET "
+              "priority = excluded.priority, state = excluded.state, "
+              "last_seen_us = excluded.last_seen_us, sm_key_match = excluded.sm_key_match"));
+  {
+    StmtScope scope(s);
+    Bind(s, 1, ToDb(peer.guid));
+    Bind(s, 2, peer.priority);
+    Bind(s, 3, peer.state);
+    Bind(s, 4, peer.last_seen_us);
+    Bind(s, 5, peer.sm_key_match ? 1 : 0);
+    if (sqlite3_step(s) != SQLITE_DONE) {
+      return SqlError(fmt::format("save peer {}", ToString(peer.guid)));
+    }
+  }
+  return txn.Commit();
+}
+
+Status StateStore::RemovePeer(Guid guid) {
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * s, Prepare("DELETE FROM peers WHERE guid = ?1"));
+  {
+    StmtScope scope(s);
+    Bind(s, 1, ToDb(guid));
+    if (sqlite3_step(s) != SQLITE_DONE) {
+      return SqlError(fmt::format("remove peer {}", ToString(guid)));
+    }
+  }
+  return txn.Commit();
+}
+
+Result<std::vector<PeerRow>> StateStore::Peers() {
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("SELECT guid, priority, state, last_seen_us, sm_key_match FROM peers "
+              "ORDER BY guid"));
+  StmtScope scope(s);
+  std::vector<PeerRow> out;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    PeerRow p;
+    p.guid = GuidFromDb(sqlite3_column_int64(s, 0));
+    int64_t priority = sqlite3_column_int64(s, 1);
+    int64_t state = sqlite3_column_int64(s, 2);
+    if (priority < 0 || priority > 15 || state < 0 || state > 3) {
+      return Corrupt(fmt::format("state file {}: peer {} has priority {} state {}", path_,
+                                 ToString(p.guid), priority, state));
+    }
+    p.priority = static_cast<uint8_t>(priority);
+    p.state = static_cast<uint8_t>(state);
+    p.last_seen_us = sqlite3_column_int64(s, 3);
+    p.sm_key_match = sqlite3_column_int64(s, 4) != 0;
+    out.push_back(p);
+  }
+  if (rc != SQLITE_DONE) return SqlError("read peers");
+  return out;
+}
+
+// ---- lft_digest ----
+
+Status StateStore::SaveLftDigests(const std::vector<LftDigestEntry>& upserts,
+                                  const std::vector<Guid>& removals) {
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("INSERT INTO lft_digest (switch_guid, digest, max_lid, updated_us) "
+              "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (switch_guid) DO UPDATE SET "
+              "digest = excluded.digest, max_lid = excluded.max_lid, "
+              "updated_us = excluded.updated_us"));
+  int64_t now = clock_->UnixMicros();
+  for (const LftDigestEntry& e : upserts) {
+    StmtScope scope(s);
+    Bind(s, 1, ToDb(e.switch_guid));
+    Bind(s, 2, ToDb(e.digest));
+    Bind(s, 3, e.max_lid.value());
+    Bind(s, 4, now);
+    if (sqlite3_step(s) != SQLITE_DONE) {
+      return SqlError(fmt::format("save LFT digest of {}", ToString(e.switch_guid)));
+    }
+  }
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * del,
+                        Prepare("DELETE FROM lft_digest WHERE switch_guid = ?1"));
+  for (Guid g : removals) {
+    StmtScope scope(del);
+    Bind(del, 1, ToDb(g));
+    if (sqlite3_step(del) != SQLITE_DONE) {
+      return SqlError(fmt::format("remove LFT digest of {}", ToString(g)));
+    }
+  }
+  return txn.Commit();
+}
+
+Result<std::vector<LftDigestEntry>> StateStore::LoadLftDigests() {
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("SELECT switch_guid, digest, max_lid, updated_us FROM lft_digest "
+              "ORDER BY switch_guid"));
+  StmtScope scope(s);
+  std::vector<LftDigestEntry> out;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    LftDigestEntry e;
+    e.switch_guid = GuidFromDb(sqlite3_column_int64(s, 0));
+    e.digest = std::bit_cast<uint64_t>(sqlite3_column_int64(s, 1));
+    int64_t max_lid = sqlite3_column_int64(s, 2);
+    if (max_lid < 0 || max_lid > kMaxUnicastLid) {
+      return Corrupt(fmt::format("state file {}: LFT digest of {} has max LID {}", path_,
+                                 ToString(e.switch_guid), max_lid));
+    }
+    e.max_lid = Lid{static_cast<uint16_t>(max_lid)};
+    e.updated_us = sqlite3_column_int64(s, 3);
+    out.push_back(e);
+  }
+  if (rc != SQLITE_DONE) return SqlError("read LFT digests");
+  return out;
+}
+
+// ---- retention ----
+
+Status StateStore::Prune(size_t keep_sweeps, size_t keep_events) {
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  // The subquery yields the newest id to drop, or NULL (drop nothing) when there are fewer
+  // rows than `keep`.
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * sweeps,
+      Prepare("DELETE FROM sweeps WHERE id <= "
+              "(SELECT id FROM sweeps ORDER BY id DESC LIMIT 1 OFFSET ?1)"));
+  {
+    StmtScope scope(sweeps);
+    Bind(sweeps, 1, Limit(keep_sweeps));
+    if (sqlite3_step(sweeps) != SQLITE_DONE) return SqlError("prune sweeps");
+  }
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * events,
+      Prepare("DELETE FROM events WHERE id <= "
+              "(SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?1)"));
+  {
+    StmtScope scope(events);
+    Bind(events, 1, Limit(keep_events));
+    if (sqlite3_step(events) != SQLITE_DONE) return SqlError("prune events");
+  }
+  return txn.Commit();
+}
+
+}  // namespace ibsm::ha

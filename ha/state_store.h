@@ -1,0 +1,214 @@
+// The SM's persistent state: one SQLite file per SM instance (DESIGN.md "State").
+//
+// Holds guid2lid (so LIDs survive restarts, issue 3), sweep history, events, SM state
+// key/values, known peer SMs and the last routing result as one LFT digest per switch (so a
+// restarted or newly promoted master can trust a matching digest, issue 6).
+//
+// Durability contract: every write method runs in one transaction; once it returns OK the
+// rows survive a crash of the process at any later point, and (synchronous=FULL) a power
+// loss or kernel crash too. A crash at any point never leaves the file unreadable.
+//
+// Threading: a StateStore is not thread-safe; one thread (the daemon's io_context) owns it.
+// Other processes (tools) may read the same file concurrently through OpenReadOnly; WAL
+// lets them read while the SM writes.
+//
+// On-disk numbers are FROZEN: the schema (StateStoreMigrations()), SweepKind and
+// EventSeverity values, and the encoding of GUIDs (two's-complement int64 of the EUI-64)
+// never change meaning. A schema change is a new migration appended to the list, with a test.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "base/types.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace ibsm::ha {
+
+// One step of the schema. FROZEN once shipped: never edit or renumber, only append.
+struct Migration {
+  int version;      // PRAGMA user_version after this step; 1, 2, 3, ... in order
+  const char* sql;  // statements run in the migration's transaction
+};
+
+// Every migration, oldest first. The file's user_version says how many have been applied.
+std::span<const Migration> StateStoreMigrations();
+
+// The schema version this code writes (the last migration's version).
+int StateStoreSchemaVersion();
+
+// FROZEN: stored in sweeps.kind.
+enum class SweepKind : int {
+  kHeavy = 1,
+  kLight = 2,
+};
+
+// FROZEN: stored in events.severity.
+enum class EventSeverity : int {
+  kInfo = 1,
+  kWarning = 2,
+  kError = 3,
+  kCritical = 4,
+};
+
+// Event kinds are open-ended text; these are the ones the SM writes. FROZEN spellings.
+inline constexpr std::string_view kEventTrap = "trap";
+inline constexpr std::string_view kEventLinkChange = "link_change";
+inline constexpr std::string_view kEventStateChange = "state_change";
+inline constexpr std::string_view kEventLidChange = "lid_change";
+inline constexpr std::string_view kEventError = "error";
+
+// The LIDs of one end port (or switch port 0): min_lid .. max_lid = min_lid + 2^LMC - 1.
+struct Guid2LidEntry {
+  Guid port_guid;
+  Lid min_lid;
+  Lid max_lid;
+  int64_t updated_us = 0;  // set by the store from its Clock on write; ignored on input
+
+  bool operator==(const Guid2LidEntry&) const = default;
+};
+
+struct SweepRow {
+  int64_t id = 0;  // assigned by RecordSweep; ignored on input. Never reused after Prune.
+  SweepKind kind = SweepKind::kHeavy;
+  int64_t started_us = 0;  // Unix microseconds
+  int64_t ended_us = 0;
+  uint64_t smps_sent = 0;
+  uint64_t smps_failed = 0;
+  uint32_t nodes = 0;
+  uint32_t switches = 0;
+  uint32_t cas = 0;
+  uint32_t links = 0;
+  uint32_t lid_changes = 0;
+  uint32_t lft_blocks_sent = 0;
+  std::string engine;   // routing engine that produced the tables ("minhop", "ftree", ...)
+  std::string outcome;  // "ok", "partial", "failed", ...
+  std::string note;
+
+  bool operator==(const SweepRow&) const = default;
+};
+
+struct EventRow {
+  int64_t id = 0;       // assigned by RecordEvent; ignored on input
+  int64_t time_us = 0;  // when it happened (Unix microseconds), as given by the caller
+  std::string kind;     // kEventTrap, kEventLinkChange, ...
+  EventSeverity severity = EventSeverity::kInfo;
+  std::optional<Guid> node_guid;
+  std::optional<PortNum> port_num;
+  std::string message;
+
+  bool operator==(const EventRow&) const = default;
+};
+
+// Another SM seen on the subnet (SMInfo).
+struct PeerRow {
+  Guid guid;
+  uint8_t priority = 0;  // SMInfo.Priority, 0..15
+  uint8_t state = 0;     // SMInfo.SMState as on the wire (IBA 14.4.1): 0 NOTACTIVE ..3 MASTER
+  int64_t last_seen_us = 0;
+  bool sm_key_match = false;
+
+  bool operator==(const PeerRow&) const = default;
+};
+
+// What the SM last programmed into one switch's LFT.
+struct LftDigestEntry {
+  Guid switch_guid;
+  uint64_t digest = 0;  // hash of LFT blocks 0..max_lid; the hash function is the router's
+  Lid max_lid;          // LinearFDBTop it was computed up to
+  int64_t updated_us = 0;  // set by the store from its Clock on write; ignored on input
+
+  bool operator==(const LftDigestEntry&) const = default;
+};
+
+class StateStore {
+ public:
+  // Opens or creates the file at `path` (its directory must exist), switches it to WAL,
+  // checks it (quick_check) and migrates an older schema in one transaction.
+  // Errors: Corrupt for a file that is not a sound SQLite database; FailedPrecondition for a
+  // file written by a newer ibsm; IoError when it cannot be opened or created.
+  // `clock` must outlive the store.
+  static Result<std::unique_ptr<StateStore>> Open(const std::string& path, const Clock& clock);
+
+  // For tools: reads an existing file at the current schema version; never writes, never
+  // migrates. Every write method returns FailedPrecondition.
+  static Result<std::unique_ptr<StateStore>> OpenReadOnly(const std::string& path);
+
+  ~StateStore();
+  StateStore(const StateStore&) = delete;
+  StateStore& operator=(const StateStore&) = delete;
+
+  const std::string& path() const { return path_; }
+  bool read_only() const { return clock_ == nullptr; }
+
+  // guid2lid. Save applies upserts then removals in one transaction.
+  Result<std::vector<Guid2LidEntry>> LoadGuid2Lid();
+  Status SaveGuid2Lid(const std::vector<Guid2LidEntry>& upserts,
+                      const std::vector<Guid>& removals);
+  Status ReplaceGuid2Lid(const std::vector<Guid2LidEntry>& all);
+
+  // Sweep history. RecentSweeps returns the newest n, newest first.
+  Result<int64_t> RecordSweep(const SweepRow& row);
+  Result<std::vector<SweepRow>> RecentSweeps(size_t n);
+
+  // Events. RecentEvents returns at most n events with time_us >= since_us, newest first.
+  Status RecordEvent(const EventRow& row);
+  Status RecordEvents(const std::vector<EventRow>& rows);  // one transaction for a burst
+  Result<std::vector<EventRow>> RecentEvents(size_t n, int64_t since_us = 0);
+
+  // SM state key/values ("sm_state", "act_count", "priority", ...).
+  Status SetValue(std::string_view key, std::string_view value);
+  Result<std::optional<std::string>> GetValue(std::string_view key);
+
+  // Peer SMs, ordered by GUID.
+  Status UpsertPeer(const PeerRow& peer);
+  Status RemovePeer(Guid guid);
+  Result<std::vector<PeerRow>> Peers();
+
+  // Per-switch LFT digests; upserts then removals in one transaction.
+  Status SaveLftDigests(const std::vector<LftDigestEntry>& upserts,
+                        const std::vector<Guid>& removals);
+  Result<std::vector<LftDigestEntry>> LoadLftDigests();
+
+  // Keeps the newest keep_sweeps sweeps and keep_events events, in one transaction.
+  Status Prune(size_t keep_sweeps, size_t keep_events);
+
+  // Full PRAGMA integrity_check; Corrupt with SQLite's first findings otherwise.
+  Status CheckIntegrity();
+
+  // PRAGMA user_version of the open file.
+  Result<int> SchemaVersion();
+
+ private:
+  class Txn;
+
+  StateStore(std::string path, sqlite3* db, const Clock* clock);
+
+  // REQUIRES: `sql` outlives the store (a string literal); it keys the statement cache.
+  Result<sqlite3_stmt*> Prepare(std::string_view sql);
+  Status Exec(const char* sql);
+  Status SqlError(std::string_view what) const;
+  Status CheckWritable() const;
+  Status Migrate();
+
+  Status UpsertGuid2LidLocked(const std::vector<Guid2LidEntry>& upserts, int64_t now);
+  Status InsertEventLocked(const EventRow& row);
+
+  std::string path_;
+  sqlite3* db_;
+  const Clock* clock_;  // null for a read-only store
+  std::unordered_map<std::string_view, sqlite3_stmt*> stmts_;
+};
+
+}  // namespace ibsm::ha

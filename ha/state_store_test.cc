@@ -1,0 +1,650 @@
+#include "ha/state_store.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace ibsm::ha {
+namespace {
+
+using std::chrono::seconds;
+
+// FROZEN copy of schema version 1 as it shipped. If this test fails, migration 1 was
+// edited: restore it and add a new migration instead.
+constexpr const char* kFrozenV1Sql = R"sql(
+CREATE TABLE guid2lid (
+  port_guid  INTEGER PRIMARY KEY,  -- EUI-64 as two's-complement int64
+  min_lid    INTEGER NOT NULL CHECK (min_lid BETWEEN 1 AND 49151),
+  max_lid    INTEGER NOT NULL CHECK (max_lid BETWEEN min_lid AND 49151),
+  updated_us INTEGER NOT NULL
+);
+CREATE TABLE sweeps (
+  id              INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind            INTEGER NOT NULL CHECK (kind IN (1, 2)),  -- SweepKind: 1 heavy, 2 light
+  started_us      INTEGER NOT NULL,
+  ended_us        INTEGER NOT NULL,
+  smps_sent       INTEGER NOT NULL DEFAULT 0,
+  smps_failed     INTEGER NOT NULL DEFAULT 0,
+  nodes           INTEGER NOT NULL DEFAULT 0,
+  switches        INTEGER NOT NULL DEFAULT 0,
+  cas             INTEGER NOT NULL DEFAULT 0,
+  links           INTEGER NOT NULL DEFAULT 0,
+  lid_changes     INTEGER NOT NULL DEFAULT 0,
+  lft_blocks_sent INTEGER NOT NULL DEFAULT 0,
+  engine          TEXT NOT NULL DEFAULT '',
+  outcome         TEXT NOT NULL,
+  note            TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE sm_state (
+  key        TEXT PRIMARY KEY,
+  value      TEXT NOT NULL,
+  updated_us INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql";
+
+// Runs SQL on a file directly, as another program or an older ibsm would.
+void RawExec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+std::string RawQueryText(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  std::string out;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK &&
+      sqlite3_step(s) == SQLITE_ROW) {
+    const unsigned char* t = sqlite3_column_text(s, 0);
+    out = t ? reinterpret_cast<const char*>(t) : "";
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return out;
+}
+
+void WriteFile(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<char> RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<char> out(n);
+  for (char& c : out) c = static_cast<char>(rng() & 0xff);
+  return out;
+}
+
+Guid2LidEntry G2L(uint64_t guid, uint16_t min_lid, uint16_t max_lid) {
+  return {Guid{guid}, Lid{min_lid}, Lid{max_lid}, 0};
+}
+
+SweepRow SampleSweep(SweepKind kind, int64_t start) {
+  SweepRow r;
+  r.kind = kind;
+  r.started_us = start;
+  r.ended_us = start + 1500;
+  r.smps_sent = 12345;
+  r.smps_failed = 3;
+  r.nodes = 40;
+  r.switches = 8;
+  r.cas = 32;
+  r.links = 64;
+  r.lid_changes = 2;
+  r.lft_blocks_sent = 16;
+  r.engine = "minhop";
+  r.outcome = "ok";
+  r.note = "first sweep";
+  return r;
+}
+
+class StateStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ibsm_state_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/state.db";
+    clock_.Advance(seconds(1'700'000'000));
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<StateStore> OpenOrDie() {
+    auto r = StateStore::Open(path_, clock_);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(r).value() : nullptr;
+  }
+
+  std::string dir_;
+  std::string path_;
+  ManualClock clock_;
+};
+
+TEST_F(StateStoreTest, Guid2LidRowsRoundTripStampedWithTheClock) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->SaveGuid2Lid({G2L(0x0002c90300000011, 1, 1), G2L(0xfffffffffffffffe, 4, 7)},
+                                  {})
+                  .ok());
+  auto rows = store->LoadGuid2Lid();
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 2u);
+  int64_t now = clock_.UnixMicros();
+  // Ordered by the signed on-disk value: GUIDs with the top bit set come first.
+  EXPECT_EQ((*rows)[0], (Guid2LidEntry{Guid{0xfffffffffffffffe}, Lid{4}, Lid{7}, now}));
+  EXPECT_EQ((*rows)[1], (Guid2LidEntry{Guid{0x0002c90300000011}, Lid{1}, Lid{1}, now}));
+}
+
+TEST_F(StateStoreTest, SaveGuid2LidUpdatesInsertsAndRemovesInOneCall) {
+  auto store = OpenOrDie();
+  ASSERT_TRUE(store->SaveGuid2Lid({G2L(1, 10, 10), G2L(2, 20, 20), G2L(3, 30, 30)}, {}).ok());
+  clock_.Advance(seconds(5));
+  ASSERT_TRUE(store->SaveGuid2Lid({G2L(2, 21, 21), G2L(4, 40, 43)}, {Guid{3}}).ok());
+  auto rows = store->LoadGuid2Lid();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[0].min_lid, Lid{10});
+  EXPECT_EQ((*rows)[1].min_lid, Lid{21});
+  EXPECT_EQ((*rows)[1].updated_us, clock_.UnixMicros());
+  EXPECT_LT((*rows)[0].updated_us, clock_.UnixMicros());
+  EXPECT_EQ((*rows)[2], (Guid2LidEntry{Guid{4}, Lid{40}, Lid{43}, clock_.UnixMicros()}));
+}
+
+TEST_F(StateStoreTest, ReplaceGuid2LidLeavesOnlyTheNewSet) {
+  auto store = OpenOrDie();
+  ASSERT_TRUE(store->SaveGuid2Lid({G2L(1, 10, 10), G2L(2, 20, 20)}, {}).ok());
+  ASSERT_TRUE(store->ReplaceGuid2Lid({G2L(5, 50, 50)}).ok());
+  auto rows = store->LoadGuid2Lid();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].port_guid, Guid{5});
+}
+
+TEST_F(StateStoreTest, ABatchWithAnInvalidLidRangeIsRejectedWhole) {
+  auto store = OpenOrDie();
+  ASSERT_TRUE(store->SaveGuid2Lid({G2L(1, 10, 10)}, {}).ok());
+  Status bad = store->SaveGuid2Lid({G2L(1, 11, 11), G2L(2, 0, 0)}, {});
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument) << bad.ToString();
+  Status multicast = store->SaveGuid2Lid({G2L(3, 0xC000, 0xC000)}, {});
+  EXPECT_EQ(multicast.code(), StatusCode::kInvalidArgument);
+  auto rows = store->LoadGuid2Lid();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].min_lid, Lid{10}) << "the failed batch must roll back its first row";
+}
+
+TEST_F(StateStoreTest, SweepRowsRoundTripNewestFirst) {
+  auto store = OpenOrDie();
+  SweepRow heavy = SampleSweep(SweepKind::kHeavy, 1000);
+  SweepRow light = SampleSweep(SweepKind::kLight, 5000);
+  light.smps_sent = 0xffffffffffffffffull;  // survives the signed on-disk column
+  light.note = "";
+  auto id1 = store->RecordSweep(heavy);
+  auto id2 = store->RecordSweep(light);
+  ASSERT_TRUE(id1.ok() && id2.ok());
+  EXPECT_LT(*id1, *id2);
+  heavy.id = *id1;
+  light.id = *id2;
+  auto rows = store->RecentSweeps(10);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0], light);
+  EXPECT_EQ((*rows)[1], heavy);
+  auto one = store->RecentSweeps(1);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].id, *id2);
+}
+
+TEST_F(StateStoreTest, EventsRoundTripWithOptionalFieldsAndFilterByTime) {
+  auto store = OpenOrDie();
+  EventRow trap{0, 100, std::string(kEventTrap), EventSeverity::kWarning,
+                Guid{0x0002c90300000011}, PortNum{0}, "trap 128 from switch"};
+  EventRow state{0, 200, std::string(kEventStateChange), EventSeverity::kInfo, std::nullopt,
+                 std::nullopt, "Entering MASTER state"};
+  EventRow error{0, 300, std::string(kEventError), EventSeverity::kCritical, Guid{7},
+                 PortNum{36}, "port 36 flapping"};
+  ASSERT_TRUE(store->RecordEvent(trap).ok());
+  ASSERT_TRUE(store->RecordEvents({state, error}).ok());
+  auto all = store->RecentEvents(10);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  trap.id = 1;
+  state.id = 2;
+  error.id = 3;
+  EXPECT_EQ((*all)[0], error);
+  EXPECT_EQ((*all)[1], state);
+  EXPECT_EQ((*all)[2], trap);
+  auto recent = store->RecentEvents(10, 200);
+  ASSERT_TRUE(recent.ok());
+  ASSERT_EQ(recent->size(), 2u);
+  EXPECT_EQ((*recent)[1].message, "Entering MASTER state");
+  auto newest = store->RecentEvents(1, 0);
+  ASSERT_TRUE(newest.ok());
+  ASSERT_EQ(newest->size(), 1u);
+  EXPECT_EQ((*newest)[0].kind, "error");
+}
+
+TEST_F(StateStoreTest, SmStateValuesOverwriteAndAMissingKeyIsEmpty) {
+  auto store = OpenOrDie();
+  ASSERT_TRUE(store->SetValue("sm_state", "STANDBY").ok());
+  ASSERT_TRUE(store->SetValue("sm_state", "MASTER").ok());
+  ASSERT_TRUE(store->SetValue("act_count", "").ok());
+  auto v = store->GetValue("sm_state");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, std::optional<std::string>("MASTER"));
+  auto empty = store->GetValue("act_count");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(*empty, std::optional<std::string>(""));
+  auto missing = store->GetValue("priority");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+}
+
+TEST_F(StateStoreTest, PeersAreUpsertedByGuidAndRemovable) {
+  auto store = OpenOrDie();
+  PeerRow a{Guid{0x20}, 5, 2, 1000, true};
+  PeerRow b{Guid{0x10}, 15, 3, 2000, false};
+  ASSERT_TRUE(store->UpsertPeer(a).ok());
+  ASSERT_TRUE(store->UpsertPeer(b).ok());
+  a.state = 3;
+  a.last_seen_us = 3000;
+  ASSERT_TRUE(store->UpsertPeer(a).ok());
+  auto peers = store->Peers();
+  ASSERT_TRUE(peers.ok());
+  ASSERT_EQ(peers->size(), 2u);
+  EXPECT_EQ((*peers)[0], b);
+  EXPECT_EQ((*peers)[1], a);
+  ASSERT_TRUE(store->RemovePeer(Guid{0x10}).ok());
+  peers = store->Peers();
+  ASSERT_TRUE(peers.ok());
+  ASSERT_EQ(peers->size(), 1u);
+  EXPECT_EQ((*peers)[0].guid, Guid{0x20});
+  EXPECT_EQ(store->UpsertPeer(PeerRow{Guid{1}, 16, 0, 0, false}).code(),
+            StatusCode::kInvalidArgument)
+      << "SMInfo priority is 4 bits";
+}
+
+TEST_F(StateStoreTest, LftDigestsRoundTripFullSixtyFourBits) {
+  auto store = OpenOrDie();
+  LftDigestEntry s1{Guid{0x100}, 0xdeadbeefcafef00dull, Lid{1023}, 0};
+  LftDigestEntry s2{Guid{0x200}, 42, Lid{64}, 0};
+  ASSERT_TRUE(store->SaveLftDigests({s1, s2}, {}).ok());
+  s2.digest = 43;
+  ASSERT_TRUE(store->SaveLftDigests({s2}, {Guid{0x100}}).ok());
+  auto rows = store->LoadLftDigests();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  s2.updated_us = clock_.UnixMicros();
+  EXPECT_EQ((*rows)[0], s2);
+  ASSERT_TRUE(store->SaveLftDigests({s1}, {}).ok());
+  rows = store->LoadLftDigests();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].digest, 0xdeadbeefcafef00dull);
+}
+
+TEST_F(StateStoreTest, PruneKeepsTheNewestRowsAndNeverReusesIds) {
+  auto store = OpenOrDie();
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(store->RecordSweep(SampleSweep(SweepKind::kLight, i)).ok());
+    ASSERT_TRUE(
+        store->RecordEvent({0, i, "trap", EventSeverity::kInfo, {}, {}, std::to_string(i)})
+            .ok());
+  }
+  ASSERT_TRUE(store->Prune(3, 5).ok());
+  auto sweeps = store->RecentSweeps(100);
+  auto events = store->RecentEvents(100);
+  ASSERT_TRUE(sweeps.ok() && events.ok());
+  ASSERT_EQ(sweeps->size(), 3u);
+  EXPECT_EQ(sweeps->back().id, 8);
+  ASSERT_EQ(events->size(), 5u);
+  EXPECT_EQ(events->back().message, "5");
+  ASSERT_TRUE(store->Prune(100, 100).ok());
+  EXPECT_EQ(store->RecentSweeps(100)->size(), 3u);
+  ASSERT_TRUE(store->Prune(0, 0).ok());
+  EXPECT_TRUE(store->RecentSweeps(100)->empty());
+  EXPECT_TRUE(store->RecentEvents(100)->empty());
+  auto id = store->RecordSweep(SampleSweep(SweepKind::kHeavy, 99));
+  ASSERT_TRUE(id.ok());
+  EXPECT_EQ(*id, 11);
+}
+
+TEST_F(StateStoreTest, ReopeningTheFileKeepsEveryTable) {
+  {
+    auto store = OpenOrDie();
+    ASSERT_TRUE(store->SaveGuid2Lid({G2L(1, 10, 10)}, {}).ok());
+    ASSERT_TRUE(store->RecordSweep(SampleSweep(SweepKind::kHeavy, 1)).ok());
+    ASSERT_TRUE(store->RecordEvent({0, 5, "trap", EventSeverity::kInfo, {}, {}, "x"}).ok());
+    ASSERT_TRUE(store->SetValue("sm_state", "MASTER").ok());
+    ASSERT_TRUE(store->UpsertPeer({Guid{2}, 1, 2, 3, true}).ok());
+    ASSERT_TRUE(store->SaveLftDigests({{Guid{3}, 9, Lid{10}, 0}}, {}).ok());
+  }
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->LoadGuid2Lid()->size(), 1u);
+  EXPECT_EQ(store->RecentSweeps(10)->size(), 1u);
+  EXPECT_EQ(store->RecentEvents(10)->size(), 1u);
+  EXPECT_EQ(*store->GetValue("sm_state"), std::optional<std::string>("MASTER"));
+  EXPECT_EQ(store->Peers()->size(), 1u);
+  EXPECT_EQ(store->LoadLftDigests()->size(), 1u);
+  EXPECT_EQ(*store->SchemaVersion(), StateStoreSchemaVersion());
+}
+
+TEST_F(StateStoreTest, TheFileIsAWalDatabaseTaggedAsIbsms) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawQueryText(path_, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(RawQueryText(path_, "PRAGMA application_id"), std::to_string(0x6962736d));
+}
+
+TEST_F(StateStoreTest, MigrationOneIsFrozenAsShipped) {
+  auto migrations = StateStoreMigrations();
+  ASSERT_FALSE(migrations.empty());
+  EXPECT_EQ(migrations[0].version, 1);
+  EXPECT_EQ(std::string(migrations[0].sql), std::string(kFrozenV1Sql));
+}
+
+TEST_F(StateStoreTest, MigrationsAreNumberedOneUpwardsWithoutGaps) {
+  int expected = 1;
+  for (const Migration& m : StateStoreMigrations()) EXPECT_EQ(m.version, expected++);
+  EXPECT_EQ(StateStoreSchemaVersion(), expected - 1);
+}
+
+TEST_F(StateStoreTest, AVersionOneFileIsMigratedKeepingItsRows) {
+  RawExec(path_, std::string(kFrozenV1Sql) +
+                     "INSERT INTO guid2lid VALUES (-2, 4, 7, 11);"
+                     "INSERT INTO guid2lid VALUES (17, 1, 1, 12);"
+                     "INSERT INTO sweeps (kind, started_us, ended_us, outcome) "
+                     "VALUES (1, 100, 200, 'ok');"
+                     "INSERT INTO sm_state VALUES ('sm_state', 'STANDBY', 13);"
+                     "PRAGMA user_version = 1;");
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->SchemaVersion(), StateStoreSchemaVersion());
+  auto rows = store->LoadGuid2Lid();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0], (Guid2LidEntry{Guid{0xfffffffffffffffe}, Lid{4}, Lid{7}, 11}));
+  EXPECT_EQ((*rows)[1], (Guid2LidEntry{Guid{17}, Lid{1}, Lid{1}, 12}));
+  auto sweeps = store->RecentSweeps(5);
+  ASSERT_TRUE(sweeps.ok());
+  ASSERT_EQ(sweeps->size(), 1u);
+  EXPECT_EQ((*sweeps)[0].outcome, "ok");
+  EXPECT_EQ((*sweeps)[0].engine, "");
+  EXPECT_EQ(*store->GetValue("sm_state"), std::optional<std::string>("STANDBY"));
+  // The tables added after version 1 work.
+  ASSERT_TRUE(store->RecordEvent({0, 1, "trap", EventSeverity::kInfo, {}, {}, "m"}).ok());
+  ASSERT_TRUE(store->UpsertPeer({Guid{1}, 1, 2, 3, true}).ok());
+  ASSERT_TRUE(store->SaveLftDigests({{Guid{3}, 9, Lid{10}, 0}}, {}).ok());
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
+TEST_F(StateStoreTest, AFileFromANewerIbsmIsRefusedAndLeftAlone) {
+  int newer = StateStoreSchemaVersion() + 1;
+  RawExec(path_, "CREATE TABLE future (x); PRAGMA application_id = 1768059757; "
+                 "PRAGMA user_version = " + std::to_string(newer) + ";");
+  auto r = StateStore::Open(path_, clock_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("newer"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find(std::to_string(newer)), std::string::npos);
+  auto ro = StateStore::OpenReadOnly(path_);
+  EXPECT_EQ(ro.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(RawQueryText(path_, "PRAGMA user_version"), std::to_string(newer));
+  EXPECT_EQ(RawQueryText(path_, "PRAGMA journal_mode"), "delete");
+}
+
+TEST_F(StateStoreTest, AnotherProgramsDatabaseIsNotTakenOver) {
+  RawExec(path_, "CREATE TABLE accounts (id INTEGER PRIMARY KEY);");
+  auto r = StateStore::Open(path_, clock_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+  RawExec(dir_ + "/other.db", "PRAGMA application_id = 7;");
+  auto other = StateStore::Open(dir_ + "/other.db", clock_);
+  EXPECT_EQ(other.status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(StateStoreTest, RandomBytesAreReportedAsCorruptNotACrash) {
+  for (uint32_t seed = 1; seed <= 5; ++seed) {
+    WriteFile(path_, RandomBytes(4096 * seed, seed));
+    auto r = StateStore::Open(path_, clock_);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kCorrupt) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(path_), std::string::npos);
+    auto ro = StateStore::OpenReadOnly(path_);
+    ASSERT_FALSE(ro.ok());
+    EXPECT_EQ(ro.status().code(), StatusCode::kCorrupt) << ro.status().ToString();
+  }
+}
+
+TEST_F(StateStoreTest, DamagedPagesBehindAValidHeaderAreReportedAsCorrupt) {
+  {
+    auto store = OpenOrDie();
+    std::vector<Guid2LidEntry> rows;
+    for (uint16_t i = 1; i <= 5000; ++i) rows.push_back(G2L(i, i, i));
+    ASSERT_TRUE(store->ReplaceGuid2Lid(rows).ok());
+  }  // closing checkpoints the WAL into the main file
+  auto size = std::filesystem::file_size(path_);
+  ASSERT_GT(size, 8 * 4096u);
+  std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
+  std::vector<char> junk = RandomBytes(4 * 4096, 99);
+  f.seekp(3 * 4096);  // keep page 1 (header and schema) intact
+  f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  f.close();
+  auto r = StateStore::Open(path_, clock_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorrupt) << r.status().ToString();
+}
+
+TEST_F(StateStoreTest, AMissingDirectoryIsAnIoErrorNamingThePath) {
+  std::string path = dir_ + "/no/such/dir/state.db";
+  auto r = StateStore::Open(path, clock_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError) << r.status().ToString();
+  EXPECT_NE(r.status().message().find(path), std::string::npos);
+  EXPECT_FALSE(StateStore::OpenReadOnly(dir_ + "/absent.db").ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/absent.db"));
+}
+
+TEST_F(StateStoreTest, ReadOnlyOpenReadsWhatTheWriterCommittedButCannotWrite) {
+  auto writer = OpenOrDie();
+  ASSERT_TRUE(writer->SaveGuid2Lid({G2L(1, 10, 10)}, {}).ok());
+  ASSERT_TRUE(writer->SetValue("sm_state", "MASTER").ok());
+  auto ro = StateStore::OpenReadOnly(path_);
+  ASSERT_TRUE(ro.ok()) << ro.status().ToString();
+  auto reader = std::move(ro).value();
+  EXPECT_TRUE(reader->read_only());
+  EXPECT_EQ(reader->LoadGuid2Lid()->size(), 1u);
+  // Rows committed after the reader opened are visible to its next read.
+  ASSERT_TRUE(writer->SaveGuid2Lid({G2L(2, 20, 20)}, {}).ok());
+  EXPECT_EQ(reader->LoadGuid2Lid()->size(), 2u);
+
+  EXPECT_EQ(reader->SaveGuid2Lid({G2L(3, 30, 30)}, {}).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(reader->ReplaceGuid2Lid({}).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(reader->RecordSweep(SampleSweep(SweepKind::kHeavy, 1)).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(reader->RecordEvent({}).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(reader->SetValue("sm_state", "STANDBY").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(reader->UpsertPeer({}).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(reader->SaveLftDigests({}, {}).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(reader->Prune(0, 0).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*writer->GetValue("sm_state"), std::optional<std::string>("MASTER"));
+  EXPECT_EQ(writer->LoadGuid2Lid()->size(), 2u);
+}
+
+TEST_F(StateStoreTest, ReadOnlyOpenOfAnOlderFileAsksForAMigration) {
+  RawExec(path_, std::string(kFrozenV1Sql) + "PRAGMA user_version = 1;");
+  auto ro = StateStore::OpenReadOnly(path_);
+  ASSERT_FALSE(ro.ok());
+  EXPECT_EQ(ro.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(ro.status().message().find("migrate"), std::string::npos) << ro.status().ToString();
+  EXPECT_EQ(RawQueryText(path_, "PRAGMA user_version"), "1");
+}
+
+// ---- crash safety ----
+
+// Records the child reports down the pipe, each written only after its COMMIT returned.
+struct Committed {
+  int64_t what;  // kGuid2Lid, kSweep, or kFailed
+  int64_t seq;
+};
+constexpr int64_t kGuid2Lid = 1;
+constexpr int64_t kSweep = 2;
+constexpr int64_t kFailed = -1;
+constexpr int kRowsPerBatch = 16;
+
+uint16_t LidFor(int64_t seq, int j) {
+  return static_cast<uint16_t>((seq * kRowsPerBatch + j) % kMaxUnicastLid + 1);
+}
+
+// Runs in the forked child until killed. Never returns.
+[[noreturn]] void WriteUntilKilled(const std::string& path, int64_t first_seq, int fd) {
+  ManualClock clock;
+  auto report = [fd](int64_t what, int64_t seq) {
+    Committed c{what, seq};
+    if (write(fd, &c, sizeof c) != static_cast<ssize_t>(sizeof c)) _exit(3);
+  };
+  auto r = StateStore::Open(path, clock);
+  if (!r.ok()) {
+    report(kFailed, 0);
+    _exit(1);
+  }
+  auto store = std::move(r).value();
+  for (int64_t seq = first_seq;; ++seq) {
+    std::vector<Guid2LidEntry> batch;
+    for (int j = 0; j < kRowsPerBatch; ++j) {
+      uint16_t lid = LidFor(seq, j);
+      batch.push_back({Guid{static_cast<uint64_t>(seq * kRowsPerBatch + j)}, Lid{lid},
+                       Lid{lid}, 0});
+    }
+    if (!store->SaveGuid2Lid(batch, {}).ok()) {
+      report(kFailed, seq);
+      _exit(1);
+    }
+    report(kGuid2Lid, seq);
+    SweepRow row = SampleSweep(SweepKind::kLight, seq);
+    row.note = std::to_string(seq);
+    if (!store->RecordSweep(row).ok()) {
+      report(kFailed, seq);
+      _exit(1);
+    }
+    report(kSweep, seq);
+  }
+}
+
+// Reads records until the write end closes, or until `deadline` when given.
+void Drain(int fd, std::vector<Committed>& out,
+           std::optional<std::chrono::steady_clock::time_point> deadline) {
+  char buf[4096];
+  size_t carry = 0;
+  alignas(Committed) char rec[sizeof(Committed)];
+  for (;;) {
+    int timeout_ms = -1;
+    if (deadline) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          *deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return;
+      timeout_ms = static_cast<int>(left.count());
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) <= 0) continue;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) return;
+    // Pipe writes of 16 bytes are atomic, but a read may end between two records.
+    for (ssize_t i = 0; i < n; ++i) {
+      rec[carry++] = buf[i];
+      if (carry == sizeof rec) {
+        Committed c;
+        std::memcpy(&c, rec, sizeof c);
+        out.push_back(c);
+        carry = 0;
+      }
+    }
+  }
+}
+
+TEST_F(StateStoreTest, AWriterKilledAtARandomMomentLosesNoCommittedRow) {
+  std::mt19937 rng(20240611);
+  std::uniform_int_distribution<int> delay_us(0, 150'000);
+  std::set<int64_t> guid2lid_seqs;
+  std::set<int64_t> sweep_seqs;
+  for (int round = 0; round < 20; ++round) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    int64_t first_seq = int64_t{round + 1} * 1'000'000;
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(fds[0]);
+      WriteUntilKilled(path_, first_seq, fds[1]);
+    }
+    close(fds[1]);
+    std::vector<Committed> committed;
+    Drain(fds[0], committed,
+          std::chrono::steady_clock::now() + std::chrono::microseconds(delay_us(rng)));
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int wstatus = 0;
+    ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+    Drain(fds[0], committed, std::nullopt);
+    close(fds[0]);
+    for (const Committed& c : committed) {
+      ASSERT_NE(c.what, kFailed) << "child failed to write at seq " << c.seq;
+      (c.what == kGuid2Lid ? guid2lid_seqs : sweep_seqs).insert(c.seq);
+    }
+
+    auto r = StateStore::Open(path_, clock_);
+    ASSERT_TRUE(r.ok()) << "round " << round << ": " << r.status().ToString();
+    auto store = std::move(r).value();
+    ASSERT_TRUE(store->CheckIntegrity().ok()) << "round " << round;
+    auto rows = store->LoadGuid2Lid();
+    ASSERT_TRUE(rows.ok());
+    std::map<uint64_t, uint16_t> lids;
+    for (const auto& e : *rows) lids[e.port_guid.value()] = e.min_lid.value();
+    for (int64_t seq : guid2lid_seqs) {
+      for (int j = 0; j < kRowsPerBatch; ++j) {
+        auto it = lids.find(static_cast<uint64_t>(seq * kRowsPerBatch + j));
+        ASSERT_NE(it, lids.end()) << "round " << round << " lost guid2lid seq " << seq;
+        EXPECT_EQ(it->second, LidFor(seq, j));
+      }
+    }
+    auto sweeps = store->RecentSweeps(1'000'000);
+    ASSERT_TRUE(sweeps.ok());
+    std::set<std::string> notes;
+    for (const auto& s : *sweeps) notes.insert(s.note);
+    for (int64_t seq : sweep_seqs) {
+      ASSERT_TRUE(notes.count(std::to_string(seq))) << "round " << round << " lost sweep "
+                                                    << seq;
+    }
+  }
+  // Not vacuous: the child committed rows before most kills.
+  EXPECT_GT(guid2lid_seqs.size(), 20u);
+  EXPECT_GT(sweep_seqs.size(), 20u);
+  RecordProperty("committed_guid2lid_batches", static_cast<int>(guid2lid_seqs.size()));
+  RecordProperty("committed_sweeps", static_cast<int>(sweep_seqs.size()));
+}
+
+}  // namespace
+}  // namespace ibsm::ha
