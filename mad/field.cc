@@ -6,6 +6,13 @@ namespace ibsm::mad {
 
 uint64_t GetBits(std::span<const uint8_t> buf, uint32_t bit_offset, uint32_t width) {
   uint64_t v = 0;
+  if (((bit_offset | width) & 7u) == 0) {
+    // Byte-aligned fast path (most header fields, DR paths, attribute arrays): same result
+    // as the bit loop below, a byte per step instead of a bit-run per step.
+    const uint8_t* p = buf.data() + bit_offset / 8;
+    for (uint32_t i = 0; i < width / 8; ++i) v = (v << 8) | p[i];
+    return v;
+  }
   uint32_t bit = bit_offset;
   uint32_t left = width;
   while (left > 0) {
@@ -22,6 +29,14 @@ uint64_t GetBits(std::span<const uint8_t> buf, uint32_t bit_offset, uint32_t wid
 }
 
 void SetBits(std::span<uint8_t> buf, uint32_t bit_offset, uint32_t width, uint64_t value) {
+  if (((bit_offset | width) & 7u) == 0) {
+    uint8_t* p = buf.data() + bit_offset / 8;
+    for (uint32_t i = width / 8; i > 0; --i) {
+      p[i - 1] = static_cast<uint8_t>(value);
+      value >>= 8;
+    }
+    return;
+  }
   uint32_t bit = bit_offset + width;  // write from the least significant end
   uint32_t left = width;
   while (left > 0) {

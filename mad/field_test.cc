@@ -28,6 +28,26 @@ TEST(FieldTest, SetBitsLeavesNeighbouringBitsAlone) {
   EXPECT_EQ(b[1], 0x7F);
 }
 
+// The byte-aligned fast path must agree with the general bit loop: compare every aligned
+// (offset, width) against the same field read one bit at a time.
+TEST(FieldTest, ByteAlignedFieldsReadAndWriteTheSameBitsAsUnalignedOnes) {
+  std::array<uint8_t, 16> b{};
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(0x9D * (i + 1));
+  for (uint32_t off = 0; off <= 64; off += 8) {
+    for (uint32_t w = 8; w <= 64; w += 8) {
+      uint64_t bitwise = 0;
+      for (uint32_t k = 0; k < w; ++k) bitwise = (bitwise << 1) | GetBits(b, off + k, 1);
+      EXPECT_EQ(GetBits(b, off, w), bitwise) << "offset " << off << " width " << w;
+      std::array<uint8_t, 16> c = b;
+      std::array<uint8_t, 16> d = b;
+      uint64_t v = 0xF1E2D3C4B5A69788ull;
+      SetBits(c, off, w, v);
+      for (uint32_t k = 0; k < w; ++k) SetBits(d, off + k, 1, v >> (w - 1 - k));
+      EXPECT_EQ(c, d) << "offset " << off << " width " << w;
+    }
+  }
+}
+
 TEST(NodeInfoTest, EncodesGoldenBytesAndDecodesThemBack) {
   NodeInfo ni;
   ni.node_type = NodeType::kSwitch;

@@ -4,13 +4,107 @@
 #include <string_view>
 
 #include "base/log.h"
+#include "mad/attr/class_port_info.h"
+#include "mad/attr/guid_info.h"
 #include "mad/attr/linear_forwarding_table.h"
+#include "mad/attr/multicast_forwarding_table.h"
 #include "mad/attr/node_description.h"
 #include "mad/attr/node_info.h"
 #include "mad/attr/notice.h"
+#include "mad/attr/pkey_table.h"
+
+// Attribute modifiers with sub-fields, as layouts of the 32-bit modifier word (bit 0 = its
+// most significant bit), so the SMA reads them through the codec like any wire field.
+namespace ibsm::mad {
+namespace {
+struct MftModifier {  // 14.2.5.12
+  uint8_t position = 0;
+  uint16_t block = 0;
+};
+struct PKeyModifier {  // 14.2.5.7
+  uint16_t port = 0;
+  uint16_t block = 0;
+};
+struct SlToVlModifier {  // 14.2.5.8
+  uint8_t in_port = 0;
+  uint8_t out_port = 0;
+};
+struct VlArbModifier {  // 14.2.5.9
+  uint16_t block = 0;
+  uint16_t port = 0;
+};
+}  // namespace
+template <>
+struct Layout<MftModifier> {
+  static constexpr std::string_view kName = "MftAttrMod";
+  static constexpr size_t kSize = 4;
+  static constexpr std::array kFields = {F<&MftModifier::position>("position", 0, 4),
+                                         F<&MftModifier::block>("block", 23, 9)};
+};
+template <>
+struct Layout<PKeyModifier> {
+  static constexpr std::string_view kName = "PKeyAttrMod";
+  static constexpr size_t kSize = 4;
+  static constexpr std::array kFields = {F<&PKeyModifier::port>("port", 0, 16),
+                                         F<&PKeyModifier::block>("block", 16, 16)};
+};
+template <>
+struct Layout<SlToVlModifier> {
+  static constexpr std::string_view kName = "SlToVlAttrMod";
+  static constexpr size_t kSize = 4;
+  static constexpr std::array kFields = {F<&SlToVlModifier::in_port>("in_port", 16, 8),
+                                         F<&SlToVlModifier::out_port>("out_port", 24, 8)};
+};
+template <>
+struct Layout<VlArbModifier> {
+  static constexpr std::string_view kName = "VlArbAttrMod";
+  static constexpr size_t kSize = 4;
+  static constexpr std::array kFields = {F<&VlArbModifier::block>("block", 0, 16),
+                                         F<&VlArbModifier::port>("port", 16, 16)};
+};
+static_assert(LayoutIsValid<MftModifier>() && LayoutIsValid<PKeyModifier>() &&
+              LayoutIsValid<SlToVlModifier>() && LayoutIsValid<VlArbModifier>());
+}  // namespace ibsm::mad
 
 namespace ibsm::sim {
 namespace {
+
+template <typename M>
+M DecodeModifier(uint32_t mod) {
+  std::array<uint8_t, 4> w{};
+  mad::SetBits(w, 0, 32, mod);
+  M m{};
+  (void)mad::DecodeFrom(std::span<const uint8_t>(w), &m);
+  return m;
+}
+
+// Defaults a freshly powered port reports, as ibsim's (sim_net.c): P_Key entry 0 is the
+// default partition as full member; SLs map to VLs by ibsim's default_sl2vl; VL arbitration
+// by its default_vlarb_high/low.
+constexpr uint16_t kPartitionCapCa = 64;      // ibsim hcanodeinfo PartitionCap
+constexpr uint16_t kPartitionCapSwitch = 8;   // ibsim swnodeinfo PartitionCap (port 0)
+constexpr uint16_t kPartitionEnforcementCap = 64;  // ibsim switchinfo
+constexpr std::array<uint8_t, 16> kDefaultSlToVl = {0, 1, 2, 3, 4, 5, 6, 7,
+                                                    8, 9, 10, 11, 12, 13, 14, 7};
+
+mad::SlToVlTable DefaultSlToVl() {
+  mad::SlToVlTable t;
+  t.vl = kDefaultSlToVl;
+  return t;
+}
+
+// Block b (0..3 for modifier blocks 1..4): high-priority entries {VL0, 4}, {VLi, 0};
+// low-priority entries {VL0, 0}, {VLi, 4}, for the first 15 entries of the first block.
+mad::VlArbitrationTable DefaultVlArb(size_t b) {
+  mad::VlArbitrationTable t;
+  if (b != 0 && b != 2) return t;
+  bool high = b == 2;
+  for (size_t i = 0; i < 15; ++i) {
+    t.vl[i] = static_cast<uint8_t>(i);
+    t.weight[i] = high ? (i == 0 ? 4 : 0) : (i == 0 ? 0 : 4);
+  }
+  return t;
+}
 
 using mad::Field;
 using mad::Layout;
@@ -166,6 +260,9 @@ void Simulator::ResetPort(PortId p) {
                     : pi.link_speed_active == 2     ? LinkSpeed::kDdr
                                                     : LinkSpeed::kQdr;
   pi = mad::PortInfo{};
+  sp.tables.reset();
+  sp.pm.reset();
+  sp.traffic = Traffic{};
   pi.local_port_num = static_cast<uint8_t>(p - n.first_port);
   pi.capability_mask = mad::port_cap::kIsTrapSupported | mad::port_cap::kIsNoticeSupported |
                        mad::port_cap::kIsClientReregistrationSupported |
@@ -204,10 +301,12 @@ void Simulator::ResetNodeState(NodeId n) {
     sw.info.default_mcast_not_primary_port = 0xFF;
     sw.info.life_time_value = 18;
     sw.info.lids_per_port = 0;
-    sw.info.partition_enforcement_cap = 32;
+    sw.info.partition_enforcement_cap = kPartitionEnforcementCap;
     sw.info.enhanced_port0 = 0;
     sw.lft.clear();
     sw.lft.shrink_to_fit();
+    sw.mft.clear();
+    sw.mft.shrink_to_fit();
     sw.traps.clear();
   }
 }
@@ -242,6 +341,9 @@ void Simulator::SetLinkState(PortId p, bool up) {
   } else {
     if (pi.port_phys_state != kPhysDisabled) pi.port_phys_state = kPhysPolling;
     pi.port_state = kStateDown;
+    // LinkDownedCounter (16.1.3.5): the link training state machine left LinkUp.
+    uint8_t& downed = Pm(p).errors.link_downed_counter;
+    if (downed < UINT8_MAX) ++downed;
   }
   MarkPortStateChange(sp.node);
 }
@@ -460,6 +562,7 @@ void Simulator::HandleDr(PortId from, mad::MadMessage& msg) {
       return;
     }
     at = ports_[out].peer;
+    CountHop(out, at);
     node = ports_[at].node;
     if (!RollDrop(node)) return;
     Put(b, kReturnPath, ports_[at].info.local_port_num, hp);
@@ -498,6 +601,7 @@ void Simulator::ReturnDr(PortId from, mad::MadMessage& msg, uint32_t hops_so_far
       return;
     }
     at = ports_[out].peer;
+    CountHop(out, at);
     node = ports_[at].node;
     if (!RollDrop(node)) return;
     Put(b, kHopPointer, hp - 1);
@@ -547,6 +651,7 @@ PortId Simulator::RouteLid(PortId from, uint16_t dlid, bool is_smp, uint32_t* ho
       return Drop(DropReason::kPortState);
     }
     at = o.peer;
+    CountHop(out, at);
     node = ports_[at].node;
     ++*hops;
     return RollDrop(node);
@@ -589,6 +694,18 @@ void Simulator::ArriveAt(PortId dest, mad::MadMessage& msg, uint16_t slid, uint3
   bool is_smp = mclass == static_cast<uint8_t>(mad::MgmtClass::kSubnDirected) ||
                 mclass == static_cast<uint8_t>(mad::MgmtClass::kSubnLid);
   msg.addr.lid = Lid{slid};
+  if (mclass == static_cast<uint8_t>(mad::MgmtClass::kPerfMgt) &&
+      (method & mad::method::kResponseBit) == 0 && method != mad::method::kTrap) {
+    // The node's PMA answers, whoever is bound at the port (a real HCA's PMA sits beside
+    // the user's QP1 agents); its answer is a GMP and needs an ACTIVE path back.
+    if (!Pma(dest, b)) return;
+    uint32_t back_hops = 0;
+    PortId back = RouteLid(dest, slid, false, &back_hops);
+    if (back == kNoPort) return;
+    msg.addr.lid = Lid{ports_[dest].info.lid};
+    DeliverTo(back, msg, hops + back_hops);
+    return;
+  }
   bool to_endpoint = (method & mad::method::kResponseBit) != 0 || !is_smp ||
                      method == mad::method::kTrap || attr_id == mad::attr::kSmInfo;
   if (to_endpoint) {
@@ -600,7 +717,7 @@ void Simulator::ArriveAt(PortId dest, mad::MadMessage& msg, uint16_t slid, uint3
       return;
     }
     if (!is_smp || method == mad::method::kTrap || (method & mad::method::kResponseBit)) {
-      Drop(DropReason::kNoAgent);  // TODO(issue 2): PMA for PerfMgt PortCounters
+      Drop(DropReason::kNoAgent);
       return;
     }
     // SMInfo at a port with no SM: the SMA answers "unsupported" below.
@@ -668,6 +785,11 @@ bool Simulator::Sma(PortId arrival, std::span<uint8_t> b) {
       case mad::attr::kPortInfo: status = SmaPortInfo(arrival, method, mod, data, key_ok); break;
       case mad::attr::kSwitchInfo: status = SmaSwitchInfo(arrival, method, data); break;
       case mad::attr::kLinearForwardingTable: status = SmaLft(arrival, method, mod, data); break;
+      case mad::attr::kMulticastForwardingTable: status = SmaMft(arrival, method, mod, data); break;
+      case mad::attr::kPKeyTable: status = SmaPKeyTable(arrival, method, mod, data); break;
+      case mad::attr::kSlToVlTable: status = SmaSlToVl(arrival, method, mod, data); break;
+      case mad::attr::kVlArbitrationTable: status = SmaVlArb(arrival, method, mod, data); break;
+      case mad::attr::kGuidInfo: status = SmaGuidInfo(arrival, method, mod, data); break;
       default: status = mad::mad_status::kMethodAttrUnsupported; break;
     }
   }
@@ -677,8 +799,11 @@ bool Simulator::Sma(PortId arrival, std::span<uint8_t> b) {
   } else {
     mad::SetBits(b, kHdrStatus.bit_offset, kHdrStatus.bit_width, status);
   }
-  Log(LogName::kSim).trace("SMA {} attr {:#x} mod {} method {:#x} status {:#x}",
-                           ToString(Guid{sn.guid}), attr_id, mod, method, status);
+  // Per-SMP line: build its arguments (a GUID string) only when trace is on.
+  if (auto& log = Log(LogName::kSim); log.should_log(spdlog::level::trace)) {
+    log.trace("SMA {} attr {:#x} mod {} method {:#x} status {:#x}", ToString(Guid{sn.guid}),
+              attr_id, mod, method, status);
+  }
   return true;
 }
 
@@ -694,7 +819,7 @@ uint16_t Simulator::SmaNodeInfo(PortId arrival, uint8_t method, std::span<uint8_
   ni.system_image_guid = sn.system_image_guid;
   ni.node_guid = sn.guid;
   ni.port_guid = sp.guid;
-  ni.partition_cap = sn.sw != kNoSwitch ? 8 : 32;
+  ni.partition_cap = sn.sw != kNoSwitch ? kPartitionCapSwitch : kPartitionCapCa;
   ni.device_id = sn.device_id;
   ni.revision = sn.revision;
   ni.local_port_num = sp.info.local_port_num;
@@ -855,6 +980,454 @@ uint16_t Simulator::SmaLft(PortId arrival, uint8_t method, uint32_t mod,
   }
   mad::EncodeTo(blk, data);
   return mad::mad_status::kOk;
+}
+
+Simulator::PortTables& Simulator::Tables(PortId p) {
+  if (!ports_[p].tables) ports_[p].tables = std::make_unique<PortTables>();
+  return *ports_[p].tables;
+}
+
+// Ports 0..NumPorts in groups of 16 (14.2.5.12).
+uint32_t Simulator::MftPositions(NodeId n) const {
+  return (uint32_t{nodes_[n].num_ports} + 1 + mad::kMftPortsPerPosition - 1) /
+         mad::kMftPortsPerPosition;
+}
+
+// MulticastForwardingTable (14.2.5.12): a block of 32 MLIDs from 0xC000 by one position of
+// 16 ports. Blocks at or past MulticastFDBCap and positions past NumPorts are invalid.
+uint16_t Simulator::SmaMft(PortId arrival, uint8_t method, uint32_t mod,
+                           std::span<uint8_t> data) {
+  NodeId n = ports_[arrival].node;
+  const SimNode& sn = nodes_[n];
+  if (sn.sw == kNoSwitch) return mad::mad_status::kMethodAttrUnsupported;
+  SimSwitch& sw = switches_[sn.sw];
+  auto m = DecodeModifier<mad::MftModifier>(mod);
+  const uint32_t positions = MftPositions(n);
+  const size_t first = size_t{m.block} * mad::kMftBlockSize;
+  if (m.position >= positions || first >= sw.info.multicast_fdb_cap) {
+    return mad::mad_status::kInvalidField;
+  }
+  mad::MulticastForwardingTable blk;
+  if (method == mad::method::kSet) {
+    if (!mad::DecodeFrom(data, &blk).ok()) return mad::mad_status::kInvalidField;
+    size_t need = (first + mad::kMftBlockSize) * positions;
+    if (sw.mft.size() < need) sw.mft.resize(need, 0);
+    for (size_t i = 0; i < mad::kMftBlockSize; ++i) {
+      sw.mft[(first + i) * positions + m.position] = blk.port_mask[i];
+    }
+  } else {
+    for (size_t i = 0; i < mad::kMftBlockSize; ++i) {
+      size_t at = (first + i) * positions + m.position;
+      blk.port_mask[i] = at < sw.mft.size() ? sw.mft[at] : 0;
+    }
+  }
+  mad::EncodeTo(blk, data);
+  return mad::mad_status::kOk;
+}
+
+// P_Key table size (ibsim do_pkeytbl): a switch's external ports have SwitchInfo's
+// PartitionEnforcementCap entries, every other port NodeInfo's PartitionCap.
+size_t Simulator::PKeyCap(PortId p) const {
+  const SimNode& sn = nodes_[ports_[p].node];
+  if (sn.sw == kNoSwitch) return kPartitionCapCa;
+  if (p == sn.first_port) return kPartitionCapSwitch;
+  return switches_[sn.sw].info.partition_enforcement_cap;
+}
+
+// P_KeyTable (14.2.5.7): modifier bits 15-0 block of 32; on a switch bits 31-16 name the
+// port. A block past the table's capacity is invalid; a last block only partly inside
+// stores its first entries and reads the rest as 0.
+uint16_t Simulator::SmaPKeyTable(PortId arrival, uint8_t method, uint32_t mod,
+                                 std::span<uint8_t> data) {
+  const SimNode& sn = nodes_[ports_[arrival].node];
+  auto m = DecodeModifier<mad::PKeyModifier>(mod);
+  PortId target = arrival;
+  if (sn.sw != kNoSwitch) {
+    if (m.port > sn.num_ports) return mad::mad_status::kInvalidField;
+    target = sn.first_port + m.port;
+  }
+  const size_t cap = PKeyCap(target);
+  const size_t first = size_t{m.block} * mad::kPKeyBlockSize;
+  if (first >= cap) return mad::mad_status::kInvalidField;
+  const size_t n = std::min(mad::kPKeyBlockSize, cap - first);
+  mad::PKeyTable blk;
+  if (method == mad::method::kSet) {
+    if (!mad::DecodeFrom(data, &blk).ok()) return mad::mad_status::kInvalidField;
+    auto& pkeys = Tables(target).pkeys;
+    if (pkeys.empty()) {
+      pkeys.assign(cap, 0);
+      pkeys[0] = mad::kDefaultPKey;
+    }
+    std::copy_n(blk.pkey.begin(), n, pkeys.begin() + static_cast<ptrdiff_t>(first));
+  }
+  blk = mad::PKeyTable{};
+  const PortTables* t = ports_[target].tables.get();
+  for (size_t i = 0; i < n; ++i) {
+    if (t && !t->pkeys.empty()) {
+      blk.pkey[i] = t->pkeys[first + i];
+    } else {
+      blk.pkey[i] = first + i == 0 ? mad::kDefaultPKey : 0;
+    }
+  }
+  mad::EncodeTo(blk, data);
+  return mad::mad_status::kOk;
+}
+
+// SLtoVLMappingTable (14.2.5.8): on a switch modifier bits 15-8 are the input port and 7-0
+// the output port; on a CA the modifier is ignored and the arrival port's table is used.
+uint16_t Simulator::SmaSlToVl(PortId arrival, uint8_t method, uint32_t mod,
+                              std::span<uint8_t> data) {
+  const SimNode& sn = nodes_[ports_[arrival].node];
+  PortId target = arrival;
+  size_t out = 0;
+  size_t count = 1;
+  if (sn.sw != kNoSwitch) {
+    auto m = DecodeModifier<mad::SlToVlModifier>(mod);
+    if (m.in_port > sn.num_ports || m.out_port > sn.num_ports) {
+      return mad::mad_status::kInvalidField;
+    }
+    target = sn.first_port + m.in_port;
+    out = m.out_port;
+    count = size_t{sn.num_ports} + 1;
+  }
+  mad::SlToVlTable t;
+  if (method == mad::method::kSet) {
+    if (!mad::DecodeFrom(data, &t).ok()) return mad::mad_status::kInvalidField;
+    auto& tab = Tables(target).sl2vl;
+    if (tab.empty()) tab.assign(count, DefaultSlToVl());
+    tab[out] = t;
+  }
+  const PortTables* pt = ports_[target].tables.get();
+  t = pt && !pt->sl2vl.empty() ? pt->sl2vl[out] : DefaultSlToVl();
+  std::fill(data.begin(), data.end(), uint8_t{0});
+  mad::EncodeTo(t, data);
+  return mad::mad_status::kOk;
+}
+
+// VLArbitrationTable (14.2.5.9): modifier bits 31-16 block (1, 2 low priority; 3, 4 high),
+// on a switch bits 15-0 the port. A block beyond the port's VLArbLowCap/HighCap is invalid
+// (ibsim do_vlarb); entries past the cap inside a valid block read 0 and ignore Sets.
+uint16_t Simulator::SmaVlArb(PortId arrival, uint8_t method, uint32_t mod,
+                             std::span<uint8_t> data) {
+  const SimNode& sn = nodes_[ports_[arrival].node];
+  auto m = DecodeModifier<mad::VlArbModifier>(mod);
+  PortId target = arrival;
+  if (sn.sw != kNoSwitch) {
+    if (m.port > sn.num_ports) return mad::mad_status::kInvalidField;
+    target = sn.first_port + m.port;
+  }
+  if (m.block < mad::vlarb_block::kLowLower || m.block > mad::vlarb_block::kHighUpper) {
+    return mad::mad_status::kInvalidField;
+  }
+  const size_t b = m.block - 1u;
+  const mad::PortInfo& pi = ports_[target].info;
+  const size_t cap = b < 2 ? pi.vl_arb_low_cap : pi.vl_arb_high_cap;
+  const size_t skip = (b % 2) * mad::kVlArbBlockSize;
+  if (cap <= skip) return mad::mad_status::kInvalidField;
+  const size_t n = std::min(mad::kVlArbBlockSize, cap - skip);
+  mad::VlArbitrationTable t;
+  if (method == mad::method::kSet) {
+    if (!mad::DecodeFrom(data, &t).ok()) return mad::mad_status::kInvalidField;
+    auto& tab = Tables(target).vlarb;
+    if (tab.empty()) {
+      for (size_t i = 0; i < 4; ++i) tab.push_back(DefaultVlArb(i));
+    }
+    std::copy_n(t.vl.begin(), n, tab[b].vl.begin());
+    std::copy_n(t.weight.begin(), n, tab[b].weight.begin());
+  }
+  const PortTables* pt = ports_[target].tables.get();
+  const mad::VlArbitrationTable& cur =
+      pt && !pt->vlarb.empty() ? pt->vlarb[b] : (t = DefaultVlArb(b));
+  mad::VlArbitrationTable out;
+  std::copy_n(cur.vl.begin(), n, out.vl.begin());
+  std::copy_n(cur.weight.begin(), n, out.weight.begin());
+  mad::EncodeTo(out, data);
+  return mad::mad_status::kOk;
+}
+
+// GUIDInfo (14.2.5.5): modifier = block of 8 GUIDs up to PortInfo's GUIDCap; entry 0 is the
+// port GUID and read only (a Set's entry 0 is ignored). A switch answers for port 0.
+uint16_t Simulator::SmaGuidInfo(PortId arrival, uint8_t method, uint32_t mod,
+                                std::span<uint8_t> data) {
+  const SimNode& sn = nodes_[ports_[arrival].node];
+  PortId target = sn.sw != kNoSwitch ? sn.first_port : arrival;
+  const size_t cap = ports_[target].info.guid_cap;
+  const size_t blocks = (cap + mad::kGuidInfoBlockSize - 1) / mad::kGuidInfoBlockSize;
+  if (mod >= blocks) return mad::mad_status::kInvalidField;
+  const size_t first = size_t{mod} * mad::kGuidInfoBlockSize;
+  mad::GuidInfo blk;
+  if (method == mad::method::kSet) {
+    if (!mad::DecodeFrom(data, &blk).ok()) return mad::mad_status::kInvalidField;
+    if (cap > 1) {
+      auto& alias = Tables(target).alias_guids;
+      if (alias.empty()) alias.assign(cap - 1, 0);
+      for (size_t i = 0; i < mad::kGuidInfoBlockSize; ++i) {
+        size_t e = first + i;
+        if (e != 0 && e < cap) alias[e - 1] = blk.guid[i];
+      }
+    }
+  }
+  blk = mad::GuidInfo{};
+  const PortTables* pt = ports_[target].tables.get();
+  for (size_t i = 0; i < mad::kGuidInfoBlockSize; ++i) {
+    size_t e = first + i;
+    if (e == 0) {
+      blk.guid[i] = ports_[target].guid;
+    } else if (e < cap && pt && !pt->alias_guids.empty()) {
+      blk.guid[i] = pt->alias_guids[e - 1];
+    }
+  }
+  mad::EncodeTo(blk, data);
+  return mad::mad_status::kOk;
+}
+
+// ---------------------------------------------------------------------------------------
+// The PMA (IBA 16.1): PortCounters and PortCountersExtended of each port.
+
+namespace {
+// CounterSelect bit i of PortCounters names these error counters (16.1.3.5 table 247);
+// bits 12-15 select the data and packet counters.
+constexpr std::array<std::string_view, 12> kPcErrorBits = {
+    "symbol_error_counter",         "link_error_recovery_counter",
+    "link_downed_counter",          "port_rcv_errors",
+    "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors",
+    "port_xmit_discards",           "port_xmit_constraint_errors",
+    "port_rcv_constraint_errors",   "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors", "vl15_dropped"};
+
+bool IsSelectField(std::string_view name) {
+  return name == "port_select" || name == "counter_select" || name == "counter_select2";
+}
+
+uint32_t Sat32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(v); }
+
+// Adds every counter of `b` into `a`, each saturating at its wire width.
+template <typename S>
+void AddCounters(S& a, const S& b) {
+  for (const auto& f : mad::Layout<S>::kFields) {
+    if (IsSelectField(f.name)) continue;
+    uint64_t max = f.bit_width >= 64 ? UINT64_MAX : (uint64_t{1} << f.bit_width) - 1;
+    uint64_t x = f.get(a, 0), y = f.get(b, 0);
+    f.set(a, 0, x > max - std::min(y, max) ? max : x + y);
+  }
+}
+}  // namespace
+
+Simulator::PmState& Simulator::Pm(PortId p) {
+  if (!ports_[p].pm) ports_[p].pm = std::make_unique<PmState>();
+  return *ports_[p].pm;
+}
+
+mad::PortCounters Simulator::port_counters(PortId p) const {
+  const SimPort& sp = ports_[p];
+  mad::PortCounters pc = sp.pm ? sp.pm->errors : mad::PortCounters{};
+  Traffic base = sp.pm ? sp.pm->pc_base : Traffic{};
+  pc.port_select = 0;
+  pc.counter_select = 0;
+  pc.counter_select2 = 0;
+  pc.port_xmit_data = Sat32(sp.traffic.xmit_data - base.xmit_data);
+  pc.port_rcv_data = Sat32(sp.traffic.rcv_data - base.rcv_data);
+  pc.port_xmit_pkts = Sat32(sp.traffic.xmit_pkts - base.xmit_pkts);
+  pc.port_rcv_pkts = Sat32(sp.traffic.rcv_pkts - base.rcv_pkts);
+  return pc;
+}
+
+// The 64-bit error counters mirror PortCounters' (IsAdditionalPortCountersExtended).
+mad::PortCountersExtended Simulator::port_counters_extended(PortId p) const {
+  const SimPort& sp = ports_[p];
+  mad::PortCountersExtended x;
+  const PmState* pm = sp.pm.get();
+  Traffic base = pm ? pm->ext_base : Traffic{};
+  x.port_xmit_data = sp.traffic.xmit_data - base.xmit_data;
+  x.port_rcv_data = sp.traffic.rcv_data - base.rcv_data;
+  x.port_xmit_pkts = sp.traffic.xmit_pkts - base.xmit_pkts;
+  x.port_rcv_pkts = sp.traffic.rcv_pkts - base.rcv_pkts;
+  // Every MAD is unicast (no multicast forwarding is modelled).
+  x.port_unicast_xmit_pkts = sp.traffic.xmit_pkts - (pm ? pm->ext_unicast_xmit_base : 0);
+  x.port_unicast_rcv_pkts = sp.traffic.rcv_pkts - (pm ? pm->ext_unicast_rcv_base : 0);
+  if (pm) {
+    const mad::PortCounters& e = pm->errors;
+    x.symbol_error_counter = e.symbol_error_counter;
+    x.link_error_recovery_counter = e.link_error_recovery_counter;
+    x.link_downed_counter = e.link_downed_counter;
+    x.port_rcv_errors = e.port_rcv_errors;
+    x.port_rcv_remote_physical_errors = e.port_rcv_remote_physical_errors;
+    x.port_rcv_switch_relay_errors = e.port_rcv_switch_relay_errors;
+    x.port_xmit_discards = e.port_xmit_discards;
+    x.port_xmit_constraint_errors = e.port_xmit_constraint_errors;
+    x.port_rcv_constraint_errors = e.port_rcv_constraint_errors;
+    x.local_link_integrity_errors = e.local_link_integrity_errors;
+    x.excessive_buffer_overrun_errors = e.excessive_buffer_overrun_errors;
+    x.vl15_dropped = e.vl15_dropped;
+    x.port_xmit_wait = e.port_xmit_wait;
+  }
+  return x;
+}
+
+Status Simulator::SetPortCounters(PortId port, const mad::PortCounters& c) {
+  if (port >= ports_.size()) return InvalidArgument("SIM-PMA-001 no such port");
+  PmState& s = Pm(port);
+  const Traffic& t = ports_[port].traffic;
+  s.errors = c;
+  s.errors.port_select = 0;
+  s.errors.counter_select = 0;
+  s.errors.counter_select2 = 0;
+  // View = total - base, so base = total - planted (modulo 2^64).
+  s.pc_base.xmit_data = t.xmit_data - c.port_xmit_data;
+  s.pc_base.rcv_data = t.rcv_data - c.port_rcv_data;
+  s.pc_base.xmit_pkts = t.xmit_pkts - c.port_xmit_pkts;
+  s.pc_base.rcv_pkts = t.rcv_pkts - c.port_rcv_pkts;
+  return Status::Ok();
+}
+
+// PortCounters Set (16.1.3.5): each counter whose CounterSelect bit is 1 is cleared;
+// CounterSelect2 bit 0 clears PortXmitWait.
+void Simulator::ResetPortCounters(PortId p, uint16_t select, uint8_t select2) {
+  if (select == 0 && (select2 & 1) == 0) return;
+  PmState& s = Pm(p);
+  const Traffic& t = ports_[p].traffic;
+  for (size_t bit = 0; bit < kPcErrorBits.size(); ++bit) {
+    if (select & (1u << bit)) mad::FindField<mad::PortCounters>(kPcErrorBits[bit])->set(s.errors, 0, 0);
+  }
+  if (select & mad::pc_select::kPortXmitData) s.pc_base.xmit_data = t.xmit_data;
+  if (select & mad::pc_select::kPortRcvData) s.pc_base.rcv_data = t.rcv_data;
+  if (select & mad::pc_select::kPortXmitPkts) s.pc_base.xmit_pkts = t.xmit_pkts;
+  if (select & mad::pc_select::kPortRcvPkts) s.pc_base.rcv_pkts = t.rcv_pkts;
+  if (select2 & 1) s.errors.port_xmit_wait = 0;
+}
+
+// PortCountersExtended Set (16.1.4.11): CounterSelect bits 0-7 clear the data, packet,
+// unicast and multicast counters in that order.
+void Simulator::ResetPortCountersExtended(PortId p, uint16_t select) {
+  if ((select & 0xFF) == 0) return;
+  PmState& s = Pm(p);
+  const Traffic& t = ports_[p].traffic;
+  if (select & (1u << 0)) s.ext_base.xmit_data = t.xmit_data;
+  if (select & (1u << 1)) s.ext_base.rcv_data = t.rcv_data;
+  if (select & (1u << 2)) s.ext_base.xmit_pkts = t.xmit_pkts;
+  if (select & (1u << 3)) s.ext_base.rcv_pkts = t.rcv_pkts;
+  if (select & (1u << 4)) s.ext_unicast_xmit_base = t.xmit_pkts;
+  if (select & (1u << 5)) s.ext_unicast_rcv_base = t.rcv_pkts;
+}
+
+bool Simulator::Pma(PortId arrival, std::span<uint8_t> b) {
+  ++counters_.pma_handled;
+  uint8_t method = static_cast<uint8_t>(Get(b, kMethod));
+  uint16_t attr_id = static_cast<uint16_t>(Get(b, kAttrId));
+  std::span<uint8_t> data = b.subspan(mad::kPerfDataOffset, mad::kPerfDataSize);
+  uint16_t status = mad::mad_status::kOk;
+  if (Get(b, kClassVersion) != 1) {
+    status = mad::mad_status::kBadVersion;
+  } else if (method != mad::method::kGet && method != mad::method::kSet) {
+    status = mad::mad_status::kMethodUnsupported;
+  } else {
+    switch (attr_id) {
+      case mad::attr::kClassPortInfo:
+        if (method != mad::method::kGet) {
+          status = mad::mad_status::kMethodAttrUnsupported;
+        } else {
+          // 16.1.2: AllPortSelect (bit 8) and IsExtendedWidthSupported (bit 9).
+          mad::ClassPortInfo cpi;
+          cpi.base_version = 1;
+          cpi.class_version = 1;
+          cpi.capability_mask = (1u << 8) | (1u << 9);
+          cpi.resp_time_value = 18;
+          std::fill(data.begin(), data.end(), uint8_t{0});
+          mad::EncodeTo(cpi, data);
+        }
+        break;
+      case mad::attr::kPortCounters: status = PmaPortCounters(arrival, method, data); break;
+      case mad::attr::kPortCountersExtended:
+        status = PmaPortCountersExtended(arrival, method, data);
+        break;
+      default: status = mad::mad_status::kMethodAttrUnsupported; break;
+    }
+  }
+  Put(b, kMethod, mad::method::kGetResp);
+  mad::SetBits(b, kHdrStatus.bit_offset, kHdrStatus.bit_width, status);
+  return true;
+}
+
+namespace {
+// PortSelect (16.1.3.5): a switch's port 0..N, a CA's port 1..N (0: the port the request
+// came in on), 0xFF every port (AllPortSelect). Returns false for a port that does not exist.
+bool SelectPorts(uint8_t select, bool is_switch, uint32_t num_ports, uint32_t arrival_num,
+                 uint32_t* lo, uint32_t* hi) {
+  if (select == 0xFF) {
+    *lo = 1;
+    *hi = num_ports;
+    return true;
+  }
+  uint32_t p = select;
+  if (!is_switch && p == 0) p = arrival_num;
+  if (p > num_ports) return false;
+  *lo = *hi = p;
+  return true;
+}
+}  // namespace
+
+uint16_t Simulator::PmaPortCounters(PortId arrival, uint8_t method, std::span<uint8_t> data) {
+  const SimNode& sn = nodes_[ports_[arrival].node];
+  mad::PortCounters req;
+  if (!mad::DecodeFrom(data, &req).ok()) return mad::mad_status::kInvalidField;
+  uint32_t lo = 0, hi = 0;
+  if (!SelectPorts(req.port_select, sn.sw != kNoSwitch, sn.num_ports,
+                   ports_[arrival].info.local_port_num, &lo, &hi)) {
+    return mad::mad_status::kInvalidField;
+  }
+  mad::PortCounters out;
+  for (uint32_t p = lo; p <= hi; ++p) {
+    if (method == mad::method::kSet) {
+      ResetPortCounters(sn.first_port + p, req.counter_select, req.counter_select2);
+    }
+    AddCounters(out, port_counters(sn.first_port + p));
+  }
+  out.port_select = req.port_select;
+  out.counter_select = req.counter_select;
+  out.counter_select2 = req.counter_select2;
+  std::fill(data.begin(), data.end(), uint8_t{0});
+  mad::EncodeTo(out, data);
+  return mad::mad_status::kOk;
+}
+
+uint16_t Simulator::PmaPortCountersExtended(PortId arrival, uint8_t method,
+                                            std::span<uint8_t> data) {
+  const SimNode& sn = nodes_[ports_[arrival].node];
+  mad::PortCountersExtended req;
+  if (!mad::DecodeFrom(data, &req).ok()) return mad::mad_status::kInvalidField;
+  uint32_t lo = 0, hi = 0;
+  if (!SelectPorts(req.port_select, sn.sw != kNoSwitch, sn.num_ports,
+                   ports_[arrival].info.local_port_num, &lo, &hi)) {
+    return mad::mad_status::kInvalidField;
+  }
+  mad::PortCountersExtended out;
+  for (uint32_t p = lo; p <= hi; ++p) {
+    if (method == mad::method::kSet) ResetPortCountersExtended(sn.first_port + p, req.counter_select);
+    AddCounters(out, port_counters_extended(sn.first_port + p));
+  }
+  out.port_select = req.port_select;
+  out.counter_select = req.counter_select;
+  out.counter_select2 = req.counter_select2;
+  std::fill(data.begin(), data.end(), uint8_t{0});
+  mad::EncodeTo(out, data);
+  return mad::mad_status::kOk;
+}
+
+size_t Simulator::state_bytes() const {
+  size_t n = nodes_.capacity() * sizeof(SimNode) + ports_.capacity() * sizeof(SimPort) +
+             switches_.capacity() * sizeof(SimSwitch) + endpoints_.capacity() * sizeof(Endpoint*);
+  for (const auto& nd : nodes_) n += nd.description.capacity() > 15 ? nd.description.capacity() : 0;
+  for (const auto& sw : switches_) n += sw.lft.capacity() + sw.mft.capacity() * 2;
+  for (const auto& p : ports_) {
+    if (p.pm) n += sizeof(PmState);
+    if (p.tables) {
+      n += sizeof(PortTables) + p.tables->pkeys.capacity() * 2 +
+           p.tables->sl2vl.capacity() * sizeof(mad::SlToVlTable) +
+           p.tables->vlarb.capacity() * sizeof(mad::VlArbitrationTable) +
+           p.tables->alias_guids.capacity() * 8;
+    }
+  }
+  return n;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -27,8 +27,12 @@
 #include "base/status.h"
 #include "base/types.h"
 #include "fabric/fabric.h"
+#include "mad/attr/port_counters.h"
+#include "mad/attr/port_counters_extended.h"
 #include "mad/attr/port_info.h"
+#include "mad/attr/sl_to_vl_table.h"
 #include "mad/attr/switch_info.h"
+#include "mad/attr/vl_arbitration_table.h"
 #include "mad/mad.h"
 
 namespace ibsm::sim {
@@ -68,6 +72,7 @@ std::string_view DropReasonName(DropReason r);
 struct SimCounters {
   uint64_t injected = 0;     // MADs handed to Inject
   uint64_t smps_handled = 0; // SMPs answered (or consumed) by an SMA
+  uint64_t pma_handled = 0;  // PerfMgt requests answered by a PMA
   uint64_t delivered = 0;    // MADs handed to an endpoint
   uint64_t traps_sent = 0;   // trap MADs generated (resends included)
   uint64_t dropped = 0;      // sum of by_reason
@@ -157,15 +162,57 @@ class Simulator {
   // Sets a port's M_Key and protect bits directly (tests; an SM does it by PortInfo Set).
   void SetMKey(PortId port, uint64_t m_key, uint8_t protect_bits);
 
+  // --- performance counters (the PMA, IBA 16.1) ------------------------------------------
+  // Plants every counter of PortCounters at `port` (as ibsim's PerformanceSet): error
+  // counters and the 32-bit data/packet views. PortSelect and CounterSelect are ignored.
+  // PortCountersExtended keeps its own 64-bit view. InvalidArgument for an unknown port.
+  Status SetPortCounters(PortId port, const mad::PortCounters& counters);
+  // What a PMA Get of PortCounters / PortCountersExtended for `port` answers.
+  // REQUIRES: port < port_count().
+  mad::PortCounters port_counters(PortId port) const;
+  mad::PortCountersExtended port_counters_extended(PortId port) const;
+
+  // Bytes of per-port and per-switch state (tables included): the scale benchmark's
+  // figure of how compact the model is.
+  size_t state_bytes() const;
+
  private:
   static constexpr uint32_t kNoSwitch = UINT32_MAX;
 
+  // Per-port tables an SM may program, allocated on the first Set that writes one: most
+  // ports of a large fabric keep the defaults their whole life (k=64 fat tree: 400k ports).
+  struct PortTables {
+    std::vector<uint16_t> pkeys;              // P_KeyTable, partition cap entries; empty = default
+    std::vector<mad::SlToVlTable> sl2vl;      // by output port (switch) or [0]; empty = default
+    std::vector<mad::VlArbitrationTable> vlarb;  // blocks 1-4 as [0..3]; empty = default
+    std::vector<uint64_t> alias_guids;        // GUIDInfo entries 1..GUIDCap-1; empty = zero
+  };
+  // Totals since power-on, in the units the PMA reports (data in 4-byte words).
+  struct Traffic {
+    uint64_t xmit_data = 0;
+    uint64_t rcv_data = 0;
+    uint64_t xmit_pkts = 0;
+    uint64_t rcv_pkts = 0;
+  };
+  // Counter state beyond the running totals, allocated on the first reset, plant or error.
+  // Each attribute's view of a total is total - base (modulo 2^64), so resetting one view
+  // or planting a value in it leaves the other alone.
+  struct PmState {
+    mad::PortCounters errors;  // error counters at their wire widths; traffic fields unused
+    Traffic pc_base;           // PortCounters view (saturates at 32 bits)
+    Traffic ext_base;          // PortCountersExtended view
+    uint64_t ext_unicast_xmit_base = 0;
+    uint64_t ext_unicast_rcv_base = 0;
+  };
   struct SimPort {
     mad::PortInfo info;
     uint64_t guid = 0;
     PortId peer = kNoPort;      // cable, as built; survives LinkDown
     NodeId node = kNoNode;
     bool cable_ok = true;       // false after LinkDown
+    Traffic traffic;
+    std::unique_ptr<PortTables> tables;
+    std::unique_ptr<PmState> pm;
   };
   struct PendingTrap {
     uint64_t tid = 0;
@@ -175,6 +222,9 @@ class Simulator {
   struct SimSwitch {
     mad::SwitchInfo info;
     std::vector<uint8_t> lft;  // grows to the highest block set, capped at linear_fdb_cap
+    // MFT port masks, [mlid - 0xC000][position]: grows to the highest block set, capped at
+    // multicast_fdb_cap MLIDs. Unset entries read 0.
+    std::vector<uint16_t> mft;
     std::vector<PendingTrap> traps;
   };
   struct SimNode {
@@ -229,6 +279,35 @@ class Simulator {
                        bool key_ok);
   uint16_t SmaSwitchInfo(PortId arrival, uint8_t method, std::span<uint8_t> data);
   uint16_t SmaLft(PortId arrival, uint8_t method, uint32_t mod, std::span<uint8_t> data);
+  uint16_t SmaMft(PortId arrival, uint8_t method, uint32_t mod, std::span<uint8_t> data);
+  uint16_t SmaPKeyTable(PortId arrival, uint8_t method, uint32_t mod, std::span<uint8_t> data);
+  uint16_t SmaSlToVl(PortId arrival, uint8_t method, uint32_t mod, std::span<uint8_t> data);
+  uint16_t SmaVlArb(PortId arrival, uint8_t method, uint32_t mod, std::span<uint8_t> data);
+  uint16_t SmaGuidInfo(PortId arrival, uint8_t method, uint32_t mod, std::span<uint8_t> data);
+  PortTables& Tables(PortId p);
+  size_t PKeyCap(PortId p) const;
+  uint32_t MftPositions(NodeId n) const;
+
+  // The PMA (IBA 16.1.3): Get/Set of PortCounters and PortCountersExtended in place. Returns
+  // false when the MAD is consumed without a response.
+  bool Pma(PortId arrival, std::span<uint8_t> mad);
+  uint16_t PmaPortCounters(PortId arrival, uint8_t method, std::span<uint8_t> data);
+  uint16_t PmaPortCountersExtended(PortId arrival, uint8_t method, std::span<uint8_t> data);
+  PmState& Pm(PortId p);
+  void ResetPortCounters(PortId p, uint16_t select, uint8_t select2);
+  void ResetPortCountersExtended(PortId p, uint16_t select);
+  // One MAD crossed the link from `out` to its peer `in`.
+  void CountHop(PortId out, PortId in) {
+    Traffic& o = ports_[out].traffic;
+    Traffic& i = ports_[in].traffic;
+    ++o.xmit_pkts;
+    o.xmit_data += kMadWireWords;
+    ++i.rcv_pkts;
+    i.rcv_data += kMadWireWords;
+  }
+  // A MAD on the wire in 4-byte words as PortXmitData counts them (16.1.3.5: LRH to ICRC):
+  // LRH 8 + BTH 12 + DETH 8 + MAD 256 + ICRC 4 bytes.
+  static constexpr uint64_t kMadWireWords = (8 + 12 + 8 + 256 + 4) / 4;
   void SmaTrapRepress(PortId arrival, uint64_t tid);
 
   void SendTrap128(NodeId sw);

@@ -6,12 +6,16 @@
 #include <boost/asio.hpp>
 #include <gtest/gtest.h>
 
+#include "mad/attr/guid_info.h"
 #include "mad/attr/linear_forwarding_table.h"
+#include "mad/attr/multicast_forwarding_table.h"
+#include "mad/attr/pkey_table.h"
 #include "mad/attr/node_info.h"
 #include "mad/attr/notice.h"
 #include "mad/attr/port_info.h"
 #include "mad/attr/sm_info.h"
 #include "mad/attr/switch_info.h"
+#include "mad/rmpp.h"
 #include "sim/sim_transport.h"
 
 namespace ibsm::sim {
@@ -413,6 +417,492 @@ TEST_F(SimulatorTest, LatencyModelDelaysTheResponse) {
   auto r = Dr(mad::method::kGet, mad::attr::kNodeInfo, 0, {1, 1, 1});
   ASSERT_TRUE(r.ok());
   EXPECT_GE(std::chrono::steady_clock::now() - start, 6ms);  // 3 hops out, 3 back
+}
+
+// ---------------------------------------------------------------------------------------
+// SMA tables: MFT, P_Key, SL-to-VL, VL arbitration, GUIDInfo.
+
+// Get/Set of a table attribute by DR; returns the response SMP (its status included).
+template <typename A>
+Result<mad::Smp> SetTable(Fixture& f, uint16_t attr, uint32_t mod, std::vector<uint8_t> path,
+                          const A& a) {
+  std::array<uint8_t, 64> d{};
+  mad::EncodeTo(a, d);
+  return f.Dr(mad::method::kSet, attr, mod, std::move(path), &d);
+}
+template <typename A>
+A DataOf(const mad::Smp& r) {
+  return *mad::Decode<A>(r.data);
+}
+
+TEST_F(SimulatorTest, MftBlockSetThenGetReturnsItAndBadModifiersChangeNothing) {
+  mad::MulticastForwardingTable t;
+  for (size_t i = 0; i < t.port_mask.size(); ++i) t.port_mask[i] = static_cast<uint16_t>(0x10 + i);
+  auto set = SetTable(*this, mad::attr::kMulticastForwardingTable, mad::MftAttrMod(0, 3), {1}, t);
+  ASSERT_TRUE(set.ok());
+  EXPECT_EQ(set->status, 0);
+  auto get = Dr(mad::method::kGet, mad::attr::kMulticastForwardingTable, mad::MftAttrMod(0, 3), {1});
+  ASSERT_TRUE(get.ok());
+  EXPECT_EQ(DataOf<mad::MulticastForwardingTable>(*get).port_mask, t.port_mask);
+  // Another block reads 0; an 8-port switch has one position; 1024 MLIDs are 32 blocks.
+  EXPECT_EQ(DataOf<mad::MulticastForwardingTable>(
+                *Dr(mad::method::kGet, mad::attr::kMulticastForwardingTable, 2, {1}))
+                .port_mask[0], 0);
+  mad::MulticastForwardingTable other;
+  other.port_mask.fill(0xFFFF);
+  EXPECT_EQ(SetTable(*this, mad::attr::kMulticastForwardingTable, mad::MftAttrMod(1, 3), {1}, other)
+                ->status, mad::mad_status::kInvalidField);
+  EXPECT_EQ(SetTable(*this, mad::attr::kMulticastForwardingTable, mad::MftAttrMod(0, 32), {1}, other)
+                ->status, mad::mad_status::kInvalidField);
+  get = Dr(mad::method::kGet, mad::attr::kMulticastForwardingTable, mad::MftAttrMod(0, 3), {1});
+  EXPECT_EQ(DataOf<mad::MulticastForwardingTable>(*get).port_mask, t.port_mask);
+  // A CA has no MFT.
+  EXPECT_EQ(Dr(mad::method::kGet, mad::attr::kMulticastForwardingTable, 0, {})->status,
+            mad::mad_status::kMethodAttrUnsupported);
+}
+
+TEST_F(SimulatorTest, CaPKeyTableStartsWithTheDefaultFullMemberAndHoldsWhatWasSet) {
+  auto ni = DataOf<mad::NodeInfo>(*Dr(mad::method::kGet, mad::attr::kNodeInfo, 0, {}));
+  EXPECT_EQ(ni.partition_cap, 64);  // ibsim's HCA PartitionCap
+  auto b0 = DataOf<mad::PKeyTable>(*Dr(mad::method::kGet, mad::attr::kPKeyTable, 0, {}));
+  EXPECT_EQ(b0.pkey[0], 0xFFFF);
+  EXPECT_EQ(b0.pkey[1], 0);
+  mad::PKeyTable t;
+  t.pkey[0] = 0xFFFF;
+  t.pkey[1] = 0x8001;
+  t.pkey[31] = 0x0002;
+  ASSERT_EQ(SetTable(*this, mad::attr::kPKeyTable, 1, {}, t)->status, 0);
+  EXPECT_EQ(DataOf<mad::PKeyTable>(*Dr(mad::method::kGet, mad::attr::kPKeyTable, 1, {})).pkey,
+            t.pkey);
+  // 64 entries are blocks 0 and 1; block 2 is rejected and changes nothing.
+  mad::PKeyTable junk;
+  junk.pkey.fill(0x1234);
+  EXPECT_EQ(SetTable(*this, mad::attr::kPKeyTable, 2, {}, junk)->status,
+            mad::mad_status::kInvalidField);
+  EXPECT_EQ(DataOf<mad::PKeyTable>(*Dr(mad::method::kGet, mad::attr::kPKeyTable, 0, {})).pkey,
+            b0.pkey);
+  EXPECT_EQ(DataOf<mad::PKeyTable>(*Dr(mad::method::kGet, mad::attr::kPKeyTable, 1, {})).pkey,
+            t.pkey);
+}
+
+TEST_F(SimulatorTest, SwitchPKeyTableIsAddressedByPortInTheModifier) {
+  mad::PKeyTable t;
+  t.pkey.fill(0x8005);
+  ASSERT_EQ(SetTable(*this, mad::attr::kPKeyTable, mad::PKeyAttrMod(1, 3), {1}, t)->status, 0);
+  EXPECT_EQ(DataOf<mad::PKeyTable>(
+                *Dr(mad::method::kGet, mad::attr::kPKeyTable, mad::PKeyAttrMod(1, 3), {1})).pkey,
+            t.pkey);
+  // Port 2's table is untouched; port 9 does not exist on an 8-port switch.
+  EXPECT_EQ(DataOf<mad::PKeyTable>(
+                *Dr(mad::method::kGet, mad::attr::kPKeyTable, mad::PKeyAttrMod(1, 2), {1})).pkey[0],
+            0);
+  EXPECT_EQ(SetTable(*this, mad::attr::kPKeyTable, mad::PKeyAttrMod(0, 9), {1}, t)->status,
+            mad::mad_status::kInvalidField);
+  // Port 0 has NodeInfo's PartitionCap (8): entries past it read 0 and block 1 is invalid.
+  ASSERT_EQ(SetTable(*this, mad::attr::kPKeyTable, mad::PKeyAttrMod(0, 0), {1}, t)->status, 0);
+  auto p0 = DataOf<mad::PKeyTable>(
+      *Dr(mad::method::kGet, mad::attr::kPKeyTable, mad::PKeyAttrMod(0, 0), {1}));
+  EXPECT_EQ(p0.pkey[7], 0x8005);
+  EXPECT_EQ(p0.pkey[8], 0);
+  EXPECT_EQ(Dr(mad::method::kGet, mad::attr::kPKeyTable, mad::PKeyAttrMod(1, 0), {1})->status,
+            mad::mad_status::kInvalidField);
+}
+
+TEST_F(SimulatorTest, SlToVlSetOnOneSwitchPortPairLeavesTheOthersAtTheDefault) {
+  mad::SlToVlTable t;
+  for (size_t i = 0; i < 16; ++i) t.vl[i] = static_cast<uint8_t>(15 - i);
+  ASSERT_EQ(SetTable(*this, mad::attr::kSlToVlTable, mad::SlToVlAttrMod(3, 1), {1}, t)->status, 0);
+  EXPECT_EQ(DataOf<mad::SlToVlTable>(*Dr(mad::method::kGet, mad::attr::kSlToVlTable,
+                                         mad::SlToVlAttrMod(3, 1), {1})).vl,
+            t.vl);
+  auto other = DataOf<mad::SlToVlTable>(
+      *Dr(mad::method::kGet, mad::attr::kSlToVlTable, mad::SlToVlAttrMod(1, 3), {1}));
+  EXPECT_EQ(other.vl[1], 1);
+  mad::SlToVlTable zero;
+  EXPECT_EQ(SetTable(*this, mad::attr::kSlToVlTable, mad::SlToVlAttrMod(9, 1), {1}, zero)->status,
+            mad::mad_status::kInvalidField);
+  EXPECT_EQ(SetTable(*this, mad::attr::kSlToVlTable, mad::SlToVlAttrMod(1, 9), {1}, zero)->status,
+            mad::mad_status::kInvalidField);
+  EXPECT_EQ(DataOf<mad::SlToVlTable>(*Dr(mad::method::kGet, mad::attr::kSlToVlTable,
+                                         mad::SlToVlAttrMod(3, 1), {1})).vl,
+            t.vl);
+  // A CA ignores the modifier.
+  ASSERT_EQ(SetTable(*this, mad::attr::kSlToVlTable, 0x0505, {}, t)->status, 0);
+  EXPECT_EQ(DataOf<mad::SlToVlTable>(*Dr(mad::method::kGet, mad::attr::kSlToVlTable, 0, {})).vl,
+            t.vl);
+}
+
+TEST_F(SimulatorTest, VlArbitrationBlocksFollowThePortsArbitrationCaps) {
+  mad::VlArbitrationTable t;
+  for (size_t i = 0; i < 32; ++i) {
+    t.vl[i] = static_cast<uint8_t>(i % 8);
+    t.weight[i] = static_cast<uint8_t>(i + 1);
+  }
+  auto mod = mad::VlArbAttrMod(mad::vlarb_block::kHighLower, 2);
+  ASSERT_EQ(SetTable(*this, mad::attr::kVlArbitrationTable, mod, {1}, t)->status, 0);
+  auto got = DataOf<mad::VlArbitrationTable>(
+      *Dr(mad::method::kGet, mad::attr::kVlArbitrationTable, mod, {1}));
+  // VLArbHighCap is 8: the first 8 entries hold, the rest read 0.
+  EXPECT_EQ(got.weight[7], 8);
+  EXPECT_EQ(got.vl[5], 5);
+  EXPECT_EQ(got.weight[8], 0);
+  // Blocks 2 and 4 lie past a cap of 8; 0 and 5 are not blocks; port 9 does not exist.
+  for (uint32_t bad : {mad::VlArbAttrMod(2, 2), mad::VlArbAttrMod(4, 2), mad::VlArbAttrMod(0, 2),
+                       mad::VlArbAttrMod(5, 2), mad::VlArbAttrMod(1, 9)}) {
+    EXPECT_EQ(SetTable(*this, mad::attr::kVlArbitrationTable, bad, {1}, mad::VlArbitrationTable{})
+                  ->status, mad::mad_status::kInvalidField) << std::hex << bad;
+  }
+  got = DataOf<mad::VlArbitrationTable>(
+      *Dr(mad::method::kGet, mad::attr::kVlArbitrationTable, mod, {1}));
+  EXPECT_EQ(got.weight[7], 8);
+}
+
+TEST_F(SimulatorTest, GuidInfoEntryZeroIsThePortGuidAndReadOnly) {
+  auto g = DataOf<mad::GuidInfo>(*Dr(mad::method::kGet, mad::attr::kGuidInfo, 0, {}));
+  EXPECT_EQ(g.guid[0], 0x201u);
+  mad::GuidInfo set;
+  set.guid[0] = 0x999;
+  set.guid[1] = 0xABC;
+  auto r = SetTable(*this, mad::attr::kGuidInfo, 0, {}, set);
+  ASSERT_EQ(r->status, 0);
+  EXPECT_EQ(DataOf<mad::GuidInfo>(*r).guid[0], 0x201u);
+  g = DataOf<mad::GuidInfo>(*Dr(mad::method::kGet, mad::attr::kGuidInfo, 0, {}));
+  EXPECT_EQ(g.guid[0], 0x201u);
+  EXPECT_EQ(g.guid[1], 0xABCu);
+  // GUIDCap 8 is one block.
+  EXPECT_EQ(SetTable(*this, mad::attr::kGuidInfo, 1, {}, set)->status,
+            mad::mad_status::kInvalidField);
+  EXPECT_EQ(DataOf<mad::GuidInfo>(*Dr(mad::method::kGet, mad::attr::kGuidInfo, 0, {})).guid[1],
+            0xABCu);
+}
+
+TEST_F(SimulatorTest, UnknownSmpAttributeIsAnsweredUnsupported) {
+  EXPECT_EQ(Dr(mad::method::kGet, mad::attr::kLedInfo, 0, {1})->status,
+            mad::mad_status::kMethodAttrUnsupported);
+}
+
+TEST_F(SimulatorTest, SwitchRebootClearsMftAndPKeyTables) {
+  mad::PKeyTable t;
+  t.pkey.fill(0x8007);
+  ASSERT_EQ(SetTable(*this, mad::attr::kPKeyTable, mad::PKeyAttrMod(0, 1), {1}, t)->status, 0);
+  mad::MulticastForwardingTable m;
+  m.port_mask.fill(6);
+  ASSERT_EQ(SetTable(*this, mad::attr::kMulticastForwardingTable, 0, {1}, m)->status, 0);
+  ASSERT_TRUE(sim->RebootSwitch(c.s[0]).ok());
+  EXPECT_EQ(DataOf<mad::PKeyTable>(
+                *Dr(mad::method::kGet, mad::attr::kPKeyTable, mad::PKeyAttrMod(0, 1), {1})).pkey[1],
+            0);
+  EXPECT_EQ(DataOf<mad::MulticastForwardingTable>(
+                *Dr(mad::method::kGet, mad::attr::kMulticastForwardingTable, 0, {1})).port_mask[0],
+            0);
+}
+
+// ---------------------------------------------------------------------------------------
+// The PMA and traffic counters.
+
+struct ActiveFabric : Fixture {
+  void SetUp() override {
+    Fixture::SetUp();
+    AssignLids();
+    ProgramAllLfts();
+    ActivateAll();
+  }
+  // Every cabled port ARMED, then ACTIVE, by DR PortInfo Set (as an SM brings a fabric up).
+  void ActivateAll() {
+    struct { std::vector<uint8_t> path; uint32_t mod; } ports[] = {
+        {{}, 1},        {{1}, 3},     {{1}, 1},     {{1, 1}, 2}, {{1, 1}, 1}, {{1, 1}, 3},
+        {{1, 1, 1}, 2}, {{1, 1, 1}, 3}, {{1, 1, 1, 3}, 1}, {{1, 1, 3}, 1}};
+    for (uint8_t state : {3, 4}) {
+      for (auto& x : ports) {
+        auto pi = Dr(mad::method::kGet, mad::attr::kPortInfo, x.mod, x.path);
+        ASSERT_TRUE(pi.ok());
+        mad::PortInfo p = *mad::Decode<mad::PortInfo>(pi->data);
+        p.port_state = state;
+        ASSERT_TRUE(SetDr(mad::attr::kPortInfo, x.mod, x.path, p).ok());
+      }
+    }
+  }
+  // A PerfMgt request LID-routed to `dlid`.
+  template <typename A>
+  mad::MadMessage Perf(uint8_t method, uint16_t attr, const A& a, uint16_t dlid) {
+    mad::MadMessage m;
+    m.bytes.assign(mad::kMadSize, 0);
+    mad::MadHeader h;
+    h.mgmt_class = static_cast<uint8_t>(mad::MgmtClass::kPerfMgt);
+    h.method = method;
+    h.attr_id = attr;
+    mad::EncodeTo(h, m.bytes);
+    mad::EncodeTo(a, std::span<uint8_t>(m.bytes).subspan(mad::kPerfDataOffset));
+    m.addr.lid = Lid{dlid};
+    return m;
+  }
+  // Sends and returns {status, decoded attribute}.
+  template <typename A>
+  Result<std::pair<uint16_t, A>> Pma(uint8_t method, const A& a, uint16_t dlid) {
+    std::optional<Result<mad::MadMessage>> r;
+    sm->Send(Perf(method, A::kAttrId, a, dlid), fast,
+             [&](Result<mad::MadMessage> x) { r.emplace(std::move(x)); });
+    RunUntil(io, [&] { return r.has_value(); });
+    if (!r) return Internal("no completion");
+    if (!r->ok()) return r->status();
+    auto h = (*r)->header();
+    A out{};
+    EXPECT_TRUE(mad::DecodeFrom(std::span<const uint8_t>((*r)->bytes).subspan(mad::kPerfDataOffset),
+                                &out).ok());
+    return std::make_pair(h->status, out);
+  }
+};
+
+TEST_F(ActiveFabric, PmaAnswersPlantedCountersOfTheSelectedSwitchPort) {
+  mad::PortCounters plant;
+  plant.symbol_error_counter = 5;
+  plant.link_downed_counter = 2;
+  plant.port_rcv_errors = 9;
+  plant.port_xmit_data = 1000;
+  ASSERT_TRUE(sim->SetPortCounters(c.P(c.s[2], 3), plant).ok());
+  mad::PortCounters q;
+  q.port_select = 3;
+  auto r = Pma(mad::method::kGet, q, 4);  // s2 has LID 4
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->first, 0);
+  EXPECT_EQ(r->second.port_select, 3);
+  EXPECT_EQ(r->second.symbol_error_counter, 5);
+  EXPECT_EQ(r->second.link_downed_counter, 2);
+  EXPECT_EQ(r->second.port_rcv_errors, 9);
+  EXPECT_EQ(r->second.port_xmit_data, 1000u);  // the PMA's own MADs do not cross s2 port 3
+  EXPECT_GT(sim->counters().pma_handled, 0u);
+}
+
+TEST_F(ActiveFabric, PmaSetWithCounterSelectClearsOnlyTheSelectedCounters) {
+  mad::PortCounters plant;
+  plant.symbol_error_counter = 7;
+  plant.port_rcv_errors = 9;
+  plant.port_xmit_pkts = 40;
+  ASSERT_TRUE(sim->SetPortCounters(c.P(c.s[2], 3), plant).ok());
+  mad::PortCounters q;
+  q.port_select = 3;
+  q.counter_select = mad::pc_select::kSymbolError | mad::pc_select::kPortXmitPkts;
+  auto r = Pma(mad::method::kSet, q, 4);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->first, 0);
+  auto now = sim->port_counters(c.P(c.s[2], 3));
+  EXPECT_EQ(now.symbol_error_counter, 0);
+  EXPECT_EQ(now.port_xmit_pkts, 0u);
+  EXPECT_EQ(now.port_rcv_errors, 9);
+}
+
+TEST_F(ActiveFabric, PmaRejectsAPortSelectPastTheLastPortAndUnknownAttributes) {
+  mad::PortCounters q;
+  q.port_select = 9;
+  auto r = Pma(mad::method::kGet, q, 4);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->first, mad::mad_status::kInvalidField);
+  mad::MadMessage m = Perf(mad::method::kGet, 0x0033, q, 4);
+  std::optional<Result<mad::MadMessage>> got;
+  sm->Send(m, fast, [&](Result<mad::MadMessage> x) { got.emplace(std::move(x)); });
+  RunUntil(io, [&] { return got.has_value(); });
+  ASSERT_TRUE(got && got->ok());
+  EXPECT_EQ((*got)->header()->status, mad::mad_status::kMethodAttrUnsupported);
+}
+
+TEST_F(ActiveFabric, AllPortSelectSumsThePortsAndExtendedCountersAreSixtyFourBit) {
+  mad::PortCounters a, b;
+  a.port_rcv_errors = 3;
+  b.port_rcv_errors = 4;
+  ASSERT_TRUE(sim->SetPortCounters(c.P(c.s[2], 3), a).ok());
+  ASSERT_TRUE(sim->SetPortCounters(c.P(c.s[2], 5), b).ok());
+  mad::PortCounters q;
+  q.port_select = 0xFF;
+  auto r = Pma(mad::method::kGet, q, 4);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->second.port_rcv_errors, 7);
+  // PortXmitData saturates at 32 bits; the extended counter keeps counting.
+  mad::PortCounters full;
+  full.port_xmit_data = 0xFFFFFFF0u;
+  ASSERT_TRUE(sim->SetPortCounters(c.P(c.s[1], 1), full).ok());
+  mad::PortCountersExtended xq;
+  xq.port_select = 1;
+  auto before = Pma(mad::method::kGet, xq, 3);  // s1; the request crosses s1 port... not 1
+  ASSERT_TRUE(before.ok());
+  ASSERT_TRUE(Pma(mad::method::kGet, q, 4).ok());  // to s2: crosses s1 port 1 out and back in
+  EXPECT_EQ(sim->port_counters(c.P(c.s[1], 1)).port_xmit_data, 0xFFFFFFFFu);
+  auto after = Pma(mad::method::kGet, xq, 3);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->first, 0);
+  EXPECT_EQ(after->second.port_xmit_data - before->second.port_xmit_data, 72u);
+  EXPECT_EQ(after->second.port_xmit_pkts - before->second.port_xmit_pkts, 1u);
+}
+
+TEST_F(SimulatorTest, ForwardedMadsAreCountedOnEveryPortTheyCross) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(Dr(mad::method::kGet, mad::attr::kNodeInfo, 0, {1, 1, 1, 3}).ok());
+  }
+  auto s2p3 = sim->port_counters(c.P(c.s[2], 3));
+  EXPECT_EQ(s2p3.port_xmit_pkts, 5u);
+  EXPECT_EQ(s2p3.port_rcv_pkts, 5u);
+  EXPECT_EQ(s2p3.port_xmit_data, 5u * 72);
+  auto h1 = sim->port_counters_extended(c.P(c.h[1], 1));
+  EXPECT_EQ(h1.port_rcv_pkts, 5u);
+  EXPECT_EQ(h1.port_unicast_xmit_pkts, 5u);
+  // A link that goes down counts in LinkDownedCounter at both ends.
+  ASSERT_TRUE(sim->LinkDown(c.P(c.s[2], 3)).ok());
+  EXPECT_EQ(sim->port_counters(c.P(c.h[1], 1)).link_downed_counter, 1);
+  EXPECT_EQ(sim->port_counters(c.P(c.s[2], 3)).link_downed_counter, 1);
+}
+
+TEST_F(SimulatorTest, PmaGetOverLinksThatAreNotActiveIsLost) {
+  AssignLids();
+  ProgramAllLfts();
+  mad::MadMessage m;
+  m.bytes.assign(mad::kMadSize, 0);
+  mad::MadHeader h;
+  h.mgmt_class = static_cast<uint8_t>(mad::MgmtClass::kPerfMgt);
+  h.method = mad::method::kGet;
+  h.attr_id = mad::attr::kPortCounters;
+  mad::EncodeTo(h, m.bytes);
+  m.addr.lid = Lid{4};
+  std::optional<Result<mad::MadMessage>> got;
+  sm->Send(m, fast, [&](Result<mad::MadMessage> x) { got.emplace(std::move(x)); });
+  RunUntil(io, [&] { return got.has_value(); });
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->status().code(), StatusCode::kTimeout);
+  EXPECT_GT(sim->counters().drops(DropReason::kPortState), 0u);
+}
+
+// ---------------------------------------------------------------------------------------
+// RMPP between SimTransports.
+
+// An SA (class 0x03) message of `total` bytes: 56 bytes of headers, then a payload whose
+// byte i is (i * 7 + 3) mod 256.
+mad::MadMessage SaMessage(uint8_t method, size_t total, uint16_t dlid, uint64_t tid = 0) {
+  mad::MadMessage m;
+  m.bytes.assign(total, 0);
+  mad::MadHeader h;
+  h.mgmt_class = static_cast<uint8_t>(mad::MgmtClass::kSubnAdm);
+  h.class_version = 2;
+  h.method = method;
+  h.attr_id = 0x0011;
+  h.tid = tid;
+  mad::EncodeTo(h, m.bytes);
+  for (size_t i = mad::kSaHeaderSize; i < total; ++i) {
+    m.bytes[i] = static_cast<uint8_t>(((i - mad::kSaHeaderSize) * 7 + 3) % 256);
+  }
+  m.addr.lid = Lid{dlid};
+  return m;
+}
+
+bool PayloadIsWhole(const std::vector<uint8_t>& b, size_t total) {
+  if (b.size() != total) return false;
+  for (size_t i = mad::kSaHeaderSize; i < total; ++i) {
+    if (b[i] != static_cast<uint8_t>(((i - mad::kSaHeaderSize) * 7 + 3) % 256)) return false;
+  }
+  return true;
+}
+
+struct RmppFixture : ActiveFabric {
+  std::unique_ptr<SimTransport> peer;  // at h1, LID 5
+  std::vector<mad::MadMessage> got;
+  void SetUp() override {
+    ActiveFabric::SetUp();
+    SimTransportOptions o;
+    o.rmpp_post = {std::chrono::milliseconds(20), 10};
+    peer = std::make_unique<SimTransport>(io, *sim, c.P(c.h[1], 1), o);
+    ASSERT_TRUE(peer->bind_status().ok());
+    peer->SetUnsolicitedHandler([this](mad::MadMessage m) { got.push_back(std::move(m)); });
+  }
+};
+
+TEST_F(RmppFixture, TenThousandByteSaMessagePostedToAnotherPortArrivesWhole) {
+  ASSERT_TRUE(sm->Post(SaMessage(mad::method::kSet, 10000, 5, 0x77)).ok());
+  RunUntil(io, [&] { return !got.empty() && sm->rmpp_posts() == 0; });
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(PayloadIsWhole(got[0].bytes, 10000));
+  EXPECT_EQ(got[0].addr.lid.value(), 1);  // from h0
+  EXPECT_EQ(peer->counters().rmpp_reassembled, 1u);
+  EXPECT_EQ(sm->rmpp_posts(), 0u);  // every segment ACKed
+  EXPECT_GT(sm->counters().sent, 45u);  // 10000 bytes in 200-byte segments
+}
+
+TEST_F(RmppFixture, MultiSegmentResponseToASendArrivesWhole) {
+  peer->SetUnsolicitedHandler([this](mad::MadMessage req) {
+    auto h = req.header();
+    ASSERT_TRUE(h.ok());
+    mad::MadMessage resp = SaMessage(mad::method::kGetTableResp, 5000, req.addr.lid.value(), h->tid);
+    EXPECT_TRUE(peer->Post(std::move(resp)).ok());
+  });
+  std::optional<Result<mad::MadMessage>> r;
+  sm->Send(SaMessage(mad::method::kGetTable, mad::kMadSize, 5), fast,
+           [&](Result<mad::MadMessage> x) { r.emplace(std::move(x)); });
+  RunUntil(io, [&] { return r.has_value(); });
+  ASSERT_TRUE(r.has_value());
+  ASSERT_TRUE(r->ok()) << r->status().ToString();
+  EXPECT_TRUE(PayloadIsWhole((*r)->bytes, 5000));
+  EXPECT_EQ(sm->counters().rmpp_reassembled, 1u);
+}
+
+TEST_F(RmppFixture, MultiSegmentRequestIsSegmentedAndItsResponseMatched) {
+  peer->SetUnsolicitedHandler([this](mad::MadMessage req) {
+    got.push_back(req);
+    auto h = req.header();
+    mad::MadMessage resp = SaMessage(mad::method::kGetResp, mad::kMadSize, req.addr.lid.value(), h->tid);
+    EXPECT_TRUE(peer->Post(std::move(resp)).ok());
+  });
+  std::optional<Result<mad::MadMessage>> r;
+  sm->Send(SaMessage(mad::method::kSet, 3000, 5), fast,
+           [&](Result<mad::MadMessage> x) { r.emplace(std::move(x)); });
+  RunUntil(io, [&] { return r.has_value(); });
+  ASSERT_TRUE(r.has_value() && r->ok());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(PayloadIsWhole(got[0].bytes, 3000));
+}
+
+TEST_F(RmppFixture, WithTwentyPercentLossTransfersFinishOrFailClearlyNeverHang) {
+  peer->SetUnsolicitedHandler([this](mad::MadMessage req) {
+    auto h = req.header();
+    if (h->method != mad::method::kGetTable) {
+      got.push_back(std::move(req));
+      return;
+    }
+    (void)peer->Post(SaMessage(mad::method::kGetTableResp, 4000, req.addr.lid.value(), h->tid));
+  });
+  sim->SetDropRate(0.2);
+  int ok = 0, failed = 0;
+  for (int i = 0; i < 5; ++i) {
+    std::optional<Result<mad::MadMessage>> r;
+    sm->Send(SaMessage(mad::method::kGetTable, mad::kMadSize, 5), {20ms, 8},
+             [&](Result<mad::MadMessage> x) { r.emplace(std::move(x)); });
+    RunUntil(io, [&] { return r.has_value(); });
+    ASSERT_TRUE(r.has_value()) << "Send " << i << " never completed";
+    if (r->ok()) {
+      EXPECT_TRUE(PayloadIsWhole((*r)->bytes, 4000));
+      ++ok;
+    } else {
+      EXPECT_EQ(r->status().code(), StatusCode::kTimeout) << r->status().ToString();
+      ++failed;
+    }
+  }
+  EXPECT_GT(ok, 0);
+  // A Post either arrives whole or is aborted after its resends, counted.
+  SimTransportOptions o;
+  o.rmpp_post = {std::chrono::milliseconds(20), 10};
+  sm.reset();
+  sm = std::make_unique<SimTransport>(io, *sim, c.P(c.h[0], 1), o);
+  ASSERT_TRUE(sm->Post(SaMessage(mad::method::kSet, 10000, 5, 0x99)).ok());
+  RunUntil(io, [&] { return sm->rmpp_posts() == 0; });
+  EXPECT_EQ(sm->rmpp_posts(), 0u);
+  if (got.empty()) {
+    EXPECT_EQ(sm->counters().rmpp_aborted, 1u);
+  } else {
+    EXPECT_TRUE(PayloadIsWhole(got.back().bytes, 10000));
+  }
+}
+
+TEST_F(RmppFixture, OversizedMessageOfAClassWithoutRmppIsRejected) {
+  mad::MadMessage m = SaMessage(mad::method::kGet, 600, 5);
+  mad::MadHeader h = *m.header();
+  h.mgmt_class = static_cast<uint8_t>(mad::MgmtClass::kPerfMgt);
+  mad::EncodeTo(h, m.bytes);
+  EXPECT_EQ(sm->Post(m).code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -2,9 +2,14 @@
 // README). Reports items/s; asserts nothing.
 #include <benchmark/benchmark.h>
 
+#include <sys/resource.h>
+
+#include <chrono>
+
 #include <boost/asio.hpp>
 
 #include "fabric/fabric.h"
+#include "fabric/generators.h"
 #include "mad/attr/node_info.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
@@ -72,6 +77,46 @@ void BM_DrNodeInfoRoundTrip(benchmark::State& state) {
   state.counters["hops"] = 8;
 }
 BENCHMARK(BM_DrNodeInfoRoundTrip)->Arg(1)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// Peak resident set of the process so far, in MiB (getrusage: ru_maxrss is KiB on Linux).
+double MaxRssMib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+// Building a Simulator for a 3-tier fat tree of k-port switches (k=32: 8,192 hosts and
+// 1,280 switches; k=64: 65,536 hosts and 5,120 switches). Reports construction time, the
+// simulator's own state (state_bytes) and the process's peak RSS after the fabric and after
+// the simulator. Run it alone (--benchmark_filter=Scale) for a clean RSS figure.
+void BM_SimulatorScale(benchmark::State& state) {
+  const int k = static_cast<int>(state.range(0));
+  auto fabric = FatTree3(k);
+  if (!fabric.ok()) {
+    state.SkipWithError(fabric.status().ToString().c_str());
+    return;
+  }
+  double rss_fabric = MaxRssMib();
+  double build_ms = 0;
+  size_t bytes = 0, ports = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    Simulator sim(*fabric);
+    build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                   .count();
+    bytes = sim.state_bytes();
+    ports = sim.port_count();
+    benchmark::DoNotOptimize(sim.port_count());
+  }
+  state.counters["nodes"] = static_cast<double>(fabric->node_count());
+  state.counters["ports"] = static_cast<double>(ports);
+  state.counters["build_ms"] = build_ms;
+  state.counters["sim_state_MiB"] = static_cast<double>(bytes) / (1024.0 * 1024.0);
+  state.counters["bytes_per_port"] = static_cast<double>(bytes) / static_cast<double>(ports);
+  state.counters["rss_after_fabric_MiB"] = rss_fabric;
+  state.counters["rss_peak_MiB"] = MaxRssMib();
+}
+BENCHMARK(BM_SimulatorScale)->Arg(32)->Arg(64)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace ibsm::sim
