@@ -207,8 +207,56 @@ void Discovery::OnPortInfo(NodeId id, uint8_t port, Result<mad::Smp> r) {
            });
 }
 
+// Renumbers nodes in ascending node GUID order, so NodeIds (and everything computed from
+// them, such as routing tie-breaks) do not depend on the order answers arrived in.
+void Canonicalize(DiscoveryResult& r) {
+  const Fabric& f = r.fabric;
+  std::vector<NodeId> order(f.node_count());
+  for (NodeId i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](NodeId a, NodeId b) { return f.node(a).guid < f.node(b).guid; });
+  Fabric g;
+  g.Reserve(f.node_count(), f.port_count());
+  std::vector<NodeId> new_id(f.node_count());
+  std::vector<DiscoveredNode> nodes;
+  nodes.reserve(r.nodes.size());
+  for (NodeId old : order) {
+    const Node& n = f.node(old);
+    auto added = g.AddNode(n.kind, n.guid, n.num_ports, n.name, n.description);
+    if (!added.ok()) continue;  // GUIDs are unique in `f`
+    NodeId id = *added;
+    new_id[old] = id;
+    Node& m = g.mutable_node(id);
+    m.system_image_guid = n.system_image_guid;
+    m.vendor_id = n.vendor_id;
+    m.device_id = n.device_id;
+    m.revision = n.revision;
+    for (uint32_t p = 0; p <= n.num_ports; ++p) {
+      PortNum pn{static_cast<uint8_t>(p)};
+      const Port& from = f.port(old, pn);
+      Port& to = g.mutable_port(g.port_id(id, pn));
+      to.lid = from.lid;
+      to.lmc = from.lmc;
+      to.state = from.state;
+      to.width = from.width;
+      to.speed = from.speed;
+      if (from.guid.value() != 0) (void)g.SetPortGuid(g.port_id(id, pn), from.guid);
+    }
+    nodes.push_back(std::move(r.nodes[old]));
+  }
+  for (PortId p = 0; p < f.port_count(); ++p) {
+    const Port& a = f.port(p);
+    if (!a.connected() || a.peer < p) continue;
+    const Port& b = f.port(a.peer);
+    (void)g.Connect(new_id[a.node], a.num, new_id[b.node], b.num);
+  }
+  r.fabric = std::move(g);
+  r.nodes = std::move(nodes);
+}
+
 void Discovery::Finish() {
   running_ = false;
+  Canonicalize(result_);
   result_.duration = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - start_);
   auto done = std::move(done_);

@@ -1,24 +1,34 @@
-// ibsmd: the ibsm subnet manager daemon. At this stage it discovers the fabric by
-// directed-route SMPs, on the local HCA (libibumad; ibsim through its preload library) or on
-// the in-process simulator, and reports what it found after each sweep.
+// ibsmd: the ibsm subnet manager daemon. Reads opensm.conf (-F) and OpenSM's flags, binds to
+// the local HCA port through libibumad (ibsim through its preload library) or to the
+// in-process simulator (--sim), and runs the sweep engine until SIGTERM/SIGINT (or after one
+// sweep with -o). SIGHUP re-reads the config and re-sweeps; SIGUSR1 reopens the log.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
+#include "base/clock.h"
 #include "base/log.h"
+#include "conf/command_line.h"
+#include "conf/guid_file.h"
+#include "conf/sm_config.h"
+#include "conf/text_file.h"
 #include "fabric/topology_reader.h"
+#include "ha/state_store.h"
 #include "mad/umad_transport.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
-#include "sm/daemon_options.h"
 #include "sm/discovery.h"
+#include "sm/subnet_manager.h"
 
 namespace ibsm::sm {
 namespace {
@@ -26,120 +36,143 @@ namespace {
 // Attach point for --sim: a node by name, node GUID or port GUID; default the first CA with
 // a cable, which is where ibsim attaches its clients for the same file.
 Result<PortId> PickSimPort(const Fabric& f, const std::string& host) {
+  std::optional<NodeId> node;
   if (host.empty()) {
-    for (NodeId n = 0; n < f.node_count(); ++n) {
-      if (f.node(n).kind != NodeKind::kCa) continue;
-      for (uint32_t p = 1; p <= f.node(n).num_ports; ++p)
-        if (f.port(n, PortNum{static_cast<uint8_t>(p)}).connected())
-          return f.port_id(n, PortNum{static_cast<uint8_t>(p)});
+    for (NodeId n = 0; n < f.node_count() && !node; ++n)
+      if (f.node(n).kind == NodeKind::kCa) node = n;
+    if (!node) return NotFound("the topology has no CA to attach the SM to");
+  } else {
+    node = f.FindNodeByName(host);
+    if (!node) {
+      char* end = nullptr;
+      uint64_t g = std::strtoull(host.c_str(), &end, 0);
+      if (end && *end == 0 && g != 0) {
+        if (auto p = f.FindPort(Guid{g})) return *p;
+        node = f.FindNode(Guid{g});
+      }
     }
-    return NotFound("the topology has no cabled CA port to attach the SM to");
+    if (!node) return NotFound("--sim-host '" + host + "' names no node in the topology");
   }
-  std::optional<NodeId> node = f.FindNodeByName(host);
-  if (!node) {
-    char* end = nullptr;
-    uint64_t g = std::strtoull(host.c_str(), &end, 0);
-    if (end && *end == 0 && g != 0) {
-      if (auto p = f.FindPort(Guid{g})) return *p;
-      node = f.FindNode(Guid{g});
-    }
-  }
-  if (!node) return NotFound("--sim-host '" + host + "' names no node in the topology");
   for (uint32_t p = 1; p <= f.node(*node).num_ports; ++p)
     if (f.port(*node, PortNum{static_cast<uint8_t>(p)}).connected())
       return f.port_id(*node, PortNum{static_cast<uint8_t>(p)});
-  return NotFound("--sim-host '" + host + "' has no cabled port");
+  return NotFound("node '" + f.node(*node).name + "' has no cabled port");
 }
 
-class Daemon {
- public:
-  Daemon(boost::asio::io_context& io, mad::Transport& transport, const DaemonOptions& o)
-      : io_(io), transport_(transport), options_(o), timer_(io) {}
+Result<std::vector<Guid>> LoadGuids(const std::string& path) {
+  if (path.empty()) return std::vector<Guid>{};
+  IBSM_ASSIGN_OR_RETURN(conf::GuidList list, conf::LoadGuidListFile(path));
+  for (const auto& w : list.warnings) Log(LogName::kConf).warn("{}", w.ToString());
+  return list.guids;
+}
 
-  void Start() { Sweep(); }
-  int exit_code() const { return exit_code_; }
+Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once) {
+  SubnetManagerOptions o;
+  o.lids.lmc = c.lmc;
+  o.lids.lmc_esp0 = c.lmc_esp0;
+  o.lids.reassign = c.reassign_lids;
+  o.subnet_prefix = c.subnet_prefix;
+  o.m_key = c.m_key;
+  o.m_key_lease_period = c.m_key_lease_period;
+  o.m_key_protection_level = c.m_key_protection_level;
+  o.sm_key = c.sm_key;
+  o.sm_priority = c.sm_priority;
+  o.subnet_timeout = c.subnet_timeout;
+  o.routing_engine = c.routing_engine;
+  IBSM_ASSIGN_OR_RETURN(o.routing.root_guids, LoadGuids(c.root_guid_file));
+  IBSM_ASSIGN_OR_RETURN(o.routing.cn_guids, LoadGuids(c.cn_guid_file));
+  IBSM_ASSIGN_OR_RETURN(o.routing.io_guids, LoadGuids(c.io_guid_file));
+  IBSM_ASSIGN_OR_RETURN(o.routing.guid_routing_order, LoadGuids(c.guid_routing_order_file));
+  o.routing.max_reverse_hops = c.max_reverse_hops;
+  o.routing.port_shifting = c.port_shifting;
+  o.routing.scatter_ports = c.scatter_ports;
+  o.routing.threads = std::max(1u, std::thread::hardware_concurrency());
+  o.max_wire_smps = c.max_wire_smps == 0 ? 65535 : c.max_wire_smps;
+  o.send.timeout = std::chrono::milliseconds(c.transaction_timeout);
+  o.send.retries = static_cast<int>(c.transaction_retries);
+  o.sweep_interval = std::chrono::seconds(c.sweep_interval);
+  o.sweep_on_trap = c.sweep_on_trap;
+  o.once = once;
+  o.dump_dir = c.dump_files_dir;
+  while (o.dump_dir.size() > 1 && o.dump_dir.back() == '/') o.dump_dir.pop_back();
+  o.guid2lid_file = c.guid2lid_file;
+  o.no_clients_rereg = c.no_clients_rereg;
+  return o;
+}
 
- private:
-  void Sweep() {
-    mad::SendOptions send;
-    send.timeout = std::chrono::milliseconds(options_.transaction_timeout_ms);
-    send.retries = static_cast<int>(options_.transaction_retries);
-    pipeline_ = std::make_unique<SmpPipeline>(transport_, options_.max_wire_smps, send, 0);
-    discovery_ = std::make_unique<Discovery>(*pipeline_);
-    Log(LogName::kSm).info("Entering heavy sweep {}", ++sweeps_);
-    discovery_->Run([this](DiscoveryResult r) { OnSwept(std::move(r)); });
-  }
+// Creates the parent directory of `path` if missing (the state dir is ibsmd's own).
+void EnsureParent(const std::string& path) {
+  std::error_code ec;
+  auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+}
 
-  void OnSwept(DiscoveryResult r) {
-    const Fabric& f = r.fabric;
-    size_t up = 0;
-    for (PortId p = 0; p < f.port_count(); ++p) up += f.port(p).connected();
-    Log(LogName::kSm)
-        .info("sweep {} done: {} nodes ({} switches, {} CAs), {} links, {} SMPs ({} failed), "
-              "{} issues, {:.3f} s",
-              sweeps_, f.node_count(), f.switch_count(), f.ca_count(), f.link_count(),
-              r.smps_sent, r.smps_failed, r.issues.size(), r.duration.count() / 1e6);
-    fmt::print("discovered {} nodes: {} switches, {} CAs, {} links; {} SMPs sent, {} failed; "
-               "{} issues; {:.3f} s\n",
-               f.node_count(), f.switch_count(), f.ca_count(), f.link_count(), r.smps_sent,
-               r.smps_failed, r.issues.size(), r.duration.count() / 1e6);
-    if (options_.print_fabric) fmt::print("{}", FormatFabric(f));
-    std::fflush(stdout);
-    if (f.node_count() == 0) exit_code_ = 1;
-    if (options_.once || options_.sweep_interval_s == 0) {
-      if (options_.once) {
-        transport_.Close();
-        io_.stop();
-      }
-      return;
-    }
-    timer_.expires_after(std::chrono::seconds(options_.sweep_interval_s));
-    timer_.async_wait([this](boost::system::error_code ec) {
-      if (!ec) Sweep();
-    });
-  }
-
-  boost::asio::io_context& io_;
-  mad::Transport& transport_;
-  DaemonOptions options_;
-  boost::asio::steady_timer timer_;
-  std::unique_ptr<SmpPipeline> pipeline_;
-  std::unique_ptr<Discovery> discovery_;
-  uint64_t sweeps_ = 0;
-  int exit_code_ = 0;
-};
+spdlog::level::level_enum LevelFor(int verbosity) {
+  return verbosity >= 3   ? spdlog::level::trace
+         : verbosity >= 1 ? spdlog::level::debug
+                          : spdlog::level::info;
+}
 
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  auto parsed = ParseDaemonOptions(args);
-  if (!parsed.ok()) {
-    fmt::print(stderr, "ibsmd: {}\n", parsed.status().message());
+  conf::SmConfig config;
+  conf::CommandLineExtras extras;
+  Status st = conf::ApplyCommandLine(args, &config, &extras);
+  if (!st.ok()) {
+    fmt::print(stderr, "ibsmd: {}\n", st.message());
     return 2;
   }
-  const DaemonOptions& o = *parsed;
-  if (o.show_help) {
-    fmt::print("{}", DaemonUsage());
+  if (extras.show_help) {
+    fmt::print("Usage: ibsmd [options]\nInfiniBand subnet manager (OpenSM compatible).\n\n{}",
+               conf::CommandLineUsage());
     return 0;
   }
-  if (o.show_version) {
+  if (extras.show_version) {
     fmt::print("ibsmd 0.1.0\n");
     return 0;
   }
-  auto level = o.verbosity >= 2 ? spdlog::level::trace
-               : o.verbosity == 1 ? spdlog::level::debug
-                                  : spdlog::level::info;
-  if (!ConfigureLogging(o.log_file, level)) return 1;
+  if (!extras.create_config_file.empty()) {
+    Status w = conf::WriteFileAtomically(extras.create_config_file, conf::WriteConfig(config));
+    if (!w.ok()) {
+      fmt::print(stderr, "ibsmd: {}\n", w.message());
+      return 1;
+    }
+    fmt::print("ibsmd: wrote {}\n", extras.create_config_file);
+    return 0;
+  }
+  // Lines at info and above are flushed at once so scripts can wait for "SUBNET UP".
+  if (!ConfigureLogging(config.log_file, LevelFor(extras.verbosity))) return 1;
+  for (const auto& w : extras.config_warnings) Log(LogName::kConf).warn("{}", w.ToString());
+  auto options = MakeOptions(config, extras.once);
+  if (!options.ok()) {
+    fmt::print(stderr, "ibsmd: {}\n", options.status().message());
+    return 1;
+  }
+  if (!options->dump_dir.empty()) EnsureParent(options->dump_dir + "/x");
+
+  SystemClock clock;
+  std::unique_ptr<ha::StateStore> store;
+  if (!config.state_db_file.empty()) {
+    EnsureParent(config.state_db_file);
+    auto opened = ha::StateStore::Open(config.state_db_file, clock);
+    if (!opened.ok()) {
+      fmt::print(stderr, "ibsmd: state file {}: {}\n", config.state_db_file,
+                 opened.status().message());
+      return 1;
+    }
+    store = std::move(*opened);
+  }
 
   boost::asio::io_context io;
   std::unique_ptr<sim::Simulator> simulator;
   std::unique_ptr<mad::Transport> transport;
-  if (!o.sim_topology.empty()) {
-    auto fabric = ReadTopologyFile(o.sim_topology);
+  if (!extras.sim_topology.empty()) {
+    auto fabric = ReadTopologyFile(extras.sim_topology);
     if (!fabric.ok()) {
       fmt::print(stderr, "ibsmd: {}\n", fabric.status().message());
       return 1;
     }
-    auto port = PickSimPort(*fabric, o.sim_host);
+    auto port = PickSimPort(*fabric, extras.sim_host);
     if (!port.ok()) {
       fmt::print(stderr, "ibsmd: {}\n", port.status().message());
       return 1;
@@ -147,43 +180,82 @@ int Main(int argc, char** argv) {
     sim::SimOptions so;
     so.io = &io;
     simulator = std::make_unique<sim::Simulator>(*fabric, so);
-    auto st = std::make_unique<sim::SimTransport>(io, *simulator, *port);
-    if (!st->bind_status().ok()) {
-      fmt::print(stderr, "ibsmd: {}\n", st->bind_status().message());
+    auto t = std::make_unique<sim::SimTransport>(io, *simulator, *port);
+    if (!t->bind_status().ok()) {
+      fmt::print(stderr, "ibsmd: {}\n", t->bind_status().message());
       return 1;
     }
-    Log(LogName::kSm).info("simulated fabric {}: {} nodes, attached at {}", o.sim_topology,
-                           fabric->node_count(), ToString(fabric->port(*port).guid));
-    transport = std::move(st);
+    Log(LogName::kSm).info("simulated fabric {}: {} nodes, {} links; SM at {}",
+                           extras.sim_topology, fabric->node_count(), fabric->link_count(),
+                           ToString(fabric->port(*port).guid));
+    transport = std::move(t);
   } else {
     mad::UmadOptions uo;
-    if (o.port_guid) uo.port_guid = *o.port_guid;
+    uo.port_guid = config.guid;
     uo.claim_sm = true;
-    auto ut = mad::UmadTransport::Open(io, uo);
-    if (!ut.ok()) {
-      fmt::print(stderr, "ibsmd: {}\n", ut.status().message());
+    auto t = mad::UmadTransport::Open(io, uo);
+    if (!t.ok()) {
+      fmt::print(stderr, "ibsmd: {}\n", t.status().message());
       return 1;
     }
-    transport = std::move(*ut);
+    transport = std::move(*t);
   }
-  auto local = transport->QueryLocalPort();
-  if (local.ok()) {
-    Log(LogName::kSm).info("bound to port {} (node {}, port {}, LID {})",
-                           ToString(local->port_guid), ToString(local->node_guid),
-                           local->port_num.value(), local->lid.value());
+  if (auto local = transport->QueryLocalPort(); local.ok()) {
+    Log(LogName::kSm).info("SM port {} (node {}, port {})", ToString(local->port_guid),
+                           ToString(local->node_guid), local->port_num.value());
   }
 
-  Daemon daemon(io, *transport, o);
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](boost::system::error_code ec, int sig) {
-    if (ec) return;
-    Log(LogName::kSm).info("signal {}: exiting", sig);
+  int exit_code = 0;
+  SubnetManager sm(io, *transport, clock, store.get(), *options);
+  boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
+  std::function<void()> arm_stop = [&] {
+    stop_signals.async_wait([&](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      Log(LogName::kSm).info("signal {}: exiting", sig);
+      sm.Stop();
+      transport->Close();
+      io.stop();
+    });
+  };
+  arm_stop();
+  boost::asio::signal_set other_signals(io, SIGHUP, SIGUSR1);
+  std::function<void()> arm_other;
+  arm_other = [&] {
+    other_signals.async_wait([&](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      if (sig == SIGUSR1) {
+        ConfigureLogging(config.log_file, LevelFor(extras.verbosity));
+        Log(LogName::kSm).info("log reopened");
+      } else {
+        // Settings that take effect at the next sweep are re-read; the port binding and the
+        // state file stay as they are until restart.
+        if (!extras.config_file.empty()) {
+          auto reloaded = conf::LoadConfigFile(extras.config_file);
+          if (!reloaded.ok()) {
+            Log(LogName::kConf).error("CONF-100 {}: keeping the running configuration",
+                                      reloaded.status().ToString());
+          } else {
+            Log(LogName::kConf).info("configuration re-read from {}", extras.config_file);
+          }
+        }
+        sm.RequestHeavySweep("SIGHUP");
+      }
+      arm_other();
+    });
+  };
+  arm_other();
+
+  sm.Start([&](const SweepStats& s) {
+    if (extras.print_fabric && sm.fabric()) fmt::print("{}", FormatFabric(*sm.fabric()));
+    std::fflush(stdout);
+    if (!extras.once) return;
+    exit_code = s.subnet_up ? 0 : 1;
+    sm.Stop();
     transport->Close();
     io.stop();
   });
-  daemon.Start();
   io.run();
-  return daemon.exit_code();
+  return exit_code;
 }
 
 }  // namespace

@@ -1,0 +1,21 @@
+// Dump files in OpenSM's formats (osm_dump.c), so ibdmchk, check_lft_balance-style scripts
+// and operators' habits keep working: opensm-subnet.lst (every cabled port, both ends) and
+// opensm-lfts.dump (every switch's unicast table).
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "fabric/fabric.h"
+#include "routing/routing_engine.h"
+
+namespace ibsm::sm {
+
+// One line per cabled port of every node, nodes in node GUID order, as OpenSM writes it.
+// `sm_lid` marks the SM's node "-SM".
+std::string FormatSubnetLst(const Fabric& fabric, Lid sm_lid);
+
+// "Unicast lids [0-N] of switch Lid L guid 0x... ('desc'):" then "0xLID PORT # ..." lines.
+std::string FormatLftsDump(const Fabric& fabric, const routing::RoutingTables& tables);
+
+}  // namespace ibsm::sm

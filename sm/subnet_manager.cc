@@ -1,0 +1,673 @@
+#include "sm/subnet_manager.h"
+
+#include <algorithm>
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+#include "base/log.h"
+#include "mad/attr/linear_forwarding_table.h"
+#include "mad/attr/notice.h"
+#include "mad/attr/port_info.h"
+#include "mad/attr/switch_info.h"
+#include "routing/verify.h"
+#include "conf/guid_file.h"
+#include "conf/text_file.h"
+#include "ha/state_store.h"
+#include "sm/dumps.h"
+
+namespace ibsm::sm {
+namespace {
+
+constexpr uint8_t kUnknownEntry = 0xFE;  // cache marker: the switch's entry is not known
+
+uint8_t ToWire(PortState s) { return static_cast<uint8_t>(s); }
+
+}  // namespace
+
+SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transport,
+                             const Clock& clock, ha::StateStore* store,
+                             SubnetManagerOptions options)
+    : io_(io),
+      transport_(transport),
+      clock_(clock),
+      store_(store),
+      options_(std::move(options)),
+      pipeline_(transport, options_.max_wire_smps, options_.send, options_.m_key),
+      light_timer_(io) {}
+
+SubnetManager::~SubnetManager() {
+  stopped_ = true;
+  routing_pool_.join();
+}
+
+void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
+  on_sweep_ = std::move(on_sweep);
+  transport_.SetUnsolicitedHandler([this](mad::MadMessage m) { OnUnsolicited(std::move(m)); });
+  auto local = transport_.QueryLocalPort();
+  if (local.ok()) sm_port_guid_ = local->port_guid;
+  LoadPersistedLids();
+  state_ = mad::SmState::kMaster;
+  ++act_count_;
+  Log(LogName::kSm).info("Entering MASTER state");
+  RequestHeavySweep("start");
+}
+
+void SubnetManager::Stop() {
+  stopped_ = true;
+  light_timer_.cancel();
+}
+
+void SubnetManager::RequestHeavySweep(const std::string& reason) {
+  if (stopped_) return;
+  if (sweeping_) {
+    if (!sweep_again_) Log(LogName::kSm).info("heavy sweep queued: {}", reason);
+    sweep_again_ = true;
+    return;
+  }
+  pending_reason_ = reason;
+  boost::asio::post(io_, [this] { BeginHeavySweep(); });
+  sweeping_ = true;
+}
+
+void SubnetManager::Issue(const std::string& id, const std::string& message) {
+  ++issues_in_sweep_;
+  Log(LogName::kSm).warn("{} {}", id, message);
+}
+
+// --- heavy sweep ---------------------------------------------------------------------
+
+void SubnetManager::BeginHeavySweep() {
+  if (stopped_) return;
+  sweeping_ = true;
+  light_timer_.cancel();
+  current_ = SweepStats{};
+  current_.number = ++sweep_number_;
+  current_.heavy = true;
+  current_.started = clock_.Now();
+  smps_at_start_ = pipeline_.counters().gets + pipeline_.counters().sets;
+  failed_at_start_ = pipeline_.counters().failed;
+  issues_in_sweep_ = 0;
+  ++counters_.heavy_sweeps;
+  Log(LogName::kSm).info("Entering heavy sweep {} ({})", current_.number, pending_reason_);
+  discovery_ = std::make_unique<Discovery>(pipeline_);
+  discovery_->Run([this](DiscoveryResult r) { OnDiscovered(std::move(r)); });
+}
+
+void SubnetManager::OnDiscovered(DiscoveryResult r) {
+  if (stopped_) return;
+  issues_in_sweep_ += r.issues.size();
+  discovered_ = std::make_unique<DiscoveryResult>(std::move(r));
+  const Fabric& f = discovered_->fabric;
+  current_.nodes = f.node_count();
+  current_.switches = f.switch_count();
+  current_.cas = f.ca_count();
+  current_.links = f.link_count();
+  auto sm_port = f.FindPort(sm_port_guid_);
+  if (!sm_port) {
+    // Not even our own port answered: nothing to configure.
+    Issue("SM-SWEEP-002", fmt::format("the SM's own port {} was not discovered; sweep "
+                                      "abandoned",
+                                      ToString(sm_port_guid_)));
+    FinishHeavySweep();
+    return;
+  }
+  sm_port_ = *sm_port;
+  ConfigureLids();
+}
+
+mad::PortInfo SubnetManager::DesiredPortInfo(PortId p) const {
+  const Fabric& f = discovered_->fabric;
+  const Port& port = f.port(p);
+  const DiscoveredNode& dn = discovered_->nodes[port.node];
+  mad::PortInfo pi = dn.port_info[port.num.value()];
+  pi.port_state = 0;       // no change
+  pi.port_phys_state = 0;  // no change
+  pi.link_down_default_state = 0;
+  pi.link_speed_enabled = 0;
+  pi.link_width_enabled = 0;
+  pi.link_speed_ext_enabled = 0;
+  pi.client_reregister = 0;
+  bool end_port = !f.node(port.node).is_switch() || port.num.value() == 0;
+  if (end_port) {
+    pi.lid = lids_.base[p];
+    pi.lmc = lids_.lmc[p];
+    pi.master_sm_base_lid = sm_lid_.value();
+    pi.gid_prefix = options_.subnet_prefix;
+    pi.m_key = options_.m_key;
+    pi.m_key_lease_period = options_.m_key_lease_period;
+    pi.m_key_protect_bits = options_.m_key_protection_level;
+    pi.subnet_timeout = options_.subnet_timeout;
+  }
+  return pi;
+}
+
+void SubnetManager::ConfigureLids() {
+  Fabric& f = discovered_->fabric;
+  lids_ = AssignLids(f, sm_port_, guid2lid_, options_.lids);
+  for (const auto& i : lids_.issues) Issue(i.id, i.message);
+  current_.lid_changes = lids_.changed;
+  sm_lid_ = Lid{lids_.base[sm_port_]};
+
+  std::unordered_map<Guid, bool> known;
+  for (Guid g : known_ports_) known[g] = true;
+  for (PortId p : lids_.end_ports) {
+    if (lids_.base[p] == 0) continue;
+    const Port& port = f.port(p);
+    const DiscoveredNode& dn = discovered_->nodes[port.node];
+    if (!dn.port_info_valid[port.num.value()]) continue;
+    const mad::PortInfo& now = dn.port_info[port.num.value()];
+    mad::PortInfo want = DesiredPortInfo(p);
+    bool is_ca = !f.node(port.node).is_switch();
+    bool rereg = is_ca && !options_.no_clients_rereg &&
+                 (first_master_sweep_ || !known.count(port.guid));
+    want.client_reregister = rereg ? 1 : 0;
+    bool differs = now.lid != want.lid || now.lmc != want.lmc ||
+                   now.master_sm_base_lid != want.master_sm_base_lid ||
+                   now.gid_prefix != want.gid_prefix || now.m_key != want.m_key ||
+                   now.subnet_timeout != want.subnet_timeout ||
+                   now.m_key_lease_period != want.m_key_lease_period ||
+                   now.m_key_protect_bits != want.m_key_protect_bits;
+    if (!differs && !rereg) continue;
+    std::array<uint8_t, 64> data{};
+    mad::EncodeTo(want, data);
+    ++current_.portinfo_sets;
+    NodeId node = port.node;
+    uint8_t num = port.num.value();
+    pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data,
+                  [this, node, num, p](Result<mad::Smp> r) {
+                    Fabric& fab = discovered_->fabric;
+                    if (!r.ok()) {
+                      Issue("SM-LID-004",
+                            fmt::format("PortInfo Set (LID {}) on {} port {} failed: {}",
+                                        lids_.base[p], ToString(fab.node(node).guid), num,
+                                        r.status().ToString()));
+                      return;
+                    }
+                    auto pi = mad::Decode<mad::PortInfo>(r->data);
+                    if (!pi.ok()) return;
+                    discovered_->nodes[node].port_info[num] = *pi;
+                    Port& mp = fab.mutable_port(p);
+                    mp.lid = Lid{pi->lid};
+                    mp.lmc = pi->lmc;
+                  });
+  }
+  pipeline_.WhenIdle([this] {
+    if (stopped_) return;
+    // The model holds the LIDs the ports accepted; ports whose Set failed keep theirs.
+    discovered_->fabric.IndexLids();
+    Route();
+  });
+}
+
+void SubnetManager::Route() {
+  auto snapshot = std::make_shared<const Fabric>(discovered_->fabric);
+  std::string chain = options_.routing_engine.empty() ? "minhop" : options_.routing_engine;
+  routing::RoutingOptions ro = options_.routing;
+  ro.lmc = options_.lids.lmc;
+  boost::asio::post(routing_pool_, [this, snapshot, chain, ro] {
+    routing::LidMap lids(*snapshot);
+    auto result = routing::RouteChain(chain, *snapshot, lids, ro);
+    boost::asio::post(io_, [this, snapshot, r = std::move(result)]() mutable {
+      if (!stopped_) OnRouted(snapshot, std::move(r));
+    });
+  });
+}
+
+void SubnetManager::OnRouted(std::shared_ptr<const Fabric> snapshot,
+                             Result<routing::ChainResult> result) {
+  if (!result.ok()) {
+    ++counters_.routing_failures;
+    Issue("SM-ROUTE-001", "routing failed: " + result.status().ToString() +
+                              (tables_ ? "; keeping the last good tables" : ""));
+    ActivateLinks(0);
+    return;
+  }
+  for (const auto& [name, why] : result->declined) {
+    current_.declined.push_back(name + ": " + why.message());
+    Log(LogName::kRouting).info("routing engine {} declined: {}", name, why.message());
+  }
+  auto lid_map = std::make_unique<routing::LidMap>(*snapshot);
+  routing::VerifyReport report = routing::VerifyTables(*snapshot, *lid_map, result->tables);
+  if (!report.ok) {
+    ++counters_.routing_failures;
+    for (const auto& p : report.problems) Log(LogName::kRouting).warn("SM-ROUTE-003 {}", p);
+    Issue("SM-ROUTE-002",
+          fmt::format("{} tables failed verification ({} missing entries, {} loops, {} "
+                      "unreachable pairs); {}",
+                      result->tables.engine, report.missing_entries, report.loops,
+                      report.unreachable_pairs,
+                      tables_ ? "keeping the last good tables" : "programming them anyway"));
+    if (tables_) {
+      ActivateLinks(0);
+      return;
+    }
+  }
+  current_.engine = result->tables.engine;
+  Log(LogName::kRouting).info("{} tables configured: {} switches, max LID {}",
+                              result->tables.engine, result->tables.switches.size(),
+                              lid_map->max_lid());
+  tables_ = std::make_shared<const routing::RoutingTables>(std::move(result->tables));
+  lid_map_ = std::move(lid_map);
+  ProgramSwitches();
+}
+
+// SwitchInfo first (LinearFDBTop, and clearing PortStateChange), then LFT blocks; blocks are
+// compared with what each switch is known to hold, read back once if unknown.
+void SubnetManager::ProgramSwitches() {
+  const Fabric& f = discovered_->fabric;
+  uint16_t top = lid_map_->max_lid();
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (!f.node(n).is_switch() || !tables_->table(n)) continue;
+    DiscoveredNode& dn = discovered_->nodes[n];
+    SwitchCache& cache = switch_cache_[f.node(n).guid];
+    // A switch whose top is not what we set (rebooted, or programmed by another SM) holds
+    // tables we do not know.
+    if (cache.top != dn.switch_info.linear_fdb_top) cache.lft.clear();
+    if (cache.lft.empty() && dn.switch_info.linear_fdb_top != 0) {
+      size_t blocks = std::min<size_t>(dn.switch_info.linear_fdb_top, top) / 64 + 1;
+      cache.lft.assign(blocks * 64, kUnknownEntry);
+      for (size_t b = 0; b < blocks; ++b) {
+        ++current_.lft_blocks_read;
+        Guid g = f.node(n).guid;
+        pipeline_.Get(dn.path, mad::attr::kLinearForwardingTable, static_cast<uint32_t>(b),
+                      [this, g, b](Result<mad::Smp> r) {
+                        if (!r.ok()) return;  // stays unknown: the block will be written
+                        auto blk = mad::Decode<mad::LinearForwardingTable>(r->data);
+                        auto it = switch_cache_.find(g);
+                        if (!blk.ok() || it == switch_cache_.end()) return;
+                        auto& lft = it->second.lft;
+                        if (lft.size() < (b + 1) * 64) return;
+                        std::copy(blk->port.begin(), blk->port.end(), lft.begin() + b * 64);
+                      });
+      }
+    }
+    if (dn.switch_info.linear_fdb_top != top || dn.switch_info.port_state_change) {
+      mad::SwitchInfo si = dn.switch_info;
+      si.linear_fdb_top = top;
+      // PortStateChange is write-1-to-clear (IBA 14.2.5.4): clear it now that we swept.
+      si.port_state_change = dn.switch_info.port_state_change;
+      std::array<uint8_t, 64> data{};
+      mad::EncodeTo(si, data);
+      ++current_.switchinfo_sets;
+      pipeline_.Set(dn.path, mad::attr::kSwitchInfo, 0, data, [this, n, top](Result<mad::Smp> r) {
+        if (!r.ok()) {
+          Issue("SM-LFT-001", fmt::format("SwitchInfo Set (LinearFDBTop {}) on {} failed: {}",
+                                          top, ToString(discovered_->fabric.node(n).guid),
+                                          r.status().ToString()));
+          return;
+        }
+        auto si = mad::Decode<mad::SwitchInfo>(r->data);
+        if (si.ok()) discovered_->nodes[n].switch_info = *si;
+      });
+    }
+  }
+  pipeline_.WhenIdle([this] {
+    if (!stopped_) PushLfts();
+  });
+}
+
+void SubnetManager::PushLfts() {
+  const Fabric& f = discovered_->fabric;
+  uint16_t top = lid_map_->max_lid();
+  size_t blocks = top / 64 + 1;
+  // Block-major across switches, as OpenSM does, so every switch gets its first blocks early.
+  std::vector<NodeId> switches;
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).is_switch() && tables_->table(n)) switches.push_back(n);
+  for (size_t b = 0; b < blocks; ++b) {
+    for (NodeId n : switches) {
+      const auto& lft = tables_->table(n)->lft;
+      SwitchCache& cache = switch_cache_[f.node(n).guid];
+      mad::LinearForwardingTable blk;
+      blk.port.fill(mad::kLftDropPort);
+      for (size_t i = 0; i < 64; ++i)
+        if (b * 64 + i < lft.size()) blk.port[i] = lft[b * 64 + i];
+      bool same = cache.lft.size() >= (b + 1) * 64 &&
+                  std::equal(blk.port.begin(), blk.port.end(), cache.lft.begin() + b * 64);
+      if (same) continue;
+      std::array<uint8_t, 64> data{};
+      mad::EncodeTo(blk, data);
+      ++current_.lft_blocks_sent;
+      Guid g = f.node(n).guid;
+      pipeline_.Set(discovered_->nodes[n].path, mad::attr::kLinearForwardingTable,
+                    static_cast<uint32_t>(b), data, [this, g, b, n](Result<mad::Smp> r) {
+                      auto& cache = switch_cache_[g];
+                      if (!r.ok()) {
+                        Issue("SM-LFT-002",
+                              fmt::format("LFT block {} Set on {} failed: {}", b, ToString(g),
+                                          r.status().ToString()));
+                        if (cache.lft.size() >= (b + 1) * 64)
+                          std::fill_n(cache.lft.begin() + b * 64, 64, kUnknownEntry);
+                        return;
+                      }
+                      auto blk = mad::Decode<mad::LinearForwardingTable>(r->data);
+                      if (!blk.ok()) return;
+                      if (cache.lft.size() < (b + 1) * 64)
+                        cache.lft.resize((b + 1) * 64, kUnknownEntry);
+                      std::copy(blk->port.begin(), blk->port.end(), cache.lft.begin() + b * 64);
+                      (void)n;
+                    });
+    }
+  }
+  for (NodeId n : switches) switch_cache_[f.node(n).guid].top = top;
+  pipeline_.WhenIdle([this] {
+    if (!stopped_) ActivateLinks(0);
+  });
+}
+
+// Link manager: ports whose link is up at both ends go INIT -> ARMED (pass 0), then
+// ARMED -> ACTIVE (pass 1). Switch port 0 has no link.
+void SubnetManager::ActivateLinks(int pass) {
+  Fabric& f = discovered_->fabric;
+  PortState from = pass == 0 ? PortState::kInit : PortState::kArmed;
+  PortState to = pass == 0 ? PortState::kArmed : PortState::kActive;
+  for (PortId p = 0; p < f.port_count(); ++p) {
+    const Port& port = f.port(p);
+    if (port.num.value() == 0 || !port.connected()) continue;
+    const DiscoveredNode& dn = discovered_->nodes[port.node];
+    if (!dn.port_info_valid[port.num.value()]) continue;
+    if (port.state != from) continue;
+    const Port& peer = f.port(port.peer);
+    if (peer.state < PortState::kInit) continue;
+    mad::PortInfo want = DesiredPortInfo(p);
+    want.port_state = ToWire(to);
+    std::array<uint8_t, 64> data{};
+    mad::EncodeTo(want, data);
+    uint8_t num = port.num.value();
+    NodeId node = port.node;
+    pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data,
+                  [this, p, node, num, to](Result<mad::Smp> r) {
+                    if (!r.ok()) {
+                      Issue("SM-LINK-001",
+                            fmt::format("PortInfo Set (state {}) on {} port {} failed: {}",
+                                        ToWire(to),
+                                        ToString(discovered_->fabric.node(node).guid), num,
+                                        r.status().ToString()));
+                      return;
+                    }
+                    auto pi = mad::Decode<mad::PortInfo>(r->data);
+                    if (!pi.ok()) return;
+                    discovered_->nodes[node].port_info[num] = *pi;
+                    discovered_->fabric.mutable_port(p).state =
+                        static_cast<PortState>(pi->port_state <= 4 ? pi->port_state : 0);
+                    if (to == PortState::kArmed) ++current_.ports_armed;
+                    else ++current_.ports_activated;
+                  });
+  }
+  pipeline_.WhenIdle([this, pass] {
+    if (stopped_) return;
+    if (pass == 0) {
+      ActivateLinks(1);
+    } else {
+      FinishHeavySweep();
+    }
+  });
+}
+
+void SubnetManager::FinishHeavySweep() {
+  const PipelineCounters& c = pipeline_.counters();
+  current_.smps = c.gets + c.sets - smps_at_start_;
+  current_.smps_failed = c.failed - failed_at_start_;
+  current_.duration = std::chrono::duration_cast<std::chrono::microseconds>(clock_.Now() -
+                                                                            current_.started);
+  current_.issues = issues_in_sweep_;
+  current_.subnet_up = discovered_ && sm_port_ != kNoPort && tables_ && issues_in_sweep_ == 0;
+  if (discovered_ && sm_port_ != kNoPort) {
+    // Remember what this sweep assigned so a restart and the next sweep keep it.
+    for (PortId p : lids_.end_ports) {
+      const Port& port = discovered_->fabric.port(p);
+      if (port.lid.value() == 0) continue;
+      uint16_t count = static_cast<uint16_t>(1u << port.lmc);
+      guid2lid_[port.guid] = {port.lid.value(),
+                              static_cast<uint16_t>(port.lid.value() + count - 1)};
+    }
+    known_ports_.clear();
+    for (PortId p : lids_.end_ports) known_ports_.push_back(discovered_->fabric.port(p).guid);
+    WriteDumps();
+    PersistState();
+  }
+  Log(LogName::kSm)
+      .info("heavy sweep {} done in {:.3f} s: {} nodes ({} switches, {} CAs), {} links; {} "
+            "SMPs ({} failed); {} LID changes, {} PortInfo Sets, {} LFT blocks sent ({} read), "
+            "{} ports armed, {} activated; engine {}",
+            current_.number, current_.duration.count() / 1e6, current_.nodes,
+            current_.switches, current_.cas, current_.links, current_.smps,
+            current_.smps_failed, current_.lid_changes, current_.portinfo_sets,
+            current_.lft_blocks_sent, current_.lft_blocks_read, current_.ports_armed,
+            current_.ports_activated, current_.engine.empty() ? "-" : current_.engine);
+  if (current_.subnet_up) {
+    first_master_sweep_ = false;
+    Log(LogName::kSm).info("SUBNET UP");
+  } else {
+    Log(LogName::kSm).warn("SM-SWEEP-001 sweep {} finished with {} issues; the subnet is not "
+                           "up yet",
+                           current_.number, current_.issues);
+  }
+  last_ = current_;
+  sweeping_ = false;
+  if (on_sweep_) on_sweep_(last_);
+  if (stopped_ || options_.once) return;
+  if (sweep_again_ || !current_.subnet_up) {
+    sweep_again_ = false;
+    if (!current_.subnet_up) {
+      // Retry after a pause rather than at once, so a dead device does not spin the SM.
+      light_timer_.expires_after(std::chrono::seconds(1));
+      light_timer_.async_wait([this](boost::system::error_code ec) {
+        if (!ec) RequestHeavySweep("previous sweep had errors");
+      });
+      return;
+    }
+    RequestHeavySweep("change during the last sweep");
+    return;
+  }
+  ScheduleLightSweep();
+}
+
+// --- light sweep ---------------------------------------------------------------------
+
+void SubnetManager::ScheduleLightSweep() {
+  if (options_.sweep_interval.count() == 0 || stopped_) return;
+  light_timer_.expires_after(options_.sweep_interval);
+  light_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec && !sweeping_) LightSweep();
+  });
+}
+
+// SwitchInfo of every switch: PortStateChange set, a LinearFDBTop that is not ours (a
+// reboot), or no answer -> heavy sweep. Costs one SMP per switch.
+void SubnetManager::LightSweep() {
+  if (!discovered_ || stopped_) return;
+  ++counters_.light_sweeps;
+  auto change = std::make_shared<std::string>();
+  const Fabric& f = discovered_->fabric;
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (!f.node(n).is_switch()) continue;
+    Guid g = f.node(n).guid;
+    pipeline_.Get(discovered_->nodes[n].path, mad::attr::kSwitchInfo, 0,
+                  [this, g, change](Result<mad::Smp> r) {
+                    if (!change->empty()) return;
+                    if (!r.ok()) {
+                      *change = fmt::format("switch {} did not answer", ToString(g));
+                      return;
+                    }
+                    auto si = mad::Decode<mad::SwitchInfo>(r->data);
+                    if (!si.ok()) return;
+                    if (si->port_state_change) {
+                      *change = fmt::format("port state change on switch {}", ToString(g));
+                    } else if (si->linear_fdb_top != switch_cache_[g].top) {
+                      *change = fmt::format("switch {} LinearFDBTop {} is not ours ({})",
+                                            ToString(g), si->linear_fdb_top,
+                                            switch_cache_[g].top);
+                    }
+                  });
+  }
+  pipeline_.WhenIdle([this, change] {
+    if (stopped_) return;
+    if (!change->empty()) {
+      RequestHeavySweep(*change);
+    } else {
+      ScheduleLightSweep();
+    }
+  });
+}
+
+// --- unsolicited MADs ----------------------------------------------------------------
+
+void SubnetManager::OnUnsolicited(mad::MadMessage msg) {
+  auto hdr = msg.header();
+  if (!hdr.ok()) return;
+  bool smp = hdr->mgmt_class == static_cast<uint8_t>(mad::MgmtClass::kSubnLid) ||
+             hdr->mgmt_class == static_cast<uint8_t>(mad::MgmtClass::kSubnDirected);
+  if (!smp) {
+    ++counters_.unsolicited_ignored;
+    return;
+  }
+  mad::Smp req;
+  if (!mad::DecodeFrom(msg.bytes, &req).ok()) return;
+  if (req.attr_id == mad::attr::kSmInfo &&
+      (req.method == mad::method::kGet || req.method == mad::method::kSet)) {
+    AnswerSmInfo(req, msg);
+  } else if (req.method == mad::method::kTrap && req.attr_id == mad::attr::kNotice) {
+    HandleTrap(req, msg);
+  } else {
+    ++counters_.unsolicited_ignored;
+  }
+}
+
+void SubnetManager::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg) {
+  ++counters_.sminfo_requests;
+  mad::Smp resp = req;
+  resp.method = mad::method::kGetResp;
+  mad::SmInfo info;
+  info.guid = sm_port_guid_.value();
+  // The key is shown only to a requester that presented it (IBA 14.4.1).
+  info.sm_key = mad::Decode<mad::SmInfo>(req.data).ok() &&
+                        mad::Decode<mad::SmInfo>(req.data)->sm_key == options_.sm_key
+                    ? options_.sm_key
+                    : 0;
+  info.act_count = act_count_;
+  info.priority = options_.sm_priority;
+  info.sm_state = state_;
+  resp.data.fill(0);
+  mad::EncodeTo(info, resp.data);
+  if (req.is_directed()) {
+    resp.direction = 1;
+  }
+  mad::MadMessage out = mad::ToMessage(resp, msg.addr.lid);
+  out.addr = msg.addr;
+  (void)transport_.Post(std::move(out));
+}
+
+void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) {
+  ++counters_.traps_received;
+  mad::Notice notice_value;
+  mad::Notice* notice = &notice_value;
+  if (!mad::DecodeSmpNotice(req.data, notice).ok()) {
+    ++counters_.traps_malformed;
+    return;
+  }
+  // TrapRepress: same TID, back to the issuer (IBA 13.4.9).
+  mad::Smp repress = req;
+  repress.method = mad::method::kTrapRepress;
+  mad::MadMessage out = mad::ToMessage(repress, msg.addr.lid);
+  out.addr = msg.addr;
+  (void)transport_.Post(std::move(out));
+  uint16_t trap = notice->trap_number_or_device_id;
+  Log(LogName::kSm).info("trap {} from LID {}", trap, notice->issuer_lid);
+  bool sweep_trap = trap == mad::trap::kLinkStateChanged || trap == mad::trap::kLocalChanges ||
+                    trap == mad::trap::kGidInService || trap == mad::trap::kGidOutOfService;
+  if (sweep_trap && options_.sweep_on_trap) {
+    RequestHeavySweep(fmt::format("trap {} from LID {}", trap, notice->issuer_lid));
+  }
+}
+
+// --- outputs -------------------------------------------------------------------------
+
+void SubnetManager::WriteDumps() {
+  if (options_.dump_dir.empty()) return;
+  const Fabric& f = discovered_->fabric;
+  Status s = conf::WriteFileAtomically(options_.dump_dir + "/opensm-subnet.lst",
+                                 FormatSubnetLst(f, sm_lid_));
+  if (s.ok() && tables_) {
+    s = conf::WriteFileAtomically(options_.dump_dir + "/opensm-lfts.dump",
+                            FormatLftsDump(f, *tables_));
+  }
+  if (!s.ok()) Log(LogName::kSm).warn("SM-DUMP-001 {}", s.ToString());
+}
+
+void SubnetManager::LoadPersistedLids() {
+  if (options_.lids.reassign) return;
+  if (store_) {
+    auto rows = store_->LoadGuid2Lid();
+    if (!rows.ok()) {
+      Log(LogName::kSm).warn("SM-STATE-001 cannot read guid2lid from the state file: {}",
+                             rows.status().ToString());
+    } else {
+      for (const auto& r : *rows) guid2lid_[r.port_guid] = {r.min_lid.value(), r.max_lid.value()};
+    }
+  }
+  // Migration from OpenSM: its guid2lid file fills what the state file does not have.
+  if (!options_.guid2lid_file.empty()) {
+    auto file = conf::LoadGuid2LidFile(options_.guid2lid_file);
+    if (file.ok()) {
+      for (const auto& w : file->warnings) Log(LogName::kConf).warn("{}", w.ToString());
+      size_t added = 0;
+      for (const auto& e : file->entries) {
+        if (guid2lid_.emplace(e.guid, PersistedLid{e.min_lid.value(), e.max_lid.value()}).second)
+          ++added;
+      }
+      if (added) {
+        Log(LogName::kSm).info("{} LIDs taken from guid2lid file {}", added,
+                               options_.guid2lid_file);
+      }
+    }
+  }
+  saved_guid2lid_ = guid2lid_;
+}
+
+void SubnetManager::PersistState() {
+  std::vector<ha::Guid2LidEntry> upserts;
+  for (const auto& [guid, r] : guid2lid_) {
+    auto it = saved_guid2lid_.find(guid);
+    if (it != saved_guid2lid_.end() && it->second.min_lid == r.min_lid &&
+        it->second.max_lid == r.max_lid)
+      continue;
+    upserts.push_back({guid, Lid{r.min_lid}, Lid{r.max_lid}});
+  }
+  if (store_) {
+    if (!upserts.empty()) {
+      Status s = store_->SaveGuid2Lid(upserts, {});
+      if (!s.ok()) Log(LogName::kSm).error("SM-STATE-002 guid2lid not saved: {}", s.ToString());
+    }
+    ha::SweepRow row;
+    row.kind = ha::SweepKind::kHeavy;
+    row.ended_us = clock_.UnixMicros();
+    row.started_us = row.ended_us - current_.duration.count();
+    row.smps_sent = current_.smps;
+    row.smps_failed = current_.smps_failed;
+    row.nodes = static_cast<uint32_t>(current_.nodes);
+    row.switches = static_cast<uint32_t>(current_.switches);
+    row.cas = static_cast<uint32_t>(current_.cas);
+    row.links = static_cast<uint32_t>(current_.links);
+    row.lid_changes = current_.lid_changes;
+    row.lft_blocks_sent = static_cast<uint32_t>(current_.lft_blocks_sent);
+    row.engine = current_.engine;
+    row.outcome = current_.subnet_up ? "ok" : "partial";
+    row.note = fmt::format("{} issues", current_.issues);
+    auto id = store_->RecordSweep(row);
+    if (!id.ok()) Log(LogName::kSm).error("SM-STATE-003 sweep row not saved: {}", id.status().ToString());
+  }
+  if (!upserts.empty() && !options_.guid2lid_file.empty()) {
+    std::vector<conf::Guid2LidEntry> all;
+    all.reserve(guid2lid_.size());
+    for (const auto& [guid, r] : guid2lid_) all.push_back({guid, Lid{r.min_lid}, Lid{r.max_lid}});
+    std::sort(all.begin(), all.end(),
+              [](const auto& a, const auto& b) { return a.min_lid < b.min_lid; });
+    Status s = conf::SaveGuid2LidFile(options_.guid2lid_file, all);
+    if (!s.ok()) Log(LogName::kSm).warn("SM-STATE-004 guid2lid file not written: {}", s.ToString());
+  }
+  saved_guid2lid_ = guid2lid_;
+}
+
+}  // namespace ibsm::sm

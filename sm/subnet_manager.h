@@ -1,0 +1,176 @@
+// The subnet manager's sweep engine (DESIGN.md "Data flow of one heavy sweep"): discovery,
+// LIDs, PortInfo, routing, LFT push by diff, link activation, dumps, state rows, then
+// "SUBNET UP"; light sweeps between heavy ones; traps; the SMInfo answer that tells other
+// SMs and tools (sminfo) who is master.
+//
+// Threading: every method runs on the io_context thread that owns the transport. Routing
+// runs on a worker thread over an immutable fabric snapshot and posts its result back.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "base/clock.h"
+#include "mad/attr/sm_info.h"
+#include "mad/transport.h"
+#include "routing/routing_engine.h"
+#include "sm/discovery.h"
+#include "sm/lid_manager.h"
+#include "sm/smp_pipeline.h"
+
+namespace ibsm::ha {
+class StateStore;
+}
+
+namespace ibsm::sm {
+
+struct SubnetManagerOptions {
+  LidPolicy lids;
+  uint64_t subnet_prefix = 0xfe80000000000000ull;
+  uint64_t m_key = 0;
+  uint16_t m_key_lease_period = 0;
+  uint8_t m_key_protection_level = 0;
+  uint64_t sm_key = 1;
+  uint8_t sm_priority = 0;
+  uint8_t subnet_timeout = 18;
+  std::string routing_engine;  // comma list; empty = minhop
+  routing::RoutingOptions routing;
+  size_t max_wire_smps = 64;
+  mad::SendOptions send;
+  std::chrono::seconds sweep_interval{10};  // 0 = no light sweeps
+  bool sweep_on_trap = true;
+  bool once = false;               // one heavy sweep, then report done
+  std::string dump_dir;            // empty = no dump files
+  std::string guid2lid_file;       // OpenSM format; read at start, written after sweeps
+  bool no_clients_rereg = false;
+};
+
+struct SweepStats {
+  uint64_t number = 0;
+  bool heavy = true;
+  std::chrono::steady_clock::time_point started;
+  std::chrono::microseconds duration{0};
+  uint64_t smps = 0;
+  uint64_t smps_failed = 0;
+  size_t nodes = 0, switches = 0, cas = 0, links = 0;
+  uint32_t lid_changes = 0;
+  uint64_t portinfo_sets = 0;
+  uint64_t lft_blocks_sent = 0;
+  uint64_t lft_blocks_read = 0;
+  uint64_t switchinfo_sets = 0;
+  uint64_t ports_armed = 0, ports_activated = 0;
+  std::string engine;
+  std::vector<std::string> declined;  // "ftree: not a fat tree"
+  size_t issues = 0;
+  bool subnet_up = false;
+};
+
+struct SmCounters {
+  uint64_t heavy_sweeps = 0;
+  uint64_t light_sweeps = 0;
+  uint64_t traps_received = 0;
+  uint64_t traps_malformed = 0;
+  uint64_t sminfo_requests = 0;
+  uint64_t unsolicited_ignored = 0;  // requests for classes/attributes the SM does not serve
+  uint64_t routing_failures = 0;
+};
+
+class SubnetManager {
+ public:
+  // REQUIRES: io, transport, clock outlive this; `store` may be null (no state file).
+  SubnetManager(boost::asio::io_context& io, mad::Transport& transport, const Clock& clock,
+                ha::StateStore* store, SubnetManagerOptions options);
+  ~SubnetManager();
+
+  // Starts as MASTER: the first heavy sweep now, light sweeps every sweep_interval.
+  // `on_sweep` (optional) runs after every heavy sweep with its figures.
+  void Start(std::function<void(const SweepStats&)> on_sweep = {});
+  // Queues a heavy sweep (after the one running, if any). `reason` goes to the log.
+  void RequestHeavySweep(const std::string& reason);
+  void Stop();
+
+  const SmCounters& counters() const { return counters_; }
+  const SweepStats& last_sweep() const { return last_; }
+  // The fabric of the last completed heavy sweep (LIDs as programmed), and its routing.
+  const Fabric* fabric() const { return discovered_ ? &discovered_->fabric : nullptr; }
+  const routing::RoutingTables* tables() const { return tables_ ? tables_.get() : nullptr; }
+  Lid sm_lid() const { return sm_lid_; }
+  mad::SmState state() const { return state_; }
+
+ private:
+  struct SwitchCache {
+    std::vector<uint8_t> lft;  // what the switch holds; kNoEntry where unknown
+    uint16_t top = 0;          // LinearFDBTop we set
+  };
+
+  void BeginHeavySweep();
+  void OnDiscovered(DiscoveryResult r);
+  void ConfigureLids();
+  void Route();
+  void OnRouted(std::shared_ptr<const Fabric> snapshot,
+                Result<routing::ChainResult> result);
+  void ProgramSwitches();
+  void PushLfts();
+  void ActivateLinks(int pass);
+  void FinishHeavySweep();
+  void ScheduleLightSweep();
+  void LightSweep();
+  void OnUnsolicited(mad::MadMessage msg);
+  void AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg);
+  void HandleTrap(const mad::Smp& req, const mad::MadMessage& msg);
+  void WriteDumps();
+  void LoadPersistedLids();
+  void PersistState();
+  void Issue(const std::string& id, const std::string& message);
+  mad::PortInfo DesiredPortInfo(PortId p) const;
+
+  boost::asio::io_context& io_;
+  mad::Transport& transport_;
+  const Clock& clock_;
+  ha::StateStore* store_;
+  SubnetManagerOptions options_;
+  SmpPipeline pipeline_;
+  boost::asio::steady_timer light_timer_;
+  boost::asio::thread_pool routing_pool_{1};
+
+  mad::SmState state_ = mad::SmState::kDiscovering;
+  uint32_t act_count_ = 0;
+  Guid sm_port_guid_{0};
+  Lid sm_lid_{0};
+  bool sweeping_ = false;
+  bool sweep_again_ = false;
+  std::string pending_reason_;
+  bool first_master_sweep_ = true;
+  bool stopped_ = false;
+  std::function<void(const SweepStats&)> on_sweep_;
+
+  std::unique_ptr<Discovery> discovery_;
+  std::unique_ptr<DiscoveryResult> discovered_;
+  PortId sm_port_ = kNoPort;
+  LidAssignment lids_;
+  std::unordered_map<Guid, PersistedLid> guid2lid_;
+  std::unordered_map<Guid, PersistedLid> saved_guid2lid_;  // as last written
+  std::shared_ptr<const routing::RoutingTables> tables_;  // last good tables
+  std::unique_ptr<routing::LidMap> lid_map_;
+  std::unordered_map<Guid, SwitchCache> switch_cache_;
+  std::vector<Guid> known_ports_;  // port GUIDs seen in earlier sweeps (client rereg)
+  SweepStats current_;
+  SweepStats last_;
+  SmCounters counters_;
+  uint64_t sweep_number_ = 0;
+  uint64_t smps_at_start_ = 0;
+  uint64_t failed_at_start_ = 0;
+  size_t issues_in_sweep_ = 0;
+};
+
+}  // namespace ibsm::sm
