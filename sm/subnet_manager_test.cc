@@ -1,0 +1,245 @@
+#include "sm/subnet_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include <boost/asio/io_context.hpp>
+
+#include "fabric/generators.h"
+#include "ha/state_store.h"
+#include "sim/sim_transport.h"
+#include "sim/simulator.h"
+
+namespace ibsm::sm {
+namespace {
+
+PortId FirstCaPort(const Fabric& f) {
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).kind == NodeKind::kCa) return f.port_id(n, PortNum{1});
+  return kNoPort;
+}
+
+SubnetManagerOptions Once() {
+  SubnetManagerOptions o;
+  o.once = true;
+  o.send.timeout = std::chrono::milliseconds(20);
+  o.send.retries = 4;
+  return o;
+}
+
+// Runs one SubnetManager on `sim` until its first heavy sweep ends (or, with `until`, until
+// `until` says stop after a sweep). Returns the last sweep's figures.
+SweepStats RunSm(boost::asio::io_context& io, sim::Simulator& sim, PortId at,
+                 SubnetManagerOptions o, ha::StateStore* store = nullptr,
+                 std::function<bool(SubnetManager&, const SweepStats&)> until = {}) {
+  sim::SimTransport t(io, sim, at);
+  EXPECT_TRUE(t.bind_status().ok());
+  SystemClock clock;
+  SubnetManager sm(io, t, clock, store, o);
+  SweepStats last;
+  sm.Start([&](const SweepStats& s) {
+    last = s;
+    if (!until || until(sm, s)) {
+      sm.Stop();
+      t.Close();
+      io.stop();
+    }
+  });
+  io.restart();
+  io.run();
+  return last;
+}
+
+// Follows the simulator's LFTs from `src` (a CA port of `f`) toward `dlid`; true when the
+// walk ends at the port owning `dlid`.
+bool Reaches(const Fabric& f, const sim::Simulator& sim, PortId src, uint16_t dlid) {
+  PortId at = f.port(src).peer;
+  for (int hops = 0; hops < 64 && at != kNoPort; ++hops) {
+    NodeId n = f.port(at).node;
+    if (!f.node(n).is_switch()) {
+      const mad::PortInfo& pi = sim.port_info(at);
+      return dlid >= pi.lid && dlid < pi.lid + (1u << pi.lmc);
+    }
+    uint8_t out = sim.lft_entry(n, Lid{dlid});
+    if (out == 0) return sim.port_info(f.port_id(n, PortNum{0})).lid == dlid;
+    if (out > f.node(n).num_ports) return false;
+    PortId egress = f.port_id(n, PortNum{out});
+    if (sim.port_info(egress).port_state != 4) return false;
+    at = f.port(egress).peer;
+  }
+  return false;
+}
+
+std::vector<uint16_t> CaLids(const Fabric& f, const sim::Simulator& sim) {
+  std::vector<uint16_t> lids;
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).kind == NodeKind::kCa) lids.push_back(sim.port_info(f.port_id(n, PortNum{1})).lid);
+  return lids;
+}
+
+void ExpectFabricUp(const Fabric& f, const sim::Simulator& sim) {
+  std::set<uint16_t> lids;
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    const Node& node = f.node(n);
+    for (uint32_t p = node.is_switch() ? 0 : 1; p <= node.num_ports; ++p) {
+      PortId id = f.port_id(n, PortNum{static_cast<uint8_t>(p)});
+      const mad::PortInfo& pi = sim.port_info(id);
+      if (p == 0 || !node.is_switch()) {
+        EXPECT_NE(pi.lid, 0) << node.name << " port " << p << " has no LID";
+        EXPECT_TRUE(lids.insert(pi.lid).second) << "LID " << pi.lid << " assigned twice";
+      }
+      if (p != 0 && f.port(id).connected()) {
+        EXPECT_EQ(pi.port_state, 4) << node.name << " port " << p << " is not ACTIVE";
+      }
+    }
+  }
+  // Every CA reaches every CA through the programmed tables.
+  std::vector<uint16_t> ca_lids = CaLids(f, sim);
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (f.node(n).kind != NodeKind::kCa) continue;
+    PortId src = f.port_id(n, PortNum{1});
+    for (uint16_t d : ca_lids) {
+      if (d != sim.port_info(src).lid) {
+        EXPECT_TRUE(Reaches(f, sim, src, d)) << f.node(n).name << " cannot reach LID " << d;
+      }
+    }
+  }
+}
+
+TEST(SubnetManagerTest, ColdFabricComesUpWithUniqueLidsActiveLinksAndFullReachability) {
+  for (auto fabric : {FatTree2(8), FatTree3(8), RandomGraph(24, 8, 2, 5)}) {
+    ASSERT_TRUE(fabric.ok());
+    boost::asio::io_context io;
+    sim::Simulator sim(*fabric);
+    SweepStats s = RunSm(io, sim, FirstCaPort(*fabric), Once());
+    EXPECT_TRUE(s.subnet_up);
+    EXPECT_EQ(s.smps_failed, 0u);
+    EXPECT_EQ(s.engine, "minhop");
+    ExpectFabricUp(*fabric, sim);
+  }
+}
+
+TEST(SubnetManagerTest, SmPortGetsLidOneAndEveryPortPointsAtIt) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::Simulator sim(*f);
+  PortId sm_port = FirstCaPort(*f);
+  RunSm(io, sim, sm_port, Once());
+  EXPECT_EQ(sim.port_info(sm_port).lid, 1);
+  for (NodeId n = 0; n < f->node_count(); ++n) {
+    PortId p = f->node(n).is_switch() ? f->port_id(n, PortNum{0}) : f->port_id(n, PortNum{1});
+    EXPECT_EQ(sim.port_info(p).master_sm_base_lid, 1);
+  }
+}
+
+TEST(SubnetManagerTest, RestartOnAnUnchangedFabricKeepsLidsAndSendsNoLftSet) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::Simulator sim(*f);
+  PortId at = FirstCaPort(*f);
+  SweepStats first = RunSm(io, sim, at, Once());
+  ASSERT_TRUE(first.subnet_up);
+  EXPECT_GT(first.lft_blocks_sent, 0u);
+  std::vector<uint16_t> before = CaLids(*f, sim);
+  SweepStats second = RunSm(io, sim, at, Once());
+  EXPECT_TRUE(second.subnet_up);
+  EXPECT_EQ(second.lft_blocks_sent, 0u);
+  EXPECT_EQ(second.lid_changes, 0u);
+  EXPECT_EQ(second.switchinfo_sets, 0u);
+  EXPECT_GT(second.lft_blocks_read, 0u);
+  EXPECT_EQ(CaLids(*f, sim), before);
+}
+
+TEST(SubnetManagerTest, StateFileGivesEveryPortItsLidBackOnAFreshFabric) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  auto dir = std::filesystem::temp_directory_path() / ("ibsm-sm-test-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  SystemClock clock;
+  PortId at = FirstCaPort(*f);
+  std::vector<uint16_t> first_lids;
+  {
+    auto store = ha::StateStore::Open((dir / "state.db").string(), clock);
+    ASSERT_TRUE(store.ok());
+    boost::asio::io_context io;
+    sim::Simulator sim(*f);
+    SubnetManagerOptions o = Once();
+    o.lids.lmc = 1;
+    RunSm(io, sim, at, o, store->get());
+    first_lids = CaLids(*f, sim);
+    auto rows = (*store)->RecentSweeps(10);
+    ASSERT_TRUE(rows.ok());
+    ASSERT_EQ(rows->size(), 1u);
+    EXPECT_EQ((*rows)[0].outcome, "ok");
+    EXPECT_EQ((*rows)[0].nodes, f->node_count());
+  }
+  // Power-cycled fabric (every LID 0) with the CA order reversed in LID preference: only the
+  // state file can give the old LIDs back.
+  auto store = ha::StateStore::Open((dir / "state.db").string(), clock);
+  ASSERT_TRUE(store.ok());
+  boost::asio::io_context io;
+  sim::Simulator sim(*f);
+  SubnetManagerOptions o = Once();
+  o.lids.lmc = 1;
+  SweepStats s = RunSm(io, sim, at, o, store->get());
+  EXPECT_TRUE(s.subnet_up);
+  EXPECT_EQ(CaLids(*f, sim), first_lids);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SubnetManagerTest, LinkDownTrapReroutesAroundTheLinkWithinOneSweep) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::SimOptions so;
+  so.io = &io;
+  sim::Simulator sim(*f, so);
+  PortId at = FirstCaPort(*f);
+  SubnetManagerOptions o;
+  o.send.timeout = std::chrono::milliseconds(20);
+  o.sweep_interval = std::chrono::seconds(0);  // only the trap can start the second sweep
+  NodeId leaf = *f->FindNodeByName("leaf-002");
+  PortId uplink = f->port_id(leaf, PortNum{5});
+  int sweeps = 0;
+  SweepStats s = RunSm(io, sim, at, o, nullptr, [&](SubnetManager&, const SweepStats& st) {
+    ++sweeps;
+    if (sweeps == 1) {
+      EXPECT_TRUE(st.subnet_up);
+      EXPECT_TRUE(sim.LinkDown(uplink).ok());
+      return false;
+    }
+    return true;
+  });
+  EXPECT_EQ(sweeps, 2);
+  EXPECT_TRUE(s.subnet_up);
+  EXPECT_EQ(s.links, f->link_count() - 1);
+  EXPECT_GT(s.lft_blocks_sent, 0u);
+  // No route leaves leaf-002 by the dead port, and every host still reaches every host.
+  for (uint16_t lid : CaLids(*f, sim)) EXPECT_NE(sim.lft_entry(leaf, Lid{lid}), 5);
+  Fabric g = *f;
+  g.Disconnect(uplink);
+  ExpectFabricUp(g, sim);
+}
+
+TEST(SubnetManagerTest, LmcTwoGivesEveryHostFourReachableLids) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::Simulator sim(*f);
+  SubnetManagerOptions o = Once();
+  o.lids.lmc = 2;
+  ASSERT_TRUE(RunSm(io, sim, FirstCaPort(*f), o).subnet_up);
+  PortId src = f->port_id(*f->FindNodeByName("node-0001/hca1"), PortNum{1});
+  PortId dst = f->port_id(*f->FindNodeByName("node-0032/hca1"), PortNum{1});
+  const mad::PortInfo& d = sim.port_info(dst);
+  EXPECT_EQ(d.lmc, 2);
+  EXPECT_EQ(d.lid % 4, 0);
+  for (uint16_t i = 0; i < 4; ++i) EXPECT_TRUE(Reaches(*f, sim, src, d.lid + i));
+}
+
+}  // namespace
+}  // namespace ibsm::sm
