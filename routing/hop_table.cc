@@ -71,4 +71,29 @@ void HopTable::MinHopPorts(SwitchIdx from, SwitchIdx to, std::vector<uint8_t>& o
     if (to_row[l->remote] == d - 1) out.push_back(l->port);
 }
 
+
+
+void HopTable::AllMinHopPorts(SwitchIdx from, std::vector<uint32_t>& start,
+                              std::vector<uint8_t>& ports) const {
+  const size_t S = switch_nodes_.size();
+  const uint8_t* own = hops_.data() + static_cast<size_t>(from) * S;
+  // Pass 1 counts candidates per destination, pass 2 fills them; links are in port order,
+  // so each destination's ports come out ascending.
+  start.assign(S + 1, 0);
+  for (const Link* l = links_begin(from); l != links_end(from); ++l) {
+    const uint8_t* row = hops_.data() + static_cast<size_t>(l->remote) * S;
+    for (size_t d = 0; d < S; ++d)
+      start[d + 1] += own[d] != kUnreachableHops && own[d] != 0 && row[d] + 1 == own[d];
+  }
+  for (size_t d = 0; d < S; ++d) start[d + 1] += start[d];
+  ports.resize(start[S]);
+  std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+  for (const Link* l = links_begin(from); l != links_end(from); ++l) {
+    const uint8_t* row = hops_.data() + static_cast<size_t>(l->remote) * S;
+    for (size_t d = 0; d < S; ++d)
+      if (own[d] != kUnreachableHops && own[d] != 0 && row[d] + 1 == own[d])
+        ports[fill[d]++] = l->port;
+  }
+}
+
 }  // namespace ibsm::routing

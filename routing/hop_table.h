@@ -49,6 +49,12 @@ class HopTable {
   // path to `to`, ascending. Empty if from == to or `to` is unreachable.
   void MinHopPorts(SwitchIdx from, SwitchIdx to, std::vector<uint8_t>& out) const;
 
+  // The same for every destination at once, reading neighbour rows sequentially (the fast
+  // way when one switch routes to all others): the ports towards `to` are
+  // ports[start[to] .. start[to + 1]). Both vectors are overwritten; O(S x degree) bytes.
+  void AllMinHopPorts(SwitchIdx from, std::vector<uint32_t>& start,
+                      std::vector<uint8_t>& ports) const;
+
  private:
   std::vector<NodeId> switch_nodes_;
   std::vector<SwitchIdx> index_;     // by NodeId

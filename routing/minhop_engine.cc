@@ -47,6 +47,29 @@ struct Remote {
   Guid system_image{0};
 };
 
+// For the extra LIDs of an LMC range: three tiers, each "fewest routes, then lowest port" --
+// a port towards a system image no earlier LID of this destination uses, else towards an
+// unused node, else any.
+uint8_t PickDisjoint(const uint8_t* begin, const uint8_t* end, const std::vector<uint32_t>& routes,
+                     const std::vector<Remote>& remote, const std::vector<Guid>& used_systems,
+                     const std::vector<Guid>& used_nodes) {
+  uint8_t best_sys = 0, best_node = 0, best_any = 0;
+  uint32_t least_sys = UINT32_MAX, least_node = UINT32_MAX, least_any = UINT32_MAX;
+  for (const uint8_t* c = begin; c != end; ++c) {
+    const uint8_t p = *c;
+    const uint32_t n = routes[p];
+    const Remote& r = remote[p];
+    if (std::find(used_systems.begin(), used_systems.end(), r.system_image) ==
+        used_systems.end()) {
+      if (n < least_sys) least_sys = n, best_sys = p;
+    } else if (std::find(used_nodes.begin(), used_nodes.end(), r.node) == used_nodes.end()) {
+      if (n < least_node) least_node = n, best_node = p;
+    }
+    if (n < least_any) least_any = n, best_any = p;
+  }
+  return best_sys ? best_sys : best_node ? best_node : best_any;
+}
+
 void RouteSwitch(const Fabric& fabric, const LidMap& lids, const HopTable& hops,
                  const std::vector<Destination>& dests, SwitchIdx s, SwitchTable& table) {
   const Node& node = fabric.node(hops.node(s));
@@ -61,8 +84,9 @@ void RouteSwitch(const Fabric& fabric, const LidMap& lids, const HopTable& hops,
     remote[l->port] = Remote{r.guid, r.system_image_guid.value() ? r.system_image_guid : r.guid};
   }
 
-  std::vector<uint8_t> candidates;
-  SwitchIdx candidates_for = kNoSwitch;
+  std::vector<uint32_t> cand_start;
+  std::vector<uint8_t> cand_ports;
+  hops.AllMinHopPorts(s, cand_start, cand_ports);
   std::vector<Guid> used_systems, used_nodes;
   for (const Destination& d : dests) {
     if (d.sw == kNoSwitch) continue;
@@ -74,37 +98,30 @@ void RouteSwitch(const Fabric& fabric, const LidMap& lids, const HopTable& hops,
       }
       continue;
     }
-    if (candidates_for != d.sw) {
-      hops.MinHopPorts(s, d.sw, candidates);
-      candidates_for = d.sw;
-    }
-    if (candidates.empty()) continue;
+    const uint8_t* cand_begin = cand_ports.data() + cand_start[d.sw];
+    const uint8_t* cand_end = cand_ports.data() + cand_start[d.sw + 1];
+    if (cand_begin == cand_end) continue;
     used_systems.clear();
     used_nodes.clear();
     for (uint32_t i = 0; i < d.lid_count; ++i) {
       const uint32_t lid = d.base_lid + i;
       if (lid >= table.lft.size() || lids.owner(Lid(static_cast<uint16_t>(lid))) != d.port)
         continue;
-      // Three tiers, each "fewest routes, then lowest port": a port towards an unused system
-      // image, else towards an unused node, else any. Empty lists make tier one the plain rule.
-      uint8_t best_sys = 0, best_node = 0, best_any = 0;
-      uint32_t least_sys = UINT32_MAX, least_node = UINT32_MAX, least_any = UINT32_MAX;
-      for (uint8_t p : candidates) {
-        const uint32_t c = routes[p];
-        const Remote& r = remote[p];
-        if (std::find(used_systems.begin(), used_systems.end(), r.system_image) ==
-            used_systems.end()) {
-          if (c < least_sys) least_sys = c, best_sys = p;
-        } else if (std::find(used_nodes.begin(), used_nodes.end(), r.node) == used_nodes.end()) {
-          if (c < least_node) least_node = c, best_node = p;
-        }
-        if (c < least_any) least_any = c, best_any = p;
+      uint8_t port = 0;
+      if (i == 0) {
+        // First LID of the port: the plain rule, fewest routes then lowest port.
+        uint32_t least = UINT32_MAX;
+        for (const uint8_t* c = cand_begin; c != cand_end; ++c)
+          if (routes[*c] < least) least = routes[*c], port = *c;
+      } else {
+        port = PickDisjoint(cand_begin, cand_end, routes, remote, used_systems, used_nodes);
       }
-      const uint8_t port = best_sys ? best_sys : best_node ? best_node : best_any;
       table.lft[lid] = port;
       if (!d.is_switch || i == 0) ++routes[port];
-      used_systems.push_back(remote[port].system_image);
-      used_nodes.push_back(remote[port].node);
+      if (d.lid_count > 1) {
+        used_systems.push_back(remote[port].system_image);
+        used_nodes.push_back(remote[port].node);
+      }
     }
   }
 }

@@ -1,0 +1,92 @@
+// Routing scale: minhop (hop table + tables) and VerifyTables on 3-tier fat trees, on 1 and 2
+// worker threads. Reports seconds per step and peak memory; asserts nothing.
+//
+//   routing_bench --benchmark_filter=MinHop
+// peak_rss_MiB is the process high-water mark (getrusage ru_maxrss), so a later, smaller case
+// reports the peak of an earlier, larger one; run one case per process for its own peak.
+#include <sys/resource.h>
+
+#include <chrono>
+
+#include <benchmark/benchmark.h>
+
+#include "fabric/generators.h"
+#include "routing/minhop_engine.h"
+#include "routing/verify.h"
+
+namespace ibsm::routing {
+namespace {
+
+double PeakRssMiB() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// One LID per switch port 0 and per HCA port, in NodeId order (what the LID manager gives a
+// fresh fabric with LMC 0).
+void AssignLids(Fabric& fabric) {
+  uint16_t next = 1;
+  for (NodeId n = 0; n < fabric.node_count(); ++n) {
+    const Node& node = fabric.node(n);
+    for (uint32_t num = node.is_switch() ? 0 : 1; num <= (node.is_switch() ? 0u : node.num_ports);
+         ++num)
+      fabric.mutable_port(node.first_port + num).lid = Lid(next++);
+  }
+  fabric.IndexLids();
+}
+
+void BM_MinHopAndVerifyFatTree3(benchmark::State& state) {
+  const int k = static_cast<int>(state.range(0));
+  const unsigned threads = static_cast<unsigned>(state.range(1));
+  auto fabric = FatTree3(k);
+  if (!fabric.ok()) {
+    state.SkipWithError(fabric.status().ToString().c_str());
+    return;
+  }
+  AssignLids(*fabric);
+  const LidMap lids(*fabric);
+  RoutingOptions options;
+  options.threads = threads;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    const HopTable hops = HopTable::Build(*fabric, threads);
+    const double hops_s = Seconds(t0);
+    t0 = std::chrono::steady_clock::now();
+    const RoutingTables tables = RouteMinHop(*fabric, lids, hops, threads);
+    const double route_s = Seconds(t0);
+    t0 = std::chrono::steady_clock::now();
+    const VerifyReport report = VerifyTables(*fabric, lids, tables);
+    const double verify_s = Seconds(t0);
+    if (!report.ok) {
+      state.SkipWithError(report.problems.empty() ? "verification failed"
+                                                  : report.problems.front().c_str());
+      return;
+    }
+    state.counters["hop_table_s"] = hops_s;
+    state.counters["minhop_s"] = hops_s + route_s;
+    state.counters["verify_s"] = verify_s;
+  }
+  state.counters["hosts"] = static_cast<double>(fabric->ca_count());
+  state.counters["switches"] = static_cast<double>(fabric->switch_count());
+  state.counters["lids"] = lids.max_lid();
+  state.counters["peak_rss_MiB"] = PeakRssMiB();
+}
+BENCHMARK(BM_MinHopAndVerifyFatTree3)
+    ->ArgNames({"k", "threads"})
+    ->Args({16, 1})
+    ->Args({16, 2})
+    ->Args({32, 1})
+    ->Args({32, 2})
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace ibsm::routing
+
+BENCHMARK_MAIN();
