@@ -198,6 +198,17 @@ void SimTransport::OnTimer() {
         auto it = pending_.find(d.tid);
         if (it == pending_.end() || it->second.gen != d.gen) continue;
         Pending& p = it->second;
+        if (p.attempts <= p.options.retries && p.rmpp && p.rmpp->receiver &&
+            !p.rmpp->receiver->complete() && !p.rmpp->receiver->failed()) {
+          // The response is arriving as RMPP and stalled on a lost segment or ACK: its
+          // sender resends the window on its own timer, while resending the request would
+          // restart the whole transfer. Wait another attempt's time instead.
+          ++p.attempts;
+          ++counters_.retries;
+          SetDeadline(d.tid, p);
+          again = true;
+          continue;
+        }
         if (p.attempts <= p.options.retries) {
           ++counters_.retries;
           Transmit(d.tid, p);  // may push to this or another queue
