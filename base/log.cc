@@ -49,6 +49,8 @@ bool ConfigureLogging(const std::string& path, spdlog::level::level_enum level,
   std::vector<spdlog::sink_ptr> sinks;
   if (path.empty() || path == "-" || path == "stderr") {
     sinks.push_back(std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  } else if (path == "stdout") {
+    sinks.push_back(std::make_shared<spdlog::sinks::stdout_sink_mt>());
   } else {
     try {
       sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false));

@@ -15,7 +15,8 @@ enum class LogName { kSm, kSa, kMad, kRouting, kHa, kConf, kSim };
 // Thread-safe (spdlog's registry and *_mt sinks).
 spdlog::logger& Log(LogName name);
 
-// Points every logger at stderr (default) or at `path` (appending). Applies `level` to all.
+// Points every logger at stderr ("", "-", "stderr"), stdout ("stdout") or the file
+// `path` (appending). Applies `level` to all.
 // Lines at or above `flush_level` are flushed at once so scripts can wait on them.
 // Returns false with an error printed to stderr if the file cannot be opened.
 bool ConfigureLogging(const std::string& path, spdlog::level::level_enum level,

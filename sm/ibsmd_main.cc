@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -25,6 +27,7 @@
 #include "fabric/topology_reader.h"
 #include "ha/state_store.h"
 #include "mad/umad_transport.h"
+#include "routing/routing_engine.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/discovery.h"
@@ -107,6 +110,32 @@ void EnsureParent(const std::string& path) {
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
 }
 
+// OpenSM logs an unknown engine name and routes without it; so does ibsmd, with the
+// names it does know, in order.
+std::string KnownEngines(const std::string& chain) {
+  std::string out;
+  size_t start = 0;
+  while (start <= chain.size()) {
+    size_t end = chain.find(',', start);
+    if (end == std::string::npos) end = chain.size();
+    std::string name = chain.substr(start, end - start);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    start = end + 1;
+    if (name.empty()) continue;
+    if (name != "no_fallback" && !routing::MakeEngine(name)) {
+      std::string known;
+      for (const auto& e : routing::EngineRegistry()) known += (known.empty() ? "" : ", ") + std::string(e.name);
+      Log(LogName::kRouting).warn("SM-ROUTE-004 routing engine '{}' is not known (known: {}); "
+                                  "routing without it",
+                                  name, known);
+      continue;
+    }
+    out += (out.empty() ? "" : ",") + name;
+  }
+  return out;
+}
+
 spdlog::level::level_enum LevelFor(int verbosity) {
   return verbosity >= 3   ? spdlog::level::trace
          : verbosity >= 1 ? spdlog::level::debug
@@ -123,8 +152,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
   if (extras.show_help) {
-    fmt::print("Usage: ibsmd [options]\nInfiniBand subnet manager (OpenSM compatible).\n\n{}",
-               conf::CommandLineUsage());
+    fmt::print("{}", conf::CommandLineUsage());
     return 0;
   }
   if (extras.show_version) {
@@ -147,6 +175,15 @@ int Main(int argc, char** argv) {
   if (!options.ok()) {
     fmt::print(stderr, "ibsmd: {}\n", options.status().message());
     return 1;
+  }
+  options->routing_engine = KnownEngines(options->routing_engine);
+  if (config.daemon) {
+    // Before any thread or descriptor the SM depends on exists; keep the working directory
+    // (relative paths in the config stay valid).
+    if (::daemon(1, 0) != 0) {
+      fmt::print(stderr, "ibsmd: cannot become a daemon: {}\n", std::strerror(errno));
+      return 1;
+    }
   }
   if (!options->dump_dir.empty()) EnsureParent(options->dump_dir + "/x");
 
