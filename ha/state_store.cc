@@ -1,13 +1,12 @@
 #include "ha/state_store.h"
 
+#include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <array>
 #include <bit>
 #include <limits>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "base/log.h"
 
@@ -195,8 +194,8 @@ Status QuickCheck(sqlite3* db, const std::string& path, const char* pragma) {
   if (rc != SQLITE_DONE) {
     st = ErrorFrom(db, path, pragma);
   } else if (rows > 0) {
-    st = Corrupt(fmt::format("state file {}: {} found {} problem(s): {}", path, pragma, rows,
-                             findings));
+    st = Corrupt(
+        fmt::format("state file {}: {} found {} problem(s): {}", path, pragma, rows, findings));
   }
   sqlite3_finalize(s);
   return st;
@@ -207,8 +206,8 @@ Status CheckIdentity(sqlite3* db, const std::string& path, int64_t version) {
   IBSM_ASSIGN_OR_RETURN(int64_t app_id, PragmaInt(db, path, "PRAGMA application_id"));
   if (app_id != 0 && app_id != kApplicationId) {
     return FailedPrecondition(fmt::format(
-        "state file {}: application_id {:#x} is not ibsm's; point state_db_file elsewhere",
-        path, app_id));
+        "state file {}: application_id {:#x} is not ibsm's; point state_db_file elsewhere", path,
+        app_id));
   }
   if (version > StateStoreSchemaVersion()) {
     return FailedPrecondition(fmt::format(
@@ -271,12 +270,10 @@ StateStore::~StateStore() {
   sqlite3_close_v2(db_);
 }
 
-Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path,
-                                                     const Clock& clock) {
+Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path, const Clock& clock) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     Status st = ErrorFrom(db, path, "cannot open or create (does its directory exist?)");
     sqlite3_close_v2(db);
@@ -296,8 +293,8 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path,
     StmtScope scope(wal);
     if (sqlite3_step(wal) != SQLITE_ROW) return store->SqlError("PRAGMA journal_mode=WAL");
     if (ColText(wal, 0) != "wal") {
-      return IoError(fmt::format("state file {}: cannot switch to WAL (journal_mode is {})",
-                                 path, ColText(wal, 0)));
+      return IoError(fmt::format("state file {}: cannot switch to WAL (journal_mode is {})", path,
+                                 ColText(wal, 0)));
     }
   }
   // WAL with synchronous=FULL fsyncs the WAL at every COMMIT, so a committed row survives
@@ -313,8 +310,7 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path,
 
 Result<std::unique_ptr<StateStore>> StateStore::OpenReadOnly(const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     Status st = ErrorFrom(db, path, "cannot open read-only (does it exist?)");
     sqlite3_close_v2(db);
@@ -340,8 +336,8 @@ Result<sqlite3_stmt*> StateStore::Prepare(std::string_view sql) {
   auto it = stmts_.find(sql);
   if (it != stmts_.end()) return it->second;
   sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
-                         SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) {
+  if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
+                         &s, nullptr) != SQLITE_OK) {
     return SqlError(fmt::format("prepare \"{}\"", sql));
   }
   stmts_.emplace(sql, s);
@@ -392,9 +388,10 @@ Status StateStore::Migrate() {
     return SqlError("stamp schema version");
   }
   IBSM_RETURN_IF_ERROR(txn.Commit());
-  Log(LogName::kHa).info("HA-DB-001 state file {} {} schema version {}", path_,
-                         from == 0 ? "created at" : fmt::format("migrated from {} to", from),
-                         StateStoreSchemaVersion());
+  Log(LogName::kHa)
+      .info("HA-DB-001 state file {} {} schema version {}", path_,
+            from == 0 ? "created at" : fmt::format("migrated from {} to", from),
+            StateStoreSchemaVersion());
   return Status();
 }
 
@@ -423,21 +420,19 @@ Result<std::vector<Guid2LidEntry>> StateStore::LoadGuid2Lid() {
       return Corrupt(fmt::format("state file {}: guid2lid row {} has LIDs {}..{}", path_,
                                  ToString(guid), min_lid, max_lid));
     }
-    out.push_back({guid, Lid{static_cast<uint16_t>(min_lid)},
-                   Lid{static_cast<uint16_t>(max_lid)}, sqlite3_column_int64(s, 3)});
+    out.push_back({guid, Lid{static_cast<uint16_t>(min_lid)}, Lid{static_cast<uint16_t>(max_lid)},
+                   sqlite3_column_int64(s, 3)});
   }
   if (rc != SQLITE_DONE) return SqlError("load guid2lid");
   return out;
 }
 
-Status StateStore::UpsertGuid2LidLocked(const std::vector<Guid2LidEntry>& upserts,
-                                        int64_t now) {
-  IBSM_ASSIGN_OR_RETURN(
-      sqlite3_stmt * s,
-      Prepare("INSERT INTO guid2lid (port_guid, min_lid, max_lid, updated_us) "
-              "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (port_guid) DO UPDATE SET "
-              "min_lid = excluded.min_lid, max_lid = excluded.max_lid, "
-              "updated_us = excluded.updated_us"));
+Status StateStore::UpsertGuid2LidLocked(const std::vector<Guid2LidEntry>& upserts, int64_t now) {
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                        Prepare("INSERT INTO guid2lid (port_guid, min_lid, max_lid, updated_us) "
+                                "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (port_guid) DO UPDATE SET "
+                                "min_lid = excluded.min_lid, max_lid = excluded.max_lid, "
+                                "updated_us = excluded.updated_us"));
   for (const Guid2LidEntry& e : upserts) {
     StmtScope scope(s);
     Bind(s, 1, ToDb(e.port_guid));
@@ -457,8 +452,7 @@ Status StateStore::SaveGuid2Lid(const std::vector<Guid2LidEntry>& upserts,
   Txn txn(*this);
   IBSM_RETURN_IF_ERROR(txn.Begin());
   IBSM_RETURN_IF_ERROR(UpsertGuid2LidLocked(upserts, clock_->UnixMicros()));
-  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * del,
-                        Prepare("DELETE FROM guid2lid WHERE port_guid = ?1"));
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * del, Prepare("DELETE FROM guid2lid WHERE port_guid = ?1"));
   for (Guid g : removals) {
     StmtScope scope(del);
     Bind(del, 1, ToDb(g));
@@ -527,8 +521,7 @@ Result<std::vector<SweepRow>> StateStore::RecentSweeps(size_t n) {
     int64_t kind = sqlite3_column_int64(s, 1);
     if (kind != static_cast<int64_t>(SweepKind::kHeavy) &&
         kind != static_cast<int64_t>(SweepKind::kLight)) {
-      return Corrupt(fmt::format("state file {}: sweep {} has unknown kind {}", path_, r.id,
-                                 kind));
+      return Corrupt(fmt::format("state file {}: sweep {} has unknown kind {}", path_, r.id, kind));
     }
     r.kind = static_cast<SweepKind>(kind);
     r.started_us = sqlite3_column_int64(s, 2);
@@ -608,8 +601,8 @@ Result<std::vector<EventRow>> StateStore::RecentEvents(size_t n, int64_t since_u
     int64_t sev = sqlite3_column_int64(s, 3);
     if (sev < static_cast<int64_t>(EventSeverity::kInfo) ||
         sev > static_cast<int64_t>(EventSeverity::kCritical)) {
-      return Corrupt(fmt::format("state file {}: event {} has unknown severity {}", path_,
-                                 r.id, sev));
+      return Corrupt(
+          fmt::format("state file {}: event {} has unknown severity {}", path_, r.id, sev));
     }
     r.severity = static_cast<EventSeverity>(sev);
     if (sqlite3_column_type(s, 4) != SQLITE_NULL) {
@@ -634,11 +627,10 @@ Result<std::vector<EventRow>> StateStore::RecentEvents(size_t n, int64_t since_u
 Status StateStore::SetValue(std::string_view key, std::string_view value) {
   Txn txn(*this);
   IBSM_RETURN_IF_ERROR(txn.Begin());
-  IBSM_ASSIGN_OR_RETURN(
-      sqlite3_stmt * s,
-      Prepare("INSERT INTO sm_state (key, value, updated_us) VALUES (?1, ?2, ?3) "
-              "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
-              "updated_us = excluded.updated_us"));
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                        Prepare("INSERT INTO sm_state (key, value, updated_us) VALUES (?1, ?2, ?3) "
+                                "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
+                                "updated_us = excluded.updated_us"));
   {
     StmtScope scope(s);
     Bind(s, 1, key);
@@ -731,12 +723,11 @@ Status StateStore::SaveLftDigests(const std::vector<LftDigestEntry>& upserts,
                                   const std::vector<Guid>& removals) {
   Txn txn(*this);
   IBSM_RETURN_IF_ERROR(txn.Begin());
-  IBSM_ASSIGN_OR_RETURN(
-      sqlite3_stmt * s,
-      Prepare("INSERT INTO lft_digest (switch_guid, digest, max_lid, updated_us) "
-              "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (switch_guid) DO UPDATE SET "
-              "digest = excluded.digest, max_lid = excluded.max_lid, "
-              "updated_us = excluded.updated_us"));
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                        Prepare("INSERT INTO lft_digest (switch_guid, digest, max_lid, updated_us) "
+                                "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (switch_guid) DO UPDATE SET "
+                                "digest = excluded.digest, max_lid = excluded.max_lid, "
+                                "updated_us = excluded.updated_us"));
   int64_t now = clock_->UnixMicros();
   for (const LftDigestEntry& e : upserts) {
     StmtScope scope(s);
@@ -761,10 +752,9 @@ Status StateStore::SaveLftDigests(const std::vector<LftDigestEntry>& upserts,
 }
 
 Result<std::vector<LftDigestEntry>> StateStore::LoadLftDigests() {
-  IBSM_ASSIGN_OR_RETURN(
-      sqlite3_stmt * s,
-      Prepare("SELECT switch_guid, digest, max_lid, updated_us FROM lft_digest "
-              "ORDER BY switch_guid"));
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                        Prepare("SELECT switch_guid, digest, max_lid, updated_us FROM lft_digest "
+                                "ORDER BY switch_guid"));
   StmtScope scope(s);
   std::vector<LftDigestEntry> out;
   int rc;
@@ -792,19 +782,17 @@ Status StateStore::Prune(size_t keep_sweeps, size_t keep_events) {
   IBSM_RETURN_IF_ERROR(txn.Begin());
   // The subquery yields the newest id to drop, or NULL (drop nothing) when there are fewer
   // rows than `keep`.
-  IBSM_ASSIGN_OR_RETURN(
-      sqlite3_stmt * sweeps,
-      Prepare("DELETE FROM sweeps WHERE id <= "
-              "(SELECT id FROM sweeps ORDER BY id DESC LIMIT 1 OFFSET ?1)"));
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * sweeps,
+                        Prepare("DELETE FROM sweeps WHERE id <= "
+                                "(SELECT id FROM sweeps ORDER BY id DESC LIMIT 1 OFFSET ?1)"));
   {
     StmtScope scope(sweeps);
     Bind(sweeps, 1, Limit(keep_sweeps));
     if (sqlite3_step(sweeps) != SQLITE_DONE) return SqlError("prune sweeps");
   }
-  IBSM_ASSIGN_OR_RETURN(
-      sqlite3_stmt * events,
-      Prepare("DELETE FROM events WHERE id <= "
-              "(SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?1)"));
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * events,
+                        Prepare("DELETE FROM events WHERE id <= "
+                                "(SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?1)"));
   {
     StmtScope scope(events);
     Bind(events, 1, Limit(keep_events));

@@ -125,8 +125,8 @@ struct PeerRow {
 // What the SM last programmed into one switch's LFT.
 struct LftDigestEntry {
   Guid switch_guid;
-  uint64_t digest = 0;  // hash of LFT blocks 0..max_lid; the hash function is the router's
-  Lid max_lid;          // LinearFDBTop it was computed up to
+  uint64_t digest = 0;     // hash of LFT blocks 0..max_lid; the hash function is the router's
+  Lid max_lid;             // LinearFDBTop it was computed up to
   int64_t updated_us = 0;  // set by the store from its Clock on write; ignored on input
 
   bool operator==(const LftDigestEntry&) const = default;
@@ -142,7 +142,8 @@ class StateStore {
   static Result<std::unique_ptr<StateStore>> Open(const std::string& path, const Clock& clock);
 
   // For tools: reads an existing file at the current schema version; never writes, never
-  // migrates. Every write method returns FailedPrecondition.
+  // migrates. Every write method returns FailedPrecondition. SQLite's quick_check skips
+  // CHECK constraints on a read-only connection; the readers validate ranges themselves.
   static Result<std::unique_ptr<StateStore>> OpenReadOnly(const std::string& path);
 
   ~StateStore();
@@ -154,8 +155,7 @@ class StateStore {
 
   // guid2lid. Save applies upserts then removals in one transaction.
   Result<std::vector<Guid2LidEntry>> LoadGuid2Lid();
-  Status SaveGuid2Lid(const std::vector<Guid2LidEntry>& upserts,
-                      const std::vector<Guid>& removals);
+  Status SaveGuid2Lid(const std::vector<Guid2LidEntry>& upserts, const std::vector<Guid>& removals);
   Status ReplaceGuid2Lid(const std::vector<Guid2LidEntry>& all);
 
   // Sweep history. RecentSweeps returns the newest n, newest first.

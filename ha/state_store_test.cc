@@ -1,6 +1,7 @@
 #include "ha/state_store.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -18,8 +19,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace ibsm::ha {
 namespace {
@@ -145,9 +144,8 @@ class StateStoreTest : public ::testing::Test {
 TEST_F(StateStoreTest, Guid2LidRowsRoundTripStampedWithTheClock) {
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(store->SaveGuid2Lid({G2L(0x0002c90300000011, 1, 1), G2L(0xfffffffffffffffe, 4, 7)},
-                                  {})
-                  .ok());
+  ASSERT_TRUE(
+      store->SaveGuid2Lid({G2L(0x0002c90300000011, 1, 1), G2L(0xfffffffffffffffe, 4, 7)}, {}).ok());
   auto rows = store->LoadGuid2Lid();
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 2u);
@@ -220,12 +218,22 @@ TEST_F(StateStoreTest, SweepRowsRoundTripNewestFirst) {
 
 TEST_F(StateStoreTest, EventsRoundTripWithOptionalFieldsAndFilterByTime) {
   auto store = OpenOrDie();
-  EventRow trap{0, 100, std::string(kEventTrap), EventSeverity::kWarning,
-                Guid{0x0002c90300000011}, PortNum{0}, "trap 128 from switch"};
-  EventRow state{0, 200, std::string(kEventStateChange), EventSeverity::kInfo, std::nullopt,
-                 std::nullopt, "Entering MASTER state"};
-  EventRow error{0, 300, std::string(kEventError), EventSeverity::kCritical, Guid{7},
-                 PortNum{36}, "port 36 flapping"};
+  EventRow trap{0,
+                100,
+                std::string(kEventTrap),
+                EventSeverity::kWarning,
+                Guid{0x0002c90300000011},
+                PortNum{0},
+                "trap 128 from switch"};
+  EventRow state{0,
+                 200,
+                 std::string(kEventStateChange),
+                 EventSeverity::kInfo,
+                 std::nullopt,
+                 std::nullopt,
+                 "Entering MASTER state"};
+  EventRow error{0,       300,         std::string(kEventError), EventSeverity::kCritical,
+                 Guid{7}, PortNum{36}, "port 36 flapping"};
   ASSERT_TRUE(store->RecordEvent(trap).ok());
   ASSERT_TRUE(store->RecordEvents({state, error}).ok());
   auto all = store->RecentEvents(10);
@@ -311,8 +319,7 @@ TEST_F(StateStoreTest, PruneKeepsTheNewestRowsAndNeverReusesIds) {
   for (int i = 0; i < 10; ++i) {
     ASSERT_TRUE(store->RecordSweep(SampleSweep(SweepKind::kLight, i)).ok());
     ASSERT_TRUE(
-        store->RecordEvent({0, i, "trap", EventSeverity::kInfo, {}, {}, std::to_string(i)})
-            .ok());
+        store->RecordEvent({0, i, "trap", EventSeverity::kInfo, {}, {}, std::to_string(i)}).ok());
   }
   ASSERT_TRUE(store->Prune(3, 5).ok());
   auto sweeps = store->RecentSweeps(100);
@@ -404,8 +411,10 @@ TEST_F(StateStoreTest, AVersionOneFileIsMigratedKeepingItsRows) {
 
 TEST_F(StateStoreTest, AFileFromANewerIbsmIsRefusedAndLeftAlone) {
   int newer = StateStoreSchemaVersion() + 1;
-  RawExec(path_, "CREATE TABLE future (x); PRAGMA application_id = 1768059757; "
-                 "PRAGMA user_version = " + std::to_string(newer) + ";");
+  RawExec(path_,
+          "CREATE TABLE future (x); PRAGMA application_id = 1768059757; "
+          "PRAGMA user_version = " +
+              std::to_string(newer) + ";");
   auto r = StateStore::Open(path_, clock_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
@@ -457,6 +466,34 @@ TEST_F(StateStoreTest, DamagedPagesBehindAValidHeaderAreReportedAsCorrupt) {
   auto r = StateStore::Open(path_, clock_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kCorrupt) << r.status().ToString();
+}
+
+TEST_F(StateStoreTest, HandEditedRowsBreakingTheSchemaChecksAreReportedAsCorrupt) {
+  OpenOrDie().reset();
+  RawExec(path_,
+          "PRAGMA ignore_check_constraints = ON;"
+          "INSERT INTO guid2lid VALUES (1, 0, 0, 0);"
+          "INSERT INTO sweeps (kind, started_us, ended_us, outcome) VALUES (9, 0, 0, 'ok');");
+  // quick_check verifies CHECK constraints, so the damage is reported at open, not later.
+  auto r = StateStore::Open(path_, clock_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(r.status().message().find("guid2lid"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("sweeps"), std::string::npos) << r.status().ToString();
+  // A read-only connection's quick_check skips CHECK constraints; the readers catch them.
+  RawExec(path_,
+          "PRAGMA ignore_check_constraints = ON;"
+          "INSERT INTO events (time_us, kind, severity, message) VALUES (1, 'x', 0, 'm');"
+          "INSERT INTO peers VALUES (1, 99, 0, 0, 1);");
+  auto ro = StateStore::OpenReadOnly(path_);
+  ASSERT_TRUE(ro.ok()) << ro.status().ToString();
+  auto reader = std::move(ro).value();
+  auto g2l = reader->LoadGuid2Lid();
+  EXPECT_EQ(g2l.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(g2l.status().message().find("0x0000000000000001"), std::string::npos);
+  EXPECT_EQ(reader->RecentSweeps(10).status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(reader->RecentEvents(10).status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(reader->Peers().status().code(), StatusCode::kCorrupt);
 }
 
 TEST_F(StateStoreTest, AMissingDirectoryIsAnIoErrorNamingThePath) {
@@ -537,8 +574,8 @@ uint16_t LidFor(int64_t seq, int j) {
     std::vector<Guid2LidEntry> batch;
     for (int j = 0; j < kRowsPerBatch; ++j) {
       uint16_t lid = LidFor(seq, j);
-      batch.push_back({Guid{static_cast<uint64_t>(seq * kRowsPerBatch + j)}, Lid{lid},
-                       Lid{lid}, 0});
+      batch.push_back(
+          {Guid{static_cast<uint64_t>(seq * kRowsPerBatch + j)}, Lid{lid}, Lid{lid}, 0});
     }
     if (!store->SaveGuid2Lid(batch, {}).ok()) {
       report(kFailed, seq);
@@ -635,8 +672,7 @@ TEST_F(StateStoreTest, AWriterKilledAtARandomMomentLosesNoCommittedRow) {
     std::set<std::string> notes;
     for (const auto& s : *sweeps) notes.insert(s.note);
     for (int64_t seq : sweep_seqs) {
-      ASSERT_TRUE(notes.count(std::to_string(seq))) << "round " << round << " lost sweep "
-                                                    << seq;
+      ASSERT_TRUE(notes.count(std::to_string(seq))) << "round " << round << " lost sweep " << seq;
     }
   }
   // Not vacuous: the child committed rows before most kills.

@@ -3,7 +3,6 @@
 // has about 16,900 ports; 65,536 guid2lid rows is the whole unicast LID space with room.
 // Reports items/second of wall time (fsync waits are the point); asserts nothing about timing.
 #include <benchmark/benchmark.h>
-
 #include <stdlib.h>
 
 #include <filesystem>
@@ -51,8 +50,7 @@ std::vector<Guid2LidEntry> Guid2LidRows(int round) {
   rows.reserve(kGuid2LidRows);
   for (int i = 0; i < kGuid2LidRows; ++i) {
     auto lid = static_cast<uint16_t>((i + round) % kMaxUnicastLid + 1);
-    rows.push_back({Guid{0x0002c90300000000ull + static_cast<uint64_t>(i)}, Lid{lid}, Lid{lid},
-                    0});
+    rows.push_back({Guid{0x0002c90300000000ull + static_cast<uint64_t>(i)}, Lid{lid}, Lid{lid}, 0});
   }
   return rows;
 }
@@ -133,7 +131,10 @@ void BM_Insert1000EventsOneCommitEach(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * kEvents);
 }
-BENCHMARK(BM_Insert1000EventsOneCommitEach)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_Insert1000EventsOneCommitEach)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
 
 // A trap storm recorded as one burst.
 void BM_Insert1000EventsOneCommit(benchmark::State& state) {
