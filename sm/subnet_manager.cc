@@ -72,6 +72,7 @@ void SubnetManager::RequestHeavySweep(const std::string& reason) {
 
 void SubnetManager::Issue(const std::string& id, const std::string& message) {
   ++issues_in_sweep_;
+  ++counters_.issues_by_id[id];
   Log(LogName::kSm).warn("{} {}", id, message);
 }
 
@@ -97,6 +98,7 @@ void SubnetManager::BeginHeavySweep() {
 void SubnetManager::OnDiscovered(DiscoveryResult r) {
   if (stopped_) return;
   issues_in_sweep_ += r.issues.size();
+  for (const auto& i : r.issues) ++counters_.issues_by_id[i.id];
   discovered_ = std::make_unique<DiscoveryResult>(std::move(r));
   const Fabric& f = discovered_->fabric;
   current_.nodes = f.node_count();

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,6 +84,8 @@ struct SmCounters {
   uint64_t sminfo_requests = 0;
   uint64_t unsolicited_ignored = 0;  // requests for classes/attributes the SM does not serve
   uint64_t routing_failures = 0;
+  // Every problem a sweep reported and went on past, by stable log ID ("SM-DISC-003").
+  std::map<std::string, uint64_t> issues_by_id;
 };
 
 class SubnetManager {
