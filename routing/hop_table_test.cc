@@ -61,5 +61,23 @@ TEST(HopTableTest, SwitchesWithoutACablePathAreUnreachable) {
   EXPECT_TRUE(ports.empty());
 }
 
+TEST(HopTableTest, AllMinHopPortsAgreesWithMinHopPortsForEveryDestination) {
+  auto f = RandomGraph(40, 8, 2, 11);
+  ASSERT_TRUE(f.ok());
+  Degrade(*f, 5, 3);
+  const HopTable t = HopTable::Build(*f, 2);
+  std::vector<uint32_t> start;
+  std::vector<uint8_t> all, one;
+  for (SwitchIdx x = 0; x < t.switch_count(); ++x) {
+    t.AllMinHopPorts(x, start, all);
+    ASSERT_EQ(start.size(), t.switch_count() + 1);
+    for (SwitchIdx y = 0; y < t.switch_count(); ++y) {
+      t.MinHopPorts(x, y, one);
+      ASSERT_EQ(std::vector<uint8_t>(all.begin() + start[y], all.begin() + start[y + 1]), one);
+      ASSERT_EQ(one.empty(), x == y);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ibsm::routing
