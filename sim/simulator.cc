@@ -11,72 +11,13 @@
 #include "mad/attr/node_description.h"
 #include "mad/attr/node_info.h"
 #include "mad/attr/notice.h"
+#include "mad/attr/modifiers.h"
 #include "mad/attr/pkey_table.h"
-
-// Attribute modifiers with sub-fields, as layouts of the 32-bit modifier word (bit 0 = its
-// most significant bit), so the SMA reads them through the codec like any wire field.
-namespace ibsm::mad {
-namespace {
-struct MftModifier {  // 14.2.5.12
-  uint8_t position = 0;
-  uint16_t block = 0;
-};
-struct PKeyModifier {  // 14.2.5.7
-  uint16_t port = 0;
-  uint16_t block = 0;
-};
-struct SlToVlModifier {  // 14.2.5.8
-  uint8_t in_port = 0;
-  uint8_t out_port = 0;
-};
-struct VlArbModifier {  // 14.2.5.9
-  uint16_t block = 0;
-  uint16_t port = 0;
-};
-}  // namespace
-template <>
-struct Layout<MftModifier> {
-  static constexpr std::string_view kName = "MftAttrMod";
-  static constexpr size_t kSize = 4;
-  static constexpr std::array kFields = {F<&MftModifier::position>("position", 0, 4),
-                                         F<&MftModifier::block>("block", 23, 9)};
-};
-template <>
-struct Layout<PKeyModifier> {
-  static constexpr std::string_view kName = "PKeyAttrMod";
-  static constexpr size_t kSize = 4;
-  static constexpr std::array kFields = {F<&PKeyModifier::port>("port", 0, 16),
-                                         F<&PKeyModifier::block>("block", 16, 16)};
-};
-template <>
-struct Layout<SlToVlModifier> {
-  static constexpr std::string_view kName = "SlToVlAttrMod";
-  static constexpr size_t kSize = 4;
-  static constexpr std::array kFields = {F<&SlToVlModifier::in_port>("in_port", 16, 8),
-                                         F<&SlToVlModifier::out_port>("out_port", 24, 8)};
-};
-template <>
-struct Layout<VlArbModifier> {
-  static constexpr std::string_view kName = "VlArbAttrMod";
-  static constexpr size_t kSize = 4;
-  static constexpr std::array kFields = {F<&VlArbModifier::block>("block", 0, 16),
-                                         F<&VlArbModifier::port>("port", 16, 16)};
-};
-static_assert(LayoutIsValid<MftModifier>() && LayoutIsValid<PKeyModifier>() &&
-              LayoutIsValid<SlToVlModifier>() && LayoutIsValid<VlArbModifier>());
-}  // namespace ibsm::mad
 
 namespace ibsm::sim {
 namespace {
 
-template <typename M>
-M DecodeModifier(uint32_t mod) {
-  std::array<uint8_t, 4> w{};
-  mad::SetBits(w, 0, 32, mod);
-  M m{};
-  (void)mad::DecodeFrom(std::span<const uint8_t>(w), &m);
-  return m;
-}
+using mad::DecodeModifier;
 
 // Defaults a freshly powered port reports, as ibsim's (sim_net.c): P_Key entry 0 is the
 // default partition as full member; SLs map to VLs by ibsim's default_sl2vl; VL arbitration

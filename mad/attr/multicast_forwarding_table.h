@@ -4,6 +4,7 @@
 #pragma once
 
 #include "mad/field.h"
+#include "mad/attr/modifiers.h"
 #include "mad/mad.h"
 
 namespace ibsm::mad {
@@ -27,10 +28,5 @@ struct Layout<MulticastForwardingTable> {
 };
 static_assert(LayoutIsValid<MulticastForwardingTable>());
 
-// Attribute modifier: bits 31-28 = position (ports 16*position .. 16*position+15), bits 8-0 =
-// block of 32 MLIDs. REQUIRES: position < 16, block < 512.
-constexpr uint32_t MftAttrMod(uint32_t position, uint32_t block) {
-  return position * 0x10000000u + (block & 0x1FFu);
-}
 
 }  // namespace ibsm::mad

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "mad/field.h"
+#include "mad/attr/modifiers.h"
 #include "mad/mad.h"
 
 namespace ibsm::mad {
@@ -27,9 +28,5 @@ struct Layout<PKeyTable> {
 };
 static_assert(LayoutIsValid<PKeyTable>());
 
-// REQUIRES: block < 2048 (P_Key index / 32).
-constexpr uint32_t PKeyAttrMod(uint32_t block, uint32_t port = 0) {
-  return port * 0x10000u + (block & 0xFFFFu);
-}
 
 }  // namespace ibsm::mad

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "mad/field.h"
+#include "mad/attr/modifiers.h"
 #include "mad/mad.h"
 
 namespace ibsm::mad {
@@ -23,8 +24,6 @@ struct Layout<SlToVlTable> {
 };
 static_assert(LayoutIsValid<SlToVlTable>());
 
-constexpr uint32_t SlToVlAttrMod(uint32_t in_port, uint32_t out_port) {
-  return (in_port & 0xFFu) * 0x100u + (out_port & 0xFFu);
-}
+
 
 }  // namespace ibsm::mad

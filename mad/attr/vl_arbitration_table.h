@@ -5,6 +5,7 @@
 #pragma once
 
 #include "mad/field.h"
+#include "mad/attr/modifiers.h"
 #include "mad/mad.h"
 
 namespace ibsm::mad {
@@ -56,8 +57,6 @@ constexpr bool LayoutBitsAreDisjoint() {
 }
 static_assert(LayoutBitsAreDisjoint<VlArbitrationTable>());
 
-constexpr uint32_t VlArbAttrMod(uint32_t block, uint32_t out_port = 0) {
-  return block * 0x10000u + (out_port & 0xFFu);
-}
+
 
 }  // namespace ibsm::mad
