@@ -119,7 +119,8 @@ int TopoGenMain(int argc, char** argv) {
     *out = *v;
     return true;
   };
-  long k, hpl, leaves, pods, servers, rails, switches, hps, links, drop, seed, width_lanes;
+  long k = 0, hpl = 0, leaves = 0, pods = 0, servers = 0, rails = 0, switches = 0, hps = 0,
+       links = 0, drop = 0, seed = 0, width_lanes = 0;
   if (!integer("k", 8, &k) || !integer("hosts-per-leaf", 0, &hpl) ||
       !integer("leaves", 0, &leaves) || !integer("pods", 0, &pods) ||
       !integer("servers", 16, &servers) || !integer("rails", 4, &rails) ||

@@ -1,6 +1,11 @@
 #include "sm/dumps.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -86,34 +91,54 @@ std::string FormatSubnetLst(const Fabric& f, Lid sm_lid) {
   return out;
 }
 
-std::string FormatLftsDump(const Fabric& f, const routing::RoutingTables& tables) {
-  std::string out;
+void WriteLftsDump(const Fabric& f, const routing::RoutingTables& tables, std::FILE* file) {
+  fmt::memory_buffer out;
   for (NodeId id : ByGuid(f)) {
     const Node& n = f.node(id);
     const routing::SwitchTable* t = tables.table(id);
     if (!n.is_switch() || !t) continue;
     size_t max_lid = t->lft.empty() ? 0 : t->lft.size() - 1;
-    out += fmt::format("Unicast lids [0-{}] of switch Lid {} guid {:#018x} ('{}'):\n", max_lid,
-                       f.port(id, PortNum{0}).lid.value(), n.guid.value(), n.description);
+    fmt::format_to(std::back_inserter(out),
+                   "Unicast lids [0-{}] of switch Lid {} guid {:#018x} ('{}'):\n", max_lid,
+                   f.port(id, PortNum{0}).lid.value(), n.guid.value(), n.description);
     for (size_t lid = 0; lid <= max_lid; ++lid) {
       uint8_t port = t->lft[lid];
       if (port > n.num_ports) continue;
-      out += fmt::format("0x{:04x} {:03} # ", lid, port);
+      fmt::format_to(std::back_inserter(out), "0x{:04x} {:03} # ", lid, port);
       if (auto owner = f.FindPortByLid(Lid{static_cast<uint16_t>(lid)})) {
         const Port& op = f.port(*owner);
         const Node& on = f.node(op.node);
-        out += fmt::format("{} portguid {:#018x}: '{}'\n",
+        fmt::format_to(std::back_inserter(out), "{} portguid {:#018x}: '{}'\n",
                            on.kind == NodeKind::kSwitch ? "Switch"
                            : on.kind == NodeKind::kCa   ? "Channel Adapter"
                                                         : "Router",
                            op.guid.value(), on.description);
       } else {
-        out += "unknown node and type\n";
+        fmt::format_to(std::back_inserter(out), "unknown node and type\n");
+      }
+      if (out.size() > (1u << 20)) {
+        std::fwrite(out.data(), 1, out.size(), file);
+        out.clear();
       }
     }
-    out += fmt::format("{} lids dumped\n", max_lid);
+    fmt::format_to(std::back_inserter(out), "{} lids dumped\n", max_lid);
   }
-  return out;
+  std::fwrite(out.data(), 1, out.size(), file);
+}
+
+Status WriteDumpFile(const std::string& path, const std::function<void(std::FILE*)>& write) {
+  std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) return IoError(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
+  write(f);
+  bool ok = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    std::remove(tmp.c_str());
+    return IoError(fmt::format("cannot write {}: {}", path, std::strerror(e)));
+  }
+  return Status::Ok();
 }
 
 }  // namespace ibsm::sm

@@ -3,6 +3,8 @@
 // opensm-lfts.dump (every switch's unicast table).
 #pragma once
 
+#include <cstdio>
+#include <functional>
 #include <string>
 
 #include "base/status.h"
@@ -15,7 +17,12 @@ namespace ibsm::sm {
 // `sm_lid` marks the SM's node "-SM".
 std::string FormatSubnetLst(const Fabric& fabric, Lid sm_lid);
 
-// "Unicast lids [0-N] of switch Lid L guid 0x... ('desc'):" then "0xLID PORT # ..." lines.
-std::string FormatLftsDump(const Fabric& fabric, const routing::RoutingTables& tables);
+// "Unicast lids [0-N] of switch Lid L guid 0x... ('desc'):" then "0xLID PORT # ..." lines,
+// streamed to `out` (the file has a line per switch and LID: 12 million at 3-tier k=32).
+void WriteLftsDump(const Fabric& fabric, const routing::RoutingTables& tables, std::FILE* out);
+
+// Writes a dump to `path` through `write` via a temporary file, fsync and rename, so a reader
+// never sees half a file.
+Status WriteDumpFile(const std::string& path, const std::function<void(std::FILE*)>& write);
 
 }  // namespace ibsm::sm

@@ -97,6 +97,7 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once) {
   o.sweep_on_trap = c.sweep_on_trap;
   o.once = once;
   o.dump_dir = c.dump_files_dir;
+  o.dump_lfts = (c.log_flags & 0x40) != 0;  // OpenSM's OSM_LOG_ROUTING: -D 0x43 writes it
   while (o.dump_dir.size() > 1 && o.dump_dir.back() == '/') o.dump_dir.pop_back();
   o.guid2lid_file = c.guid2lid_file;
   o.no_clients_rereg = c.no_clients_rereg;

@@ -426,8 +426,6 @@ void SubnetManager::FinishHeavySweep() {
     }
     known_ports_.clear();
     for (PortId p : lids_.end_ports) known_ports_.push_back(discovered_->fabric.port(p).guid);
-    WriteDumps();
-    PersistState();
   }
   Log(LogName::kSm)
       .info("heavy sweep {} done in {:.3f} s: {} nodes ({} switches, {} CAs), {} links; {} "
@@ -445,6 +443,11 @@ void SubnetManager::FinishHeavySweep() {
     Log(LogName::kSm).warn("SM-SWEEP-001 sweep {} finished with {} issues; the subnet is not "
                            "up yet",
                            current_.number, current_.issues);
+  }
+  // After the fabric is up: files never delay the fabric.
+  if (discovered_ && sm_port_ != kNoPort) {
+    WriteDumps();
+    PersistState();
   }
   last_ = current_;
   sweeping_ = false;
@@ -590,10 +593,10 @@ void SubnetManager::WriteDumps() {
   if (options_.dump_dir.empty()) return;
   const Fabric& f = discovered_->fabric;
   Status s = conf::WriteFileAtomically(options_.dump_dir + "/opensm-subnet.lst",
-                                 FormatSubnetLst(f, sm_lid_));
-  if (s.ok() && tables_) {
-    s = conf::WriteFileAtomically(options_.dump_dir + "/opensm-lfts.dump",
-                            FormatLftsDump(f, *tables_));
+                                       FormatSubnetLst(f, sm_lid_));
+  if (s.ok() && tables_ && options_.dump_lfts) {
+    s = WriteDumpFile(options_.dump_dir + "/opensm-lfts.dump",
+                      [&](std::FILE* out) { WriteLftsDump(f, *tables_, out); });
   }
   if (!s.ok()) Log(LogName::kSm).warn("SM-DUMP-001 {}", s.ToString());
 }

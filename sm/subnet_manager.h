@@ -52,6 +52,8 @@ struct SubnetManagerOptions {
   bool sweep_on_trap = true;
   bool once = false;               // one heavy sweep, then report done
   std::string dump_dir;            // empty = no dump files
+  // opensm-lfts.dump as well as opensm-subnet.lst (OpenSM: log_flags routing bit 0x40).
+  bool dump_lfts = false;
   std::string guid2lid_file;       // OpenSM format; read at start, written after sweeps
   bool no_clients_rereg = false;
 };
