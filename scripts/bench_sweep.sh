@@ -37,7 +37,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-GEN=${GEN:-/work/shared/fabric-tools/gen_topology.py}
+GEN=${GEN:-$here/../shared/fabric-tools/gen_topology.py}
 SIM_SO=${SIM_SO:-/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so}
 quick="ftree2:8 ftree2:16 ftree3:8 ftree3:16"
 full="ftree2:8 ftree2:16 ftree2:32 ftree3:8 ftree3:16 ftree3:24 ftree3:32"
