@@ -302,7 +302,9 @@ struct Workspace {
     WriteFile(path, "guid2lid_file " + root + "/" + state + "/guid2lid\n" +
                         "state_db_file " + root + "/" + state + "/state.db\n" +
                         "dump_files_dir " + root + "/" + name + "\n" + "log_file " + root +
-                        "/" + name + "/ibsmd.log\n" + extra);
+                        "/" + name + "/ibsmd.log\n" +
+                        // OpenSM's routing log bit: opensm-lfts.dump is written too.
+                        "log_flags 0x43\n" + extra);
     return path;
   }
   std::string Dir(const std::string& name) const { return root + "/" + name; }
