@@ -164,12 +164,17 @@ void SubnetManager::ConfigureLids() {
     bool rereg = is_ca && !options_.no_clients_rereg &&
                  (first_master_sweep_ || !known.count(port.guid));
     want.client_reregister = rereg ? 1 : 0;
+    // Some agents (ibsim's among them) do not keep SubnetTimeout or M_KeyLeasePeriod; what
+    // they answered to our last Set counts as in sync, or every sweep would Set again.
+    auto echo = echo_.find(port.guid);
+    bool timeout_ok = now.subnet_timeout == want.subnet_timeout ||
+                      (echo != echo_.end() && echo->second.subnet_timeout == now.subnet_timeout);
+    bool lease_ok = now.m_key_lease_period == want.m_key_lease_period ||
+                    (echo != echo_.end() && echo->second.m_key_lease == now.m_key_lease_period);
     bool differs = now.lid != want.lid || now.lmc != want.lmc ||
                    now.master_sm_base_lid != want.master_sm_base_lid ||
-                   now.gid_prefix != want.gid_prefix || now.m_key != want.m_key ||
-                   now.subnet_timeout != want.subnet_timeout ||
-                   now.m_key_lease_period != want.m_key_lease_period ||
-                   now.m_key_protect_bits != want.m_key_protect_bits;
+                   now.gid_prefix != want.gid_prefix || now.m_key != want.m_key || !timeout_ok ||
+                   !lease_ok || now.m_key_protect_bits != want.m_key_protect_bits;
     if (!differs && !rereg) continue;
     std::array<uint8_t, 64> data{};
     mad::EncodeTo(want, data);
@@ -177,7 +182,7 @@ void SubnetManager::ConfigureLids() {
     NodeId node = port.node;
     uint8_t num = port.num.value();
     pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data,
-                  [this, node, num, p](Result<mad::Smp> r) {
+                  [this, node, num, p, want](Result<mad::Smp> r) {
                     Fabric& fab = discovered_->fabric;
                     if (!r.ok()) {
                       Issue("SM-LID-004",
@@ -190,6 +195,10 @@ void SubnetManager::ConfigureLids() {
                     if (!pi.ok()) return;
                     discovered_->nodes[node].port_info[num] = *pi;
                     Port& mp = fab.mutable_port(p);
+                    if (pi->subnet_timeout != want.subnet_timeout ||
+                        pi->m_key_lease_period != want.m_key_lease_period) {
+                      echo_[mp.guid] = {pi->subnet_timeout, pi->m_key_lease_period};
+                    }
                     mp.lid = Lid{pi->lid};
                     mp.lmc = pi->lmc;
                   });

@@ -168,6 +168,11 @@ class SubnetManager {
   std::shared_ptr<const routing::RoutingTables> tables_;  // last good tables
   std::unique_ptr<routing::LidMap> lid_map_;
   std::unordered_map<Guid, SwitchCache> switch_cache_;
+  struct DeviceEcho {
+    uint8_t subnet_timeout = 0;
+    uint16_t m_key_lease = 0;
+  };
+  std::unordered_map<Guid, DeviceEcho> echo_;  // what a port answered to our PortInfo Set
   std::vector<Guid> known_ports_;  // port GUIDs seen in earlier sweeps (client rereg)
   SweepStats current_;
   SweepStats last_;
