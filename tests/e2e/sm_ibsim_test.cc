@@ -44,7 +44,7 @@ constexpr uint32_t kSampleSeed = 20240607;
 
 std::string BinDir() {
   const char* b = std::getenv("IBSM_BIN_DIR");
-  return b ? b : "./build/bin";
+  return b ? b : IBSM_BIN_DIR;
 }
 std::string Ibsmd() { return BinDir() + "/ibsmd"; }
 
@@ -411,7 +411,7 @@ class SmIbsimTest : public ::testing::Test {
   void SetUp() override {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
     if (access(Ibsmd().c_str(), X_OK) != 0)
-      GTEST_SKIP() << "ibsmd not built at " << Ibsmd() << " (set IBSM_BIN_DIR)";
+      FAIL() << "ibsmd not built at " << Ibsmd() << " (set IBSM_BIN_DIR)";
     ASSERT_TRUE(run_->error.empty()) << run_->error;
   }
 
