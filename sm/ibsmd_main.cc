@@ -267,14 +267,22 @@ int Main(int argc, char** argv) {
       } else {
         // Settings that take effect at the next sweep are re-read; the port binding and the
         // state file stay as they are until restart.
-        if (!extras.config_file.empty()) {
-          auto reloaded = conf::LoadConfigFile(extras.config_file);
-          if (!reloaded.ok()) {
-            Log(LogName::kConf).error("CONF-100 {}: keeping the running configuration",
-                                      reloaded.status().ToString());
-          } else {
-            Log(LogName::kConf).info("configuration re-read from {}", extras.config_file);
-          }
+        // The file and the command line are applied again, in the same order as at start.
+        conf::SmConfig fresh;
+        conf::CommandLineExtras fresh_extras;
+        Status re = conf::ApplyCommandLine(args, &fresh, &fresh_extras);
+        Result<SubnetManagerOptions> next =
+            re.ok() ? MakeOptions(fresh, extras.once) : Result<SubnetManagerOptions>(re);
+        if (!next.ok()) {
+          Log(LogName::kConf).error("CONF-100 {}: keeping the running configuration",
+                                    next.status().ToString());
+        } else {
+          for (const auto& w : fresh_extras.config_warnings)
+            Log(LogName::kConf).warn("{}", w.ToString());
+          next->routing_engine = KnownEngines(next->routing_engine);
+          sm.Reconfigure(*next);
+          Log(LogName::kConf).info("configuration re-read{}",
+                                   extras.config_file.empty() ? "" : " from " + extras.config_file);
         }
         sm.RequestHeavySweep("SIGHUP");
       }

@@ -58,6 +58,17 @@ void SubnetManager::Stop() {
   light_timer_.cancel();
 }
 
+void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
+  options_.routing_engine = o.routing_engine;
+  options_.routing = o.routing;
+  options_.sweep_interval = o.sweep_interval;
+  options_.sweep_on_trap = o.sweep_on_trap;
+  options_.subnet_timeout = o.subnet_timeout;
+  options_.dump_dir = o.dump_dir;
+  options_.dump_lfts = o.dump_lfts;
+  options_.no_clients_rereg = o.no_clients_rereg;
+}
+
 void SubnetManager::RequestHeavySweep(const std::string& reason) {
   if (stopped_) return;
   if (sweeping_) {

@@ -103,6 +103,11 @@ class SubnetManager {
   // Queues a heavy sweep (after the one running, if any). `reason` goes to the log.
   void RequestHeavySweep(const std::string& reason);
   void Stop();
+  // Takes the settings that may change while running (SIGHUP): routing engine and its
+  // inputs, sweep interval, sweep_on_trap, subnet timeout, dumps, client reregistration.
+  // LMC, keys, the port and the SMP window keep their start-up values until restart.
+  // Applies from the next sweep.
+  void Reconfigure(const SubnetManagerOptions& o);
 
   const SmCounters& counters() const { return counters_; }
   const SweepStats& last_sweep() const { return last_; }

@@ -1,0 +1,101 @@
+// ibsmd as an operator runs it: a daemon that answers SIGHUP (re-read config, re-sweep),
+// SIGUSR1 (reopen log) and SIGTERM (clean exit), and that writes only its log, state file,
+// guid2lid file and dumps. On the in-process simulator, so no ibsim is needed.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/ibsim_harness.h"
+
+namespace ibsm::test {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Polls the log until `what` appears `times` times, or the deadline passes.
+bool WaitFor(const fs::path& log, const std::string& what, size_t times) {
+  for (auto end = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < end;
+       std::this_thread::sleep_for(50ms)) {
+    if (Count(Slurp(log), what) >= times) return true;
+  }
+  return false;
+}
+
+TEST(DaemonSignalsTest, HupRereadsTheConfigUsr1ReopensTheLogAndTermExitsCleanly) {
+  const char* b = std::getenv("IBSM_BIN_DIR");
+  std::string ibsmd = std::string(b ? b : IBSM_BIN_DIR) + "/ibsmd";
+  fs::path dir = fs::temp_directory_path() / ("ibsm-signals-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "run");
+  fs::path conf = dir / "ibsmd.conf";
+  fs::path log = dir / "ibsmd.log";
+  {
+    std::ofstream c(conf);
+    c << "log_file " << log.string() << "\n"
+      << "dump_files_dir " << dir.string() << "\n"
+      << "state_db_file " << (dir / "state.db").string() << "\n"
+      << "guid2lid_file " << (dir / "guid2lid").string() << "\n"
+      << "sweep_interval 0\n";
+  }
+  std::string topo = std::string(IBSM_SOURCE_DIR) + "/sim/topologies/ftree3-k8.net";
+  auto child = ChildProcess::Start({ibsmd, "-F", conf.string(), "--sim", topo},
+                                   (dir / "run").string(), {});
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  ASSERT_TRUE(WaitFor(log, "SUBNET UP", 1)) << Slurp(log);
+
+  // An engine the operator misspelt: warned about, routed without, and a new sweep.
+  std::ofstream(conf, std::ios::app) << "routing_engine bogus,minhop\n";
+  ASSERT_EQ(kill(child->pid(), SIGHUP), 0);
+  ASSERT_TRUE(WaitFor(log, "SUBNET UP", 2)) << Slurp(log);
+  std::string text = Slurp(log);
+  EXPECT_NE(text.find("SM-ROUTE-004 routing engine 'bogus' is not known"), std::string::npos);
+  EXPECT_NE(text.find("Entering heavy sweep 2 (SIGHUP)"), std::string::npos);
+
+  // logrotate moved the file away; SIGUSR1 makes ibsmd write a new one.
+  fs::rename(log, dir / "ibsmd.log.1");
+  ASSERT_EQ(kill(child->pid(), SIGUSR1), 0);
+  ASSERT_TRUE(WaitFor(log, "log reopened", 1));
+
+  ASSERT_EQ(kill(child->pid(), SIGTERM), 0);
+  auto done = child->Wait(30s);
+  ASSERT_TRUE(done.ok());
+  EXPECT_FALSE(done->timed_out);
+  EXPECT_EQ(done->exit_code, 0) << done->err;
+
+  // Nothing but the configured files (and SQLite's WAL companions) was written.
+  std::set<std::string> written;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file()) written.insert(e.path().filename().string());
+  std::set<std::string> allowed = {"ibsmd.conf", "ibsmd.log",       "ibsmd.log.1",
+                                   "state.db",   "state.db-wal",    "state.db-shm",
+                                   "guid2lid",   "opensm-subnet.lst"};
+  for (const auto& f : written) EXPECT_TRUE(allowed.count(f)) << "unexpected file " << f;
+  EXPECT_TRUE(written.count("opensm-subnet.lst"));
+  EXPECT_TRUE(written.count("guid2lid"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ibsm::test
