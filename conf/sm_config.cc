@@ -236,7 +236,8 @@ const OptionDesc kOptions[] = {
     Section("IBSM OPTIONS (not known to OpenSM)",
             Str("guid2lid_file", &SC::guid2lid_file, "/var/cache/opensm/guid2lid",
                 "OpenSM's guid2lid file (0xGUID 0xMINLID 0xMAXLID per line), read at start\n"
-                "and written after each sweep so LIDs survive a switch between SMs")),
+                "so ports keep the LIDs OpenSM gave them; ibsmd writes its own, in the same\n"
+                "format, to dump_files_dir/guid2lid after each sweep")),
     Str("state_db_file", &SC::state_db_file, "/var/lib/ibsm/ibsm-state.db",
         "SQLite state file: guid2lid, sweep history, events, SA registrations"),
     Str("control_socket", &SC::control_socket, "/run/ibsm/ibsmd.sock",

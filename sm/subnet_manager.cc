@@ -683,13 +683,14 @@ void SubnetManager::PersistState() {
     auto id = store_->RecordSweep(row);
     if (!id.ok()) Log(LogName::kSm).error("SM-STATE-003 sweep row not saved: {}", id.status().ToString());
   }
-  if (!upserts.empty() && !options_.guid2lid_file.empty()) {
+  // OpenSM's format beside the other dumps, so a switch back to OpenSM keeps every LID.
+  if (!upserts.empty() && !options_.dump_dir.empty()) {
     std::vector<conf::Guid2LidEntry> all;
     all.reserve(guid2lid_.size());
     for (const auto& [guid, r] : guid2lid_) all.push_back({guid, Lid{r.min_lid}, Lid{r.max_lid}});
     std::sort(all.begin(), all.end(),
               [](const auto& a, const auto& b) { return a.min_lid < b.min_lid; });
-    Status s = conf::SaveGuid2LidFile(options_.guid2lid_file, all);
+    Status s = conf::SaveGuid2LidFile(options_.dump_dir + "/guid2lid", all);
     if (!s.ok()) Log(LogName::kSm).warn("SM-STATE-004 guid2lid file not written: {}", s.ToString());
   }
   saved_guid2lid_ = guid2lid_;

@@ -54,7 +54,7 @@ struct SubnetManagerOptions {
   std::string dump_dir;            // empty = no dump files
   // opensm-lfts.dump as well as opensm-subnet.lst (OpenSM: log_flags routing bit 0x40).
   bool dump_lfts = false;
-  std::string guid2lid_file;       // OpenSM format; read at start, written after sweeps
+  std::string guid2lid_file;       // OpenSM's file, read at start (migration from OpenSM)
   bool no_clients_rereg = false;
 };
 

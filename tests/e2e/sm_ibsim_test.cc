@@ -382,7 +382,7 @@ class SmIbsimTest : public ::testing::Test {
     r.cold = *cold;
     r.cold_log = r.ws.Log("cold");
     r.cold_lfts_dump = ReadFile(r.ws.Dir("cold") + "/opensm-lfts.dump");
-    r.cold_guid2lid = ReadFile(r.ws.Dir("state") + "/guid2lid");
+    r.cold_guid2lid = ReadFile(r.ws.Dir("cold") + "/guid2lid");
     if (r.cold.exit_code != 0) {
       r.error = "cold ibsmd -o: " + Describe(r.cold) + "\nlog:\n" + r.cold_log;
       return;
@@ -739,7 +739,7 @@ TYPED_TEST(SmIbsimTest, InProcessSimulatorGivesIdenticalLidsAndLfts) {
   ASSERT_TRUE(sim_run.ok()) << sim_run.status().ToString();
   ASSERT_EQ(sim_run->exit_code, 0) << Describe(*sim_run) << "\nlog:\n" << r.ws.Log("sim");
   std::string lfts = ReadFile(r.ws.Dir("sim") + "/opensm-lfts.dump");
-  std::string guid2lid = ReadFile(r.ws.Dir("sim-state") + "/guid2lid");
+  std::string guid2lid = ReadFile(r.ws.Dir("sim") + "/guid2lid");
   ASSERT_FALSE(r.cold_lfts_dump.empty());
   ASSERT_FALSE(r.cold_guid2lid.empty());
   EXPECT_TRUE(lfts == r.cold_lfts_dump) << "opensm-lfts.dump differs: diff "
