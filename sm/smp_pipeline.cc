@@ -35,8 +35,24 @@ void SmpPipeline::Enqueue(mad::Smp smp, Callback cb) {
   Pump();
 }
 
+void SmpPipeline::Feed(std::function<bool()> next) {
+  feeder_ = std::move(next);
+  Pump();
+  CheckIdle();
+}
+
 void SmpPipeline::Pump() {
-  while (in_flight_ < max_in_flight_ && !queue_.empty()) {
+  if (pumping_) return;  // a feeder queuing requests re-enters here; the outer loop sends
+  pumping_ = true;
+  while (in_flight_ < max_in_flight_) {
+    if (queue_.empty()) {
+      if (!feeder_) break;
+      if (!feeder_()) feeder_ = nullptr;
+      if (queue_.empty()) {
+        if (!feeder_) break;
+        continue;
+      }
+    }
     Request req = std::move(queue_.front());
     queue_.pop_front();
     ++in_flight_;
@@ -64,6 +80,7 @@ void SmpPipeline::Pump() {
           CheckIdle();
         });
   }
+  pumping_ = false;
 }
 
 void SmpPipeline::WhenIdle(std::function<void()> fn) {

@@ -38,10 +38,15 @@ class SmpPipeline {
   void Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
            std::span<const uint8_t> data, Callback cb);
 
-  // Runs `fn` once nothing is queued or in flight (at once if idle now). One waiter at a
-  // time; a second call replaces the first.
+  // Requests produced on demand, so a stage with 190,000 LFT blocks does not queue them all
+  // at once: `next` runs whenever the window has room and nothing is queued; it queues
+  // requests (Get/Set) and returns false when it has no more. One feeder at a time.
+  void Feed(std::function<bool()> next);
+
+  // Runs `fn` once nothing is queued, fed or in flight (at once if idle now). One waiter at
+  // a time; a second call replaces the first.
   void WhenIdle(std::function<void()> fn);
-  bool idle() const { return queue_.empty() && in_flight_ == 0; }
+  bool idle() const { return queue_.empty() && in_flight_ == 0 && !feeder_; }
 
   void set_m_key(uint64_t k) { m_key_ = k; }
   const PipelineCounters& counters() const { return counters_; }
@@ -62,6 +67,8 @@ class SmpPipeline {
   std::deque<Request> queue_;
   size_t in_flight_ = 0;
   std::function<void()> idle_fn_;
+  std::function<bool()> feeder_;
+  bool pumping_ = false;
   PipelineCounters counters_;
 };
 

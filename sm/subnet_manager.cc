@@ -332,15 +332,31 @@ void SubnetManager::ProgramSwitches() {
 void SubnetManager::PushLfts() {
   const Fabric& f = discovered_->fabric;
   uint16_t top = lid_map_->max_lid();
-  size_t blocks = top / 64 + 1;
-  // Block-major across switches, as OpenSM does, so every switch gets its first blocks early.
-  std::vector<NodeId> switches;
+  struct Cursor {
+    std::vector<NodeId> switches;
+    size_t blocks = 0;
+    size_t b = 0;  // block-major across switches, as OpenSM does, so every switch gets its
+    size_t i = 0;  // first blocks early
+  };
+  auto c = std::make_shared<Cursor>();
+  c->blocks = top / 64 + 1;
   for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).is_switch() && tables_->table(n)) switches.push_back(n);
-  for (size_t b = 0; b < blocks; ++b) {
-    for (NodeId n : switches) {
+    if (f.node(n).is_switch() && tables_->table(n)) c->switches.push_back(n);
+  for (NodeId n : c->switches) switch_cache_[f.node(n).guid].top = top;
+  if (c->switches.empty()) c->b = c->blocks;
+  // Blocks are produced as the SMP window frees up: at 3-tier k=32 there are 190,000.
+  pipeline_.Feed([this, c]() -> bool {
+    const Fabric& f = discovered_->fabric;
+    while (c->b < c->blocks) {
+      NodeId n = c->switches[c->i];
+      size_t b = c->b;
+      if (++c->i == c->switches.size()) {
+        c->i = 0;
+        ++c->b;
+      }
       const auto& lft = tables_->table(n)->lft;
-      SwitchCache& cache = switch_cache_[f.node(n).guid];
+      Guid g = f.node(n).guid;
+      SwitchCache& cache = switch_cache_[g];
       mad::LinearForwardingTable blk;
       blk.port.fill(mad::kLftDropPort);
       for (size_t i = 0; i < 64; ++i)
@@ -351,9 +367,8 @@ void SubnetManager::PushLfts() {
       std::array<uint8_t, 64> data{};
       mad::EncodeTo(blk, data);
       ++current_.lft_blocks_sent;
-      Guid g = f.node(n).guid;
       pipeline_.Set(discovered_->nodes[n].path, mad::attr::kLinearForwardingTable,
-                    static_cast<uint32_t>(b), data, [this, g, b, n](Result<mad::Smp> r) {
+                    static_cast<uint32_t>(b), data, [this, g, b](Result<mad::Smp> r) {
                       auto& cache = switch_cache_[g];
                       if (!r.ok()) {
                         Issue("SM-LFT-002",
@@ -368,11 +383,11 @@ void SubnetManager::PushLfts() {
                       if (cache.lft.size() < (b + 1) * 64)
                         cache.lft.resize((b + 1) * 64, kUnknownEntry);
                       std::copy(blk->port.begin(), blk->port.end(), cache.lft.begin() + b * 64);
-                      (void)n;
                     });
+      return true;
     }
-  }
-  for (NodeId n : switches) switch_cache_[f.node(n).guid].top = top;
+    return false;
+  });
   pipeline_.WhenIdle([this] {
     if (!stopped_) ActivateLinks(0);
   });
@@ -381,42 +396,49 @@ void SubnetManager::PushLfts() {
 // Link manager: ports whose link is up at both ends go INIT -> ARMED (pass 0), then
 // ARMED -> ACTIVE (pass 1). Switch port 0 has no link.
 void SubnetManager::ActivateLinks(int pass) {
-  Fabric& f = discovered_->fabric;
   PortState from = pass == 0 ? PortState::kInit : PortState::kArmed;
   PortState to = pass == 0 ? PortState::kArmed : PortState::kActive;
-  for (PortId p = 0; p < f.port_count(); ++p) {
-    const Port& port = f.port(p);
-    if (port.num.value() == 0 || !port.connected()) continue;
-    const DiscoveredNode& dn = discovered_->nodes[port.node];
-    if (!dn.port_info_valid[port.num.value()]) continue;
-    if (port.state != from) continue;
-    const Port& peer = f.port(port.peer);
-    if (peer.state < PortState::kInit) continue;
-    mad::PortInfo want = DesiredPortInfo(p);
-    want.port_state = ToWire(to);
-    std::array<uint8_t, 64> data{};
-    mad::EncodeTo(want, data);
-    uint8_t num = port.num.value();
-    NodeId node = port.node;
-    pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data,
-                  [this, p, node, num, to](Result<mad::Smp> r) {
-                    if (!r.ok()) {
-                      Issue("SM-LINK-001",
-                            fmt::format("PortInfo Set (state {}) on {} port {} failed: {}",
-                                        ToWire(to),
-                                        ToString(discovered_->fabric.node(node).guid), num,
-                                        r.status().ToString()));
-                      return;
-                    }
-                    auto pi = mad::Decode<mad::PortInfo>(r->data);
-                    if (!pi.ok()) return;
-                    discovered_->nodes[node].port_info[num] = *pi;
-                    discovered_->fabric.mutable_port(p).state =
-                        static_cast<PortState>(pi->port_state <= 4 ? pi->port_state : 0);
-                    if (to == PortState::kArmed) ++current_.ports_armed;
-                    else ++current_.ports_activated;
-                  });
-  }
+  auto next = std::make_shared<PortId>(0);
+  pipeline_.Feed([this, next, from, to]() -> bool {
+    Fabric& f = discovered_->fabric;
+    while (*next < f.port_count()) {
+      PortId p = (*next)++;
+      const Port& port = f.port(p);
+      if (port.num.value() == 0 || !port.connected() || port.state != from) continue;
+      const DiscoveredNode& dn = discovered_->nodes[port.node];
+      if (!dn.port_info_valid[port.num.value()]) continue;
+      if (f.port(port.peer).state < PortState::kInit) continue;
+      mad::PortInfo want = DesiredPortInfo(p);
+      want.port_state = ToWire(to);
+      std::array<uint8_t, 64> data{};
+      mad::EncodeTo(want, data);
+      uint8_t num = port.num.value();
+      NodeId node = port.node;
+      pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data,
+                    [this, p, node, num, to](Result<mad::Smp> r) {
+                      if (!r.ok()) {
+                        Issue("SM-LINK-001",
+                              fmt::format("PortInfo Set (state {}) on {} port {} failed: {}",
+                                          ToWire(to),
+                                          ToString(discovered_->fabric.node(node).guid), num,
+                                          r.status().ToString()));
+                        return;
+                      }
+                      auto pi = mad::Decode<mad::PortInfo>(r->data);
+                      if (!pi.ok()) return;
+                      discovered_->nodes[node].port_info[num] = *pi;
+                      discovered_->fabric.mutable_port(p).state =
+                          static_cast<PortState>(pi->port_state <= 4 ? pi->port_state : 0);
+                      if (to == PortState::kArmed) {
+                        ++current_.ports_armed;
+                      } else {
+                        ++current_.ports_activated;
+                      }
+                    });
+      return true;
+    }
+    return false;
+  });
   pipeline_.WhenIdle([this, pass] {
     if (stopped_) return;
     if (pass == 0) {
