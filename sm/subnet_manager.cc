@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
@@ -227,10 +228,14 @@ void SubnetManager::Route() {
   std::string chain = options_.routing_engine.empty() ? "minhop" : options_.routing_engine;
   routing::RoutingOptions ro = options_.routing;
   ro.lmc = options_.lids.lmc;
-  boost::asio::post(routing_pool_, [this, snapshot, chain, ro] {
+  // The io_context has nothing else to do while routing runs: keep it from returning.
+  auto work = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+      io_.get_executor());
+  boost::asio::post(routing_pool_, [this, snapshot, chain, ro, work] {
     routing::LidMap lids(*snapshot);
     auto result = routing::RouteChain(chain, *snapshot, lids, ro);
-    boost::asio::post(io_, [this, snapshot, r = std::move(result)]() mutable {
+    boost::asio::post(io_, [this, snapshot, work, r = std::move(result)]() mutable {
+      work->reset();
       if (!stopped_) OnRouted(snapshot, std::move(r));
     });
   });
