@@ -426,6 +426,21 @@ bool Simulator::RollDrop(NodeId n) {
   return true;
 }
 
+PortId Simulator::CrossLink(PortId out, uint8_t min_state) {
+  const SimPort& o = ports_[out];
+  if (o.info.port_phys_state != kPhysLinkUp || o.peer == kNoPort) {
+    Drop(DropReason::kLinkDown);
+    return kNoPort;
+  }
+  if (o.info.port_state < min_state || ports_[o.peer].info.port_state < min_state) {
+    Drop(DropReason::kPortState);
+    return kNoPort;
+  }
+  PortId in = o.peer;
+  CountHop(out, in);
+  return RollDrop(ports_[in].node) ? in : kNoPort;
+}
+
 std::chrono::nanoseconds Simulator::Latency(uint32_t hops) {
   auto l = options_.per_hop * hops;
   if (options_.jitter.count() > 0 && hops > 0) {
@@ -497,15 +512,9 @@ void Simulator::HandleDr(PortId from, mad::MadMessage& msg) {
       Drop(DropReason::kBadPath);
       return;
     }
-    PortId out = nodes_[node].first_port + egress;
-    if (ports_[out].info.port_phys_state != kPhysLinkUp || ports_[out].peer == kNoPort) {
-      Drop(DropReason::kLinkDown);
-      return;
-    }
-    at = ports_[out].peer;
-    CountHop(out, at);
+    at = CrossLink(nodes_[node].first_port + egress, 0);
+    if (at == kNoPort) return;
     node = ports_[at].node;
-    if (!RollDrop(node)) return;
     Put(b, kReturnPath, ports_[at].info.local_port_num, hp);
     Put(b, kHopPointer, hp);
   }
@@ -536,15 +545,9 @@ void Simulator::ReturnDr(PortId from, mad::MadMessage& msg, uint32_t hops_so_far
       Drop(DropReason::kBadPath);
       return;
     }
-    PortId out = nodes_[node].first_port + egress;
-    if (ports_[out].info.port_phys_state != kPhysLinkUp || ports_[out].peer == kNoPort) {
-      Drop(DropReason::kLinkDown);
-      return;
-    }
-    at = ports_[out].peer;
-    CountHop(out, at);
+    at = CrossLink(nodes_[node].first_port + egress, 0);
+    if (at == kNoPort) return;
     node = ports_[at].node;
-    if (!RollDrop(node)) return;
     Put(b, kHopPointer, hp - 1);
   }
   // Back at the requesting node: the SM sits at the port the path left from (a switch's
@@ -584,18 +587,11 @@ PortId Simulator::RouteLid(PortId from, uint16_t dlid, bool is_smp, uint32_t* ho
   PortId at = from;
   NodeId node = ports_[from].node;
   auto cross = [&](PortId out) -> bool {
-    const SimPort& o = ports_[out];
-    if (o.info.port_phys_state != kPhysLinkUp || o.peer == kNoPort) {
-      return Drop(DropReason::kLinkDown);
-    }
-    if (o.info.port_state < min_state || ports_[o.peer].info.port_state < min_state) {
-      return Drop(DropReason::kPortState);
-    }
-    at = o.peer;
-    CountHop(out, at);
+    at = CrossLink(out, min_state);
+    if (at == kNoPort) return false;
     node = ports_[at].node;
     ++*hops;
-    return RollDrop(node);
+    return true;
   };
   if (nodes_[node].sw == kNoSwitch) {
     if (OwnsLid(ports_[from].info, dlid)) return from;

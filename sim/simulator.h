@@ -259,6 +259,10 @@ class Simulator {
 
   bool Drop(DropReason r);
   bool RollDrop(NodeId n);  // random and per-node loss when entering `n`
+  // Sends a MAD out of `out` across its cable: the port at the far end, or kNoPort after
+  // counting why it was lost (link down, either end below `min_state`, loss entering the
+  // far node). Counts the hop's traffic.
+  PortId CrossLink(PortId out, uint8_t min_state);
   std::chrono::nanoseconds Latency(uint32_t hops);
 
   void HandleDr(PortId from, mad::MadMessage& msg);
