@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "routing/hop_table.h"
+
 namespace ibsm::sm {
 namespace {
 
@@ -124,6 +126,84 @@ void WriteLftsDump(const Fabric& f, const routing::RoutingTables& tables, std::F
     fmt::format_to(std::back_inserter(out), "{} lids dumped\n", max_lid);
   }
   std::fwrite(out.data(), 1, out.size(), file);
+}
+
+void WriteFdbsDump(const Fabric& f, const routing::RoutingTables& tables, std::FILE* file) {
+  const routing::HopTable hops = routing::HopTable::Build(f, 1);
+  // Hops from switch `s` to the switch `to` leaving through `port`, or -1 if that port does
+  // not lead to a switch with a path.
+  auto via = [&](routing::SwitchIdx s, uint8_t port, routing::SwitchIdx to) -> int {
+    for (const auto* l = hops.links_begin(s); l != hops.links_end(s); ++l) {
+      if (l->port != port) continue;
+      const uint8_t h = hops.hops(l->remote, to);
+      return h == routing::kUnreachableHops ? -1 : h + 1;
+    }
+    return -1;
+  };
+  fmt::memory_buffer out;
+  for (NodeId id : ByGuid(f)) {
+    const Node& n = f.node(id);
+    const routing::SwitchTable* t = tables.table(id);
+    if (!n.is_switch() || !t) continue;
+    const routing::SwitchIdx s = hops.index(id);
+    fmt::format_to(std::back_inserter(out),
+                   "dump_ucast_routes: Switch {:#018x}\nLID    : Port : Hops : Optimal\n",
+                   n.guid.value());
+    for (size_t lid = 1; lid < t->lft.size(); ++lid) {
+      fmt::format_to(std::back_inserter(out), "0x{:04X} : ", lid);
+      const auto owner = f.FindPortByLid(Lid{static_cast<uint16_t>(lid)});
+      const uint8_t port = t->lft[lid];
+      if (!owner || port == routing::kDropPort) {
+        fmt::format_to(std::back_inserter(out), "UNREACHABLE\n");
+        continue;
+      }
+      // The switch that delivers the LID, and the hops added after it (1 for a CA's cable).
+      const Port& op = f.port(*owner);
+      routing::SwitchIdx target = routing::kNoSwitch;
+      int tail = 0;
+      if (f.node(op.node).is_switch()) {
+        target = hops.index(op.node);
+      } else if (op.connected()) {
+        target = hops.index(f.port(op.peer).node);
+        tail = 1;
+      }
+      int h = -1, best = -1;
+      if (target != routing::kNoSwitch) {
+        const uint8_t b = hops.hops(s, target);
+        if (b != routing::kUnreachableHops) best = b + tail;
+        if (target == s) {
+          const bool here = tail ? op.peer == f.port_id(id, PortNum{port}) : port == 0;
+          h = here ? tail : -1;
+        } else if (port != 0) {
+          const int v = via(s, port, target);
+          h = v < 0 ? -1 : v + tail;
+        }
+      }
+      if (h < 0) {
+        fmt::format_to(std::back_inserter(out), "{:03}  : HOPS UNKNOWN\n", port);
+        continue;
+      }
+      fmt::format_to(std::back_inserter(out), "{:03}  : {:02}   : ", port, h);
+      if (h == best) {
+        fmt::format_to(std::back_inserter(out), "yes\n");
+      } else {
+        uint8_t best_port = 0;
+        for (const auto* l = hops.links_begin(s); l != hops.links_end(s) && !best_port; ++l)
+          if (via(s, l->port, target) + tail == best) best_port = l->port;
+        fmt::format_to(std::back_inserter(out), "No {} hop path possible via port {}!\n", best,
+                       best_port);
+      }
+      if (out.size() > (1u << 20)) {
+        std::fwrite(out.data(), 1, out.size(), file);
+        out.clear();
+      }
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), file);
+}
+
+void WriteMcfdbsDump(const Fabric& /*fabric*/, std::FILE* /*out*/) {
+  // No multicast forwarding tables are programmed yet: OpenSM writes an empty file then too.
 }
 
 Status WriteDumpFile(const std::string& path, const std::function<void(std::FILE*)>& write) {

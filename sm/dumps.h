@@ -21,6 +21,16 @@ std::string FormatSubnetLst(const Fabric& fabric, Lid sm_lid);
 // streamed to `out` (the file has a line per switch and LID: 12 million at 3-tier k=32).
 void WriteLftsDump(const Fabric& fabric, const routing::RoutingTables& tables, std::FILE* out);
 
+// OpenSM's opensm.fdbs (dump_ucast_routes): per switch in GUID order, "0xLID : PORT : HOPS :
+// yes" for every LID 1..max, where HOPS is the hop count to the LID's port through that egress
+// port and "yes" says no other port is shorter. ibdmchk reads it with opensm-subnet.lst to
+// check every CA-to-CA path and prove credit-loop freedom.
+void WriteFdbsDump(const Fabric& fabric, const routing::RoutingTables& tables, std::FILE* out);
+
+// OpenSM's opensm.mcfdbs (dump_mcast_routes): per switch with multicast entries, "0xMLID :"
+// then its ports. Empty until the SM programs multicast forwarding tables.
+void WriteMcfdbsDump(const Fabric& fabric, std::FILE* out);
+
 // Writes a dump to `path` through `write` via a temporary file, fsync and rename, so a reader
 // never sees half a file.
 Status WriteDumpFile(const std::string& path, const std::function<void(std::FILE*)>& write);

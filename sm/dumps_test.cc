@@ -86,6 +86,37 @@ TEST(DumpsTest, LftsDumpIsByteForByteWhatOpenSmWritesForTheSameTables) {
   EXPECT_EQ(ours, Slurp(Fixture("opensm-lfts.dump")));
 }
 
+TEST(DumpsTest, FdbsDumpIsByteForByteWhatOpenSmWritesForTheSameTables) {
+  Fabric f = OpenSmFabric();
+  routing::RoutingTables t = OpenSmTables(f);
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* mem = open_memstream(&buf, &len);
+  WriteFdbsDump(f, t, mem);
+  std::fclose(mem);
+  std::string ours(buf, len);
+  free(buf);
+  EXPECT_EQ(ours, Slurp(Fixture("opensm.fdbs")));
+}
+
+TEST(DumpsTest, FdbsDumpMarksHolesAndDetours) {
+  Fabric f = OpenSmFabric();
+  routing::RoutingTables t = OpenSmTables(f);
+  // Switch 0x...01 (a leaf): drop LID 9's entry; send LID 3 (the other leaf) back down to a host.
+  routing::SwitchTable& leaf = t.switches[t.switch_index[*f.FindNode(Guid{0x0002c90200000001})]];
+  leaf.lft[9] = routing::kDropPort;
+  leaf.lft[3] = 1;
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* mem = open_memstream(&buf, &len);
+  WriteFdbsDump(f, t, mem);
+  std::fclose(mem);
+  std::string ours(buf, len);
+  free(buf);
+  EXPECT_NE(ours.find("0x0009 : UNREACHABLE\n"), std::string::npos) << ours;
+  EXPECT_NE(ours.find("0x0003 : 001  : HOPS UNKNOWN\n"), std::string::npos) << ours;
+}
+
 TEST(DumpsTest, SubnetListIsLineForLineWhatOpenSmWritesForTheSameFabric) {
   Fabric f = OpenSmFabric();
   EXPECT_EQ(FormatSubnetLst(f, Lid{1}), Slurp(Fixture("opensm-subnet.lst")));

@@ -644,6 +644,13 @@ void SubnetManager::WriteDumps() {
   if (s.ok() && tables_ && options_.dump_lfts) {
     s = WriteDumpFile(options_.dump_dir + "/opensm-lfts.dump",
                       [&](std::FILE* out) { WriteLftsDump(f, *tables_, out); });
+    // What `opensm -D 0x43` writes for ibdmchk: routes with hop counts, multicast routes.
+    if (s.ok())
+      s = WriteDumpFile(options_.dump_dir + "/opensm.fdbs",
+                        [&](std::FILE* out) { WriteFdbsDump(f, *tables_, out); });
+    if (s.ok())
+      s = WriteDumpFile(options_.dump_dir + "/opensm.mcfdbs",
+                        [&](std::FILE* out) { WriteMcfdbsDump(f, out); });
   }
   if (!s.ok()) Log(LogName::kSm).warn("SM-DUMP-001 {}", s.ToString());
 }
