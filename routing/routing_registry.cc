@@ -2,6 +2,7 @@
 // fallback chain.
 #include <fmt/format.h>
 
+#include "routing/ftree_engine.h"
 #include "routing/minhop_engine.h"
 #include "routing/routing_engine.h"
 
@@ -31,6 +32,7 @@ std::string KnownEngines() {
 const std::vector<EngineEntry>& EngineRegistry() {
   static const std::vector<EngineEntry> kRegistry = {
       {"minhop", MakeMinHop},
+      {"ftree", MakeFTree},
   };
   return kRegistry;
 }
