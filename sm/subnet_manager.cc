@@ -46,7 +46,10 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
   on_sweep_ = std::move(on_sweep);
   transport_.SetUnsolicitedHandler([this](mad::MadMessage m) { OnUnsolicited(std::move(m)); });
   auto local = transport_.QueryLocalPort();
-  if (local.ok()) sm_port_guid_ = local->port_guid;
+  if (local.ok()) {
+    sm_port_guid_ = local->port_guid;
+    sm_lid_ = local->lid;  // until the first sweep assigns it
+  }
   LoadPersistedLids();
   state_ = mad::SmState::kMaster;
   ++act_count_;
@@ -72,6 +75,11 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
 
 void SubnetManager::RequestHeavySweep(const std::string& reason) {
   if (stopped_) return;
+  if (sweep_posted_) {
+    // The requested sweep has not begun: it will see this change too.
+    Log(LogName::kSm).info("heavy sweep already pending ({}); also: {}", pending_reason_, reason);
+    return;
+  }
   if (sweeping_) {
     if (!sweep_again_) Log(LogName::kSm).info("heavy sweep queued: {}", reason);
     sweep_again_ = true;
@@ -80,6 +88,7 @@ void SubnetManager::RequestHeavySweep(const std::string& reason) {
   pending_reason_ = reason;
   boost::asio::post(io_, [this] { BeginHeavySweep(); });
   sweeping_ = true;
+  sweep_posted_ = true;
 }
 
 void SubnetManager::Issue(const std::string& id, const std::string& message) {
@@ -91,6 +100,7 @@ void SubnetManager::Issue(const std::string& id, const std::string& message) {
 // --- heavy sweep ---------------------------------------------------------------------
 
 void SubnetManager::BeginHeavySweep() {
+  sweep_posted_ = false;
   if (stopped_) return;
   sweeping_ = true;
   light_timer_.cancel();
@@ -629,6 +639,13 @@ void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) 
   Log(LogName::kSm).info("trap {} from LID {}", trap, notice->issuer_lid);
   bool sweep_trap = trap == mad::trap::kLinkStateChanged || trap == mad::trap::kLocalChanges ||
                     trap == mad::trap::kGidInService || trap == mad::trap::kGidOutOfService;
+  // Our own port reports the IsSM capability bit we set when claiming the SM role: nothing
+  // on the fabric changed, so no sweep (ibsim sends it on every start).
+  if (trap == mad::trap::kLocalChanges && sm_lid_.value() != 0 &&
+      notice->issuer_lid == sm_lid_.value()) {
+    ++counters_.own_traps_ignored;
+    sweep_trap = false;
+  }
   if (sweep_trap && options_.sweep_on_trap) {
     RequestHeavySweep(fmt::format("trap {} from LID {}", trap, notice->issuer_lid));
   }

@@ -83,6 +83,7 @@ struct SmCounters {
   uint64_t light_sweeps = 0;
   uint64_t traps_received = 0;
   uint64_t traps_malformed = 0;
+  uint64_t own_traps_ignored = 0;  // trap 144 from the SM's own port (its IsSM claim)
   uint64_t sminfo_requests = 0;
   uint64_t unsolicited_ignored = 0;  // requests for classes/attributes the SM does not serve
   uint64_t routing_failures = 0;
@@ -159,6 +160,7 @@ class SubnetManager {
   Lid sm_lid_{0};
   bool sweeping_ = false;
   bool sweep_again_ = false;
+  bool sweep_posted_ = false;  // a heavy sweep is requested and has not begun yet
   std::string pending_reason_;
   bool first_master_sweep_ = true;
   bool stopped_ = false;

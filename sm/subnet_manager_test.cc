@@ -6,6 +6,7 @@
 #include <set>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "fabric/generators.h"
 #include "ha/state_store.h"
@@ -223,6 +224,38 @@ TEST(SubnetManagerTest, LinkDownTrapReroutesAroundTheLinkWithinOneSweep) {
   Fabric g = *f;
   g.Disconnect(uplink);
   ExpectFabricUp(g, sim);
+}
+
+// A trap that arrives between "Entering MASTER state" and the first sweep (ibsim's trap 144 for
+// the SM's own IsSM claim on a warm fabric) is covered by that sweep: one sweep, not two.
+TEST(SubnetManagerTest, ASweepRequestBeforeTheFirstSweepBeginsIsMergedIntoIt) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::Simulator sim(*f, {});
+  sim::SimTransport t(io, sim, FirstCaPort(*f));
+  SystemClock clock;
+  SubnetManagerOptions o;
+  o.send.timeout = std::chrono::milliseconds(20);
+  o.sweep_interval = std::chrono::seconds(0);
+  SubnetManager sm(io, t, clock, nullptr, o);
+  int sweeps = 0;
+  auto stop = [&] {
+    sm.Stop();
+    t.Close();
+    io.stop();
+  };
+  // A second sweep would follow the first at once; give it two seconds to show up.
+  boost::asio::steady_timer grace(io);
+  sm.Start([&](const SweepStats&) {
+    if (++sweeps > 1) return stop();
+    grace.expires_after(std::chrono::seconds(2));
+    grace.async_wait([&](boost::system::error_code) { stop(); });
+  });
+  sm.RequestHeavySweep("trap 144 from LID 1");
+  io.run_for(std::chrono::seconds(20));
+  EXPECT_EQ(sweeps, 1);
+  EXPECT_EQ(sm.counters().heavy_sweeps, 1u);
 }
 
 TEST(SubnetManagerTest, LmcTwoGivesEveryHostFourReachableLids) {
