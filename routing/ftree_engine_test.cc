@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "fabric/generators.h"
+#include "routing/minhop_engine.h"
+#include "routing/quality.h"
 #include "routing/routing_test_util.h"
 #include "routing/verify.h"
 
@@ -135,6 +137,63 @@ bool ChannelDependenciesAcyclic(const Fabric& fabric, const LidMap& lids,
   return done == fabric.port_count();
 }
 
+// Switch tiers: hops from the nearest switch with a CA cabled (leaves are tier 0).
+std::vector<uint32_t> Tiers(const Fabric& fabric) {
+  std::vector<uint32_t> tier(fabric.node_count(), UINT32_MAX);
+  std::vector<NodeId> queue;
+  for (NodeId n = 0; n < fabric.node_count(); ++n) {
+    const Node& node = fabric.node(n);
+    if (!node.is_switch()) continue;
+    for (uint32_t p = 1; p <= node.num_ports; ++p) {
+      const Port& port = fabric.port(node.first_port + p);
+      if (port.connected() && !fabric.node(fabric.port(port.peer).node).is_switch()) {
+        tier[n] = 0;
+        queue.push_back(n);
+        break;
+      }
+    }
+  }
+  for (size_t head = 0; head < queue.size(); ++head) {
+    const Node& node = fabric.node(queue[head]);
+    for (uint32_t p = 1; p <= node.num_ports; ++p) {
+      const Port& port = fabric.port(node.first_port + p);
+      if (!port.connected()) continue;
+      const NodeId r = fabric.port(port.peer).node;
+      if (fabric.node(r).is_switch() && tier[r] == UINT32_MAX) {
+        tier[r] = tier[queue[head]] + 1;
+        queue.push_back(r);
+      }
+    }
+  }
+  return tier;
+}
+
+// Host-to-host routes (every host to every host LID) that go down a tier and then up again.
+size_t HostRoutesTurningDownThenUp(const Fabric& fabric, const LidMap& lids,
+                                   const RoutingTables& tables) {
+  const std::vector<uint32_t> tier = Tiers(fabric);
+  const std::vector<PortId> hosts = HostsInFabricOrder(fabric);
+  size_t bad = 0;
+  std::vector<PortId> path;
+  for (PortId src : hosts)
+    for (PortId dst : hosts) {
+      if (src == dst) continue;
+      path.clear();
+      if (!Walk(fabric, lids, tables, src, fabric.port(dst).lid, path)) continue;
+      bool went_down = false;
+      for (size_t i = 2; i < path.size(); ++i) {
+        const uint32_t from = tier[fabric.port(path[i - 1]).node];
+        const uint32_t to = tier[fabric.port(path[i]).node];
+        if (to < from) went_down = true;
+        if (to > from && went_down) {
+          ++bad;
+          break;
+        }
+      }
+    }
+  return bad;
+}
+
 // Routes with ftree and checks what every fabric must give: the engine's name, verified
 // tables, and deadlock freedom.
 RoutingTables RouteAndCheck(const Fabric& fabric, const LidMap& lids, RoutingOptions options = {}) {
@@ -150,6 +209,8 @@ RoutingTables RouteAndCheck(const Fabric& fabric, const LidMap& lids, RoutingOpt
                 report.unreachable_pairs,
             0u);
   EXPECT_TRUE(ChannelDependenciesAcyclic(fabric, lids, tables));
+  const CreditLoopReport loops = CheckCreditLoops(fabric, lids, tables);
+  EXPECT_TRUE(loops.acyclic) << (loops.cycle.empty() ? "" : loops.cycle.front());
   return tables;
 }
 
@@ -183,7 +244,22 @@ TEST(FTreeEngineTest, ThreeTierFatTreeVerifiesAndShiftPermutationsShareNoChannel
     const LidMap lids(f);
     const RoutingTables tables = RouteAndCheck(f, lids);
     EXPECT_EQ(ShiftMaxSharing(f, lids, tables, HostsInFabricOrder(f)), 1u) << "k=" << k;
+    QualityOptions q;
+    q.random_permutations = 0;
+    const QualityReport report = MeasureQuality(f, lids, tables, q);
+    EXPECT_EQ(report.shift_max_sharing, 1u) << "k=" << k;
+    EXPECT_EQ(report.unrouted_flows, 0u);
+    EXPECT_EQ(HostRoutesTurningDownThenUp(f, lids, tables), 0u);
   }
+}
+
+// The deadlock check above has teeth: minhop's routes on an irregular graph close a loop.
+TEST(FTreeEngineTest, ChannelDependencyCheckFindsMinhopLoopsOnARandomGraph) {
+  Fabric f = Make(RandomGraph(16, 8, 2, 3));
+  const LidMap lids(f);
+  auto minhop = MinHopEngine().Route(f, lids, RoutingOptions{});
+  ASSERT_TRUE(minhop.ok());
+  EXPECT_FALSE(ChannelDependenciesAcyclic(f, lids, *minhop));
 }
 
 TEST(FTreeEngineTest, EverySwitchRoutesEverySwitchLid) {
@@ -246,10 +322,29 @@ TEST(FTreeEngineTest, DegradedThreeTierTreesStillRouteAsFatTrees) {
     const LidMap lids(f);
     SCOPED_TRACE("seed " + std::to_string(seed));
     const RoutingTables tables = RouteAndCheck(f, lids);
+    EXPECT_EQ(HostRoutesTurningDownThenUp(f, lids, tables), 0u);
     // Every host still reaches every other.
     const std::vector<PortId> hosts = HostsInFabricOrder(f);
     EXPECT_GE(ShiftMaxSharing(f, lids, tables, hosts), 1u);
   }
+}
+
+// pod07-leaf-04 keeps only its cable to pod07-spine-02 and pod01-leaf-03 lost its cable to
+// pod01-spine-02, so no route between them climbs and then descends in the tree. OpenSM's
+// ftree would refuse the fabric; here they detour through the hub leaf, deadlock-free.
+TEST(FTreeEngineTest, HostsWithNoUpDownRouteLeftDetourThroughTheHubWithoutDeadlock) {
+  auto g = FatTree3(8);
+  ASSERT_TRUE(g.ok());
+  Fabric f = std::move(g).value();
+  ASSERT_EQ(Degrade(f, 10, 19).size(), 10u);
+  AssignLids(f);
+  const LidMap lids(f);
+  const RoutingTables tables = RouteAndCheck(f, lids);
+  EXPECT_GT(HostRoutesTurningDownThenUp(f, lids, tables), 0u);
+  std::vector<PortId> path;
+  const PortId src = f.port_id(*f.FindNodeByName("node-0009/hca1"), PortNum(1));
+  const NodeId dst_leaf = *f.FindNodeByName("pod07-leaf-04");
+  ASSERT_TRUE(Walk(f, lids, tables, src, f.port(f.port(dst_leaf, PortNum(1)).peer).lid, path));
 }
 
 TEST(FTreeEngineTest, DegradedTwoTierTreesStillRouteAsFatTrees) {
@@ -270,6 +365,7 @@ TEST(FTreeEngineTest, MissingCoreSwitchIsRoutedAround) {
   DisconnectSwitch(f, "core-001");
   const LidMap lids(f);
   const RoutingTables tables = RouteAndCheck(f, lids);
+  EXPECT_EQ(HostRoutesTurningDownThenUp(f, lids, tables), 0u);
   const std::vector<PortId> hosts = HostsInFabricOrder(f);
   EXPECT_GE(ShiftMaxSharing(f, lids, tables, hosts), 1u);
   // The isolated core still delivers its own LID.
@@ -282,6 +378,7 @@ TEST(FTreeEngineTest, MissingSpineSwitchIsRoutedAround) {
   DisconnectSwitch(f, "pod02-spine-03");
   const LidMap lids(f);
   const RoutingTables tables = RouteAndCheck(f, lids);
+  EXPECT_EQ(HostRoutesTurningDownThenUp(f, lids, tables), 0u);
   EXPECT_GE(ShiftMaxSharing(f, lids, tables, HostsInFabricOrder(f)), 1u);
 }
 
