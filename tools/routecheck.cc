@@ -320,7 +320,7 @@ int RouteCheckMain(int argc, char** argv, std::ostream& out, std::ostream& err) 
   }
   std::string lid_source;
   bool has_lids = false;
-  if (!generated)
+  if (!generated)  // a generated fabric has none
     for (PortId p = 0; p < fabric->port_count() && !has_lids; ++p)
       has_lids = fabric->port(p).lid.value() != 0;
   if (has_lids) {

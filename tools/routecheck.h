@@ -6,10 +6,12 @@
 //                   [--engine CHAIN | --lft-dump FILE] [--lmc N] [--threads N]
 //                   [--quality] [--permutations N] [--no-shifts] [--seed S] [--problems N]
 //
-// Generated fabrics get LIDs as the routing benchmark gives them (switch port 0 first, in
-// NodeId order; CA ports 2^lmc-aligned). A topology file keeps the LIDs it records
-// (ibnetdiscover writes them); when it records none, LIDs come from the dump's
-// "portguid 0x...:" annotations and switch headers, else they are assigned as above.
+// LIDs: a topology file keeps the LIDs it records (ibnetdiscover writes them). A fabric
+// without LIDs (generated, or a file from gen_topology.py) takes them from the dump's
+// "portguid 0x...:" annotations and switch headers when judging a dump (the generators use
+// gen_topology.py's GUIDs, so `--fat-tree2 4` matches a dump taken on ibsim from its net
+// file), else gets them as the routing benchmark assigns them: in NodeId order from 1, one
+// per switch port 0, 2^lmc aligned ones per CA port.
 #pragma once
 
 #include <cstdint>
