@@ -392,8 +392,8 @@ struct Scratch {
   std::vector<uint16_t> dist;
   std::vector<uint8_t> down_set;  // 1: reaches the destination moving down only
   std::vector<uint32_t> queue;
-  std::vector<uint8_t> cand;
   std::vector<uint32_t> quotient;  // [level][dest]: index / divisor + offset
+  std::vector<uint16_t> lid;       // [dest]
 };
 
 // Fills every switch's entries for the LIDs that switch `t` delivers. Legal routes: a switch
@@ -401,7 +401,7 @@ struct Scratch {
 // nearer; any other switch moves up, to a neighbour one hop nearer. Both are shortest among
 // legal routes, and each switch's entry for a LID is the same for every packet through it,
 // so every route in the tables is legal.
-void RouteTo(const Plan& plan, uint32_t t, Scratch& sc, RoutingTables& out) {
+void RouteTo(const Plan& plan, uint32_t t, Scratch& sc, const std::vector<uint8_t*>& rows) {
   const std::vector<Dest>& dests = plan.dests[t];
   if (dests.empty()) return;
   const Component& comp = plan.components[plan.component_of[t]];
@@ -424,50 +424,53 @@ void RouteTo(const Plan& plan, uint32_t t, Scratch& sc, RoutingTables& out) {
       sc.queue.push_back(u);
     }
   }
-  // Position 0 (the hub) is in every down set, and every other switch has a neighbour at a
-  // lower position, so in position order each switch outside the down set finds its distance.
-  for (uint32_t v = 0; v < n; ++v) {
-    if (sc.down_set[v]) continue;
-    uint16_t best = kFar;
-    for (uint32_t e = comp.up_start[v]; e < comp.up_start[v + 1]; ++e)
-      best = std::min(best, sc.dist[comp.up[e].pos]);
-    sc.dist[v] = best == kFar ? kFar : static_cast<uint16_t>(best + 1);
-  }
-
   const size_t nd = dests.size();
   const size_t levels = comp.divisor.size();
   sc.quotient.resize(levels * nd);
   for (size_t lv = 0; lv < levels; ++lv)
     for (size_t d = 0; d < nd; ++d)
       sc.quotient[lv * nd + d] = dests[d].index / comp.divisor[lv] + dests[d].offset;
+  sc.lid.resize(nd);
+  for (size_t d = 0; d < nd; ++d) sc.lid[d] = dests[d].lid;
 
+  // One pass in position order. A switch in the down set already has its distance; any other
+  // finds it from its up-neighbours, which come earlier (position 0, the hub, is in every down
+  // set, and every other switch has a neighbour at a lower position).
+  uint16_t* const dist = sc.dist.data();
+  const uint8_t* const down_set = sc.down_set.data();
+  const uint16_t* const lid = sc.lid.data();
+  const OLink* const up = comp.up.data();
+  const OLink* const down = comp.down.data();
+  const uint32_t* const up_start = comp.up_start.data();
+  const uint32_t* const down_start = comp.down_start.data();
+  uint8_t cand[256];
   for (uint32_t v = 0; v < n; ++v) {
-    uint8_t* row = out.switches[comp.order[v]].lft.data();
-    if (v == tp) {
-      for (const Dest& d : dests) row[d.lid] = d.exit_port;
-      continue;
-    }
-    if (sc.dist[v] == kFar) continue;
-    const uint16_t want = static_cast<uint16_t>(sc.dist[v] - 1);
-    sc.cand.clear();
-    if (sc.down_set[v]) {
-      for (uint32_t e = comp.down_start[v]; e < comp.down_start[v + 1]; ++e) {
-        const OLink& l = comp.down[e];
-        if (sc.down_set[l.pos] && sc.dist[l.pos] == want) sc.cand.push_back(l.port);
+    uint8_t* const row = rows[comp.order[v]];
+    uint32_t nc = 0;
+    if (down_set[v]) {
+      if (v == tp) {
+        for (const Dest& d : dests) row[d.lid] = d.exit_port;
+        continue;
       }
+      const uint16_t want = static_cast<uint16_t>(dist[v] - 1);
+      for (uint32_t e = down_start[v]; e < down_start[v + 1]; ++e)
+        if (down_set[down[e].pos] && dist[down[e].pos] == want) cand[nc++] = down[e].port;
     } else {
-      for (uint32_t e = comp.up_start[v]; e < comp.up_start[v + 1]; ++e) {
-        const OLink& l = comp.up[e];
-        if (sc.dist[l.pos] == want) sc.cand.push_back(l.port);
+      uint16_t best = kFar;
+      for (uint32_t e = up_start[v]; e < up_start[v + 1]; ++e) {
+        const uint16_t d = dist[up[e].pos];
+        if (d < best) best = d, nc = 0;
+        if (d == best) cand[nc++] = up[e].port;
       }
+      if (best == kFar) continue;
+      dist[v] = static_cast<uint16_t>(best + 1);
     }
-    if (sc.cand.empty()) continue;
-    const uint32_t nc = static_cast<uint32_t>(sc.cand.size());
-    const uint32_t* q = sc.quotient.data() + size_t{comp.level[v]} * nd;
+    if (nc == 0) continue;
     if (nc == 1) {
-      for (const Dest& d : dests) row[d.lid] = sc.cand[0];
+      for (size_t d = 0; d < nd; ++d) row[lid[d]] = cand[0];
     } else {
-      for (size_t d = 0; d < nd; ++d) row[dests[d].lid] = sc.cand[q[d] % nc];
+      const uint32_t* const q = sc.quotient.data() + size_t{comp.level[v]} * nd;
+      for (size_t d = 0; d < nd; ++d) row[lid[d]] = cand[q[d] % nc];
     }
   }
 }
@@ -491,9 +494,11 @@ Result<RoutingTables> FTreeEngine::Route(const Fabric& fabric, const LidMap& lid
         out.switches[s].node = plan.graph.node[s];
         out.switches[s].lft.assign(lft_size, kDropPort);
       });
+  std::vector<uint8_t*> rows(S);
+  for (size_t s = 0; s < S; ++s) rows[s] = out.switches[s].lft.data();
   ParallelFor(
       S, options.threads, [] { return Scratch{}; },
-      [&](Scratch& sc, size_t t) { RouteTo(plan, static_cast<uint32_t>(t), sc, out); });
+      [&](Scratch& sc, size_t t) { RouteTo(plan, static_cast<uint32_t>(t), sc, rows); });
   return out;
 }
 

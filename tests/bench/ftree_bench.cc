@@ -1,0 +1,83 @@
+// ftree scale: FatTree3(k) routed by the ftree engine on 1 and 2 worker threads. Reports
+// seconds and peak memory; asserts nothing.
+//
+//   ftree_bench --benchmark_filter='FTree/k:64/threads:2'
+// peak_rss_MiB is the process high-water mark (getrusage ru_maxrss); run one case per process
+// for its own peak. FatTree3(64) has 65,536 hosts and 5,120 switches, more end ports than the
+// 49,151 unicast LIDs: LIDs go to switches and hosts in NodeId order until they run out, as a
+// LID manager would, and the hosts left over are not routed.
+#include <sys/resource.h>
+
+#include <chrono>
+
+#include <benchmark/benchmark.h>
+
+#include "fabric/generators.h"
+#include "routing/ftree_engine.h"
+
+namespace ibsm::routing {
+namespace {
+
+double PeakRssMiB() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+// One LID per switch port 0 and per HCA port, in NodeId order, while unicast LIDs last.
+void AssignLids(Fabric& fabric) {
+  uint32_t next = 1;
+  for (NodeId n = 0; n < fabric.node_count(); ++n) {
+    const Node& node = fabric.node(n);
+    const uint32_t first = node.is_switch() ? 0 : 1;
+    const uint32_t last = node.is_switch() ? 0 : node.num_ports;
+    for (uint32_t num = first; num <= last && next <= kMaxUnicastLid; ++num)
+      fabric.mutable_port(node.first_port + num).lid = Lid(static_cast<uint16_t>(next++));
+  }
+  fabric.IndexLids();
+}
+
+void BM_FTree(benchmark::State& state) {
+  const int k = static_cast<int>(state.range(0));
+  auto fabric = FatTree3(k);
+  if (!fabric.ok()) {
+    state.SkipWithError(fabric.status().ToString().c_str());
+    return;
+  }
+  AssignLids(*fabric);
+  const LidMap lids(*fabric);
+  RoutingOptions options;
+  options.threads = static_cast<unsigned>(state.range(1));
+  const FTreeEngine engine;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto tables = engine.Route(*fabric, lids, options);
+    state.counters["route_s"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!tables.ok()) {
+      state.SkipWithError(tables.status().ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(tables->switches.data());
+  }
+  state.counters["hosts"] = static_cast<double>(fabric->ca_count());
+  state.counters["switches"] = static_cast<double>(fabric->switch_count());
+  state.counters["lids"] = lids.max_lid();
+  state.counters["peak_rss_MiB"] = PeakRssMiB();
+}
+BENCHMARK(BM_FTree)
+    ->ArgNames({"k", "threads"})
+    ->Args({16, 1})
+    ->Args({16, 2})
+    ->Args({32, 1})
+    ->Args({32, 2})
+    ->Args({64, 1})
+    ->Args({64, 2})
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace ibsm::routing
+
+BENCHMARK_MAIN();
