@@ -37,8 +37,8 @@ namespace ibsm::routing {
 // 32 bytes per switch port for the edge sets; the cycle search is an iterative DFS.
 struct CreditLoopReport {
   bool acyclic = true;
-  uint64_t channels = 0;        // vertices: directed switch-to-switch channels
-  uint64_t dependencies = 0;    // distinct edges
+  uint64_t channels = 0;      // vertices: directed switch-to-switch channels
+  uint64_t dependencies = 0;  // distinct edges
   // One cycle when !acyclic, as readable hops in order, each the channel's egress end:
   // {"leaf-001 (0x...) port 5", "spine-002 (0x...) port 3", ...}; the last hop's channel
   // depends on the first's.
@@ -61,22 +61,22 @@ CreditLoopReport CheckCreditLoops(const Fabric& fabric, const LidMap& lids,
 // host<->leaf cables, else 1 + the lower tier of its ends.
 struct TierLinkStats {
   uint32_t tier = 0;
-  uint64_t channels = 0;          // directed channels (each cable counts twice)
+  uint64_t channels = 0;  // directed channels (each cable counts twice)
   uint64_t min_routes = 0, max_routes = 0;
   double mean_routes = 0, stddev_routes = 0;
 };
 
 struct QualityOptions {
-  bool shifts = true;                     // every shift permutation 1..hosts-1
+  bool shifts = true;  // every shift permutation 1..hosts-1
   // Seeded random permutations of hosts. Permutation r is a Fisher-Yates shuffle driven by
   // SplitMix64(seed, r): the same on every platform and for any number of threads.
   uint32_t random_permutations = 1000;
   uint64_t seed = 1;
-  unsigned threads = 1;                   // workers over destinations and permutations
+  unsigned threads = 1;  // workers over destinations and permutations
 };
 
 struct QualityReport {
-  uint64_t hosts = 0;                     // CA ports with a LID, in the order used for shifts
+  uint64_t hosts = 0;  // CA ports with a LID, in the order used for shifts
   // Routes per directed channel: how many delivered (source host, destination host base LID)
   // routes cross it, over all host pairs; one entry per tier present, ascending. Computed per
   // destination over the forwarding tree (O(LIDs x switches), not O(hosts^2 x hops)).
@@ -86,7 +86,7 @@ struct QualityReport {
   // then by leaf port), and the first shift reaching it.
   uint64_t shift_max_sharing = 0;
   uint64_t shift_worst = 0;
-  uint64_t random_max_sharing = 0;        // worst over the random permutations
+  uint64_t random_max_sharing = 0;  // worst over the random permutations
   // Mean over random permutations of the mean over flows of 1 / (max sharing on the path).
   // A fixed point (host i drawn to itself) is no flow. 0 when there are no random
   // permutations or fewer than two hosts.
@@ -95,7 +95,7 @@ struct QualityReport {
   // every figure above.
   uint64_t unrouted_flows = 0;
 };
-QualityReport MeasureQuality(const Fabric& fabric, const LidMap& lids,
-                             const RoutingTables& tables, const QualityOptions& options = {});
+QualityReport MeasureQuality(const Fabric& fabric, const LidMap& lids, const RoutingTables& tables,
+                             const QualityOptions& options = {});
 
 }  // namespace ibsm::routing

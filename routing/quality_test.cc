@@ -1,9 +1,8 @@
 #include "routing/quality.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <fmt/format.h>
 
 #include "fabric/generators.h"
 #include "routing/minhop_engine.h"
@@ -13,8 +12,8 @@
 namespace ibsm::routing {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::AssignLids;
+using ::testing::HasSubstr;
 
 RoutingTables MinHop(const Fabric& fabric, const LidMap& lids) {
   auto r = MinHopEngine().Route(fabric, lids, {});
@@ -34,9 +33,9 @@ Fabric Switches(int switches, int ports, int hosts) {
   Fabric f;
   for (int s = 1; s <= switches; ++s) {
     const std::string name = fmt::format("sw-{}", s);
-    EXPECT_TRUE(f.AddNode(NodeKind::kSwitch, Guid(0x1000 + s), static_cast<uint8_t>(ports), name,
-                          name)
-                    .ok());
+    EXPECT_TRUE(
+        f.AddNode(NodeKind::kSwitch, Guid(0x1000 + s), static_cast<uint8_t>(ports), name, name)
+            .ok());
   }
   for (int s = 1; s <= switches; ++s)
     for (int h = 1; h <= hosts; ++h) {
@@ -154,8 +153,8 @@ TEST(CheckCreditLoopsTest, FindsALoopPlantedByHandBetweenALeafAndASpine) {
   const CreditLoopReport r = CheckCreditLoops(*f, lids, tables);
   EXPECT_FALSE(r.acyclic);
   ASSERT_EQ(r.cycle.size(), 2u);
-  EXPECT_EQ(r.cycle[0], fmt::format("leaf-001 ({}) port {}", f->node(Node(*f, "leaf-001")).guid,
-                                    up));
+  EXPECT_EQ(r.cycle[0],
+            fmt::format("leaf-001 ({}) port {}", f->node(Node(*f, "leaf-001")).guid, up));
   EXPECT_EQ(r.cycle[1], fmt::format("{} ({}) port 1", f->node(spine).name, f->node(spine).guid));
   EXPECT_EQ(r.cycle_lids, (std::vector<uint16_t>{lid, lid}));
 }
@@ -242,8 +241,8 @@ TEST(MeasureQualityTest, CountsUnroutedFlowsAndLeavesThemOutOfTheSharing) {
   QualityOptions options;
   options.random_permutations = 0;
   const QualityReport q = MeasureQuality(f, lids, tables, options);
-  EXPECT_EQ(q.unrouted_flows, 3u);  // host-1-1..3 to host-2-1
-  EXPECT_EQ(q.shift_max_sharing, 3u);  // host-2-x still cross the other way
+  EXPECT_EQ(q.unrouted_flows, 3u);                  // host-1-1..3 to host-2-1
+  EXPECT_EQ(q.shift_max_sharing, 3u);               // host-2-x still cross the other way
   EXPECT_EQ(q.effective_bisection_bandwidth, 0.0);  // no random permutations
   ASSERT_EQ(q.routes_per_link.size(), 2u);
   EXPECT_EQ(q.routes_per_link[1].min_routes, 6u);  // sw-1 -> sw-3 and sw-3 -> sw-2

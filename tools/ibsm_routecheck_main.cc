@@ -4,4 +4,6 @@
 
 #include "tools/routecheck.h"
 
-int main(int argc, char** argv) { return ibsm::tools::RouteCheckMain(argc, argv, std::cout, std::cerr); }
+int main(int argc, char** argv) {
+  return ibsm::tools::RouteCheckMain(argc, argv, std::cout, std::cerr);
+}

@@ -1,5 +1,6 @@
 #include "tools/routecheck.h"
 
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -12,8 +13,6 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 #include "fabric/generators.h"
 #include "fabric/topology_reader.h"
@@ -81,8 +80,7 @@ struct Options {
 
 }  // namespace
 
-Result<std::vector<LftDumpSwitch>> ParseLftDump(std::string_view text,
-                                                std::string_view file_name) {
+Result<std::vector<LftDumpSwitch>> ParseLftDump(std::string_view text, std::string_view file_name) {
   std::vector<LftDumpSwitch> out;
   std::unordered_map<Guid, size_t> seen;  // guid -> header line
   size_t line_no = 0;
@@ -112,8 +110,8 @@ Result<std::vector<LftDumpSwitch>> ParseLftDump(std::string_view text,
         sw.lid = static_cast<uint16_t>(*lid);
       }
       if (auto [it, fresh] = seen.emplace(sw.guid, line_no); !fresh)
-        return error(fmt::format("switch {} is dumped twice (first at line {})", sw.guid,
-                                 it->second));
+        return error(
+            fmt::format("switch {} is dumped twice (first at line {})", sw.guid, it->second));
       out.push_back(std::move(sw));
       continue;
     }
@@ -186,8 +184,8 @@ Result<routing::RoutingTables> TablesFromDump(const Fabric& fabric,
   for (const LftDumpSwitch& sw : dump) {
     auto n = fabric.FindNode(sw.guid);
     if (!n || !fabric.node(*n).is_switch())
-      return NotFound(fmt::format("{}:{}: switch {} is not in the topology", file_name, sw.line,
-                                  sw.guid));
+      return NotFound(
+          fmt::format("{}:{}: switch {} is not in the topology", file_name, sw.line, sw.guid));
     uint16_t top = max_lid;
     for (const auto& [lid, port] : sw.entries) top = std::max(top, lid);
     std::vector<uint8_t>& lft = tables.switches[tables.switch_index[*n]].lft;
@@ -229,12 +227,16 @@ int RouteCheckMain(int argc, char** argv, std::ostream& out, std::ostream& err) 
     return 2;
   };
   Options o;
-  const std::map<std::string_view, std::string*> strings = {
-      {"fat-tree3", &o.fat_tree3}, {"fat-tree2", &o.fat_tree2}, {"topology", &o.topology},
-      {"engine", &o.engine},       {"lft-dump", &o.lft_dump}};
-  const std::map<std::string_view, uint64_t*> numbers = {
-      {"lmc", &o.lmc},   {"threads", &o.threads},   {"permutations", &o.permutations},
-      {"seed", &o.seed}, {"problems", &o.problems}};
+  const std::map<std::string_view, std::string*> strings = {{"fat-tree3", &o.fat_tree3},
+                                                            {"fat-tree2", &o.fat_tree2},
+                                                            {"topology", &o.topology},
+                                                            {"engine", &o.engine},
+                                                            {"lft-dump", &o.lft_dump}};
+  const std::map<std::string_view, uint64_t*> numbers = {{"lmc", &o.lmc},
+                                                         {"threads", &o.threads},
+                                                         {"permutations", &o.permutations},
+                                                         {"seed", &o.seed},
+                                                         {"problems", &o.problems}};
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -250,8 +252,10 @@ int RouteCheckMain(int argc, char** argv, std::ostream& out, std::ostream& err) 
     }
     if (key == "quality" || key == "no-shifts") {
       if (value) return usage(fmt::format("--{} takes no value", key));
-      if (key == "quality") o.quality = true;
-      else o.shifts = false;
+      if (key == "quality")
+        o.quality = true;
+      else
+        o.shifts = false;
       continue;
     }
     const auto s = strings.find(key);
@@ -284,7 +288,7 @@ int RouteCheckMain(int argc, char** argv, std::ostream& out, std::ostream& err) 
   std::string what;
   bool generated = false;
   const std::pair<const std::string*, bool> generators[] = {{&o.fat_tree3, true},
-                                                             {&o.fat_tree2, false}};
+                                                            {&o.fat_tree2, false}};
   for (const auto& [text, three] : generators) {
     if (text->empty()) continue;
     auto k = ParseNumber(*text);
@@ -357,10 +361,11 @@ int RouteCheckMain(int argc, char** argv, std::ostream& out, std::ostream& err) 
     size_t entries = 0, with_table = 0;
     for (const LftDumpSwitch& sw : dump) entries += sw.entries.size();
     for (const auto& st : tables.switches) with_table += !st.lft.empty();
-    out << fmt::format("tables: {} switches from {} ({} entries), {} switches without a table, "
-                       "{:.2f} s, peak RSS {:.1f} MiB\n",
-                       with_table, o.lft_dump, entries, tables.switches.size() - with_table,
-                       Since(t0), PeakRssMiB());
+    out << fmt::format(
+        "tables: {} switches from {} ({} entries), {} switches without a table, "
+        "{:.2f} s, peak RSS {:.1f} MiB\n",
+        with_table, o.lft_dump, entries, tables.switches.size() - with_table, Since(t0),
+        PeakRssMiB());
   } else {
     routing::RoutingOptions options;
     options.lmc = static_cast<uint8_t>(o.lmc);
@@ -374,29 +379,31 @@ int RouteCheckMain(int argc, char** argv, std::ostream& out, std::ostream& err) 
     std::string declined;
     for (const auto& [name, why] : chain->declined)
       declined += fmt::format("; {} declined: {}", name, why.message());
-    out << fmt::format("routing: engine {} (chain '{}'{}), {} threads, {:.2f} s, peak RSS {:.1f} MiB\n",
-                       tables.engine, o.engine.empty() ? "minhop" : o.engine, declined, threads,
-                       Since(t0), PeakRssMiB());
+    out << fmt::format(
+        "routing: engine {} (chain '{}'{}), {} threads, {:.2f} s, peak RSS {:.1f} MiB\n",
+        tables.engine, o.engine.empty() ? "minhop" : o.engine, declined, threads, Since(t0),
+        PeakRssMiB());
   }
   out.flush();
 
   // ---- verification
   t0 = std::chrono::steady_clock::now();
   const routing::VerifyReport v = routing::VerifyTables(*fabric, lids, tables, o.problems);
-  out << fmt::format("verify: {}: {} missing entries, {} loops, {} misrouted entries, {} "
-                     "unreachable pairs, {:.2f} s, peak RSS {:.1f} MiB\n",
-                     v.ok ? "ok" : "FAILED", v.missing_entries, v.loops, v.misrouted_entries,
-                     v.unreachable_pairs, Since(t0), PeakRssMiB());
+  out << fmt::format(
+      "verify: {}: {} missing entries, {} loops, {} misrouted entries, {} "
+      "unreachable pairs, {:.2f} s, peak RSS {:.1f} MiB\n",
+      v.ok ? "ok" : "FAILED", v.missing_entries, v.loops, v.misrouted_entries, v.unreachable_pairs,
+      Since(t0), PeakRssMiB());
   for (const std::string& p : v.problems) out << "  " << p << "\n";
   out.flush();
 
   // ---- credit loops
   t0 = std::chrono::steady_clock::now();
   const routing::CreditLoopReport c = routing::CheckCreditLoops(*fabric, lids, tables, threads);
-  out << fmt::format("credit loops: {}: {} channels, {} dependencies, {:.2f} s, peak RSS {:.1f} "
-                     "MiB\n",
-                     c.acyclic ? "acyclic" : "CYCLE", c.channels, c.dependencies, Since(t0),
-                     PeakRssMiB());
+  out << fmt::format(
+      "credit loops: {}: {} channels, {} dependencies, {:.2f} s, peak RSS {:.1f} "
+      "MiB\n",
+      c.acyclic ? "acyclic" : "CYCLE", c.channels, c.dependencies, Since(t0), PeakRssMiB());
   if (!c.acyclic) {
     std::string cycle = "  cycle: ";
     for (size_t i = 0; i < c.cycle.size(); ++i)
@@ -415,10 +422,11 @@ int RouteCheckMain(int argc, char** argv, std::ostream& out, std::ostream& err) 
     q_options.threads = threads;
     const routing::QualityReport q = routing::MeasureQuality(*fabric, lids, tables, q_options);
     for (const routing::TierLinkStats& t : q.routes_per_link)
-      out << fmt::format("routes per link, tier {}{}: {} channels, min {}, max {}, mean {:.1f}, "
-                         "stddev {:.1f}\n",
-                         t.tier, t.tier == 0 ? " (host cables)" : "", t.channels, t.min_routes,
-                         t.max_routes, t.mean_routes, t.stddev_routes);
+      out << fmt::format(
+          "routes per link, tier {}{}: {} channels, min {}, max {}, mean {:.1f}, "
+          "stddev {:.1f}\n",
+          t.tier, t.tier == 0 ? " (host cables)" : "", t.channels, t.min_routes, t.max_routes,
+          t.mean_routes, t.stddev_routes);
     out << fmt::format(
         "quality: {} hosts, shift max sharing {}{}, random max sharing {} over {} permutations "
         "(seed {}), effective bisection bandwidth {:.3f}, unrouted flows {}, {:.2f} s, peak RSS "

@@ -29,8 +29,8 @@ namespace ibsm::tools {
 // One switch block of an LFT dump.
 struct LftDumpSwitch {
   Guid guid{0};
-  uint16_t lid = 0;             // "switch Lid N" of the header; 0 if the header has none
-  size_t line = 0;              // of the header, for messages
+  uint16_t lid = 0;  // "switch Lid N" of the header; 0 if the header has none
+  size_t line = 0;   // of the header, for messages
   // (LID, egress port) in file order.
   std::vector<std::pair<uint16_t, uint8_t>> entries;
   // (LID, port GUID) from the entries' "portguid 0x...:" annotations.

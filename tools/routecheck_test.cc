@@ -1,13 +1,12 @@
 #include "tools/routecheck.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "fabric/topology_reader.h"
 #include "routing/verify.h"
@@ -152,8 +151,9 @@ TEST(TablesFromDumpTest, MatchesSwitchesByGuidAndRejectsUnknownOnes) {
 // ---- the command -------------------------------------------------------------------------
 
 TEST(RouteCheckMainTest, JudgesOpenSmsTablesReadFromItsDump) {
-  const RunResult r = RouteCheck({"--topology", Fixture("k4.net"), "--lft-dump",
-                            Fixture("opensm-lfts.dump"), "--quality", "--permutations", "20"});
+  const RunResult r =
+      RouteCheck({"--topology", Fixture("k4.net"), "--lft-dump", Fixture("opensm-lfts.dump"),
+                  "--quality", "--permutations", "20"});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("6 switches, 8 CAs, 16 cables, max LID 14 (LIDs of 14 ports "
                                "from the dump)"));
@@ -184,7 +184,7 @@ TEST(RouteCheckMainTest, ReportsALoopPlantedInTheDumpAndFails) {
 
 TEST(RouteCheckMainTest, RoutesAGeneratedFabricWithLmcThroughTheChain) {
   const RunResult r = RouteCheck({"--fat-tree2", "4", "--lmc=1", "--engine", "minhop", "--threads",
-                            "2", "--quality", "--permutations", "10", "--no-shifts"});
+                                  "2", "--quality", "--permutations", "10", "--no-shifts"});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("fabric: fat-tree2 k=4: 6 switches, 8 CAs"));
   EXPECT_THAT(r.out, HasSubstr("LIDs assigned, lmc 1"));
@@ -203,7 +203,8 @@ TEST(RouteCheckMainTest, RejectsBadUsageAndInputWithStatusTwo) {
   EXPECT_EQ(RouteCheck({"--fat-tree3", "8", "--lmc", "9"}).status, 2);
   EXPECT_EQ(RouteCheck({"--fat-tree3", "8", "--engine", "nosuch"}).status, 2);
   EXPECT_EQ(RouteCheck({"--fat-tree2", "4", "--engine", "minhop", "--lft-dump", "x"}).status, 2);
-  const RunResult missing = RouteCheck({"--fat-tree2", "4", "--lft-dump", "/nonexistent/lfts.dump"});
+  const RunResult missing =
+      RouteCheck({"--fat-tree2", "4", "--lft-dump", "/nonexistent/lfts.dump"});
   EXPECT_EQ(missing.status, 2);
   EXPECT_THAT(missing.err, HasSubstr("cannot read /nonexistent/lfts.dump"));
   const TempFile bad("Unicast lids [0-1] of switch Lid 1 guid 0x1 ('x'):\nnonsense\n");
