@@ -5,6 +5,7 @@
 #include "routing/ftree_engine.h"
 #include "routing/minhop_engine.h"
 #include "routing/routing_engine.h"
+#include "routing/updn_engine.h"
 
 namespace ibsm::routing {
 namespace {
@@ -33,6 +34,8 @@ const std::vector<EngineEntry>& EngineRegistry() {
   static const std::vector<EngineEntry> kRegistry = {
       {"minhop", MakeMinHop},
       {"ftree", MakeFTree},
+      {"updn", MakeUpDn},
+      {"dnup", MakeDnUp},
   };
   return kRegistry;
 }
