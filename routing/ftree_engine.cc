@@ -1,13 +1,13 @@
 #include "routing/ftree_engine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <queue>
 #include <thread>
 #include <tuple>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 namespace ibsm::routing {
 namespace {
@@ -96,8 +96,8 @@ std::string Describe(const Fabric& fabric, NodeId n) {
 struct Plan {
   SwitchGraph graph;
   std::vector<Component> components;
-  std::vector<uint32_t> component_of;  // by switch index
-  std::vector<uint32_t> position_of;   // by switch index
+  std::vector<uint32_t> component_of;    // by switch index
+  std::vector<uint32_t> position_of;     // by switch index
   std::vector<std::vector<Dest>> dests;  // by delivering switch index
 };
 
@@ -214,13 +214,14 @@ class Planner {
     // A fat tree has all its leaves at one rank and no cable between two leaves.
     uint32_t height = 0;
     if (!leaves.empty()) {
-      const auto [lo, hi] = std::minmax_element(
-          leaves.begin(), leaves.end(), [&](uint32_t a, uint32_t b) { return rank_[a] < rank_[b]; });
+      const auto [lo, hi] =
+          std::minmax_element(leaves.begin(), leaves.end(),
+                              [&](uint32_t a, uint32_t b) { return rank_[a] < rank_[b]; });
       if (rank_[*lo] != rank_[*hi])
-        return FailedPrecondition(fmt::format(
-            "not a fat tree: leaf {} at rank {} and leaf {} at rank {}",
-            Describe(fabric_, g.node[*hi]), rank_[*hi], Describe(fabric_, g.node[*lo]),
-            rank_[*lo]));
+        return FailedPrecondition(
+            fmt::format("not a fat tree: leaf {} at rank {} and leaf {} at rank {}",
+                        Describe(fabric_, g.node[*hi]), rank_[*hi], Describe(fabric_, g.node[*lo]),
+                        rank_[*lo]));
       height = rank_[*lo];
       for (uint32_t s : leaves)
         for (const auto* l = g.begin(s); l != g.end(s); ++l)
@@ -315,7 +316,6 @@ class Planner {
     }
     slots_.push_back(slots);
     extra_index_.push_back(static_cast<uint32_t>(leaves.size()) * slots);
-    member_count_.push_back(static_cast<uint32_t>(members_.size()));
     plan_.components.push_back(std::move(comp));
     return Status::Ok();
   }
@@ -368,7 +368,7 @@ class Planner {
   std::vector<uint32_t> rank_;
   std::vector<uint32_t> members_;
   std::vector<uint32_t> leaf_ordinal_;
-  std::vector<uint32_t> slots_, extra_index_, member_count_;  // by component
+  std::vector<uint32_t> slots_, extra_index_;  // by component
   Plan plan_;
 };
 

@@ -1,12 +1,12 @@
 #include "routing/ftree_engine.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <set>
 #include <string>
 #include <unordered_set>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "fabric/generators.h"
 #include "routing/minhop_engine.h"
@@ -76,8 +76,8 @@ uint32_t ShiftMaxSharing(const Fabric& fabric, const LidMap& lids, const Routing
     channels.clear();
     for (size_t i = 0; i < n; ++i) {
       const size_t before = channels.size();
-      const bool ok = Walk(fabric, lids, tables, hosts[i], fabric.port(hosts[(i + s) % n]).lid,
-                           channels);
+      const bool ok =
+          Walk(fabric, lids, tables, hosts[i], fabric.port(hosts[(i + s) % n]).lid, channels);
       EXPECT_TRUE(ok) << "shift " << s << " host " << i << " not delivered";
       if (!ok) channels.resize(before);
     }
@@ -205,9 +205,9 @@ RoutingTables RouteAndCheck(const Fabric& fabric, const LidMap& lids, RoutingOpt
   EXPECT_EQ(tables.switches.size(), fabric.switch_count());
   const VerifyReport report = VerifyTables(fabric, lids, tables);
   EXPECT_TRUE(report.ok) << (report.problems.empty() ? "" : report.problems.front());
-  EXPECT_EQ(report.missing_entries + report.loops + report.misrouted_entries +
-                report.unreachable_pairs,
-            0u);
+  EXPECT_EQ(
+      report.missing_entries + report.loops + report.misrouted_entries + report.unreachable_pairs,
+      0u);
   EXPECT_TRUE(ChannelDependenciesAcyclic(fabric, lids, tables));
   const CreditLoopReport loops = CheckCreditLoops(fabric, lids, tables);
   EXPECT_TRUE(loops.acyclic) << (loops.cycle.empty() ? "" : loops.cycle.front());
@@ -410,8 +410,7 @@ TEST(FTreeEngineTest, IrregularRandomGraphDeclinesWithAReason) {
   const LidMap lids(f);
   auto r = RouteFTree(f, lids);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("not a fat tree"), std::string::npos)
-      << r.status().message();
+  EXPECT_NE(r.status().message().find("not a fat tree"), std::string::npos) << r.status().message();
   // The chain says why ftree declined and falls back to minhop.
   auto chain = RouteChain("ftree", f, lids, RoutingOptions{});
   ASSERT_TRUE(chain.ok()) << chain.status().ToString();

@@ -6,11 +6,10 @@
 // for its own peak. FatTree3(64) has 65,536 hosts and 5,120 switches, more end ports than the
 // 49,151 unicast LIDs: LIDs go to switches and hosts in NodeId order until they run out, as a
 // LID manager would, and the hosts left over are not routed.
+#include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
 #include <chrono>
-
-#include <benchmark/benchmark.h>
 
 #include "fabric/generators.h"
 #include "routing/ftree_engine.h"
