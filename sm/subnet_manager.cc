@@ -11,6 +11,7 @@
 #include "mad/attr/notice.h"
 #include "mad/attr/port_info.h"
 #include "mad/attr/switch_info.h"
+#include "routing/quality.h"
 #include "routing/verify.h"
 #include "conf/guid_file.h"
 #include "conf/text_file.h"
@@ -241,18 +242,33 @@ void SubnetManager::Route() {
   // The io_context has nothing else to do while routing runs: keep it from returning.
   auto work = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       io_.get_executor());
+  // Routing, verification and the deadlock proof all run off the io thread, on the snapshot.
   boost::asio::post(routing_pool_, [this, snapshot, chain, ro, work] {
-    routing::LidMap lids(*snapshot);
-    auto result = routing::RouteChain(chain, *snapshot, lids, ro);
-    boost::asio::post(io_, [this, snapshot, work, r = std::move(result)]() mutable {
+    auto routed = std::make_shared<Routed>();
+    auto t0 = std::chrono::steady_clock::now();
+    routed->lids = std::make_unique<routing::LidMap>(*snapshot);
+    routed->result = routing::RouteChain(chain, *snapshot, *routed->lids, ro);
+    auto t1 = std::chrono::steady_clock::now();
+    routed->route_s = std::chrono::duration<double>(t1 - t0).count();
+    if (routed->result.ok()) {
+      routed->verify = routing::VerifyTables(*snapshot, *routed->lids, routed->result->tables);
+      auto t2 = std::chrono::steady_clock::now();
+      routed->verify_s = std::chrono::duration<double>(t2 - t1).count();
+      routed->loops = routing::CheckCreditLoops(*snapshot, *routed->lids,
+                                                routed->result->tables, ro.threads);
+      routed->loops_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
+    }
+    boost::asio::post(io_, [this, snapshot, work, routed]() mutable {
       work->reset();
-      if (!stopped_) OnRouted(snapshot, std::move(r));
+      if (!stopped_) OnRouted(snapshot, std::move(*routed));
     });
   });
 }
 
-void SubnetManager::OnRouted(std::shared_ptr<const Fabric> snapshot,
-                             Result<routing::ChainResult> result) {
+void SubnetManager::OnRouted(std::shared_ptr<const Fabric> snapshot, Routed routed) {
+  (void)snapshot;
+  auto& result = routed.result;
   if (!result.ok()) {
     ++counters_.routing_failures;
     Issue("SM-ROUTE-001", "routing failed: " + result.status().ToString() +
@@ -264,28 +280,49 @@ void SubnetManager::OnRouted(std::shared_ptr<const Fabric> snapshot,
     current_.declined.push_back(name + ": " + why.message());
     Log(LogName::kRouting).info("routing engine {} declined: {}", name, why.message());
   }
-  auto lid_map = std::make_unique<routing::LidMap>(*snapshot);
-  routing::VerifyReport report = routing::VerifyTables(*snapshot, *lid_map, result->tables);
-  if (!report.ok) {
-    ++counters_.routing_failures;
-    for (const auto& p : report.problems) Log(LogName::kRouting).warn("SM-ROUTE-003 {}", p);
+  const std::string& engine = result->tables.engine;
+  const routing::VerifyReport& report = routed.verify;
+  const routing::CreditLoopReport& loops = routed.loops;
+  // minhop promises shortest paths, not deadlock freedom (OpenSM's too): its credit loops are
+  // reported. Every other engine promises up*/down* routes, so a cycle is a bug: refused.
+  const bool loops_refused = !loops.acyclic && engine != "minhop";
+  if (!loops.acyclic) {
+    std::string cycle;
+    for (const auto& hop : loops.cycle) cycle += (cycle.empty() ? "" : " -> ") + hop;
+    ++counters_.credit_loops_found;
+    if (loops_refused) ++counters_.routing_failures;
+    Log(LogName::kRouting)
+        .warn("SM-ROUTE-005 {} routes have a credit loop (channel dependency cycle of {} "
+              "channels){}: {}",
+              engine, loops.cycle.size(),
+              loops_refused ? "" : "; minhop does not avoid them (use updn or ftree)", cycle);
+    if (loops_refused) ++counters_.issues_by_id["SM-ROUTE-005"], ++issues_in_sweep_;
+  }
+  if (!report.ok || loops_refused) {
+    if (!report.ok) {
+      ++counters_.routing_failures;
+      for (const auto& p : report.problems) Log(LogName::kRouting).warn("SM-ROUTE-003 {}", p);
+    }
     Issue("SM-ROUTE-002",
           fmt::format("{} tables failed verification ({} missing entries, {} loops, {} "
-                      "unreachable pairs); {}",
-                      result->tables.engine, report.missing_entries, report.loops,
-                      report.unreachable_pairs,
+                      "unreachable pairs, {}); {}",
+                      engine, report.missing_entries, report.loops, report.unreachable_pairs,
+                      loops.acyclic ? "no credit loop" : "a credit loop",
                       tables_ ? "keeping the last good tables" : "programming them anyway"));
     if (tables_) {
       ActivateLinks(0);
       return;
     }
   }
-  current_.engine = result->tables.engine;
-  Log(LogName::kRouting).info("{} tables configured: {} switches, max LID {}",
-                              result->tables.engine, result->tables.switches.size(),
-                              lid_map->max_lid());
+  current_.engine = engine;
+  Log(LogName::kRouting)
+      .info("{} tables configured: {} switches, max LID {}; routed in {:.3f} s, verified in "
+            "{:.3f} s, credit loops checked in {:.3f} s ({} channels, {} dependencies, {})",
+            engine, result->tables.switches.size(), routed.lids->max_lid(), routed.route_s,
+            routed.verify_s, routed.loops_s, loops.channels, loops.dependencies,
+            loops.acyclic ? "acyclic" : "CYCLE");
   tables_ = std::make_shared<const routing::RoutingTables>(std::move(result->tables));
-  lid_map_ = std::move(lid_map);
+  lid_map_ = std::move(routed.lids);
   ProgramSwitches();
 }
 

@@ -24,7 +24,9 @@
 #include "base/clock.h"
 #include "mad/attr/sm_info.h"
 #include "mad/transport.h"
+#include "routing/quality.h"
 #include "routing/routing_engine.h"
+#include "routing/verify.h"
 #include "sm/discovery.h"
 #include "sm/lid_manager.h"
 #include "sm/smp_pipeline.h"
@@ -87,6 +89,7 @@ struct SmCounters {
   uint64_t sminfo_requests = 0;
   uint64_t unsolicited_ignored = 0;  // requests for classes/attributes the SM does not serve
   uint64_t routing_failures = 0;
+  uint64_t credit_loops_found = 0;  // routings whose channel dependency graph has a cycle
   // Every problem a sweep reported and went on past, by stable log ID ("SM-DISC-003").
   std::map<std::string, uint64_t> issues_by_id;
 };
@@ -128,8 +131,15 @@ class SubnetManager {
   void OnDiscovered(DiscoveryResult r);
   void ConfigureLids();
   void Route();
-  void OnRouted(std::shared_ptr<const Fabric> snapshot,
-                Result<routing::ChainResult> result);
+  // What the routing pool hands back to the io thread.
+  struct Routed {
+    Result<routing::ChainResult> result = Status(StatusCode::kInternal, "not routed");
+    std::unique_ptr<routing::LidMap> lids;
+    routing::VerifyReport verify;
+    routing::CreditLoopReport loops;
+    double route_s = 0, verify_s = 0, loops_s = 0;
+  };
+  void OnRouted(std::shared_ptr<const Fabric> snapshot, Routed routed);
   void ProgramSwitches();
   void PushLfts();
   void ActivateLinks(int pass);
