@@ -117,6 +117,8 @@ Result<std::vector<LftDumpSwitch>> ParseLftDump(std::string_view text, std::stri
     }
     if (line.starts_with("Lid ") || line.starts_with("Port ") || line.ends_with("lids dumped"))
       continue;  // ibroute's column headings and every dump's block trailer
+    if (line.starts_with("*** WARNING ***"))
+      continue;  // dump_lfts (infiniband-diags) ends with a notice that dump_fts replaces it
     if (!line.starts_with("0x"))
       return error(fmt::format("expected a switch header or a '0xLID PORT' entry, got '{}'",
                                line.substr(0, 60)));

@@ -43,8 +43,10 @@ struct LftDumpSwitch {
 //   0x0001 001 # Channel Adapter portguid 0x0002c90300000011: 'node-0001 HCA-1'
 //   0x0002 000 : (Switch portguid 0x0002c90200000001: 'leaf-001')
 //   14 lids dumped
-// and ibroute's column headings ("Lid  Out   Destination", "Port     Info"). Blank lines and
-// '#' comment lines are skipped. Input is untrusted: any other line, a LID outside the
+// and ibroute's column headings ("Lid  Out   Destination", "Port     Info"). A live dump_lfts
+// names switches by "DR path slid 0; dlid 0; 0,1,5 guid 0x..." (no Lid: `lid` stays 0) and
+// ends with "*** WARNING ***: this command has been replaced by dump_fts". Blank lines,
+// '#' comment lines and that notice are skipped. Input is untrusted: any other line, a LID outside the
 // unicast range, a port above 255, an entry before the first header, or a switch GUID given
 // twice yields Corrupt "file:line: ...".
 Result<std::vector<LftDumpSwitch>> ParseLftDump(std::string_view text, std::string_view file_name);

@@ -96,6 +96,30 @@ TEST(ParseLftDumpTest, ReadsIbroutesFormatAsDumpLftsPrintsIt) {
   EXPECT_EQ((*dump)[0].owners[2], (std::pair<uint16_t, Guid>{3, Guid(0x0002c90200000002)}));
 }
 
+TEST(ParseLftDumpTest, ReadsALiveDumpLftsWithDrPathHeadersAndItsTrailingNotice) {
+  // As dump_lfts (infiniband-diags, a wrapper around dump_fts) prints it on ibsim.
+  const std::string text =
+      "Unicast lids [0x0-0x2] of switch DR path slid 0; dlid 0; 0,1,5 guid 0x0002c9020000004c "
+      "(pod08-leaf-04):\n"
+      "  Lid  Out   Destination\n"
+      "       Port     Info \n"
+      "0x0001 005 : (Channel Adapter portguid 0x0002c90300000011: 'node-0001 HCA-1')\n"
+      "0x0002 005 : (Switch portguid 0x0002c90200000001: 'core-001')\n"
+      "2 valid lids dumped \n"
+      "\n"
+      "*** WARNING ***: this command has been replaced by dump_fts\n"
+      "\n"
+      "\n";
+  auto dump = ParseLftDump(text, "lfts.txt");
+  ASSERT_TRUE(dump.ok()) << dump.status().ToString();
+  ASSERT_EQ(dump->size(), 1u);
+  EXPECT_EQ((*dump)[0].guid, Guid(0x0002c9020000004c));
+  EXPECT_EQ((*dump)[0].lid, 0);  // a DR-path header names no LID
+  ASSERT_EQ((*dump)[0].entries.size(), 2u);
+  EXPECT_EQ((*dump)[0].entries[1], (std::pair<uint16_t, uint8_t>{2, 5}));
+  EXPECT_EQ((*dump)[0].owners[0], (std::pair<uint16_t, Guid>{1, Guid(0x0002c90300000011)}));
+}
+
 TEST(ParseLftDumpTest, RejectsBadLinesWithFileAndLine) {
   const std::string header = "Unicast lids [0-14] of switch Lid 2 guid 0x0002c90200000001 ('x'):\n";
   const std::vector<std::pair<std::string, std::string>> cases = {
