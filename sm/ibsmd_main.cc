@@ -79,6 +79,7 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once) {
   o.m_key_lease_period = c.m_key_lease_period;
   o.m_key_protection_level = c.m_key_protection_level;
   o.sm_key = c.sm_key;
+  o.sa_key = c.sa_key;
   o.sm_priority = c.sm_priority;
   o.subnet_timeout = c.subnet_timeout;
   o.routing_engine = c.routing_engine;

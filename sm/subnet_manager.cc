@@ -25,6 +25,12 @@ constexpr uint8_t kUnknownEntry = 0xFE;  // cache marker: the switch's entry is 
 
 uint8_t ToWire(PortState s) { return static_cast<uint8_t>(s); }
 
+SaServerOptions SaOptions(const SubnetManagerOptions& o) {
+  SaServerOptions s;
+  s.sa_key = o.sa_key;
+  return s;
+}
+
 }  // namespace
 
 SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transport,
@@ -36,6 +42,7 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
       store_(store),
       options_(std::move(options)),
       pipeline_(transport, options_.max_wire_smps, options_.send, options_.m_key),
+      sa_(transport, SaOptions(options_)),
       light_timer_(io) {}
 
 SubnetManager::~SubnetManager() {
@@ -540,6 +547,7 @@ void SubnetManager::FinishHeavySweep() {
   }
   // After the fabric is up: files never delay the fabric.
   if (discovered_ && sm_port_ != kNoPort) {
+    PublishSaSnapshot();
     WriteDumps();
     PersistState();
   }
@@ -618,6 +626,10 @@ void SubnetManager::OnUnsolicited(mad::MadMessage msg) {
   if (!hdr.ok()) return;
   bool smp = hdr->mgmt_class == static_cast<uint8_t>(mad::MgmtClass::kSubnLid) ||
              hdr->mgmt_class == static_cast<uint8_t>(mad::MgmtClass::kSubnDirected);
+  if (hdr->mgmt_class == static_cast<uint8_t>(mad::MgmtClass::kSubnAdm)) {
+    sa_.OnRequest(msg);
+    return;
+  }
   if (!smp) {
     ++counters_.unsolicited_ignored;
     return;
@@ -689,6 +701,23 @@ void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) 
 }
 
 // --- outputs -------------------------------------------------------------------------
+
+// A copy, so the sweeps that follow may change discovered_ while the SA answers from this.
+void SubnetManager::PublishSaSnapshot() {
+  auto s = std::make_shared<SaSnapshot>();
+  s->sweep = current_.number;
+  s->fabric = discovered_->fabric;
+  s->nodes = discovered_->nodes;
+  s->tables = tables_;
+  s->subnet_prefix = options_.subnet_prefix;
+  s->sm_lid = sm_lid_;
+  s->sm_port_guid = sm_port_guid_;
+  s->sm_key = options_.sm_key;
+  s->act_count = act_count_;
+  s->sm_priority = options_.sm_priority;
+  s->sm_state = state_;
+  sa_.Publish(std::move(s));
+}
 
 void SubnetManager::WriteDumps() {
   if (options_.dump_dir.empty()) return;

@@ -29,6 +29,7 @@
 #include "routing/verify.h"
 #include "sm/discovery.h"
 #include "sm/lid_manager.h"
+#include "sm/sa_server.h"
 #include "sm/smp_pipeline.h"
 
 namespace ibsm::ha {
@@ -44,6 +45,7 @@ struct SubnetManagerOptions {
   uint16_t m_key_lease_period = 0;
   uint8_t m_key_protection_level = 0;
   uint64_t sm_key = 1;
+  uint64_t sa_key = 1;  // SA requests presenting it are trusted (M_Key, SM_Key shown)
   uint8_t sm_priority = 0;
   uint8_t subnet_timeout = 18;
   std::string routing_engine;  // comma list; empty = minhop
@@ -120,6 +122,8 @@ class SubnetManager {
   const routing::RoutingTables* tables() const { return tables_ ? tables_.get() : nullptr; }
   Lid sm_lid() const { return sm_lid_; }
   mad::SmState state() const { return state_; }
+  // The SA, answering class 0x03 requests from the snapshot of the last heavy sweep.
+  const SaServer& sa() const { return sa_; }
 
  private:
   struct SwitchCache {
@@ -150,6 +154,7 @@ class SubnetManager {
   void AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg);
   void HandleTrap(const mad::Smp& req, const mad::MadMessage& msg);
   void WriteDumps();
+  void PublishSaSnapshot();
   void LoadPersistedLids();
   void PersistState();
   void Issue(const std::string& id, const std::string& message);
@@ -161,6 +166,7 @@ class SubnetManager {
   ha::StateStore* store_;
   SubnetManagerOptions options_;
   SmpPipeline pipeline_;
+  SaServer sa_;
   boost::asio::steady_timer light_timer_;
   boost::asio::thread_pool routing_pool_{1};
 

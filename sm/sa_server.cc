@@ -1,0 +1,417 @@
+#include "sm/sa_server.h"
+
+#include <algorithm>
+#include <array>
+#include <functional>
+
+#include "base/log.h"
+#include "mad/attr/class_port_info.h"
+#include "mad/rmpp.h"
+
+namespace ibsm::sm {
+namespace {
+
+using mad::Layout;
+using mad::SaRecord;
+
+constexpr uint16_t kNoStatus = mad::mad_status::kOk;
+
+// What one request asks, decoded once.
+struct Query {
+  mad::SaMad mad;
+  std::span<const uint8_t> data;  // the request's record template (200 bytes)
+  bool enhanced = false;          // PortInfoRecord CapabilityMask "bits set" matching
+  bool trusted = false;           // presented the SA key
+  bool get = false;               // Get (one record) rather than GetTable
+};
+
+// Collects the records of type R that match a query, packed at the attribute offset.
+template <typename R>
+class Collector {
+ public:
+  explicit Collector(const Query& q) : q_(q) {}
+
+  // Adds `r` if it matches. Returns false once a Get has seen two matches (no point going on).
+  bool Add(const R& r) {
+    std::array<uint8_t, Layout<R>::kSize> buf{};
+    mad::EncodeRecord(r, buf);
+    if (!mad::Matches<R>(q_.mad.comp_mask, q_.data, buf, q_.enhanced)) return true;
+    ++count_;
+    payload_.insert(payload_.end(), buf.begin(), buf.end());
+    payload_.resize(payload_.size() + kStride - buf.size(), 0);
+    return !(q_.get && count_ > 1);
+  }
+  size_t count() const { return count_; }
+  std::vector<uint8_t> TakePayload() { return std::move(payload_); }
+
+  static constexpr size_t kStride = size_t{SaRecord<R>::kAttrOffset} * 8;
+
+ private:
+  const Query& q_;
+  size_t count_ = 0;
+  std::vector<uint8_t> payload_;
+};
+
+// The request's LID component when the mask selects component 0 (every LID-keyed record
+// has its LID there): lets a lookup by LID skip the rest of the fabric.
+std::optional<uint16_t> LidKey(const Query& q) {
+  if ((q.mad.comp_mask & 1) == 0) return std::nullopt;
+  return static_cast<uint16_t>(mad::GetBits(q.data, 0, 16));
+}
+
+// Nodes whose records may carry `lid`; every node when the request names none.
+std::vector<NodeId> Candidates(const SaSnapshot& s, std::optional<uint16_t> lid) {
+  std::vector<NodeId> out;
+  if (lid) {
+    auto p = s.fabric.FindPortByLid(Lid{*lid});
+    if (p) out.push_back(s.fabric.port(*p).node);
+    return out;
+  }
+  out.reserve(s.fabric.node_count());
+  for (NodeId n = 0; n < s.fabric.node_count(); ++n) out.push_back(n);
+  return out;
+}
+
+bool PortInfoKnown(const DiscoveredNode& dn, size_t num) {
+  return num < dn.port_info.size() && num < dn.port_info_valid.size() && dn.port_info_valid[num];
+}
+
+// Ports of `n` that have records of their own: switch port 0, or CA/router ports with a LID.
+std::vector<uint8_t> EndPorts(const SaSnapshot& s, NodeId n) {
+  const Node& node = s.fabric.node(n);
+  if (node.is_switch()) return {0};
+  std::vector<uint8_t> out;
+  for (uint8_t p = 1; p <= node.num_ports; ++p)
+    if (s.fabric.port(n, PortNum{p}).lid.value() != 0) out.push_back(p);
+  return out;
+}
+
+void CollectNodes(const SaSnapshot& s, const Query& q, Collector<mad::NodeRecord>& c) {
+  for (NodeId n : Candidates(s, LidKey(q))) {
+    if (n >= s.nodes.size()) continue;
+    for (uint8_t p : EndPorts(s, n)) {
+      const Port& port = s.fabric.port(n, PortNum{p});
+      mad::NodeRecord r;
+      r.lid = s.RecordLid(n, PortNum{p});
+      r.node_info = s.nodes[n].node_info;
+      r.node_info.port_guid = port.guid.value();
+      r.node_info.local_port_num = p;
+      r.node_description = mad::NodeDescription::From(s.fabric.node(n).description);
+      if (!c.Add(r)) return;
+    }
+  }
+}
+
+void CollectPortInfos(const SaSnapshot& s, const Query& q, Collector<mad::PortInfoRecord>& c) {
+  for (NodeId n : Candidates(s, LidKey(q))) {
+    if (n >= s.nodes.size()) continue;
+    const DiscoveredNode& dn = s.nodes[n];
+    const Node& node = s.fabric.node(n);
+    uint8_t first = node.is_switch() ? 0 : 1;
+    for (uint8_t p = first; p <= node.num_ports; ++p) {
+      if (!PortInfoKnown(dn, p)) continue;
+      uint16_t lid = s.RecordLid(n, PortNum{p});
+      if (lid == 0) continue;
+      mad::PortInfoRecord r;
+      r.lid = lid;
+      r.port_num = p;
+      r.port_info = dn.port_info[p];
+      // The M_Key is shown only to a requester holding the SA key (OpenSM does the same).
+      if (!q.trusted) r.port_info.m_key = 0;
+      if (!c.Add(r)) return;
+    }
+  }
+}
+
+void CollectSwitchInfos(const SaSnapshot& s, const Query& q,
+                        Collector<mad::SwitchInfoRecord>& c) {
+  for (NodeId n : Candidates(s, LidKey(q))) {
+    if (n >= s.nodes.size() || !s.fabric.node(n).is_switch()) continue;
+    mad::SwitchInfoRecord r;
+    r.lid = s.RecordLid(n, PortNum{0});
+    if (r.lid == 0) continue;
+    r.switch_info = s.nodes[n].switch_info;
+    if (!c.Add(r)) return;
+  }
+}
+
+void CollectLfts(const SaSnapshot& s, const Query& q, Collector<mad::LftRecord>& c) {
+  if (!s.tables) return;
+  // A named block skips the others.
+  std::optional<uint16_t> block;
+  if (q.mad.comp_mask & 2) block = static_cast<uint16_t>(mad::GetBits(q.data, 16, 16));
+  for (NodeId n : Candidates(s, LidKey(q))) {
+    if (!s.fabric.node(n).is_switch()) continue;
+    const routing::SwitchTable* t = s.tables->table(n);
+    if (!t || t->lft.empty()) continue;
+    uint16_t lid = s.RecordLid(n, PortNum{0});
+    if (lid == 0) continue;
+    size_t blocks = (t->lft.size() + mad::kLftBlockSize - 1) / mad::kLftBlockSize;
+    for (size_t b = 0; b < blocks; ++b) {
+      if (block && *block != b) continue;
+      mad::LftRecord r;
+      r.lid = lid;
+      r.block_num = static_cast<uint16_t>(b);
+      r.lft.port.fill(mad::kLftDropPort);
+      for (size_t i = 0; i < mad::kLftBlockSize && b * mad::kLftBlockSize + i < t->lft.size(); ++i)
+        r.lft.port[i] = t->lft[b * mad::kLftBlockSize + i];
+      if (!c.Add(r)) return;
+    }
+  }
+}
+
+void CollectSmInfos(const SaSnapshot& s, const Query& q, Collector<mad::SmInfoRecord>& c) {
+  if (s.sm_lid.value() == 0) return;
+  mad::SmInfoRecord r;
+  r.lid = s.sm_lid.value();
+  r.sm_info.guid = s.sm_port_guid.value();
+  r.sm_info.sm_key = q.trusted ? s.sm_key : 0;  // IBA 14.4.1: the key only to the trusted
+  r.sm_info.act_count = s.act_count;
+  r.sm_info.priority = s.sm_priority;
+  r.sm_info.sm_state = s.sm_state;
+  c.Add(r);
+}
+
+void CollectLinks(const SaSnapshot& s, const Query& q, Collector<mad::LinkRecord>& c) {
+  std::optional<uint16_t> from = LidKey(q);
+  for (NodeId n : Candidates(s, from)) {
+    const Node& node = s.fabric.node(n);
+    for (uint8_t p = 1; p <= node.num_ports; ++p) {
+      const Port& port = s.fabric.port(n, PortNum{p});
+      if (!port.connected()) continue;
+      const Port& peer = s.fabric.port(port.peer);
+      mad::LinkRecord r;
+      r.from_lid = s.RecordLid(n, PortNum{p});
+      r.from_port_num = p;
+      r.to_port_num = static_cast<uint8_t>(peer.num.value());
+      r.to_lid = s.RecordLid(peer.node, peer.num);
+      if (r.from_lid == 0 || r.to_lid == 0) continue;
+      if (!c.Add(r)) return;
+    }
+  }
+}
+
+// GUIDInfo: the SM assigns no alias GUIDs, so every end port holds exactly its port GUID at
+// index 0 (IBA 14.2.5.5: GUID 0 is the EUI-64 port GUID), in block 0.
+void CollectGuidInfos(const SaSnapshot& s, const Query& q, Collector<mad::GuidInfoRecord>& c) {
+  for (NodeId n : Candidates(s, LidKey(q))) {
+    for (uint8_t p : EndPorts(s, n)) {
+      mad::GuidInfoRecord r;
+      r.lid = s.RecordLid(n, PortNum{p});
+      if (r.lid == 0) continue;
+      r.block_num = 0;
+      r.guid_info.guid[0] = s.fabric.port(n, PortNum{p}).guid.value();
+      if (!c.Add(r)) return;
+    }
+  }
+}
+
+template <typename R>
+using CollectFn = void (*)(const SaSnapshot&, const Query&, Collector<R>&);
+
+// Runs one record type's collector and frames the answer's status and payload.
+struct Found {
+  uint16_t status = kNoStatus;
+  uint16_t attr_offset = 0;
+  size_t count = 0;
+  std::vector<uint8_t> payload;
+};
+
+template <typename R>
+Found Run(const SaSnapshot& s, const Query& q, CollectFn<R> fn) {
+  Collector<R> c(q);
+  if (fn) fn(s, q, c);
+  Found f;
+  f.attr_offset = SaRecord<R>::kAttrOffset;
+  f.count = c.count();
+  if (q.get && c.count() == 0) f.status = mad::sa_status::kNoRecords;
+  if (q.get && c.count() > 1) f.status = mad::sa_status::kTooManyRecords;
+  if (f.status == kNoStatus) f.payload = c.TakePayload();
+  return f;
+}
+
+mad::MadMessage Frame(const mad::MadMessage& req_msg, const mad::SaMad& req, uint8_t method,
+                      uint16_t status, uint16_t attr_offset) {
+  mad::SaMad resp;
+  resp.hdr = req.hdr;
+  resp.hdr.method = method;
+  resp.hdr.status = status;
+  resp.attr_offset = attr_offset;
+  resp.comp_mask = req.comp_mask;
+  resp.sm_key = 0;  // C15-0.1.5: responses carry SM_Key 0
+  mad::MadMessage out;
+  out.bytes.resize(mad::kMadSize);
+  mad::EncodeSa(resp, out.bytes);
+  out.addr = req_msg.addr;
+  out.addr.qkey = 0x80010000;  // the GSI Q_Key
+  if (out.addr.qpn == 0) out.addr.qpn = 1;
+  return out;
+}
+
+}  // namespace
+
+uint16_t SaSnapshot::RecordLid(NodeId n, PortNum port) const {
+  if (n >= fabric.node_count()) return 0;
+  const Node& node = fabric.node(n);
+  if (node.is_switch()) return fabric.port(n, PortNum{0}).lid.value();
+  if (port.value() == 0 || port.value() > node.num_ports) return 0;
+  return fabric.port(n, port).lid.value();
+}
+
+SaServer::SaServer(mad::Transport& transport, SaServerOptions options)
+    : transport_(transport), options_(options) {}
+
+void SaServer::Publish(std::shared_ptr<const SaSnapshot> snapshot) {
+  if (snapshot) snapshot_ = std::move(snapshot);
+}
+
+void SaServer::OnRequest(const mad::MadMessage& msg) {
+  auto answer = Answer(msg);
+  if (!answer) return;
+  ++counters_.answered;
+  Status st = transport_.Post(std::move(*answer));
+  if (!st.ok()) {
+    ++counters_.post_failures;
+    Log(LogName::kSa).warn("SA-POST-001 answer to LID {} not sent: {}", msg.addr.lid.value(),
+                           st.message());
+  }
+}
+
+std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
+  ++counters_.requests;
+  Query q;
+  if (!mad::DecodeSa(msg.bytes, &q.mad).ok()) {
+    ++counters_.malformed;
+    return std::nullopt;
+  }
+  const mad::SaMad& req = q.mad;
+  ++counters_.by_attribute[req.hdr.attr_id];
+  if (req.hdr.is_response()) {
+    ++counters_.responses_ignored;
+    return std::nullopt;
+  }
+  // An ACK/STOP/ABORT travels with the request method of the transfer it belongs to; the
+  // transport consumes those of its own transfers, so any that reaches us is stray.
+  if ((req.rmpp_flags & mad::rmpp::kFlagActive) && req.rmpp_type != mad::rmpp::kTypeData) {
+    ++counters_.rmpp_control;
+    return std::nullopt;
+  }
+  if (req.hdr.mgmt_class != static_cast<uint8_t>(mad::MgmtClass::kSubnAdm)) {
+    ++counters_.malformed;
+    return std::nullopt;
+  }
+  q.data = std::span<const uint8_t>(msg.bytes).subspan(mad::kSaHeaderSize,
+                                                        mad::kSaDataSize);
+  q.get = req.hdr.method == mad::method::kGet;
+  q.enhanced = (req.hdr.attr_mod & mad::kPortInfoCapMaskMatchModifier) != 0;
+  q.trusted = options_.sa_key != 0 && req.sm_key == options_.sa_key;
+
+  const uint8_t resp_method = req.hdr.method | mad::method::kResponseBit;
+  auto error = [&](uint16_t status) {
+    ++counters_.by_error[status];
+    return Frame(msg, req, resp_method, status, 0);
+  };
+
+  if (req.hdr.base_version != 1 || req.hdr.class_version != mad::kSaClassVersion) {
+    return error(mad::mad_status::kBadVersion);
+  }
+  const bool get_or_table = req.hdr.method == mad::method::kGet ||
+                            req.hdr.method == mad::method::kGetTable;
+  const uint16_t attr = req.hdr.attr_id;
+  bool known_attr = true;
+  switch (attr) {
+    case mad::sa_attr::kClassPortInfo:
+    case mad::sa_attr::kNodeRecord:
+    case mad::sa_attr::kPortInfoRecord:
+    case mad::sa_attr::kSl2VlTableRecord:
+    case mad::sa_attr::kSwitchInfoRecord:
+    case mad::sa_attr::kLftRecord:
+    case mad::sa_attr::kSmInfoRecord:
+    case mad::sa_attr::kLinkRecord:
+    case mad::sa_attr::kGuidInfoRecord:
+    case mad::sa_attr::kPKeyTableRecord:
+    case mad::sa_attr::kVlArbitrationTableRecord:
+      break;
+    default:
+      known_attr = false;
+  }
+  switch (req.hdr.method) {
+    case mad::method::kGet:
+    case mad::method::kGetTable:
+    case mad::method::kSet:
+    case mad::method::kDelete:
+    case mad::method::kGetMulti:
+    case mad::method::kGetTraceTable:
+      break;
+    default:
+      return error(mad::mad_status::kMethodUnsupported);
+  }
+  // PathRecord and MultiPathRecord are not served yet (sm/sa_path is separate work); nor are
+  // the attributes of SA state (ServiceRecord, MCMemberRecord, InformInfo).
+  if (!known_attr || !get_or_table) return error(mad::mad_status::kMethodAttrUnsupported);
+
+  if (!snapshot_) {
+    ++counters_.not_ready;
+    return error(mad::mad_status::kBusy);
+  }
+  const SaSnapshot& s = *snapshot_;
+
+  if (attr == mad::sa_attr::kClassPortInfo) {
+    if (!q.get) return error(mad::mad_status::kMethodAttrUnsupported);
+    mad::ClassPortInfo cpi;
+    cpi.base_version = 1;
+    cpi.class_version = mad::kSaClassVersion;
+    cpi.capability_mask = mad::sa_cap::kIsPortInfoCapMaskMatchSupported;
+    cpi.resp_time_value = options_.resp_time_value;
+    mad::MadMessage out = Frame(msg, req, resp_method, kNoStatus, 0);
+    mad::EncodeTo(cpi, std::span<uint8_t>(out.bytes).subspan(mad::kSaHeaderSize));
+    return out;
+  }
+
+  Found f;
+  switch (attr) {
+    case mad::sa_attr::kNodeRecord: f = Run<mad::NodeRecord>(s, q, CollectNodes); break;
+    case mad::sa_attr::kPortInfoRecord:
+      f = Run<mad::PortInfoRecord>(s, q, CollectPortInfos);
+      break;
+    case mad::sa_attr::kSwitchInfoRecord:
+      f = Run<mad::SwitchInfoRecord>(s, q, CollectSwitchInfos);
+      break;
+    case mad::sa_attr::kLftRecord: f = Run<mad::LftRecord>(s, q, CollectLfts); break;
+    case mad::sa_attr::kSmInfoRecord: f = Run<mad::SmInfoRecord>(s, q, CollectSmInfos); break;
+    case mad::sa_attr::kLinkRecord: f = Run<mad::LinkRecord>(s, q, CollectLinks); break;
+    case mad::sa_attr::kGuidInfoRecord:
+      f = Run<mad::GuidInfoRecord>(s, q, CollectGuidInfos);
+      break;
+    // The SM neither reads nor programs P_Key, SL2VL and VLArb tables yet, so it knows no
+    // such record: an empty table, or ERR_NO_RECORDS for a Get, rather than a guess.
+    case mad::sa_attr::kPKeyTableRecord: f = Run<mad::PKeyTableRecord>(s, q, nullptr); break;
+    case mad::sa_attr::kSl2VlTableRecord: f = Run<mad::Sl2VlTableRecord>(s, q, nullptr); break;
+    case mad::sa_attr::kVlArbitrationTableRecord:
+      f = Run<mad::VlArbitrationTableRecord>(s, q, nullptr);
+      break;
+  }
+  if (f.status != kNoStatus) return error(f.status);
+  counters_.records_sent += f.count;
+
+  mad::MadMessage out = Frame(msg, req, resp_method, kNoStatus, f.attr_offset);
+  if (q.get) {
+    std::copy(f.payload.begin(), f.payload.end(), out.bytes.begin() + mad::kSaHeaderSize);
+    return out;
+  }
+  // GetTableResp always travels as RMPP (15.4.4). One segment we frame here; a longer one
+  // the transport segments and paces by the receiver's ACKs.
+  out.bytes.resize(mad::kSaHeaderSize);
+  out.bytes.insert(out.bytes.end(), f.payload.begin(), f.payload.end());
+  if (out.bytes.size() > mad::kMadSize) {
+    ++counters_.rmpp_answers;
+    return out;
+  }
+  auto sender = mad::RmppSender::Create(out.bytes, mad::kSaHeaderSize);
+  if (!sender.ok()) return error(mad::sa_status::kNoResources);
+  mad::MadBytes seg = sender->Segment(1);
+  out.bytes.assign(seg.begin(), seg.end());
+  return out;
+}
+
+}  // namespace ibsm::sm

@@ -1,0 +1,104 @@
+// The Subnet Administrator (IBA 15; DESIGN.md "the SA answers from the last published
+// snapshot"): Get and GetTable of NodeRecord, PortInfoRecord, SwitchInfoRecord, LFTRecord,
+// SMInfoRecord, LinkRecord, GUIDInfoRecord, P_KeyTableRecord, SL2VLTableRecord,
+// VLArbitrationTableRecord and ClassPortInfo, with component masks honoured.
+//
+// The server owns nothing of the sweep. After each heavy sweep the SubnetManager publishes
+// an immutable SaSnapshot and the server answers every query from the last one it got, so a
+// sweep or a routing run in progress never delays an answer (OpenSM's SA stalls while it
+// routes). A GetTable answer larger than one MAD goes out as RMPP through Transport::Post.
+//
+// Every request is untrusted (STYLE.md rule 7): malformed MADs are dropped and counted,
+// bad requests answered with an SA status and counted, nothing asserts on wire input.
+//
+// Threading: Publish and OnRequest run on the transport's io_context thread. A snapshot is
+// immutable once published, so a PathRecord worker may read one from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fabric/fabric.h"
+#include "mad/attr/sa_records.h"
+#include "mad/attr/sm_info.h"
+#include "mad/transport.h"
+#include "routing/routing_engine.h"
+#include "sm/discovery.h"
+
+namespace ibsm::sm {
+
+// What the SA serves: the fabric of one heavy sweep as the SM left it (LIDs and PortInfo as
+// programmed), its routing tables, and the SM itself. Immutable once published.
+struct SaSnapshot {
+  uint64_t sweep = 0;  // heavy sweep number that produced it
+  Fabric fabric;
+  std::vector<DiscoveredNode> nodes;  // index = NodeId of `fabric`
+  std::shared_ptr<const routing::RoutingTables> tables;  // null if routing never succeeded
+  uint64_t subnet_prefix = 0xfe80000000000000ull;
+  // The SM that serves (SMInfoRecord).
+  Lid sm_lid{0};
+  Guid sm_port_guid{0};
+  uint64_t sm_key = 0;
+  uint32_t act_count = 0;
+  uint8_t sm_priority = 0;
+  mad::SmState sm_state = mad::SmState::kNotActive;
+
+  // The LID a node's records carry: port 0's for a switch, else `port`'s. 0 if none.
+  uint16_t RecordLid(NodeId n, PortNum port) const;
+};
+
+struct SaServerOptions {
+  // Requests whose SM_Key field equals this are trusted (see M_Key and SM_Key in answers);
+  // opensm.conf sa_key. 0: nobody is trusted.
+  uint64_t sa_key = 1;
+  uint8_t resp_time_value = 18;  // ClassPortInfo RespTimeValue (4.096 us * 2^v)
+};
+
+// Operators act on these (STYLE.md rule 9). Keys of the maps are attribute IDs and MAD
+// status values.
+struct SaCounters {
+  uint64_t requests = 0;          // class 0x03 MADs handed to the server
+  uint64_t answered = 0;          // responses posted (errors included)
+  uint64_t records_sent = 0;      // records in successful answers
+  uint64_t rmpp_answers = 0;      // GetTable answers larger than one MAD (sent as RMPP)
+  uint64_t malformed = 0;         // undecodable MADs (dropped)
+  uint64_t responses_ignored = 0; // MADs with the response bit set (dropped)
+  uint64_t rmpp_control = 0;      // RMPP ACK/STOP/ABORT of no transfer of ours (dropped)
+  uint64_t post_failures = 0;     // the transport refused an answer
+  uint64_t not_ready = 0;         // requests before the first snapshot (answered Busy)
+  std::map<uint16_t, uint64_t> by_attribute;  // every request with a decodable header
+  std::map<uint16_t, uint64_t> by_error;      // answers with a non-zero status
+};
+
+class SaServer {
+ public:
+  // REQUIRES: `transport` outlives the server.
+  SaServer(mad::Transport& transport, SaServerOptions options);
+
+  // Makes `snapshot` the one every later answer comes from. Null is ignored.
+  void Publish(std::shared_ptr<const SaSnapshot> snapshot);
+  std::shared_ptr<const SaSnapshot> snapshot() const { return snapshot_; }
+
+  // Handles one MAD of class 0x03 the transport handed up: answers it through
+  // Transport::Post, or drops it (counted).
+  void OnRequest(const mad::MadMessage& msg);
+
+  // The answer OnRequest would post for `msg`, or nullopt when it is dropped. Pure apart
+  // from the counters; fuzz targets and tests call it directly.
+  std::optional<mad::MadMessage> Answer(const mad::MadMessage& msg);
+
+  const SaCounters& counters() const { return counters_; }
+  void set_options(const SaServerOptions& options) { options_ = options; }
+
+ private:
+  mad::Transport& transport_;
+  SaServerOptions options_;
+  std::shared_ptr<const SaSnapshot> snapshot_;
+  SaCounters counters_;
+};
+
+}  // namespace ibsm::sm

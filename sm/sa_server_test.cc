@@ -1,0 +1,457 @@
+#include "sm/sa_server.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <set>
+
+#include <boost/asio/io_context.hpp>
+
+#include "fabric/generators.h"
+#include "mad/attr/class_port_info.h"
+#include "sim/sim_transport.h"
+#include "sim/simulator.h"
+#include "sm/subnet_manager.h"
+
+namespace ibsm::sm {
+namespace {
+
+using mad::MadMessage;
+using mad::SaMad;
+
+std::vector<PortId> CaPorts(const Fabric& f) {
+  std::vector<PortId> out;
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).kind == NodeKind::kCa) out.push_back(f.port_id(n, PortNum{1}));
+  return out;
+}
+
+// An SA answer as a client reads it: status, and the records at the attribute offset.
+struct Answer {
+  uint8_t method = 0;
+  uint16_t status = 0;
+  uint16_t attr_offset = 0;
+  std::vector<std::vector<uint8_t>> records;
+  std::vector<uint8_t> bytes;
+};
+
+// The SM on the first CA of `fabric` after one heavy sweep, and an SA client (a
+// SimTransport) on the second CA asking it over the simulated fabric.
+class SaOnSimulator {
+ public:
+  explicit SaOnSimulator(const Fabric& fabric)
+      : fabric_(fabric), sim_(fabric), cas_(CaPorts(fabric)),
+        sm_transport_(io_, sim_, cas_.at(0)), client_(io_, sim_, cas_.at(1)) {
+    SubnetManagerOptions o;
+    o.once = true;
+    o.send.timeout = std::chrono::milliseconds(20);
+    o.send.retries = 4;
+    o.sm_priority = 5;
+    sm_ = std::make_unique<SubnetManager>(io_, sm_transport_, clock_, nullptr, o);
+    sm_->Start([this](const SweepStats& s) {
+      up_ = s.subnet_up;
+      io_.stop();
+    });
+    io_.run();
+  }
+
+  bool up() const { return up_; }
+  SubnetManager& sm() { return *sm_; }
+  sim::Simulator& sim() { return sim_; }
+  const Fabric& fabric() const { return fabric_; }
+  PortId sm_port() const { return cas_[0]; }
+
+  Answer Ask(uint8_t method, uint16_t attr, uint64_t comp_mask,
+             std::span<const uint8_t> record = {}, uint32_t attr_mod = 0,
+             uint64_t sm_key = 0) {
+    SaMad m;
+    m.hdr.mgmt_class = static_cast<uint8_t>(mad::MgmtClass::kSubnAdm);
+    m.hdr.class_version = mad::kSaClassVersion;
+    m.hdr.method = method;
+    m.hdr.attr_id = attr;
+    m.hdr.attr_mod = attr_mod;
+    m.comp_mask = comp_mask;
+    m.sm_key = sm_key;
+    std::copy(record.begin(), record.end(), m.data.begin());
+    MadMessage msg;
+    msg.bytes.resize(mad::kMadSize);
+    mad::EncodeSa(m, msg.bytes);
+    msg.addr.lid = sm_->sm_lid();
+    return Send(std::move(msg));
+  }
+
+  Answer Send(MadMessage msg) {
+    std::optional<Result<MadMessage>> got;
+    client_.Send(std::move(msg), mad::SendOptions{std::chrono::milliseconds(500), 2},
+                 [&](Result<MadMessage> r) {
+                   got = std::move(r);
+                   io_.stop();
+                 });
+    io_.restart();
+    io_.run();
+    Answer a;
+    EXPECT_TRUE(got && got->ok()) << (got ? got->status().message() : "no answer");
+    if (!got || !got->ok()) return a;
+    a.bytes = (*got)->bytes;
+    // A reassembled RMPP answer is trimmed to its payload: the headers still decode.
+    std::vector<uint8_t> padded = a.bytes;
+    if (padded.size() < mad::kMadSize) padded.resize(mad::kMadSize, 0);
+    SaMad resp;
+    EXPECT_TRUE(mad::DecodeSa(padded, &resp).ok());
+    a.method = resp.hdr.method;
+    a.status = resp.hdr.status;
+    a.attr_offset = resp.attr_offset;
+    size_t stride = size_t{resp.attr_offset} * 8;
+    if (a.status == 0 && stride > 0) {
+      size_t end = a.method == mad::method::kGetResp ? mad::kSaHeaderSize + stride
+                                                     : a.bytes.size();
+      for (size_t at = mad::kSaHeaderSize; at + stride <= end; at += stride)
+        a.records.emplace_back(a.bytes.begin() + at, a.bytes.begin() + at + stride);
+    }
+    return a;
+  }
+
+  template <typename R>
+  Answer AskFor(uint8_t method, uint64_t comp_mask, const R& r, uint32_t attr_mod = 0,
+                uint64_t sm_key = 0) {
+    std::vector<uint8_t> buf(mad::Layout<R>::kSize);
+    mad::EncodeRecord(r, buf);
+    return Ask(method, mad::SaRecord<R>::kAttrId, comp_mask, buf, attr_mod, sm_key);
+  }
+
+ private:
+  Fabric fabric_;
+  boost::asio::io_context io_;
+  sim::Simulator sim_;
+  std::vector<PortId> cas_;
+  sim::SimTransport sm_transport_;
+  sim::SimTransport client_;
+  SystemClock clock_;
+  std::unique_ptr<SubnetManager> sm_;
+  bool up_ = false;
+};
+
+template <typename R>
+std::vector<R> Decode(const Answer& a) {
+  std::vector<R> out;
+  for (const auto& rec : a.records) {
+    auto r = mad::DecodeRecord<R>(rec);
+    EXPECT_TRUE(r.ok());
+    if (r.ok()) out.push_back(*r);
+  }
+  return out;
+}
+
+Fabric Ft2(int k) { return FatTree2(k).value(); }
+
+constexpr uint64_t kLid = 1u << 0;
+
+TEST(SaServerTest, NodeRecordTableListsEveryEndPortOfTheFabric) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  Answer a = t.Ask(mad::method::kGetTable, mad::sa_attr::kNodeRecord, 0);
+  EXPECT_EQ(a.method, mad::method::kGetTableResp);
+  EXPECT_EQ(a.status, 0);
+  EXPECT_EQ(a.attr_offset, 14);
+  auto nrs = Decode<mad::NodeRecord>(a);
+  const Fabric& f = t.fabric();
+  EXPECT_EQ(nrs.size(), f.node_count());  // FatTree2: single-port CAs and switches
+  std::set<uint64_t> guids, want;
+  for (const auto& nr : nrs) {
+    guids.insert(nr.node_info.node_guid);
+    auto n = f.FindNode(Guid{nr.node_info.node_guid});
+    ASSERT_TRUE(n.has_value());
+    EXPECT_EQ(nr.node_description.str(), f.node(*n).description);
+    EXPECT_NE(nr.lid, 0);
+    PortNum end{static_cast<uint8_t>(f.node(*n).is_switch() ? 0 : 1)};
+    EXPECT_EQ(nr.lid, t.sim().port_info(f.port_id(*n, end)).lid);
+  }
+  for (const auto& n : f.nodes()) want.insert(n.guid.value());
+  EXPECT_EQ(guids, want);
+}
+
+TEST(SaServerTest, GetOfOneLidReturnsThatNodeAndOnlyIt) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  const Fabric& f = t.fabric();
+  PortId target = CaPorts(f).back();
+  mad::NodeRecord want;
+  want.lid = t.sim().port_info(target).lid;
+  Answer a = t.AskFor(mad::method::kGet, kLid, want);
+  EXPECT_EQ(a.method, mad::method::kGetResp);
+  ASSERT_EQ(a.status, 0);
+  auto nrs = Decode<mad::NodeRecord>(a);
+  ASSERT_EQ(nrs.size(), 1u);
+  EXPECT_EQ(nrs[0].lid, want.lid);
+  EXPECT_EQ(nrs[0].node_info.port_guid, f.port(target).guid.value());
+  EXPECT_EQ(nrs[0].node_info.node_type, mad::NodeType::kCa);
+}
+
+TEST(SaServerTest, GetAnswersNoRecordsOrTooManyRecordsAsSaStatus) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  mad::NodeRecord none;
+  none.lid = 0xBFFF;
+  EXPECT_EQ(t.AskFor(mad::method::kGet, kLid, none).status, mad::sa_status::kNoRecords);
+  EXPECT_EQ(t.Ask(mad::method::kGet, mad::sa_attr::kNodeRecord, 0).status,
+            mad::sa_status::kTooManyRecords);
+  // A GetTable with no match is an empty table, not an error.
+  Answer empty = t.AskFor(mad::method::kGetTable, kLid, none);
+  EXPECT_EQ(empty.status, 0);
+  EXPECT_TRUE(empty.records.empty());
+  EXPECT_EQ(t.sm().sa().counters().by_error.at(mad::sa_status::kNoRecords), 1u);
+}
+
+TEST(SaServerTest, NodeRecordsSelectedByNodeGuidAndByNodeType) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  const Fabric& f = t.fabric();
+  NodeId sw = 0;
+  while (!f.node(sw).is_switch()) ++sw;
+  mad::NodeRecord want;
+  want.node_info.node_guid = f.node(sw).guid.value();
+  auto by_guid = Decode<mad::NodeRecord>(t.AskFor(mad::method::kGetTable, 1u << 7, want));
+  ASSERT_EQ(by_guid.size(), 1u);
+  EXPECT_EQ(by_guid[0].node_description.str(), f.node(sw).description);
+
+  want.node_info.node_type = mad::NodeType::kSwitch;
+  auto switches = Decode<mad::NodeRecord>(t.AskFor(mad::method::kGetTable, 1u << 4, want));
+  EXPECT_EQ(switches.size(), f.switch_count());
+}
+
+TEST(SaServerTest, PortInfoRecordsOfASwitchCoverEveryPortWithProgrammedState) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  const Fabric& f = t.fabric();
+  NodeId sw = 0;
+  while (!f.node(sw).is_switch()) ++sw;
+  mad::PortInfoRecord want;
+  want.lid = t.sim().port_info(f.port_id(sw, PortNum{0})).lid;
+  Answer a = t.AskFor(mad::method::kGetTable, kLid, want);
+  ASSERT_EQ(a.status, 0);
+  EXPECT_EQ(a.attr_offset, 9);
+  auto pirs = Decode<mad::PortInfoRecord>(a);
+  ASSERT_EQ(pirs.size(), size_t{f.node(sw).num_ports} + 1);
+  for (const auto& r : pirs) {
+    EXPECT_EQ(r.lid, want.lid);
+    PortId p = f.port_id(sw, PortNum{r.port_num});
+    EXPECT_EQ(r.port_info.port_state, t.sim().port_info(p).port_state) << int(r.port_num);
+    EXPECT_EQ(r.port_info.m_key, 0u) << "M_Key hidden from an untrusted requester";
+  }
+  // Port 1 only: LID and PortNum components.
+  want.port_num = 1;
+  auto one = Decode<mad::PortInfoRecord>(t.AskFor(mad::method::kGet, kLid | 2, want));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].port_num, 1);
+  EXPECT_EQ(one[0].port_info.port_state, 4);  // ACTIVE after the sweep
+}
+
+TEST(SaServerTest, LinkRecordsListBothDirectionsOfEveryCable) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  auto lrs = Decode<mad::LinkRecord>(t.Ask(mad::method::kGetTable, mad::sa_attr::kLinkRecord, 0));
+  EXPECT_EQ(lrs.size(), 2 * t.fabric().link_count());
+  std::set<std::tuple<int, int, int, int>> seen;
+  for (const auto& r : lrs) seen.insert({r.from_lid, r.from_port_num, r.to_lid, r.to_port_num});
+  for (const auto& r : lrs)
+    EXPECT_TRUE(seen.count({r.to_lid, r.to_port_num, r.from_lid, r.from_port_num}));
+}
+
+TEST(SaServerTest, SwitchInfoAndLftRecordsShowWhatTheSwitchesHold) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  const Fabric& f = t.fabric();
+  auto swirs = Decode<mad::SwitchInfoRecord>(
+      t.Ask(mad::method::kGetTable, mad::sa_attr::kSwitchInfoRecord, 0));
+  EXPECT_EQ(swirs.size(), f.switch_count());
+  NodeId sw = 0;
+  while (!f.node(sw).is_switch()) ++sw;
+  uint16_t lid = t.sim().port_info(f.port_id(sw, PortNum{0})).lid;
+  mad::LftRecord want;
+  want.lid = lid;
+  want.block_num = 0;
+  Answer a = t.AskFor(mad::method::kGetTable, kLid | 2, want);
+  auto lfts = Decode<mad::LftRecord>(a);
+  ASSERT_EQ(lfts.size(), 1u);
+  for (uint16_t l = 1; l < 64; ++l) {
+    if (t.sim().lft_entry(sw, Lid{l}) == mad::kLftDropPort) continue;
+    EXPECT_EQ(lfts[0].lft.port[l], t.sim().lft_entry(sw, Lid{l})) << "LID " << l;
+  }
+  for (const auto& s : swirs) {
+    if (s.lid == lid) {
+      EXPECT_GT(s.switch_info.linear_fdb_top, 0);
+    }
+  }
+}
+
+TEST(SaServerTest, SmInfoRecordNamesTheMasterAndShowsItsKeyOnlyToTheTrusted) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  auto plain = Decode<mad::SmInfoRecord>(
+      t.Ask(mad::method::kGetTable, mad::sa_attr::kSmInfoRecord, 0));
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].lid, t.sm().sm_lid().value());
+  EXPECT_EQ(plain[0].sm_info.guid, t.fabric().port(t.sm_port()).guid.value());
+  EXPECT_EQ(plain[0].sm_info.sm_state, mad::SmState::kMaster);
+  EXPECT_EQ(plain[0].sm_info.priority, 5);
+  EXPECT_EQ(plain[0].sm_info.sm_key, 0u);
+  auto trusted = Decode<mad::SmInfoRecord>(
+      t.Ask(mad::method::kGetTable, mad::sa_attr::kSmInfoRecord, 0, {}, 0, /*sm_key=*/1));
+  ASSERT_EQ(trusted.size(), 1u);
+  EXPECT_EQ(trusted[0].sm_info.sm_key, 1u);
+}
+
+TEST(SaServerTest, GuidInfoRecordCarriesThePortGuidAtIndexZero) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  PortId target = CaPorts(t.fabric()).back();
+  mad::GuidInfoRecord want;
+  want.lid = t.sim().port_info(target).lid;
+  auto girs = Decode<mad::GuidInfoRecord>(t.AskFor(mad::method::kGet, kLid, want));
+  ASSERT_EQ(girs.size(), 1u);
+  EXPECT_EQ(girs[0].guid_info.guid[0], t.fabric().port(target).guid.value());
+}
+
+TEST(SaServerTest, ClassPortInfoAdvertisesTheSaClassVersion) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  Answer a = t.Ask(mad::method::kGet, mad::sa_attr::kClassPortInfo, 0);
+  ASSERT_EQ(a.status, 0);
+  auto cpi = mad::Decode<mad::ClassPortInfo>(
+      std::span<const uint8_t>(a.bytes).subspan(mad::kSaHeaderSize));
+  ASSERT_TRUE(cpi.ok());
+  EXPECT_EQ(cpi->class_version, 2);
+  EXPECT_TRUE(cpi->capability_mask & mad::sa_cap::kIsPortInfoCapMaskMatchSupported);
+}
+
+TEST(SaServerTest, UnservedAttributesAndMethodsGetMadStatusNotSilence) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  EXPECT_EQ(t.Ask(mad::method::kGetTable, mad::sa_attr::kServiceRecord, 0).status,
+            mad::mad_status::kMethodAttrUnsupported);
+  EXPECT_EQ(t.Ask(mad::method::kGetTable, 0x7777, 0).status,
+            mad::mad_status::kMethodAttrUnsupported);
+  EXPECT_EQ(t.Ask(mad::method::kSet, mad::sa_attr::kNodeRecord, 0).status,
+            mad::mad_status::kMethodAttrUnsupported);
+  EXPECT_EQ(t.Ask(0x09, mad::sa_attr::kNodeRecord, 0).status,
+            mad::mad_status::kMethodUnsupported);
+  EXPECT_GE(t.sm().sa().counters().by_attribute.at(mad::sa_attr::kServiceRecord), 1u);
+}
+
+TEST(SaServerTest, BigNodeRecordTableArrivesWholeOverRmpp) {
+  SaOnSimulator t(FatTree3(8).value());
+  ASSERT_TRUE(t.up());
+  Answer a = t.Ask(mad::method::kGetTable, mad::sa_attr::kNodeRecord, 0);
+  ASSERT_EQ(a.status, 0);
+  auto nrs = Decode<mad::NodeRecord>(a);
+  EXPECT_EQ(nrs.size(), 208u);
+  EXPECT_EQ(nrs.size(), t.fabric().node_count());
+  std::set<uint64_t> guids;
+  for (const auto& nr : nrs) guids.insert(nr.node_info.port_guid);
+  EXPECT_EQ(guids.size(), 208u);
+  EXPECT_EQ(t.sm().sa().counters().rmpp_answers, 1u);
+}
+
+// --- the server alone, on untrusted bytes ---------------------------------------------
+
+class RecordingTransport final : public mad::Transport {
+ public:
+  void Send(MadMessage, const mad::SendOptions&, ResponseHandler) override {}
+  Status Post(MadMessage m) override {
+    posted.push_back(std::move(m));
+    return Status::Ok();
+  }
+  void SetUnsolicitedHandler(UnsolicitedHandler) override {}
+  Result<mad::LocalPort> QueryLocalPort() override { return mad::LocalPort{}; }
+  const mad::TransportCounters& counters() const override { return counters_; }
+  void Close() override {}
+  std::vector<MadMessage> posted;
+
+ private:
+  mad::TransportCounters counters_;
+};
+
+MadMessage Request(uint8_t method, uint16_t attr) {
+  SaMad m;
+  m.hdr.mgmt_class = 3;
+  m.hdr.class_version = 2;
+  m.hdr.method = method;
+  m.hdr.attr_id = attr;
+  MadMessage msg;
+  msg.bytes.resize(mad::kMadSize);
+  mad::EncodeSa(m, msg.bytes);
+  msg.addr.lid = Lid{9};
+  msg.addr.qkey = 0;
+  return msg;
+}
+
+uint16_t StatusOf(const MadMessage& m) { return m.header()->status; }
+
+TEST(SaServerAloneTest, RequestsBeforeTheFirstSnapshotAreAnsweredBusy) {
+  RecordingTransport tr;
+  SaServer sa(tr, {});
+  sa.OnRequest(Request(mad::method::kGetTable, mad::sa_attr::kNodeRecord));
+  ASSERT_EQ(tr.posted.size(), 1u);
+  EXPECT_EQ(StatusOf(tr.posted[0]), mad::mad_status::kBusy);
+  EXPECT_EQ(tr.posted[0].addr.lid, Lid{9});
+  EXPECT_EQ(tr.posted[0].addr.qkey, 0x80010000u);
+  EXPECT_EQ(sa.counters().not_ready, 1u);
+}
+
+TEST(SaServerAloneTest, MalformedAndStrayMadsAreDroppedAndCounted) {
+  RecordingTransport tr;
+  SaServer sa(tr, {});
+  sa.Publish(std::make_shared<SaSnapshot>());
+  MadMessage shorty = Request(mad::method::kGet, mad::sa_attr::kNodeRecord);
+  shorty.bytes.resize(40);
+  sa.OnRequest(shorty);
+  sa.OnRequest(MadMessage{});
+  sa.OnRequest(Request(mad::method::kGetTableResp, mad::sa_attr::kNodeRecord));
+  // An RMPP ACK of a one-segment answer comes back as a GetTable with type ACK.
+  MadMessage ack = Request(mad::method::kGetTable, mad::sa_attr::kNodeRecord);
+  SaMad m;
+  ASSERT_TRUE(mad::DecodeSa(ack.bytes, &m).ok());
+  m.rmpp_version = 1;
+  m.rmpp_type = mad::rmpp::kTypeAck;
+  m.rmpp_flags = mad::rmpp::kFlagActive;
+  mad::EncodeSa(m, ack.bytes);
+  sa.OnRequest(ack);
+  EXPECT_TRUE(tr.posted.empty());
+  EXPECT_EQ(sa.counters().malformed, 2u);
+  EXPECT_EQ(sa.counters().responses_ignored, 1u);
+  EXPECT_EQ(sa.counters().rmpp_control, 1u);
+}
+
+TEST(SaServerAloneTest, WrongClassVersionIsAnsweredBadVersion) {
+  RecordingTransport tr;
+  SaServer sa(tr, {});
+  sa.Publish(std::make_shared<SaSnapshot>());
+  MadMessage req = Request(mad::method::kGet, mad::sa_attr::kNodeRecord);
+  req.bytes[2] = 1;
+  sa.OnRequest(req);
+  ASSERT_EQ(tr.posted.size(), 1u);
+  EXPECT_EQ(StatusOf(tr.posted[0]), mad::mad_status::kBadVersion);
+}
+
+TEST(SaServerAloneTest, EmptySnapshotGivesEmptyTablesNotCrashes) {
+  RecordingTransport tr;
+  SaServer sa(tr, {});
+  sa.Publish(std::make_shared<SaSnapshot>());
+  for (uint16_t attr : {mad::sa_attr::kNodeRecord, mad::sa_attr::kPortInfoRecord,
+                        mad::sa_attr::kSwitchInfoRecord, mad::sa_attr::kLftRecord,
+                        mad::sa_attr::kSmInfoRecord, mad::sa_attr::kLinkRecord,
+                        mad::sa_attr::kGuidInfoRecord, mad::sa_attr::kPKeyTableRecord,
+                        mad::sa_attr::kSl2VlTableRecord,
+                        mad::sa_attr::kVlArbitrationTableRecord}) {
+    tr.posted.clear();
+    sa.OnRequest(Request(mad::method::kGetTable, attr));
+    ASSERT_EQ(tr.posted.size(), 1u) << attr;
+    EXPECT_EQ(StatusOf(tr.posted[0]), 0) << attr;
+    auto rh = mad::DecodeRmppHeader(tr.posted[0].bytes);
+    ASSERT_TRUE(rh.ok());
+    EXPECT_EQ(rh->flags, mad::rmpp::kFlagActive | mad::rmpp::kFlagFirst | mad::rmpp::kFlagLast);
+  }
+}
+
+}  // namespace
+}  // namespace ibsm::sm
