@@ -141,6 +141,8 @@ void SubnetManager::OnDiscovered(DiscoveryResult r) {
     Issue("SM-SWEEP-002", fmt::format("the SM's own port {} was not discovered; sweep "
                                       "abandoned",
                                       ToString(sm_port_guid_)));
+    // Nothing of the previous sweep's port indices applies to this (empty) fabric.
+    sm_port_ = kNoPort;
     FinishHeavySweep();
     return;
   }

@@ -306,6 +306,34 @@ TEST(SubnetManagerTest, MinhopCreditLoopIsReportedButUpdnRoutesHaveNone) {
   }
 }
 
+// The SM's own HCA stops answering (on ibsim: the simulator died under the daemon): the sweep
+// is abandoned with SM-SWEEP-002, and nothing of the previous sweep is used on the empty
+// result. This crashed the daemon once.
+TEST(SubnetManagerTest, OwnPortGoneAfterASweepIsReportedNotACrash) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::Simulator sim(*f, {});
+  PortId at = FirstCaPort(*f);
+  SubnetManagerOptions o;
+  o.send.timeout = std::chrono::milliseconds(10);
+  o.send.retries = 1;
+  o.sweep_interval = std::chrono::seconds(0);
+  int sweeps = 0;
+  SweepStats s = RunSm(io, sim, at, o, nullptr, [&](SubnetManager& sm, const SweepStats& st) {
+    if (++sweeps == 1) {
+      EXPECT_TRUE(st.subnet_up);
+      sim.SetDropRate(1.0);  // every MAD lost, our own port's answers too
+      sm.RequestHeavySweep("test");
+      return false;
+    }
+    return true;
+  });
+  EXPECT_EQ(sweeps, 2);
+  EXPECT_FALSE(s.subnet_up);
+  EXPECT_EQ(s.nodes, 0u);
+}
+
 TEST(SubnetManagerTest, LmcTwoGivesEveryHostFourReachableLids) {
   auto f = FatTree2(8);
   ASSERT_TRUE(f.ok());
