@@ -106,10 +106,10 @@ struct Entry {
   uint16_t half_gbps;
 };
 inline constexpr std::array<Entry, 23> kByBandwidth = {{
-    {k2_5, 5},   {k5, 10},     {k10, 20},    {k14, 28},    {k20, 40},   {k25, 50},
-    {k28, 56},   {k30, 60},    {k40, 80},    {k50, 100},   {k56, 112},  {k60, 120},
-    {k80, 160},  {k100, 200},  {k112, 224},  {k120, 240},  {k168, 336}, {k200, 400},
-    {k300, 600}, {k400, 800},  {k600, 1200}, {k800, 1600}, {k1200, 2400},
+    {k2_5, 5},   {k5, 10},    {k10, 20},    {k14, 28},    {k20, 40},     {k25, 50},
+    {k28, 56},   {k30, 60},   {k40, 80},    {k50, 100},   {k56, 112},    {k60, 120},
+    {k80, 160},  {k100, 200}, {k112, 224},  {k120, 240},  {k168, 336},   {k200, 400},
+    {k300, 600}, {k400, 800}, {k600, 1200}, {k800, 1600}, {k1200, 2400},
 }};
 // Position of `code` in kByBandwidth, or -1 for a reserved code.
 constexpr int Rank(uint8_t code) {
@@ -158,12 +158,12 @@ struct PathRecord {
   GidBytes sgid{};
   uint16_t dlid = 0;
   uint16_t slid = 0;
-  uint8_t raw_traffic = 0;   // 1 bit
-  uint32_t flow_label = 0;   // 20 bits
+  uint8_t raw_traffic = 0;  // 1 bit
+  uint32_t flow_label = 0;  // 20 bits
   uint8_t hop_limit = 0;
   uint8_t tclass = 0;
-  uint8_t reversible = 0;    // 1 bit
-  uint8_t numb_path = 0;     // 7 bits; a query's limit, 0 in answers
+  uint8_t reversible = 0;  // 1 bit
+  uint8_t numb_path = 0;   // 7 bits; a query's limit, 0 in answers
   uint16_t pkey = 0;
   uint16_t qos_class = 0;    // 12 bits
   uint8_t sl = 0;            // 4 bits
@@ -262,7 +262,7 @@ struct MultiPathRecord {
   uint8_t independence_selector = 0;  // 2 bits
   uint8_t sgid_count = 0;
   uint8_t dgid_count = 0;
-  uint64_t service_id_lsb = 0;        // ServiceID bits 55..0
+  uint64_t service_id_lsb = 0;  // ServiceID bits 55..0
 
   uint64_t service_id() const { return (uint64_t{service_id_msb} << 56) | service_id_lsb; }
 };

@@ -5,9 +5,8 @@
 // taken from OpenSM's ib_path_rec_t byte layout (include/iba/ib_types.h).
 #include "mad/attr/path_record.h"
 
-#include <infiniband/mad.h>
-
 #include <gtest/gtest.h>
+#include <infiniband/mad.h>
 
 #include <set>
 #include <vector>
@@ -144,14 +143,16 @@ TEST(PathRecordTest, GoldenBytesMatchOpenSmsStructLayout) {
   std::array<uint8_t, 64> b{};
   EncodeTo(p, b);
   const std::array<uint8_t, 64> want = {
-      0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,                          // service_id
-      0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x02, 0xc9, 0x03, 0, 0, 0, 0x21,     // dgid
-      0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x02, 0xc9, 0x03, 0, 0, 0, 0x11,     // sgid
-      0x01, 0x02, 0x03, 0x04,                                                  // dlid, slid
-      0x8A, 0xBC, 0xDE, 0x40,                                                  // hop_flow_raw
-      0x5A, 0xFF, 0xFF, 0xFF,                                                  // tclass .. pkey
-      0xAB, 0xCD, 0x85, 0x90, 0x92, 0x02,                                      // qos..preference
-      0, 0, 0, 0, 0, 0};
+      0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,  // service_id
+      0xfe, 0x80, 0,    0,    0,    0,    0,    0,
+      0x00, 0x02, 0xc9, 0x03, 0,    0,    0,    0x21,  // dgid
+      0xfe, 0x80, 0,    0,    0,    0,    0,    0,
+      0x00, 0x02, 0xc9, 0x03, 0,    0,    0,    0x11,  // sgid
+      0x01, 0x02, 0x03, 0x04,                          // dlid, slid
+      0x8A, 0xBC, 0xDE, 0x40,                          // hop_flow_raw
+      0x5A, 0xFF, 0xFF, 0xFF,                          // tclass .. pkey
+      0xAB, 0xCD, 0x85, 0x90, 0x92, 0x02,              // qos..preference
+      0,    0,    0,    0,    0,    0};
   EXPECT_EQ(b, want);
   auto back = Decode<PathRecord>(b);
   ASSERT_TRUE(back.ok());
