@@ -540,6 +540,7 @@ void SubnetManager::FinishHeavySweep() {
             current_.lft_blocks_sent, current_.lft_blocks_read, current_.ports_armed,
             current_.ports_activated, current_.engine.empty() ? "-" : current_.engine);
   if (current_.subnet_up) {
+    failed_sweeps_in_a_row_ = 0;
     first_master_sweep_ = false;
     Log(LogName::kSm).info("SUBNET UP");
   } else {
@@ -560,8 +561,12 @@ void SubnetManager::FinishHeavySweep() {
   if (sweep_again_ || !current_.subnet_up) {
     sweep_again_ = false;
     if (!current_.subnet_up) {
-      // Retry after a pause rather than at once, so a dead device does not spin the SM.
-      light_timer_.expires_after(std::chrono::seconds(1));
+      // Retry after a pause rather than at once, doubling up to a minute while sweeps keep
+      // failing, so a dead HCA or a fabric that cannot be routed does not spin the SM.
+      const int doublings = std::min(failed_sweeps_in_a_row_, 6);
+      ++failed_sweeps_in_a_row_;
+      light_timer_.expires_after(std::min(std::chrono::seconds(1 << doublings),
+                                          std::chrono::seconds(60)));
       light_timer_.async_wait([this](boost::system::error_code ec) {
         if (!ec) RequestHeavySweep("previous sweep had errors");
       });

@@ -176,7 +176,8 @@ class SubnetManager {
   Lid sm_lid_{0};
   bool sweeping_ = false;
   bool sweep_again_ = false;
-  bool sweep_posted_ = false;  // a heavy sweep is requested and has not begun yet
+  bool sweep_posted_ = false;
+  int failed_sweeps_in_a_row_ = 0;  // heavy sweeps without SUBNET UP since the last good one  // a heavy sweep is requested and has not begun yet
   std::string pending_reason_;
   bool first_master_sweep_ = true;
   bool stopped_ = false;
