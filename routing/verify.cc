@@ -1,6 +1,8 @@
 #include "routing/verify.h"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -75,20 +77,46 @@ class Verifier {
       const uint32_t sw = AttachSwitch(p);
       if (sw != kNone && !fabric.node(fabric.port(p).node).is_switch()) ++sources_at_[sw];
     }
-    state_.resize(S);
-    hops_.resize(S);
   }
 
-  VerifyReport Run() {
-    for (uint32_t lid = 1; lid <= lids_.max_lid(); ++lid) {
-      const PortId owner = lids_.owner(Lid(static_cast<uint16_t>(lid)));
-      if (owner == kNoPort) continue;
-      VerifyLid(static_cast<uint16_t>(lid), owner);
+  // LIDs are independent: workers claim blocks of 64 (one cache line of every table) from a
+  // shared cursor; block reports are merged in LID order, so the result does not depend on
+  // the schedule.
+  VerifyReport Run(unsigned threads) {
+    const uint32_t max_lid = lids_.max_lid();
+    const uint32_t blocks = max_lid / 64 + 1;
+    std::vector<VerifyReport> block_reports(blocks);
+    std::atomic<uint32_t> next{0};
+    auto worker = [&] {
+      Scratch scratch;
+      scratch.state.resize(nodes_.size());
+      scratch.hops.resize(nodes_.size());
+      for (uint32_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
+        scratch.report = &block_reports[b];
+        for (uint32_t lid = std::max<uint32_t>(1, b * 64); lid <= std::min(max_lid, b * 64 + 63);
+             ++lid) {
+          const PortId owner = lids_.owner(Lid(static_cast<uint16_t>(lid)));
+          if (owner != kNoPort) VerifyLid(static_cast<uint16_t>(lid), owner, scratch);
+        }
+      }
+    };
+    const unsigned n = std::clamp<unsigned>(threads, 1, std::max<uint32_t>(blocks, 1));
+    std::vector<std::thread> pool;
+    for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    VerifyReport out;
+    for (VerifyReport& r : block_reports) {
+      out.missing_entries += r.missing_entries;
+      out.loops += r.loops;
+      out.misrouted_entries += r.misrouted_entries;
+      out.unreachable_pairs += r.unreachable_pairs;
+      for (auto& p : r.problems)
+        if (out.problems.size() < max_problems_) out.problems.push_back(std::move(p));
     }
-    report_.ok = report_.missing_entries == 0 && report_.loops == 0 &&
-                 report_.misrouted_entries == 0 && report_.unreachable_pairs == 0 &&
-                 report_.problems.empty();
-    return std::move(report_);
+    out.ok = out.missing_entries == 0 && out.loops == 0 && out.misrouted_entries == 0 &&
+             out.unreachable_pairs == 0 && out.problems.empty();
+    return out;
   }
 
  private:
@@ -110,13 +138,25 @@ class Verifier {
     return fmt::format("{} port {}", n.name.empty() ? n.description : n.name, port.num);
   }
 
+  // What one worker thread owns.
+  struct Scratch {
+    std::vector<uint8_t> state;  // per switch, for the LID being verified
+    std::vector<uint8_t> hops;
+    std::vector<uint32_t> stack;
+    VerifyReport* report = nullptr;  // of the LID block being verified
+  };
+
   template <typename... Args>
-  void Problem(fmt::format_string<Args...> f, Args&&... args) {
-    if (report_.problems.size() < max_problems_)
-      report_.problems.push_back(fmt::format(f, std::forward<Args>(args)...));
+  void Problem(Scratch& w, fmt::format_string<Args...> f, Args&&... args) {
+    if (w.report->problems.size() < max_problems_)
+      w.report->problems.push_back(fmt::format(f, std::forward<Args>(args)...));
   }
 
-  void VerifyLid(uint16_t lid, PortId owner) {
+  void VerifyLid(uint16_t lid, PortId owner, Scratch& w) {
+    std::vector<uint8_t>& state_ = w.state;
+    std::vector<uint8_t>& hops_ = w.hops;
+    std::vector<uint32_t>& stack_ = w.stack;
+    VerifyReport& report_ = *w.report;
     const size_t S = nodes_.size();
     const uint32_t dest = AttachSwitch(owner);
     std::fill(state_.begin(), state_.end(), kUnknown);
@@ -132,7 +172,7 @@ class Verifier {
           std::string cycle;
           auto it = std::find(stack_.begin(), stack_.end(), cur);
           for (; it != stack_.end(); ++it) cycle += fmt::format("{} -> ", fabric_.node(nodes_[*it]).name);
-          Problem("LID {} loops: {}{}", lid, cycle, fabric_.node(nodes_[cur]).name);
+          Problem(w, "LID {} loops: {}{}", lid, cycle, fabric_.node(nodes_[cur]).name);
           result = kLooped;
           break;
         }
@@ -153,12 +193,12 @@ class Verifier {
         const uint32_t num_ports = target_start_[cur + 1] - target_start_[cur] - 1;
         if (port == kDropPort) {
           ++report_.missing_entries;
-          Problem("{} has no route to LID {}", SwitchName(cur), lid);
+          Problem(w, "{} has no route to LID {}", SwitchName(cur), lid);
           break;
         }
         if (port > num_ports) {
           ++report_.misrouted_entries;
-          Problem("{} routes LID {} to port {}, but has only {} ports", SwitchName(cur), lid,
+          Problem(w, "{} routes LID {} to port {}, but has only {} ports", SwitchName(cur), lid,
                   port, num_ports);
           break;
         }
@@ -167,7 +207,7 @@ class Verifier {
             result = kDelivered;
           } else {
             ++report_.misrouted_entries;
-            Problem("{} keeps LID {} (port 0), but it belongs to {}", SwitchName(cur), lid,
+            Problem(w, "{} keeps LID {} (port 0), but it belongs to {}", SwitchName(cur), lid,
                     PortName(owner));
           }
           break;
@@ -181,10 +221,10 @@ class Verifier {
           result = kDelivered;
         } else if (t.end == kNoPort) {
           ++report_.misrouted_entries;
-          Problem("{} routes LID {} to port {}, which has no cable", SwitchName(cur), lid, port);
+          Problem(w, "{} routes LID {} to port {}, which has no cable", SwitchName(cur), lid, port);
         } else {
           ++report_.misrouted_entries;
-          Problem("{} routes LID {} to port {}, reaching {} instead of {}", SwitchName(cur), lid,
+          Problem(w, "{} routes LID {} to port {}, reaching {} instead of {}", SwitchName(cur), lid,
                   port, PortName(t.end), PortName(owner));
         }
         break;
@@ -196,7 +236,7 @@ class Verifier {
         if (result == kDelivered) {
           ++tail_hops;
           if (tail_hops > kMaxVerifiedHops) {
-            Problem("{} reaches LID {} only after more than {} hops", SwitchName(s), lid,
+            Problem(w, "{} reaches LID {} only after more than {} hops", SwitchName(s), lid,
                     kMaxVerifiedHops);
             result = kFailed;
           }
@@ -222,17 +262,13 @@ class Verifier {
   std::vector<const std::vector<uint8_t>*> lft_;
   std::vector<uint32_t> component_;
   std::vector<uint32_t> sources_at_;
-  std::vector<uint8_t> state_;  // per switch, for the LID being verified
-  std::vector<uint8_t> hops_;
-  std::vector<uint32_t> stack_;
-  VerifyReport report_;
 };
 
 }  // namespace
 
 VerifyReport VerifyTables(const Fabric& fabric, const LidMap& lids, const RoutingTables& tables,
-                          size_t max_problems) {
-  return Verifier(fabric, lids, tables, max_problems).Run();
+                          size_t max_problems, unsigned threads) {
+  return Verifier(fabric, lids, tables, max_problems).Run(threads);
 }
 
 }  // namespace ibsm::routing

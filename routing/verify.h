@@ -36,8 +36,9 @@ struct VerifyReport {
 // Checks `tables` against `fabric` for every LID of `lids`. Switch-to-switch cables count as
 // usable when connected() (pass a fabric holding only usable cables). LIDs whose owner no
 // switch can reach over cables are not checked. Cost O(switches x LIDs): each (switch, LID)
-// entry is followed once and its outcome memoised.
+// entry is followed once and its outcome memoised. `threads` workers split the LIDs; the
+// report is the same for any thread count.
 VerifyReport VerifyTables(const Fabric& fabric, const LidMap& lids, const RoutingTables& tables,
-                          size_t max_problems = 20);
+                          size_t max_problems = 20, unsigned threads = 1);
 
 }  // namespace ibsm::routing

@@ -112,6 +112,26 @@ TEST_F(VerifyTablesTest, KeepsOnlyTheFirstProblemsButCountsThemAll) {
   EXPECT_EQ(r.unreachable_pairs, uint64_t{32} * 31 + 32 * 12);
 }
 
+TEST_F(VerifyTablesTest, TheReportIsTheSameOnOneOrFourThreads) {
+  // Damage spread over many LID blocks: every third LID dropped on one leaf, a loop planted.
+  for (uint16_t lid = 1; lid <= lids_->max_lid(); lid += 3) Lft("leaf-003")[lid] = kDropPort;
+  const uint16_t lid = HostLid("leaf-005", 1);
+  const uint8_t up = Lft("leaf-001")[lid];
+  const NodeId spine = fabric_.port(fabric_.port(Node("leaf-001"), PortNum(up)).peer).node;
+  Lft(fabric_.node(spine).name.c_str())[lid] = 1;
+  const VerifyReport one = VerifyTables(fabric_, *lids_, tables_, 7, 1);
+  const VerifyReport four = VerifyTables(fabric_, *lids_, tables_, 7, 4);
+  EXPECT_FALSE(one.ok);
+  EXPECT_GT(one.missing_entries, 0u);
+  EXPECT_EQ(one.loops, 1u);
+  EXPECT_EQ(four.missing_entries, one.missing_entries);
+  EXPECT_EQ(four.loops, one.loops);
+  EXPECT_EQ(four.unreachable_pairs, one.unreachable_pairs);
+  EXPECT_EQ(four.misrouted_entries, one.misrouted_entries);
+  EXPECT_EQ(four.problems, one.problems);
+  EXPECT_EQ(one.problems.size(), 7u);
+}
+
 TEST_F(VerifyTablesTest, AMissingSwitchTableCountsAsMissingEntries) {
   tables_.switch_index[Node("spine-02")] = SIZE_MAX;
   const VerifyReport r = VerifyTables(fabric_, *lids_, tables_);

@@ -260,7 +260,8 @@ void SubnetManager::Route() {
     auto t1 = std::chrono::steady_clock::now();
     routed->route_s = std::chrono::duration<double>(t1 - t0).count();
     if (routed->result.ok()) {
-      routed->verify = routing::VerifyTables(*snapshot, *routed->lids, routed->result->tables);
+      routed->verify = routing::VerifyTables(*snapshot, *routed->lids, routed->result->tables,
+                                            /*max_problems=*/20, ro.threads);
       auto t2 = std::chrono::steady_clock::now();
       routed->verify_s = std::chrono::duration<double>(t2 - t1).count();
       routed->loops = routing::CheckCreditLoops(*snapshot, *routed->lids,

@@ -390,7 +390,7 @@ int RouteCheckMain(int argc, char** argv, std::ostream& out, std::ostream& err) 
 
   // ---- verification
   t0 = std::chrono::steady_clock::now();
-  const routing::VerifyReport v = routing::VerifyTables(*fabric, lids, tables, o.problems);
+  const routing::VerifyReport v = routing::VerifyTables(*fabric, lids, tables, o.problems, o.threads);
   out << fmt::format(
       "verify: {}: {} missing entries, {} loops, {} misrouted entries, {} "
       "unreachable pairs, {:.2f} s, peak RSS {:.1f} MiB\n",
