@@ -16,17 +16,12 @@
 #include <benchmark/benchmark.h>
 
 #include "fabric/generators.h"
+#include "tests/bench/bench_util.h"
 #include "fabric/topology_reader.h"
 #include "fabric/topology_writer.h"
 
 namespace ibsm {
 namespace {
-
-double PeakRssMiB() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
 
 double CurrentRssMiB() {
   long pages_total = 0, pages_resident = 0;
@@ -38,10 +33,6 @@ double CurrentRssMiB() {
          (1024.0 * 1024.0);
 }
 
-double Seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
 void BM_FatTree3GenerateWriteRead(benchmark::State& state) {
   const int k = static_cast<int>(state.range(0));
   for (auto _ : state) {
@@ -51,18 +42,18 @@ void BM_FatTree3GenerateWriteRead(benchmark::State& state) {
       state.SkipWithError(gen.status().ToString().c_str());
       return;
     }
-    double gen_s = Seconds(t0);
+    double gen_s = bench::Seconds(t0);
 
     t0 = std::chrono::steady_clock::now();
     std::string text = WriteTopology(*gen);
-    double write_s = Seconds(t0);
+    double write_s = bench::Seconds(t0);
     const size_t nodes = gen->node_count(), links = gen->link_count();
     gen = Fabric();  // drop the generated fabric before loading, as a real load would
 
     double rss_before = CurrentRssMiB();
     t0 = std::chrono::steady_clock::now();
     auto back = ReadTopology(text, "bench.net");
-    double read_s = Seconds(t0);
+    double read_s = bench::Seconds(t0);
     double rss_after = CurrentRssMiB();
     if (!back.ok() || back->node_count() != nodes || back->link_count() != links) {
       state.SkipWithError("read-back fabric differs");
@@ -76,7 +67,7 @@ void BM_FatTree3GenerateWriteRead(benchmark::State& state) {
     state.counters["read_s"] = read_s;
     state.counters["text_MiB"] = static_cast<double>(text.size()) / (1024.0 * 1024.0);
     state.counters["read_fabric_MiB"] = rss_after - rss_before;
-    state.counters["peak_rss_MiB"] = PeakRssMiB();
+    state.counters["peak_rss_MiB"] = bench::PeakRssMiB();
   }
 }
 // k=32 first: peak RSS is a high-water mark, so the smaller run must not follow the larger.

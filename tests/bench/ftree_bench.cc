@@ -12,29 +12,11 @@
 #include <chrono>
 
 #include "fabric/generators.h"
+#include "tests/bench/bench_util.h"
 #include "routing/ftree_engine.h"
 
 namespace ibsm::routing {
 namespace {
-
-double PeakRssMiB() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;  // KiB on Linux
-}
-
-// One LID per switch port 0 and per HCA port, in NodeId order, while unicast LIDs last.
-void AssignLids(Fabric& fabric) {
-  uint32_t next = 1;
-  for (NodeId n = 0; n < fabric.node_count(); ++n) {
-    const Node& node = fabric.node(n);
-    const uint32_t first = node.is_switch() ? 0 : 1;
-    const uint32_t last = node.is_switch() ? 0 : node.num_ports;
-    for (uint32_t num = first; num <= last && next <= kMaxUnicastLid; ++num)
-      fabric.mutable_port(node.first_port + num).lid = Lid(static_cast<uint16_t>(next++));
-  }
-  fabric.IndexLids();
-}
 
 void BM_FTree(benchmark::State& state) {
   const int k = static_cast<int>(state.range(0));
@@ -43,7 +25,7 @@ void BM_FTree(benchmark::State& state) {
     state.SkipWithError(fabric.status().ToString().c_str());
     return;
   }
-  AssignLids(*fabric);
+  bench::AssignLidsInNodeOrder(*fabric);
   const LidMap lids(*fabric);
   RoutingOptions options;
   options.threads = static_cast<unsigned>(state.range(1));
@@ -62,7 +44,7 @@ void BM_FTree(benchmark::State& state) {
   state.counters["hosts"] = static_cast<double>(fabric->ca_count());
   state.counters["switches"] = static_cast<double>(fabric->switch_count());
   state.counters["lids"] = lids.max_lid();
-  state.counters["peak_rss_MiB"] = PeakRssMiB();
+  state.counters["peak_rss_MiB"] = bench::PeakRssMiB();
 }
 BENCHMARK(BM_FTree)
     ->ArgNames({"k", "threads"})

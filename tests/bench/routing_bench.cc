@@ -12,35 +12,13 @@
 #include <benchmark/benchmark.h>
 
 #include "fabric/generators.h"
+#include "tests/bench/bench_util.h"
 #include "routing/minhop_engine.h"
 #include "routing/updn_engine.h"
 #include "routing/verify.h"
 
 namespace ibsm::routing {
 namespace {
-
-double PeakRssMiB() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;  // KiB on Linux
-}
-
-double Seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
-// One LID per switch port 0 and per HCA port, in NodeId order (what the LID manager gives a
-// fresh fabric with LMC 0).
-void AssignLids(Fabric& fabric) {
-  uint16_t next = 1;
-  for (NodeId n = 0; n < fabric.node_count(); ++n) {
-    const Node& node = fabric.node(n);
-    for (uint32_t num = node.is_switch() ? 0 : 1; num <= (node.is_switch() ? 0u : node.num_ports);
-         ++num)
-      fabric.mutable_port(node.first_port + num).lid = Lid(next++);
-  }
-  fabric.IndexLids();
-}
 
 void BM_MinHopAndVerifyFatTree3(benchmark::State& state) {
   const int k = static_cast<int>(state.range(0));
@@ -50,20 +28,20 @@ void BM_MinHopAndVerifyFatTree3(benchmark::State& state) {
     state.SkipWithError(fabric.status().ToString().c_str());
     return;
   }
-  AssignLids(*fabric);
+  bench::AssignLidsInNodeOrder(*fabric);
   const LidMap lids(*fabric);
   RoutingOptions options;
   options.threads = threads;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
     const HopTable hops = HopTable::Build(*fabric, threads);
-    const double hops_s = Seconds(t0);
+    const double hops_s = bench::Seconds(t0);
     t0 = std::chrono::steady_clock::now();
     const RoutingTables tables = RouteMinHop(*fabric, lids, hops, threads);
-    const double route_s = Seconds(t0);
+    const double route_s = bench::Seconds(t0);
     t0 = std::chrono::steady_clock::now();
     const VerifyReport report = VerifyTables(*fabric, lids, tables);
-    const double verify_s = Seconds(t0);
+    const double verify_s = bench::Seconds(t0);
     if (!report.ok) {
       state.SkipWithError(report.problems.empty() ? "verification failed"
                                                   : report.problems.front().c_str());
@@ -76,7 +54,7 @@ void BM_MinHopAndVerifyFatTree3(benchmark::State& state) {
   state.counters["hosts"] = static_cast<double>(fabric->ca_count());
   state.counters["switches"] = static_cast<double>(fabric->switch_count());
   state.counters["lids"] = lids.max_lid();
-  state.counters["peak_rss_MiB"] = PeakRssMiB();
+  state.counters["peak_rss_MiB"] = bench::PeakRssMiB();
 }
 BENCHMARK(BM_MinHopAndVerifyFatTree3)
     ->ArgNames({"k", "threads"})
@@ -100,7 +78,7 @@ void BM_UpDnAndVerifyFatTree3(benchmark::State& state) {
     state.SkipWithError(fabric.status().ToString().c_str());
     return;
   }
-  AssignLids(*fabric);
+  bench::AssignLidsInNodeOrder(*fabric);
   const LidMap lids(*fabric);
   RoutingOptions options;
   options.threads = threads;
@@ -115,7 +93,7 @@ void BM_UpDnAndVerifyFatTree3(benchmark::State& state) {
     const double cpu0 = cpu_seconds();
     auto t0 = std::chrono::steady_clock::now();
     auto tables = engine.Route(*fabric, lids, options);
-    const double route_s = Seconds(t0);
+    const double route_s = bench::Seconds(t0);
     const double cpu_s = cpu_seconds() - cpu0;
     if (!tables.ok()) {
       state.SkipWithError(tables.status().ToString().c_str());
@@ -123,7 +101,7 @@ void BM_UpDnAndVerifyFatTree3(benchmark::State& state) {
     }
     t0 = std::chrono::steady_clock::now();
     const VerifyReport report = VerifyTables(*fabric, lids, *tables);
-    const double verify_s = Seconds(t0);
+    const double verify_s = bench::Seconds(t0);
     if (!report.ok) {
       state.SkipWithError(report.problems.empty() ? "verification failed"
                                                   : report.problems.front().c_str());
@@ -136,7 +114,7 @@ void BM_UpDnAndVerifyFatTree3(benchmark::State& state) {
   state.counters["hosts"] = static_cast<double>(fabric->ca_count());
   state.counters["switches"] = static_cast<double>(fabric->switch_count());
   state.counters["lids"] = lids.max_lid();
-  state.counters["peak_rss_MiB"] = PeakRssMiB();
+  state.counters["peak_rss_MiB"] = bench::PeakRssMiB();
 }
 BENCHMARK(BM_UpDnAndVerifyFatTree3)
     ->ArgNames({"k", "threads", "dnup"})
