@@ -6,7 +6,9 @@
 
 #include "base/log.h"
 #include "mad/attr/class_port_info.h"
+#include "mad/attr/path_record.h"
 #include "mad/rmpp.h"
+#include "sm/sa_path.h"
 
 namespace ibsm::sm {
 namespace {
@@ -15,6 +17,8 @@ using mad::Layout;
 using mad::SaRecord;
 
 constexpr uint16_t kNoStatus = mad::mad_status::kOk;
+// A PathRecord takes 64 bytes: 8 words, unpadded (PathRecord and MultiPathRecord answers).
+constexpr uint16_t kPathAttrOffset = mad::Layout<mad::PathRecord>::kSize / 8;
 
 // What one request asks, decoded once.
 struct Query {
@@ -248,7 +252,82 @@ mad::MadMessage Frame(const mad::MadMessage& req_msg, const mad::SaMad& req, uin
   return out;
 }
 
+// PathRecord (Get/GetTable) and MultiPathRecord (GetMulti/GetTable) through sm/sa_path.
+// The requester is the end port owning the request's source LID.
+Found RunPaths(const SaSnapshot& s, const Query& q, const mad::MadMessage& msg) {
+  Found f;
+  f.attr_offset = kPathAttrOffset;
+  PathSnapshot ps;
+  ps.fabric = &s.fabric;
+  ps.lids = s.lids.get();
+  ps.tables = s.tables.get();
+  ps.subnet_prefix = s.subnet_prefix;
+  ps.packet_life_time = s.packet_life_time;
+  ps.port_mtu = s.port_mtu;
+  if (!ps.lids || !ps.tables) {
+    f.status = mad::sa_status::kNoResources;
+    return f;
+  }
+  const PortId requester = ps.lids->owner(msg.addr.lid);
+  Result<std::vector<mad::PathRecord>> paths = std::vector<mad::PathRecord>{};
+  if (q.mad.hdr.attr_id == mad::sa_attr::kPathRecord) {
+    mad::PathRecord req;
+    if (!mad::DecodeFrom(q.data, &req).ok()) {
+      f.status = mad::sa_status::kReqInvalid;
+      return f;
+    }
+    PathQueryOptions o;
+    o.get = q.get;
+    paths = QueryPaths(ps, req, q.mad.comp_mask, requester, o);
+  } else {
+    // A GetMulti request may arrive reassembled from RMPP: its GIDs run past one MAD.
+    auto req = mad::DecodeMultiPathRequest(
+        std::span<const uint8_t>(msg.bytes).subspan(mad::kSaHeaderSize));
+    if (!req.ok()) {
+      f.status = mad::sa_status::kReqInvalid;
+      return f;
+    }
+    paths = QueryMultiPaths(ps, *req, q.mad.comp_mask, requester);
+  }
+  if (!paths.ok()) {
+    f.status = SaStatusForPathError(paths.status());
+    return f;
+  }
+  f.count = paths->size();
+  if (q.get && f.count == 0) {
+    f.status = mad::sa_status::kNoRecords;
+    return f;
+  }
+  constexpr size_t kStride = size_t{kPathAttrOffset} * 8;
+  f.payload.resize(f.count * kStride, 0);
+  for (size_t i = 0; i < f.count; ++i)
+    mad::EncodeTo((*paths)[i], std::span<uint8_t>(f.payload).subspan(i * kStride, kStride));
+  return f;
+}
+
 }  // namespace
+
+std::vector<uint8_t> LinkMtus(const Fabric& fabric, const std::vector<DiscoveredNode>& nodes) {
+  std::vector<uint8_t> out(fabric.port_count(), 0);
+  auto cap = [&](PortId p) -> uint8_t {
+    const Port& port = fabric.port(p);
+    if (port.node >= nodes.size()) return 0;
+    const DiscoveredNode& dn = nodes[port.node];
+    const size_t num = port.num.value();
+    return PortInfoKnown(dn, num) ? dn.port_info[num].mtu_cap : 0;
+  };
+  for (PortId p = 0; p < fabric.port_count(); ++p) {
+    uint8_t m = cap(p);
+    if (m == 0) continue;
+    const Port& port = fabric.port(p);
+    if (port.connected()) {
+      uint8_t peer = cap(port.peer);
+      if (peer != 0) m = std::min(m, peer);
+    }
+    out[p] = m;
+  }
+  return out;
+}
 
 uint16_t SaSnapshot::RecordLid(NodeId n, PortNum port) const {
   if (n >= fabric.node_count()) return 0;
@@ -315,9 +394,13 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
   if (req.hdr.base_version != 1 || req.hdr.class_version != mad::kSaClassVersion) {
     return error(mad::mad_status::kBadVersion);
   }
-  const bool get_or_table = req.hdr.method == mad::method::kGet ||
-                            req.hdr.method == mad::method::kGetTable;
+  // MultiPathRecord is read by GetMulti (o15-0.2.7); GetTable is accepted too, as one
+  // MAD's worth of GIDs needs no RMPP request.
   const uint16_t attr = req.hdr.attr_id;
+  const bool get_or_table =
+      attr == mad::sa_attr::kMultiPathRecord
+          ? req.hdr.method == mad::method::kGetMulti || req.hdr.method == mad::method::kGetTable
+          : req.hdr.method == mad::method::kGet || req.hdr.method == mad::method::kGetTable;
   bool known_attr = true;
   switch (attr) {
     case mad::sa_attr::kClassPortInfo:
@@ -331,6 +414,8 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
     case mad::sa_attr::kGuidInfoRecord:
     case mad::sa_attr::kPKeyTableRecord:
     case mad::sa_attr::kVlArbitrationTableRecord:
+    case mad::sa_attr::kPathRecord:
+    case mad::sa_attr::kMultiPathRecord:
       break;
     default:
       known_attr = false;
@@ -346,8 +431,7 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
     default:
       return error(mad::mad_status::kMethodUnsupported);
   }
-  // PathRecord and MultiPathRecord are not served yet (sm/sa_path is separate work); nor are
-  // the attributes of SA state (ServiceRecord, MCMemberRecord, InformInfo).
+  // The attributes of SA state (ServiceRecord, MCMemberRecord, InformInfo) are not served.
   if (!known_attr || !get_or_table) return error(mad::mad_status::kMethodAttrUnsupported);
 
   if (!snapshot_) {
@@ -361,7 +445,8 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
     mad::ClassPortInfo cpi;
     cpi.base_version = 1;
     cpi.class_version = mad::kSaClassVersion;
-    cpi.capability_mask = mad::sa_cap::kIsPortInfoCapMaskMatchSupported;
+    cpi.capability_mask =
+        mad::sa_cap::kIsPortInfoCapMaskMatchSupported | mad::sa_cap::kIsMultiPathSupported;
     cpi.resp_time_value = options_.resp_time_value;
     mad::MadMessage out = Frame(msg, req, resp_method, kNoStatus, 0);
     mad::EncodeTo(cpi, std::span<uint8_t>(out.bytes).subspan(mad::kSaHeaderSize));
@@ -390,6 +475,8 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
     case mad::sa_attr::kVlArbitrationTableRecord:
       f = Run<mad::VlArbitrationTableRecord>(s, q, nullptr);
       break;
+    case mad::sa_attr::kPathRecord:
+    case mad::sa_attr::kMultiPathRecord: f = RunPaths(s, q, msg); break;
   }
   if (f.status != kNoStatus) return error(f.status);
   counters_.records_sent += f.count;
@@ -399,7 +486,7 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
     std::copy(f.payload.begin(), f.payload.end(), out.bytes.begin() + mad::kSaHeaderSize);
     return out;
   }
-  // GetTableResp always travels as RMPP (15.4.4). One segment we frame here; a longer one
+  // GetTableResp and GetMultiResp always travel as RMPP (15.4.4). One segment we frame here; a longer one
   // the transport segments and paces by the receiver's ACKs.
   out.bytes.resize(mad::kSaHeaderSize);
   out.bytes.insert(out.bytes.end(), f.payload.begin(), f.payload.end());

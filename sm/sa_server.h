@@ -1,7 +1,8 @@
 // The Subnet Administrator (IBA 15; DESIGN.md "the SA answers from the last published
 // snapshot"): Get and GetTable of NodeRecord, PortInfoRecord, SwitchInfoRecord, LFTRecord,
 // SMInfoRecord, LinkRecord, GUIDInfoRecord, P_KeyTableRecord, SL2VLTableRecord,
-// VLArbitrationTableRecord and ClassPortInfo, with component masks honoured.
+// VLArbitrationTableRecord and ClassPortInfo, with component masks honoured; Get and
+// GetTable of PathRecord and GetMulti (or GetTable) of MultiPathRecord through sm/sa_path.
 //
 // The server owns nothing of the sweep. After each heavy sweep the SubnetManager publishes
 // an immutable SaSnapshot and the server answers every query from the last one it got, so a
@@ -38,6 +39,12 @@ struct SaSnapshot {
   Fabric fabric;
   std::vector<DiscoveredNode> nodes;  // index = NodeId of `fabric`
   std::shared_ptr<const routing::RoutingTables> tables;  // null if routing never succeeded
+  // The LID index of `fabric` (PathRecord); null: no PathRecord is answered (NO_RESOURCES).
+  std::shared_ptr<const routing::LidMap> lids;
+  // Each port's MTU as a path through it may use, by PortId of `fabric`: the smaller
+  // MTUCap of the port and its neighbour (mad::mtu codes); 0 where unknown.
+  std::vector<uint8_t> port_mtu;
+  uint8_t packet_life_time = 18;  // PathRecord PacketLifeTime (OpenSM's subnet_timeout)
   uint64_t subnet_prefix = 0xfe80000000000000ull;
   // The SM that serves (SMInfoRecord).
   Lid sm_lid{0};
@@ -50,6 +57,10 @@ struct SaSnapshot {
   // The LID a node's records carry: port 0's for a switch, else `port`'s. 0 if none.
   uint16_t RecordLid(NodeId n, PortNum port) const;
 };
+
+// SaSnapshot::port_mtu for `fabric` as discovered: for every port whose PortInfo is known,
+// min(its MTUCap, its neighbour's MTUCap when known). 0 for the rest.
+std::vector<uint8_t> LinkMtus(const Fabric& fabric, const std::vector<DiscoveredNode>& nodes);
 
 struct SaServerOptions {
   // Requests whose SM_Key field equals this are trusted (see M_Key and SM_Key in answers);

@@ -11,6 +11,7 @@
 #include "mad/attr/class_port_info.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
+#include "sm/sa_path.h"
 #include "sm/subnet_manager.h"
 
 namespace ibsm::sm {
@@ -39,7 +40,7 @@ struct Answer {
 // SimTransport) on the second CA asking it over the simulated fabric.
 class SaOnSimulator {
  public:
-  explicit SaOnSimulator(const Fabric& fabric)
+  explicit SaOnSimulator(const Fabric& fabric, uint8_t lmc = 0)
       : fabric_(fabric), sim_(fabric), cas_(CaPorts(fabric)),
         sm_transport_(io_, sim_, cas_.at(0)), client_(io_, sim_, cas_.at(1)) {
     SubnetManagerOptions o;
@@ -47,6 +48,7 @@ class SaOnSimulator {
     o.send.timeout = std::chrono::milliseconds(20);
     o.send.retries = 4;
     o.sm_priority = 5;
+    o.lids.lmc = lmc;
     sm_ = std::make_unique<SubnetManager>(io_, sm_transport_, clock_, nullptr, o);
     sm_->Start([this](const SweepStats& s) {
       up_ = s.subnet_up;
@@ -60,6 +62,7 @@ class SaOnSimulator {
   sim::Simulator& sim() { return sim_; }
   const Fabric& fabric() const { return fabric_; }
   PortId sm_port() const { return cas_[0]; }
+  PortId client_port() const { return cas_[1]; }
 
   Answer Ask(uint8_t method, uint16_t attr, uint64_t comp_mask,
              std::span<const uint8_t> record = {}, uint32_t attr_mod = 0,
@@ -109,6 +112,13 @@ class SaOnSimulator {
         a.records.emplace_back(a.bytes.begin() + at, a.bytes.begin() + at + stride);
     }
     return a;
+  }
+
+  // PathRecord has no SaRecord<> entry (it embeds no SMP attribute): plain EncodeTo.
+  Answer AskPath(uint8_t method, uint64_t comp_mask, const mad::PathRecord& r) {
+    std::vector<uint8_t> buf(mad::Layout<mad::PathRecord>::kSize);
+    mad::EncodeTo(r, buf);
+    return Ask(method, mad::sa_attr::kPathRecord, comp_mask, buf);
   }
 
   template <typename R>
@@ -386,6 +396,149 @@ MadMessage Request(uint8_t method, uint16_t attr) {
 }
 
 uint16_t StatusOf(const MadMessage& m) { return m.header()->status; }
+
+namespace pc = mad::path_comp;
+
+std::vector<mad::PathRecord> DecodePaths(const Answer& a) {
+  std::vector<mad::PathRecord> out;
+  for (const auto& rec : a.records) {
+    mad::PathRecord r;
+    EXPECT_TRUE(mad::DecodeFrom(rec, &r).ok());
+    out.push_back(r);
+  }
+  return out;
+}
+
+mad::GidBytes GidOf(const Fabric& f, PortId p) {
+  return mad::ToGidBytes(mad::Gid{0xfe80000000000000ull, f.port(p).guid.value()});
+}
+
+TEST(SaServerTest, PathRecordGetBetweenTwoHostsGivesTheirLidsMtuRateAndReversible) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  const Fabric& f = t.fabric();
+  PortId src = t.client_port();
+  PortId dst = CaPorts(f).back();
+  mad::PathRecord want;
+  want.slid = t.sim().port_info(src).lid;
+  want.dlid = t.sim().port_info(dst).lid;
+  Answer a = t.AskPath(mad::method::kGet, pc::kSlid | pc::kDlid, want);
+  EXPECT_EQ(a.method, mad::method::kGetResp);
+  ASSERT_EQ(a.status, 0);
+  EXPECT_EQ(a.attr_offset, 8);
+  auto prs = DecodePaths(a);
+  ASSERT_EQ(prs.size(), 1u);
+  EXPECT_EQ(prs[0].slid, want.slid);
+  EXPECT_EQ(prs[0].dlid, want.dlid);
+  EXPECT_EQ(prs[0].sgid, GidOf(f, src));
+  EXPECT_EQ(prs[0].dgid, GidOf(f, dst));
+  EXPECT_EQ(prs[0].mtu, mad::mtu::k4096);  // the simulator's MTUCap on every port
+  EXPECT_EQ(prs[0].rate, RateCode(f.port(src).width, f.port(src).speed));
+  EXPECT_EQ(prs[0].reversible, 1);
+  EXPECT_EQ(prs[0].pkey, 0xFFFF);
+
+  // No source named: the path starts at the requester's port.
+  mad::PathRecord to_dst;
+  to_dst.dlid = want.dlid;
+  Answer from_me = t.AskPath(mad::method::kGet, pc::kDlid, to_dst);
+  ASSERT_EQ(from_me.status, 0);
+  auto mine = DecodePaths(from_me);
+  ASSERT_EQ(mine.size(), 1u);
+  EXPECT_EQ(mine[0].slid, want.slid);
+}
+
+TEST(SaServerTest, PathRecordTableWithLmcTwoHasEveryOneOfTheSixteenLidPairs) {
+  SaOnSimulator t(Ft2(4), 2);
+  ASSERT_TRUE(t.up());
+  const Fabric& f = t.fabric();
+  PortId src = t.client_port();
+  PortId dst = CaPorts(f).back();
+  mad::PathRecord want;
+  want.sgid = GidOf(f, src);
+  want.dgid = GidOf(f, dst);
+  Answer a = t.AskPath(mad::method::kGetTable, pc::kSgid | pc::kDgid, want);
+  EXPECT_EQ(a.method, mad::method::kGetTableResp);
+  ASSERT_EQ(a.status, 0);
+  auto prs = DecodePaths(a);
+  ASSERT_EQ(prs.size(), 16u);
+  const uint16_t sbase = t.sim().port_info(src).lid, dbase = t.sim().port_info(dst).lid;
+  std::set<std::pair<uint16_t, uint16_t>> pairs;
+  for (const auto& pr : prs) {
+    EXPECT_GE(pr.slid, sbase);
+    EXPECT_LT(pr.slid, sbase + 4);
+    EXPECT_GE(pr.dlid, dbase);
+    EXPECT_LT(pr.dlid, dbase + 4);
+    pairs.insert({pr.slid, pr.dlid});
+  }
+  EXPECT_EQ(pairs.size(), 16u);
+  EXPECT_EQ(t.sm().sa().counters().rmpp_answers, 1u);  // 16 x 64 bytes: more than one MAD
+}
+
+TEST(SaServerTest, MultiPathRecordGetMultiLimitsTheAnswerToNumbPath) {
+  SaOnSimulator t(Ft2(4), 2);
+  ASSERT_TRUE(t.up());
+  const Fabric& f = t.fabric();
+  mad::MultiPathRequest req;
+  req.record.numb_path = 2;
+  req.sgids.push_back(mad::ToGid(GidOf(f, t.client_port())));
+  req.dgids.push_back(mad::ToGid(GidOf(f, CaPorts(f).back())));
+  std::vector<uint8_t> buf(mad::kSaDataSize);
+  ASSERT_TRUE(mad::EncodeMultiPathRequest(req, buf).ok());
+  namespace mc = mad::multipath_comp;
+  Answer a = t.Ask(mad::method::kGetMulti, mad::sa_attr::kMultiPathRecord,
+                   mc::kSgidCount | mc::kDgidCount | mc::kNumbPath, buf);
+  ASSERT_EQ(a.status, 0);
+  EXPECT_EQ(a.method, mad::method::kGetMulti | mad::method::kResponseBit);
+  auto prs = DecodePaths(a);
+  ASSERT_EQ(prs.size(), 2u);
+  EXPECT_NE(prs[0].slid, prs[1].slid);  // most disjoint first: no LID shared
+  EXPECT_NE(prs[0].dlid, prs[1].dlid);
+}
+
+TEST(SaServerTest, PathRecordGetToAnUnknownLidIsNoRecords) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  mad::PathRecord want;
+  want.slid = t.sim().port_info(t.client_port()).lid;
+  want.dlid = 0xBFFF;
+  EXPECT_EQ(t.AskPath(mad::method::kGet, pc::kSlid | pc::kDlid, want).status,
+            mad::sa_status::kNoRecords);
+  // A GetTable says the same with an empty table.
+  Answer table = t.AskPath(mad::method::kGetTable, pc::kSlid | pc::kDlid, want);
+  EXPECT_EQ(table.status, 0);
+  EXPECT_TRUE(table.records.empty());
+}
+
+TEST(SaServerTest, PathRecordGetWithoutARouteIsNoRecords) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  const Fabric& f = t.fabric();
+  // The same snapshot with every LFT entry dropped: no LID pair has a route.
+  auto s = std::make_shared<SaSnapshot>(*t.sm().sa().snapshot());
+  auto dropped = std::make_shared<routing::RoutingTables>(*s->tables);
+  for (auto& sw : dropped->switches) std::fill(sw.lft.begin(), sw.lft.end(), routing::kDropPort);
+  s->tables = dropped;
+  RecordingTransport tr;
+  SaServer sa(tr, {});
+  sa.Publish(s);
+  mad::PathRecord want;
+  want.slid = t.sim().port_info(t.client_port()).lid;
+  want.dlid = t.sim().port_info(CaPorts(f).back()).lid;
+  SaMad m;
+  m.hdr.mgmt_class = 3;
+  m.hdr.class_version = 2;
+  m.hdr.method = mad::method::kGet;
+  m.hdr.attr_id = mad::sa_attr::kPathRecord;
+  m.comp_mask = pc::kSlid | pc::kDlid;
+  mad::EncodeTo(want, m.data);
+  MadMessage msg;
+  msg.bytes.resize(mad::kMadSize);
+  mad::EncodeSa(m, msg.bytes);
+  msg.addr.lid = Lid{want.slid};
+  auto out = sa.Answer(msg);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(StatusOf(*out), mad::sa_status::kNoRecords);
+}
 
 TEST(SaServerAloneTest, RequestsBeforeTheFirstSnapshotAreAnsweredBusy) {
   RecordingTransport tr;

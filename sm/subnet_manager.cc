@@ -717,6 +717,11 @@ void SubnetManager::PublishSaSnapshot() {
   s->fabric = discovered_->fabric;
   s->nodes = discovered_->nodes;
   s->tables = tables_;
+  // Indexed from the snapshot's own fabric rather than shared with lid_map_: when routing
+  // failed and the last good tables are kept, lid_map_ belongs to an earlier fabric whose
+  // PortIds need not match this one.
+  s->lids = std::make_shared<const routing::LidMap>(s->fabric);
+  s->port_mtu = LinkMtus(s->fabric, s->nodes);
   s->subnet_prefix = options_.subnet_prefix;
   s->sm_lid = sm_lid_;
   s->sm_port_guid = sm_port_guid_;
