@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -42,6 +43,22 @@ std::string Errno(int e) { return std::strerror(e < 0 ? -e : e); }
 // hardware the kernel's ETIMEDOUT return of the send arrives first and one attempt ends once.
 std::chrono::milliseconds AttemptDeadline(std::chrono::milliseconds t) {
   return t + t / 4 + std::chrono::milliseconds(5);
+}
+
+// The bytes of `mad` umad_send is given. The last DATA segment of an RMPP transfer (a
+// one-segment GetTableResp included) goes out at its real length: the headers and the
+// PayloadLength bytes it holds. The kernel zero-pads a short MAD to 256 bytes on the wire,
+// so nothing changes there; libumad2sim passes the length through to the receiver's
+// umad_recv, and saquery counts records by that length (a 256-byte one-record answer reads
+// as that record and zero "records" after it). Everything else, SMPs always, is 256 bytes.
+size_t SendLength(std::span<const uint8_t> mad) {
+  if (mad.size() < kMadSize) return kMadSize;
+  auto hs = RmppHeaderSize(mad[1]);
+  if (!hs || !IsRmppActive(mad)) return kMadSize;
+  auto rh = DecodeRmppHeader(mad);
+  if (!rh.ok() || rh->type != rmpp::kTypeData || (rh->flags & rmpp::kFlagLast) == 0)
+    return kMadSize;
+  return std::clamp<size_t>(size_t{rmpp::kRmppHeaderEnd} + rh->data2, *hs, kMadSize);
 }
 
 }  // namespace
@@ -262,6 +279,7 @@ Status UmadTransport::WriteMad(std::span<const uint8_t> mad, const MadAddress& a
   std::vector<uint8_t> buf(umad_size() + kMadSize, 0);
   std::copy_n(mad.begin(), std::min(mad.size(), kMadSize),
               static_cast<uint8_t*>(umad_get_mad(buf.data())));
+  const size_t length = SendLength(mad);
   umad_set_addr(buf.data(), dlid, qpn, addr.sl, qkey);
   umad_set_pkey(buf.data(), addr.pkey_index);
   // A request gets the kernel timeout so the kernel keeps it to match the response (it drops
@@ -272,7 +290,7 @@ Status UmadTransport::WriteMad(std::span<const uint8_t> mad, const MadAddress& a
     if (it != pending_.end() && !it->second->sender)
       timeout_ms = static_cast<int>(it->second->options.timeout.count());
   }
-  int r = umad_send(port_id_, agent, buf.data(), static_cast<int>(kMadSize), timeout_ms, 0);
+  int r = umad_send(port_id_, agent, buf.data(), static_cast<int>(length), timeout_ms, 0);
   if (r < 0) return IoError("umad_send failed: " + Errno(r));
   ++counters_.sent;
   Log(LogName::kMad).trace("sent class {:#04x} method {:#04x} attr {:#06x} tid {:#x} to lid {}",
@@ -445,6 +463,10 @@ void UmadTransport::SetUnsolicitedHandler(UnsolicitedHandler handler) {
 
 void UmadTransport::OnInbound(Inbound in) {
   ++counters_.received;
+  // A peer may send an RMPP last segment short (see SendLength); libumad2sim delivers it at
+  // that length, the kernel padded. The missing tail is zeros on the wire.
+  if (in.bytes.size() >= rmpp::kRmppHeaderEnd && in.bytes.size() < kMadSize)
+    in.bytes.resize(kMadSize, 0);
   if (in.bytes.size() < kMadSize) {
     ++counters_.malformed;
     Log(LogName::kMad).debug("MAD-UMAD-001 dropped a {}-byte MAD (need {})", in.bytes.size(),

@@ -2,12 +2,13 @@
 // a FatTree2(8) fabric and infiniband-diags' saquery, run from a far host under
 // libumad2sim, must see what ibnetdiscover sees (LIDs, GUIDs, descriptions).
 //
-// ibsim and its preload library carry no RMPP and every MAD is 256 bytes, so saquery sees
-// only the first segment of an answer, and it counts (256 - 56) / (AttributeOffset * 8)
-// records in it: the single-record forms are what can be checked here, and records of LID
-// 0 after the first are the zero padding of that one MAD (OpenSM's answers look the same
-// unless the sender passes the short length to umad_send). Whole tables are checked on the
-// in-process simulator (sm/sa_server_test.cc).
+// ibsim and its preload library carry no RMPP, so saquery sees only the first segment of an
+// answer, and it counts (length - 56) / (AttributeOffset * 8) records in it, length being
+// what the sender passed to umad_send: the single-record forms are what can be checked here.
+// ibsmd sends an answer's last RMPP segment at its real length (mad/umad_transport.cc), so a
+// one-record answer shows exactly one record, not that record and the zero padding of the
+// MAD read as records of LID 0. Whole tables are checked on the in-process simulator
+// (sm/sa_server_test.cc).
 #include <signal.h>
 #include <unistd.h>
 
@@ -122,6 +123,16 @@ std::vector<std::string> Values(const std::string& out, const std::string& key) 
     v.push_back(s);
   }
   return v;
+}
+
+// A port GUID as saquery prints the interface ID of a GID: four hex groups, no leading
+// zeros ("2:c903:0:11").
+std::string GidTail(uint64_t guid) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%x:%x:%x:%x", static_cast<unsigned>(guid >> 48),
+                static_cast<unsigned>((guid >> 32) & 0xffff),
+                static_cast<unsigned>((guid >> 16) & 0xffff), static_cast<unsigned>(guid & 0xffff));
+  return buf;
 }
 
 std::string Hex16(uint64_t v) {
@@ -274,9 +285,8 @@ TEST_F(SaIbsimTest, PortInfoRecordOfAPortShowsItsLidAndActiveState) {
     const int port = 1;
     std::string out = Saquery({"PIR", std::to_string(p->lid) + "/" + std::to_string(port)});
     auto lids = Values(out, "EndPortLid");
-    ASSERT_FALSE(lids.empty()) << out;
+    ASSERT_EQ(lids.size(), 1u) << "no zero padding read as records: " << out;
     EXPECT_EQ(lids[0], std::to_string(p->lid)) << out;
-    for (size_t i = 1; i < lids.size(); ++i) EXPECT_EQ(lids[i], "0") << "padding only: " << out;
     EXPECT_EQ(Values(out, "PortNum").at(0), std::to_string(port));
     EXPECT_EQ(Values(out, "LinkState").at(0), "Active") << out;
     if (!p->is_switch) {
@@ -288,7 +298,7 @@ TEST_F(SaIbsimTest, PortInfoRecordOfAPortShowsItsLidAndActiveState) {
 TEST_F(SaIbsimTest, SmInfoRecordNamesTheRunningIbsmdAsMaster) {
   std::string out = Saquery({"SMIR"});
   auto lids = Values(out, "LID");
-  ASSERT_FALSE(lids.empty()) << out;
+  ASSERT_EQ(lids.size(), 1u) << out;
   EXPECT_EQ(lids[0], std::to_string(SmPort().lid)) << out;
   EXPECT_EQ(Values(out, "GUID").at(0), Hex16(s_->sm_port_guid)) << out;
   EXPECT_EQ(Values(out, "SMState").at(0), "3") << out;
@@ -351,10 +361,44 @@ TEST_F(SaIbsimTest, LinkRecordFromAHostLeadsToItsLeafSwitch) {
   const SeenPort* ca = Sample().back();
   std::string out = Saquery({"LR", std::to_string(ca->lid) + "/1"});
   auto from = Values(out, "FromLID");
-  ASSERT_FALSE(from.empty()) << out;
+  ASSERT_EQ(from.size(), 1u) << out;
   EXPECT_EQ(from[0], std::to_string(ca->lid));
   EXPECT_EQ(Values(out, "FromPort").at(0), "1");
   EXPECT_EQ(Values(out, "ToLID").at(0), std::to_string(ca->peer_lid.at(1))) << out;
+}
+
+TEST_F(SaIbsimTest, PathRecordBetweenTwoHostsHasTheirLidsAndIbsimsMtuAndRate) {
+  const SeenPort& src = SmPort();
+  const SeenPort* dst = nullptr;
+  for (const auto& p : s_->ports)
+    if (!p.is_switch && p.port_guid != src.port_guid) dst = &p;
+  ASSERT_NE(dst, nullptr);
+  std::string out = Saquery({"PR", "--slid", std::to_string(src.lid), "--dlid",
+                             std::to_string(dst->lid)});
+  // One record, and no zero padding read as more (the answer went out at its real length).
+  auto slids = Values(out, "slid");
+  ASSERT_EQ(slids.size(), 1u) << out;
+  EXPECT_EQ(slids[0], std::to_string(src.lid)) << out;
+  EXPECT_EQ(Values(out, "dlid").at(0), std::to_string(dst->lid)) << out;
+  EXPECT_EQ(Values(out, "sgid").at(0), "fe80::" + GidTail(src.port_guid)) << out;
+  EXPECT_EQ(Values(out, "dgid").at(0), "fe80::" + GidTail(dst->port_guid)) << out;
+  // Selector bits 7-6 = 2 ("exactly"), then the code: MTU 4 = 2048, the MtuCap ibsim gives
+  // every port; rate 16 = 100 Gb/s (ibsim's 4x EDR links); PacketLifeTime 18 (subnet_timeout).
+  for (const SeenPort* end : {&src, dst}) {
+    std::string pir = Saquery({"PIR", std::to_string(end->lid) + "/1"});
+    ASSERT_EQ(Values(pir, "MtuCap").at(0), "2048") << pir;
+  }
+  EXPECT_EQ(Values(out, "mtu").at(0), "0x84") << out;
+  EXPECT_EQ(Values(out, "rate").at(0), "0x90") << out;
+  EXPECT_EQ(Values(out, "pkt_life").at(0), "0x92") << out;
+  EXPECT_EQ(Values(out, "num_path_revers").at(0), "0x80") << "reversible: " << out;
+  EXPECT_EQ(Values(out, "pkey").at(0), "0xFFFF") << out;
+
+  // The same path named by --src-to-dst.
+  std::string by_name = Saquery(
+      {"--src-to-dst", std::to_string(src.lid) + ":" + std::to_string(dst->lid)});
+  ASSERT_EQ(Values(by_name, "slid").size(), 1u) << by_name;
+  EXPECT_EQ(Values(by_name, "dlid").at(0), std::to_string(dst->lid)) << by_name;
 }
 
 }  // namespace
