@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "conf/guid_file.h"
@@ -22,6 +23,18 @@ std::string Slurp(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// What `write` prints to a FILE*.
+std::string Capture(const std::function<void(std::FILE*)>& write) {
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* mem = open_memstream(&buf, &len);
+  write(mem);
+  std::fclose(mem);
+  std::string out(buf, len);
+  free(buf);
+  return out;
 }
 
 // The k=4 fat tree as OpenSM 3.3.23 left it on ibsim: its LIDs (guid2lid), every port
@@ -76,26 +89,14 @@ TEST(DumpsTest, LftsDumpIsByteForByteWhatOpenSmWritesForTheSameTables) {
   Fabric f = OpenSmFabric();
   routing::RoutingTables t = OpenSmTables(f);
   ASSERT_EQ(t.switches.size(), 6u);
-  char* buf = nullptr;
-  size_t len = 0;
-  std::FILE* mem = open_memstream(&buf, &len);
-  WriteLftsDump(f, t, mem);
-  std::fclose(mem);
-  std::string ours(buf, len);
-  free(buf);
+  const std::string ours = Capture([&](std::FILE* out) { WriteLftsDump(f, t, out); });
   EXPECT_EQ(ours, Slurp(Fixture("opensm-lfts.dump")));
 }
 
 TEST(DumpsTest, FdbsDumpIsByteForByteWhatOpenSmWritesForTheSameTables) {
   Fabric f = OpenSmFabric();
   routing::RoutingTables t = OpenSmTables(f);
-  char* buf = nullptr;
-  size_t len = 0;
-  std::FILE* mem = open_memstream(&buf, &len);
-  WriteFdbsDump(f, t, mem);
-  std::fclose(mem);
-  std::string ours(buf, len);
-  free(buf);
+  const std::string ours = Capture([&](std::FILE* out) { WriteFdbsDump(f, t, out); });
   EXPECT_EQ(ours, Slurp(Fixture("opensm.fdbs")));
 }
 
@@ -106,13 +107,7 @@ TEST(DumpsTest, FdbsDumpMarksHolesAndDetours) {
   routing::SwitchTable& leaf = t.switches[t.switch_index[*f.FindNode(Guid{0x0002c90200000001})]];
   leaf.lft[9] = routing::kDropPort;
   leaf.lft[3] = 1;
-  char* buf = nullptr;
-  size_t len = 0;
-  std::FILE* mem = open_memstream(&buf, &len);
-  WriteFdbsDump(f, t, mem);
-  std::fclose(mem);
-  std::string ours(buf, len);
-  free(buf);
+  const std::string ours = Capture([&](std::FILE* out) { WriteFdbsDump(f, t, out); });
   EXPECT_NE(ours.find("0x0009 : UNREACHABLE\n"), std::string::npos) << ours;
   EXPECT_NE(ours.find("0x0003 : 001  : HOPS UNKNOWN\n"), std::string::npos) << ours;
 }
