@@ -180,7 +180,9 @@ TEST_F(UmadIbsimTest, ThreeSegmentRmppRequestAndResponseCrossIbsimBetweenTwoClie
     std::this_thread::sleep_for(20ms);
   ASSERT_NE(server->PeekStdout().find("ready 1"), std::string::npos) << server->PeekStdout();
 
-  // 500 bytes of SA payload = 3 segments of 200.
+  // 500 bytes of SA payload = 3 segments of 200. Each direction's last segment (100 bytes
+  // of payload) goes out at its real length, 156 bytes, and libumad2sim delivers it so: the
+  // receiving UmadTransport must zero-pad it rather than drop it as a short MAD.
   auto client = sim->Run({Probe(), "--timeout-ms", "500", "--retries", "3", "rmpp-send",
                           server_lid, "500"},
                          30s);
