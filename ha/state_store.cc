@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <limits>
@@ -16,7 +17,7 @@ namespace {
 // FROZEN: every entry below has shipped (or will, with this file). Never edit or reorder;
 // append a new Migration for any change. ha/state_store_test.cc keeps a copy of version 1
 // and fails if it drifts.
-constexpr std::array<Migration, 2> kMigrations = {{
+constexpr std::array<Migration, 3> kMigrations = {{
     // Version 1: what the SM core needs (issue 3): LIDs kept across restarts, sweep
     // history, SM state key/values.
     {1, R"sql(
@@ -73,6 +74,19 @@ CREATE TABLE lft_digest (
   digest      INTEGER NOT NULL,  -- uint64 as two's-complement int64
   max_lid     INTEGER NOT NULL CHECK (max_lid BETWEEN 0 AND 49151),
   updated_us  INTEGER NOT NULL
+);
+)sql"},
+    // Version 3: ServiceRecords registered with the SA (issue 5), so they outlive a restart.
+    // `record` is the 176-byte wire image (IBA 15.2.5.14); the key columns repeat its
+    // ServiceID, ServiceGID and ServiceP_Key. expires_us NULL: an infinite lease.
+    {3, R"sql(
+CREATE TABLE service_records (
+  service_id  INTEGER NOT NULL,  -- uint64 as two's-complement int64
+  service_gid BLOB    NOT NULL CHECK (length(service_gid) = 16),
+  pkey        INTEGER NOT NULL CHECK (pkey BETWEEN 0 AND 65535),
+  record      BLOB    NOT NULL CHECK (length(record) = 176),
+  expires_us  INTEGER,
+  PRIMARY KEY (service_id, service_gid, pkey)
 );
 )sql"},
 }};
@@ -162,6 +176,15 @@ void Bind(sqlite3_stmt* s, int i, std::string_view v) {
                     SQLITE_TRANSIENT);
 }
 void BindNull(sqlite3_stmt* s, int i) { sqlite3_bind_null(s, i); }
+void BindBlob(sqlite3_stmt* s, int i, std::span<const uint8_t> v) {
+  sqlite3_bind_blob(s, i, v.empty() ? "" : static_cast<const void*>(v.data()),
+                    static_cast<int>(v.size()), SQLITE_TRANSIENT);
+}
+std::vector<uint8_t> ColBlob(sqlite3_stmt* s, int i) {
+  const auto* b = static_cast<const uint8_t*>(sqlite3_column_blob(s, i));
+  return b == nullptr ? std::vector<uint8_t>()
+                      : std::vector<uint8_t>(b, b + sqlite3_column_bytes(s, i));
+}
 
 // Runs a one-row PRAGMA read on a connection that is not yet wrapped in a StateStore.
 Result<int64_t> PragmaInt(sqlite3* db, const std::string& path, const char* sql) {
@@ -772,6 +795,81 @@ Result<std::vector<LftDigestEntry>> StateStore::LoadLftDigests() {
     out.push_back(e);
   }
   if (rc != SQLITE_DONE) return SqlError("read LFT digests");
+  return out;
+}
+
+// ---- service records ----
+
+Status StateStore::SaveServiceRecords(const std::vector<ServiceRow>& upserts,
+                                      const std::vector<ServiceKey>& removals) {
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  for (const ServiceRow& r : upserts) {
+    if (r.record.size() != kServiceRecordSize) {
+      return InvalidArgument(fmt::format("service record of {} bytes, not {}", r.record.size(),
+                                         kServiceRecordSize));
+    }
+  }
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("INSERT INTO service_records (service_id, service_gid, pkey, record, expires_us) "
+              "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (service_id, service_gid, pkey) DO UPDATE "
+              "SET record = excluded.record, expires_us = excluded.expires_us"));
+  for (const ServiceRow& r : upserts) {
+    StmtScope scope(s);
+    Bind(s, 1, ToDb(r.key.service_id));
+    BindBlob(s, 2, r.key.service_gid);
+    Bind(s, 3, int64_t{r.key.pkey});
+    BindBlob(s, 4, r.record);
+    if (r.expires_us) {
+      Bind(s, 5, *r.expires_us);
+    } else {
+      BindNull(s, 5);
+    }
+    if (sqlite3_step(s) != SQLITE_DONE) {
+      return SqlError(fmt::format("save service record {:#x}", r.key.service_id));
+    }
+  }
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * del,
+      Prepare("DELETE FROM service_records WHERE service_id = ?1 AND service_gid = ?2 AND "
+              "pkey = ?3"));
+  for (const ServiceKey& k : removals) {
+    StmtScope scope(del);
+    Bind(del, 1, ToDb(k.service_id));
+    BindBlob(del, 2, k.service_gid);
+    Bind(del, 3, int64_t{k.pkey});
+    if (sqlite3_step(del) != SQLITE_DONE) {
+      return SqlError(fmt::format("remove service record {:#x}", k.service_id));
+    }
+  }
+  return txn.Commit();
+}
+
+Result<std::vector<ServiceRow>> StateStore::LoadServiceRecords() {
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                        Prepare("SELECT service_id, service_gid, pkey, record, expires_us FROM "
+                                "service_records ORDER BY service_id, service_gid, pkey"));
+  StmtScope scope(s);
+  std::vector<ServiceRow> out;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    ServiceRow r;
+    r.key.service_id = std::bit_cast<uint64_t>(sqlite3_column_int64(s, 0));
+    std::vector<uint8_t> gid = ColBlob(s, 1);
+    int64_t pkey = sqlite3_column_int64(s, 2);
+    r.record = ColBlob(s, 3);
+    if (gid.size() != r.key.service_gid.size() || pkey < 0 || pkey > 0xffff ||
+        r.record.size() != kServiceRecordSize) {
+      return Corrupt(fmt::format("state file {}: malformed service record {:#x}", path_,
+                                 r.key.service_id));
+    }
+    std::copy(gid.begin(), gid.end(), r.key.service_gid.begin());
+    r.key.pkey = static_cast<uint16_t>(pkey);
+    if (sqlite3_column_type(s, 4) != SQLITE_NULL) r.expires_us = sqlite3_column_int64(s, 4);
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return SqlError("read service records");
   return out;
 }
 

@@ -2,7 +2,8 @@
 //
 // Holds guid2lid (so LIDs survive restarts, issue 3), sweep history, events, SM state
 // key/values, known peer SMs and the last routing result as one LFT digest per switch (so a
-// restarted or newly promoted master can trust a matching digest, issue 6).
+// restarted or newly promoted master can trust a matching digest, issue 6), and the
+// ServiceRecords registered with the SA (issue 5).
 //
 // Durability contract: every write method runs in one transaction; once it returns OK the
 // rows survive a crash of the process at any later point, and (synchronous=FULL) a power
@@ -17,6 +18,7 @@
 // never change meaning. A schema change is a new migration appended to the list, with a test.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -132,6 +134,23 @@ struct LftDigestEntry {
   bool operator==(const LftDigestEntry&) const = default;
 };
 
+// A ServiceRecord registered with the SA (IBA 15.2.5.14), keyed as the SA keys it.
+inline constexpr size_t kServiceRecordSize = 176;
+struct ServiceKey {
+  uint64_t service_id = 0;
+  std::array<uint8_t, 16> service_gid{};
+  uint16_t pkey = 0;
+
+  bool operator==(const ServiceKey&) const = default;
+};
+struct ServiceRow {
+  ServiceKey key;
+  std::vector<uint8_t> record;       // the wire image, kServiceRecordSize bytes
+  std::optional<int64_t> expires_us;  // Unix microseconds; nullopt: the lease is infinite
+
+  bool operator==(const ServiceRow&) const = default;
+};
+
 class StateStore {
  public:
   // Opens or creates the file at `path` (its directory must exist), switches it to WAL,
@@ -180,6 +199,13 @@ class StateStore {
   Status SaveLftDigests(const std::vector<LftDigestEntry>& upserts,
                         const std::vector<Guid>& removals);
   Result<std::vector<LftDigestEntry>> LoadLftDigests();
+
+  // ServiceRecords; upserts (by key) then removals in one transaction. InvalidArgument for
+  // a record that is not kServiceRecordSize bytes (nothing is written then).
+  Status SaveServiceRecords(const std::vector<ServiceRow>& upserts,
+                            const std::vector<ServiceKey>& removals);
+  // Ordered by key (IDs as the int64 they are stored as). Corrupt for a row whose sizes or P_Key are out of range.
+  Result<std::vector<ServiceRow>> LoadServiceRecords();
 
   // Keeps the newest keep_sweeps sweeps and keep_events events, in one transaction.
   Status Prune(size_t keep_sweeps, size_t keep_events);

@@ -409,6 +409,66 @@ TEST_F(StateStoreTest, AVersionOneFileIsMigratedKeepingItsRows) {
   EXPECT_TRUE(store->CheckIntegrity().ok());
 }
 
+ServiceRow SampleService(uint64_t id, std::optional<int64_t> expires) {
+  ServiceRow r;
+  r.key.service_id = id;
+  r.key.service_gid.fill(0xfe);
+  r.key.pkey = 0xffff;
+  r.record.assign(kServiceRecordSize, 0);
+  r.record[0] = static_cast<uint8_t>(id >> 56);
+  r.record[175] = 0x5a;
+  r.expires_us = expires;
+  return r;
+}
+
+TEST_F(StateStoreTest, ServiceRecordsRoundTripAndAreReplacedByKeyAndRemoved) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ServiceRow a = SampleService(0x8000000000000001ull, std::nullopt);
+  ServiceRow b = SampleService(2, 1'700'000'100'000'000);
+  ASSERT_TRUE(store->SaveServiceRecords({a, b}, {}).ok());
+  b.record[100] = 9;
+  ASSERT_TRUE(store->SaveServiceRecords({b}, {}).ok());
+  auto rows = store->LoadServiceRecords();
+  ASSERT_TRUE(rows.ok());
+  // Ordered by the stored key: an ID with the top bit set is a negative int64, so first.
+  EXPECT_EQ(*rows, (std::vector<ServiceRow>{a, b}));
+  ASSERT_TRUE(store->SaveServiceRecords({}, {b.key}).ok());
+  EXPECT_EQ(*store->LoadServiceRecords(), std::vector<ServiceRow>{a});
+}
+
+TEST_F(StateStoreTest, AServiceRecordOfTheWrongSizeIsRejectedAndNothingIsWritten) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ServiceRow bad = SampleService(3, std::nullopt);
+  bad.record.resize(100);
+  Status st = store->SaveServiceRecords({SampleService(1, std::nullopt), bad}, {});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store->LoadServiceRecords()->empty());
+}
+
+TEST_F(StateStoreTest, AVersionTwoFileIsMigratedKeepingItsRowsAndGainsServiceRecords) {
+  auto migrations = StateStoreMigrations();
+  ASSERT_GE(migrations.size(), 3u);
+  RawExec(path_, std::string(migrations[0].sql) + migrations[1].sql +
+                     "INSERT INTO guid2lid VALUES (17, 1, 1, 12);"
+                     "INSERT INTO lft_digest VALUES (5, -1, 40, 13);"
+                     "PRAGMA user_version = 2;");
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->SchemaVersion(), 3);
+  EXPECT_EQ(*store->LoadGuid2Lid(),
+            (std::vector<Guid2LidEntry>{{Guid{17}, Lid{1}, Lid{1}, 12}}));
+  auto digests = store->LoadLftDigests();
+  ASSERT_TRUE(digests.ok());
+  ASSERT_EQ(digests->size(), 1u);
+  EXPECT_EQ((*digests)[0].digest, ~uint64_t{0});
+  EXPECT_TRUE(store->LoadServiceRecords()->empty());
+  ASSERT_TRUE(store->SaveServiceRecords({SampleService(1, std::nullopt)}, {}).ok());
+  EXPECT_EQ(store->LoadServiceRecords()->size(), 1u);
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
 TEST_F(StateStoreTest, AFileFromANewerIbsmIsRefusedAndLeftAlone) {
   int newer = StateStoreSchemaVersion() + 1;
   RawExec(path_,

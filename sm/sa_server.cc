@@ -337,8 +337,193 @@ uint16_t SaSnapshot::RecordLid(NodeId n, PortNum port) const {
   return fabric.port(n, port).lid.value();
 }
 
-SaServer::SaServer(mad::Transport& transport, SaServerOptions options)
-    : transport_(transport), options_(options) {}
+SaServer::SaServer(mad::Transport& transport, SaServerOptions options, const Clock& clock,
+                   ha::StateStore* store)
+    : transport_(transport), options_(options), clock_(clock), store_(store) {}
+
+namespace {
+
+std::array<uint8_t, mad::Layout<mad::ServiceRecord>::kSize> ServiceWire(
+    const mad::ServiceRecord& r) {
+  std::array<uint8_t, mad::Layout<mad::ServiceRecord>::kSize> buf{};
+  mad::EncodeRecord(r, buf);
+  return buf;
+}
+
+ha::ServiceKey KeyOf(const mad::ServiceRecord& r) {
+  return ha::ServiceKey{r.service_id, r.service_gid, r.service_p_key};
+}
+
+bool Expired(const std::optional<int64_t>& expires_us, int64_t now_us) {
+  return expires_us && *expires_us <= now_us;
+}
+
+}  // namespace
+
+Status SaServer::LoadServices() {
+  if (!store_) return Status();
+  IBSM_ASSIGN_OR_RETURN(std::vector<ha::ServiceRow> rows, store_->LoadServiceRecords());
+  services_.clear();
+  for (const ha::ServiceRow& row : rows) {
+    auto r = mad::DecodeRecord<mad::ServiceRecord>(row.record);
+    if (!r.ok()) return r.status();
+    services_.push_back(Service{*r, row.expires_us});
+  }
+  size_t dropped = ExpireServices();
+  Log(LogName::kSa).info("{} ServiceRecord(s) restored from the state file, {} expired",
+                         services_.size(), dropped);
+  return Status();
+}
+
+size_t SaServer::ExpireServices() {
+  const int64_t now = clock_.UnixMicros();
+  std::vector<ha::ServiceKey> gone;
+  for (const Service& sv : services_)
+    if (Expired(sv.expires_us, now)) gone.push_back(KeyOf(sv.record));
+  if (gone.empty()) return 0;
+  // Memory drops them even if the file cannot: an expired lease is never served. The file
+  // keeps them until a later write succeeds; LoadServices drops them again on restart.
+  if (store_) {
+    Status st = store_->SaveServiceRecords({}, gone);
+    if (!st.ok()) {
+      ++counters_.service_state_failures;
+      Log(LogName::kSa).warn(
+          "SA-SR-002 expired ServiceRecords not removed from the state file: {}", st.ToString());
+    }
+  }
+  std::erase_if(services_, [&](const Service& sv) { return Expired(sv.expires_us, now); });
+  counters_.services_expired += gone.size();
+  return gone.size();
+}
+
+std::vector<mad::ServiceRecord> SaServer::services() const {
+  std::vector<mad::ServiceRecord> out;
+  for (const Service& sv : services_) out.push_back(sv.record);
+  return out;
+}
+
+// Set registers (or replaces the record with the same ServiceID, ServiceGID and
+// ServiceP_Key) and answers GetResp with it; Delete removes the record of that key and
+// answers DeleteResp with it; Get/GetTable match by component mask (15.2.5.14, 15.4).
+std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& msg,
+                                                       const mad::SaMad& req,
+                                                       std::span<const uint8_t> data) {
+  auto error = [&](uint16_t status) {
+    ++counters_.by_error[status];
+    // SubnAdmSet is answered by SubnAdmGetResp (15.4.2).
+    uint8_t method = req.hdr.method == mad::method::kSet
+                         ? mad::method::kGetResp
+                         : static_cast<uint8_t>(req.hdr.method | mad::method::kResponseBit);
+    return Frame(msg, req, method, status, 0);
+  };
+  auto one = [&](uint8_t method, const mad::ServiceRecord& r) {
+    mad::MadMessage out =
+        Frame(msg, req, method, kNoStatus, SaRecord<mad::ServiceRecord>::kAttrOffset);
+    mad::EncodeRecord(r, std::span<uint8_t>(out.bytes).subspan(mad::kSaHeaderSize));
+    ++counters_.records_sent;
+    return out;
+  };
+  ExpireServices();
+  const SaSnapshot& s = *snapshot_;
+  const int64_t now = clock_.UnixMicros();
+  constexpr uint64_t kKey =
+      mad::sr_comp::kServiceId | mad::sr_comp::kServiceGid | mad::sr_comp::kServicePKey;
+
+  auto decoded = mad::DecodeRecord<mad::ServiceRecord>(data);
+  if (!decoded.ok()) return error(mad::sa_status::kReqInvalid);
+  const mad::ServiceRecord& want = *decoded;
+
+  if (req.hdr.method == mad::method::kSet) {
+    // The service must live on a port of this subnet.
+    auto port = want.GidGuid() == 0 ? std::nullopt : s.fabric.FindPort(Guid{want.GidGuid()});
+    if (!port || want.GidPrefix() != s.subnet_prefix) {
+      Log(LogName::kSa).debug("ServiceRecord {:#x} names GID {:#x}:{:#x}, not a port here",
+                              want.service_id, want.GidPrefix(), want.GidGuid());
+      return error(mad::sa_status::kReqInvalidGid);
+    }
+    std::optional<int64_t> expires;
+    if (want.service_lease != mad::kServiceLeaseInfinite)
+      expires = now + int64_t{want.service_lease} * 1'000'000;
+    if (store_) {
+      auto wire = ServiceWire(want);
+      ha::ServiceRow row{KeyOf(want), std::vector<uint8_t>(wire.begin(), wire.end()), expires};
+      Status st = store_->SaveServiceRecords({row}, {});
+      if (!st.ok()) {
+        ++counters_.service_state_failures;
+        Log(LogName::kSa).warn("SA-SR-001 ServiceRecord {:#x} not registered: state file: {}",
+                               want.service_id, st.ToString());
+        return error(mad::sa_status::kNoResources);
+      }
+    }
+    auto same = std::find_if(services_.begin(), services_.end(), [&](const Service& sv) {
+      return KeyOf(sv.record) == KeyOf(want);
+    });
+    if (same != services_.end()) {
+      *same = Service{want, expires};
+    } else {
+      services_.push_back(Service{want, expires});
+    }
+    ++counters_.services_registered;
+    return one(mad::method::kGetResp, want);
+  }
+
+  if (req.hdr.method == mad::method::kDelete) {
+    // A Delete names one registration by its key; a wider mask could wipe other clients'.
+    if ((req.comp_mask & kKey) != kKey) return error(mad::sa_status::kReqInsufficientComponents);
+    auto it = std::find_if(services_.begin(), services_.end(), [&](const Service& sv) {
+      auto wire = ServiceWire(sv.record);
+      return mad::Matches<mad::ServiceRecord>(req.comp_mask, data, wire);
+    });
+    if (it == services_.end()) return error(mad::sa_status::kNoRecords);
+    if (store_) {
+      Status st = store_->SaveServiceRecords({}, {KeyOf(it->record)});
+      if (!st.ok()) {
+        ++counters_.service_state_failures;
+        Log(LogName::kSa).warn("SA-SR-003 ServiceRecord {:#x} not deleted: state file: {}",
+                               it->record.service_id, st.ToString());
+        return error(mad::sa_status::kNoResources);
+      }
+    }
+    mad::ServiceRecord gone = it->record;
+    services_.erase(it);
+    ++counters_.services_deleted;
+    return one(mad::method::kDeleteResp, gone);
+  }
+
+  if (req.hdr.method != mad::method::kGet && req.hdr.method != mad::method::kGetTable)
+    return error(mad::mad_status::kMethodAttrUnsupported);
+  Query q;
+  q.mad = req;
+  q.data = data;
+  q.get = req.hdr.method == mad::method::kGet;
+  Collector<mad::ServiceRecord> c(q);
+  for (const Service& sv : services_)
+    if (!c.Add(sv.record)) break;
+  if (q.get) {
+    if (c.count() == 0) return error(mad::sa_status::kNoRecords);
+    if (c.count() > 1) return error(mad::sa_status::kTooManyRecords);
+  }
+  counters_.records_sent += c.count();
+  std::vector<uint8_t> payload = c.TakePayload();
+  mad::MadMessage out =
+      Frame(msg, req, static_cast<uint8_t>(req.hdr.method | mad::method::kResponseBit),
+            kNoStatus, SaRecord<mad::ServiceRecord>::kAttrOffset);
+  if (q.get) {
+    std::copy(payload.begin(), payload.end(), out.bytes.begin() + mad::kSaHeaderSize);
+    return out;
+  }
+  out.bytes.resize(mad::kSaHeaderSize);
+  out.bytes.insert(out.bytes.end(), payload.begin(), payload.end());
+  if (out.bytes.size() > mad::kMadSize) {
+    ++counters_.rmpp_answers;
+    return out;
+  }
+  auto sender = mad::RmppSender::Create(out.bytes, mad::kSaHeaderSize);
+  if (!sender.ok()) return error(mad::sa_status::kNoResources);
+  mad::MadBytes seg = sender->Segment(1);
+  out.bytes.assign(seg.begin(), seg.end());
+  return out;
+}
 
 void SaServer::Publish(std::shared_ptr<const SaSnapshot> snapshot) {
   if (snapshot) snapshot_ = std::move(snapshot);
@@ -431,7 +616,14 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
     default:
       return error(mad::mad_status::kMethodUnsupported);
   }
-  // The attributes of SA state (ServiceRecord, MCMemberRecord, InformInfo) are not served.
+  if (attr == mad::sa_attr::kServiceRecord) {
+    if (!snapshot_) {
+      ++counters_.not_ready;
+      return error(mad::mad_status::kBusy);
+    }
+    return AnswerService(msg, req, q.data);
+  }
+  // The other attributes of SA state (MCMemberRecord, InformInfo) are not served yet.
   if (!known_attr || !get_or_table) return error(mad::mad_status::kMethodAttrUnsupported);
 
   if (!snapshot_) {

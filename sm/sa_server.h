@@ -2,7 +2,12 @@
 // snapshot"): Get and GetTable of NodeRecord, PortInfoRecord, SwitchInfoRecord, LFTRecord,
 // SMInfoRecord, LinkRecord, GUIDInfoRecord, P_KeyTableRecord, SL2VLTableRecord,
 // VLArbitrationTableRecord and ClassPortInfo, with component masks honoured; Get and
-// GetTable of PathRecord and GetMulti (or GetTable) of MultiPathRecord through sm/sa_path.
+// GetTable of PathRecord and GetMulti (or GetTable) of MultiPathRecord through sm/sa_path;
+// ServiceRecord Set (register), Get/GetTable and Delete with lease expiry.
+//
+// ServiceRecords are the one piece of state the server owns: registered by clients, kept
+// in memory and, when a StateStore is given, in the state file (written in one transaction
+// per change before the answer goes out), so they outlive a restart (LoadServices).
 //
 // The server owns nothing of the sweep. After each heavy sweep the SubnetManager publishes
 // an immutable SaSnapshot and the server answers every query from the last one it got, so a
@@ -12,7 +17,8 @@
 // Every request is untrusted (STYLE.md rule 7): malformed MADs are dropped and counted,
 // bad requests answered with an SA status and counted, nothing asserts on wire input.
 //
-// Threading: Publish and OnRequest run on the transport's io_context thread. A snapshot is
+// Threading: Publish, OnRequest, LoadServices and ExpireServices run on the transport's
+// io_context thread (the ServiceRecords are not locked). A snapshot is
 // immutable once published, so a PathRecord worker may read one from any thread.
 #pragma once
 
@@ -23,7 +29,9 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "fabric/fabric.h"
+#include "ha/state_store.h"
 #include "mad/attr/sa_records.h"
 #include "mad/attr/sm_info.h"
 #include "mad/transport.h"
@@ -81,14 +89,31 @@ struct SaCounters {
   uint64_t rmpp_control = 0;      // RMPP ACK/STOP/ABORT of no transfer of ours (dropped)
   uint64_t post_failures = 0;     // the transport refused an answer
   uint64_t not_ready = 0;         // requests before the first snapshot (answered Busy)
+  uint64_t services_registered = 0;  // ServiceRecord Sets stored (replacements included)
+  uint64_t services_deleted = 0;     // ServiceRecords removed by a Delete
+  uint64_t services_expired = 0;     // ServiceRecords dropped when their lease ran out
+  uint64_t service_state_failures = 0;  // state-file writes that failed (request refused)
   std::map<uint16_t, uint64_t> by_attribute;  // every request with a decodable header
   std::map<uint16_t, uint64_t> by_error;      // answers with a non-zero status
 };
 
 class SaServer {
  public:
-  // REQUIRES: `transport` outlives the server.
-  SaServer(mad::Transport& transport, SaServerOptions options);
+  // REQUIRES: `transport`, `clock` and `store` (may be null: ServiceRecords then live in
+  // memory only) outlive the server. `clock`'s UnixMicros times ServiceRecord leases.
+  SaServer(mad::Transport& transport, SaServerOptions options, const Clock& clock,
+           ha::StateStore* store = nullptr);
+
+  // Reads the ServiceRecords the state file holds, replacing those in memory; those whose
+  // lease ran out while the SM was down are dropped (and removed from the file).
+  Status LoadServices();
+
+  // Drops every ServiceRecord whose lease has run out (also done before each ServiceRecord
+  // request). Returns how many were dropped. The SM calls it on its sweep timer.
+  size_t ExpireServices();
+
+  // The registered ServiceRecords, in registration order (tests, ibsmctl).
+  std::vector<mad::ServiceRecord> services() const;
 
   // Makes `snapshot` the one every later answer comes from. Null is ignored.
   void Publish(std::shared_ptr<const SaSnapshot> snapshot);
@@ -98,16 +123,28 @@ class SaServer {
   // Transport::Post, or drops it (counted).
   void OnRequest(const mad::MadMessage& msg);
 
-  // The answer OnRequest would post for `msg`, or nullopt when it is dropped. Pure apart
-  // from the counters; fuzz targets and tests call it directly.
+  // The answer OnRequest would post for `msg`, or nullopt when it is dropped. Changes
+  // nothing but the counters, apart from a ServiceRecord Set or Delete (and the leases it
+  // expires); fuzz targets and tests call it directly.
   std::optional<mad::MadMessage> Answer(const mad::MadMessage& msg);
 
   const SaCounters& counters() const { return counters_; }
   void set_options(const SaServerOptions& options) { options_ = options; }
 
  private:
+  struct Service {
+    mad::ServiceRecord record;
+    std::optional<int64_t> expires_us;  // Unix microseconds; nullopt: infinite lease
+  };
+  std::optional<mad::MadMessage> AnswerService(const mad::MadMessage& msg,
+                                               const mad::SaMad& req,
+                                               std::span<const uint8_t> data);
+
   mad::Transport& transport_;
   SaServerOptions options_;
+  const Clock& clock_;
+  ha::StateStore* store_;
+  std::vector<Service> services_;
   std::shared_ptr<const SaSnapshot> snapshot_;
   SaCounters counters_;
 };

@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <optional>
 #include <set>
 
 #include <boost/asio/io_context.hpp>
+
+#include <filesystem>
 
 #include "fabric/generators.h"
 #include "mad/attr/class_port_info.h"
@@ -40,7 +43,9 @@ struct Answer {
 // SimTransport) on the second CA asking it over the simulated fabric.
 class SaOnSimulator {
  public:
-  explicit SaOnSimulator(const Fabric& fabric, uint8_t lmc = 0)
+  // `clock` and `store` (both optional) go to the SubnetManager.
+  explicit SaOnSimulator(const Fabric& fabric, uint8_t lmc = 0, const Clock* clock = nullptr,
+                         ha::StateStore* store = nullptr)
       : fabric_(fabric), sim_(fabric), cas_(CaPorts(fabric)),
         sm_transport_(io_, sim_, cas_.at(0)), client_(io_, sim_, cas_.at(1)) {
     SubnetManagerOptions o;
@@ -49,7 +54,7 @@ class SaOnSimulator {
     o.send.retries = 4;
     o.sm_priority = 5;
     o.lids.lmc = lmc;
-    sm_ = std::make_unique<SubnetManager>(io_, sm_transport_, clock_, nullptr, o);
+    sm_ = std::make_unique<SubnetManager>(io_, sm_transport_, clock ? *clock : clock_, store, o);
     sm_->Start([this](const SweepStats& s) {
       up_ = s.subnet_up;
       io_.stop();
@@ -337,7 +342,7 @@ TEST(SaServerTest, ClassPortInfoAdvertisesTheSaClassVersion) {
 TEST(SaServerTest, UnservedAttributesAndMethodsGetMadStatusNotSilence) {
   SaOnSimulator t(Ft2(4));
   ASSERT_TRUE(t.up());
-  EXPECT_EQ(t.Ask(mad::method::kGetTable, mad::sa_attr::kServiceRecord, 0).status,
+  EXPECT_EQ(t.Ask(mad::method::kGetTable, mad::sa_attr::kMcMemberRecord, 0).status,
             mad::mad_status::kMethodAttrUnsupported);
   EXPECT_EQ(t.Ask(mad::method::kGetTable, 0x7777, 0).status,
             mad::mad_status::kMethodAttrUnsupported);
@@ -345,7 +350,7 @@ TEST(SaServerTest, UnservedAttributesAndMethodsGetMadStatusNotSilence) {
             mad::mad_status::kMethodAttrUnsupported);
   EXPECT_EQ(t.Ask(0x09, mad::sa_attr::kNodeRecord, 0).status,
             mad::mad_status::kMethodUnsupported);
-  EXPECT_GE(t.sm().sa().counters().by_attribute.at(mad::sa_attr::kServiceRecord), 1u);
+  EXPECT_GE(t.sm().sa().counters().by_attribute.at(mad::sa_attr::kMcMemberRecord), 1u);
 }
 
 TEST(SaServerTest, BigNodeRecordTableArrivesWholeOverRmpp) {
@@ -519,7 +524,8 @@ TEST(SaServerTest, PathRecordGetWithoutARouteIsNoRecords) {
   for (auto& sw : dropped->switches) std::fill(sw.lft.begin(), sw.lft.end(), routing::kDropPort);
   s->tables = dropped;
   RecordingTransport tr;
-  SaServer sa(tr, {});
+  ManualClock clock;
+  SaServer sa(tr, {}, clock);
   sa.Publish(s);
   mad::PathRecord want;
   want.slid = t.sim().port_info(t.client_port()).lid;
@@ -542,7 +548,8 @@ TEST(SaServerTest, PathRecordGetWithoutARouteIsNoRecords) {
 
 TEST(SaServerAloneTest, RequestsBeforeTheFirstSnapshotAreAnsweredBusy) {
   RecordingTransport tr;
-  SaServer sa(tr, {});
+  ManualClock clock;
+  SaServer sa(tr, {}, clock);
   sa.OnRequest(Request(mad::method::kGetTable, mad::sa_attr::kNodeRecord));
   ASSERT_EQ(tr.posted.size(), 1u);
   EXPECT_EQ(StatusOf(tr.posted[0]), mad::mad_status::kBusy);
@@ -553,7 +560,8 @@ TEST(SaServerAloneTest, RequestsBeforeTheFirstSnapshotAreAnsweredBusy) {
 
 TEST(SaServerAloneTest, MalformedAndStrayMadsAreDroppedAndCounted) {
   RecordingTransport tr;
-  SaServer sa(tr, {});
+  ManualClock clock;
+  SaServer sa(tr, {}, clock);
   sa.Publish(std::make_shared<SaSnapshot>());
   MadMessage shorty = Request(mad::method::kGet, mad::sa_attr::kNodeRecord);
   shorty.bytes.resize(40);
@@ -577,7 +585,8 @@ TEST(SaServerAloneTest, MalformedAndStrayMadsAreDroppedAndCounted) {
 
 TEST(SaServerAloneTest, WrongClassVersionIsAnsweredBadVersion) {
   RecordingTransport tr;
-  SaServer sa(tr, {});
+  ManualClock clock;
+  SaServer sa(tr, {}, clock);
   sa.Publish(std::make_shared<SaSnapshot>());
   MadMessage req = Request(mad::method::kGet, mad::sa_attr::kNodeRecord);
   req.bytes[2] = 1;
@@ -588,7 +597,8 @@ TEST(SaServerAloneTest, WrongClassVersionIsAnsweredBadVersion) {
 
 TEST(SaServerAloneTest, EmptySnapshotGivesEmptyTablesNotCrashes) {
   RecordingTransport tr;
-  SaServer sa(tr, {});
+  ManualClock clock;
+  SaServer sa(tr, {}, clock);
   sa.Publish(std::make_shared<SaSnapshot>());
   for (uint16_t attr : {mad::sa_attr::kNodeRecord, mad::sa_attr::kPortInfoRecord,
                         mad::sa_attr::kSwitchInfoRecord, mad::sa_attr::kLftRecord,
@@ -604,6 +614,170 @@ TEST(SaServerAloneTest, EmptySnapshotGivesEmptyTablesNotCrashes) {
     ASSERT_TRUE(rh.ok());
     EXPECT_EQ(rh->flags, mad::rmpp::kFlagActive | mad::rmpp::kFlagFirst | mad::rmpp::kFlagLast);
   }
+}
+
+// --- ServiceRecord -------------------------------------------------------------------
+
+namespace sr = mad::sr_comp;
+constexpr uint64_t kSrName = 1ull << 6;
+constexpr uint64_t kSrData8First = 1ull << 7;
+constexpr uint64_t kSrKey = sr::kServiceId | sr::kServiceGid | sr::kServicePKey;
+
+mad::ServiceRecord ServiceOn(const SaOnSimulator& t, PortId port, uint64_t id,
+                             const char* name, uint32_t lease = mad::kServiceLeaseInfinite) {
+  mad::ServiceRecord r;
+  r.service_id = id;
+  const uint64_t prefix = 0xfe80000000000000ull;
+  const uint64_t guid = t.fabric().port(port).guid.value();
+  for (int i = 0; i < 8; ++i) {
+    r.service_gid[i] = static_cast<uint8_t>(prefix >> (56 - 8 * i));
+    r.service_gid[8 + i] = static_cast<uint8_t>(guid >> (56 - 8 * i));
+  }
+  r.service_p_key = 0xffff;
+  r.service_lease = lease;
+  std::string_view n(name);
+  std::copy_n(n.begin(), std::min(n.size(), r.service_name.size() - 1), r.service_name.begin());
+  r.service_data8[0] = static_cast<uint8_t>(id);
+  return r;
+}
+
+std::string NameOf(const mad::ServiceRecord& r) {
+  return std::string(reinterpret_cast<const char*>(r.service_name.data()));
+}
+
+TEST(SaServerTest, AServiceRegisteredWithSetIsFoundByNameAndData) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  mad::ServiceRecord web = ServiceOn(t, t.client_port(), 0x10, "web");
+  Answer set = t.AskFor(mad::method::kSet, kSrKey, web);
+  EXPECT_EQ(set.status, 0);
+  EXPECT_EQ(set.method, mad::method::kGetResp);
+  auto stored = Decode<mad::ServiceRecord>(set);
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(NameOf(stored[0]), "web");
+  ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, ServiceOn(t, t.sm_port(), 0x20, "db")).status, 0);
+
+  auto all = Decode<mad::ServiceRecord>(t.Ask(mad::method::kGetTable,
+                                               mad::sa_attr::kServiceRecord, 0));
+  ASSERT_EQ(all.size(), 2u);
+  mad::ServiceRecord want;
+  std::strcpy(reinterpret_cast<char*>(want.service_name.data()), "db");
+  auto by_name = Decode<mad::ServiceRecord>(t.AskFor(mad::method::kGet, kSrName, want));
+  ASSERT_EQ(by_name.size(), 1u);
+  EXPECT_EQ(by_name[0].service_id, 0x20u);
+  want.service_data8[0] = 0x10;
+  auto by_data = Decode<mad::ServiceRecord>(t.AskFor(mad::method::kGetTable, kSrData8First, want));
+  ASSERT_EQ(by_data.size(), 1u);
+  EXPECT_EQ(NameOf(by_data[0]), "web");
+  want.service_id = 0x99;
+  EXPECT_EQ(t.AskFor(mad::method::kGet, sr::kServiceId, want).status, mad::sa_status::kNoRecords);
+  EXPECT_EQ(t.sm().sa().counters().services_registered, 2u);
+}
+
+TEST(SaServerTest, ASecondSetWithTheSameKeyReplacesTheRecord) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, ServiceOn(t, t.client_port(), 1, "old")).status, 0);
+  ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, ServiceOn(t, t.client_port(), 1, "new")).status, 0);
+  auto all = Decode<mad::ServiceRecord>(t.Ask(mad::method::kGetTable,
+                                               mad::sa_attr::kServiceRecord, 0));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(NameOf(all[0]), "new");
+}
+
+TEST(SaServerTest, AServiceOnAGidOutsideTheFabricIsRefused) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  mad::ServiceRecord r = ServiceOn(t, t.client_port(), 1, "ghost");
+  r.service_gid[15] ^= 0x77;  // no such port GUID
+  EXPECT_EQ(t.AskFor(mad::method::kSet, kSrKey, r).status, mad::sa_status::kReqInvalidGid);
+  r = ServiceOn(t, t.client_port(), 1, "elsewhere");
+  r.service_gid[0] = 0x20;  // another subnet's prefix
+  EXPECT_EQ(t.AskFor(mad::method::kSet, kSrKey, r).status, mad::sa_status::kReqInvalidGid);
+  EXPECT_TRUE(t.sm().sa().services().empty());
+}
+
+TEST(SaServerTest, DeleteRemovesTheServiceAndAnswersWithIt) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  mad::ServiceRecord r = ServiceOn(t, t.client_port(), 7, "gone-soon");
+  ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, r).status, 0);
+  // A Delete must name the registration: ServiceID, ServiceGID and ServiceP_Key.
+  EXPECT_EQ(t.AskFor(mad::method::kDelete, sr::kServiceId, r).status,
+            mad::sa_status::kReqInsufficientComponents);
+  Answer del = t.AskFor(mad::method::kDelete, kSrKey, r);
+  EXPECT_EQ(del.status, 0);
+  EXPECT_EQ(del.method, mad::method::kDeleteResp);
+  auto gone = Decode<mad::ServiceRecord>(del);
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(NameOf(gone[0]), "gone-soon");
+  EXPECT_EQ(t.AskFor(mad::method::kDelete, kSrKey, r).status, mad::sa_status::kNoRecords);
+  EXPECT_TRUE(Decode<mad::ServiceRecord>(
+                  t.Ask(mad::method::kGetTable, mad::sa_attr::kServiceRecord, 0))
+                  .empty());
+  EXPECT_EQ(t.sm().sa().counters().services_deleted, 1u);
+}
+
+TEST(SaServerTest, AServiceLeaseRunsOutOnTheSmClock) {
+  ManualClock clock;
+  SaOnSimulator t(Ft2(4), 0, &clock);
+  ASSERT_TRUE(t.up());
+  ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, ServiceOn(t, t.client_port(), 1, "short", 10))
+                .status,
+            0);
+  ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, ServiceOn(t, t.client_port(), 2, "forever"))
+                .status,
+            0);
+  clock.Advance(std::chrono::seconds(9));
+  EXPECT_EQ(Decode<mad::ServiceRecord>(
+                t.Ask(mad::method::kGetTable, mad::sa_attr::kServiceRecord, 0))
+                .size(),
+            2u);
+  clock.Advance(std::chrono::seconds(1));
+  auto left = Decode<mad::ServiceRecord>(
+      t.Ask(mad::method::kGetTable, mad::sa_attr::kServiceRecord, 0));
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(NameOf(left[0]), "forever");
+  EXPECT_EQ(t.sm().sa().counters().services_expired, 1u);
+}
+
+TEST(SaServerTest, ServicesSurviveARestartThroughTheStateFileAndExpireWhileDown) {
+  char tmpl[] = "/tmp/ibsm_sa_sr_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ManualClock clock;
+  clock.Advance(std::chrono::seconds(1'700'000'000));
+  {
+    auto store = ha::StateStore::Open(dir + "/state.db", clock);
+    ASSERT_TRUE(store.ok());
+    SaOnSimulator t(Ft2(4), 0, &clock, store->get());
+    ASSERT_TRUE(t.up());
+    ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, ServiceOn(t, t.client_port(), 1, "kept"))
+                  .status,
+              0);
+    ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, ServiceOn(t, t.client_port(), 2, "brief", 60))
+                  .status,
+              0);
+    ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, ServiceOn(t, t.client_port(), 3, "deleted"))
+                  .status,
+              0);
+    ASSERT_EQ(t.AskFor(mad::method::kDelete, kSrKey, ServiceOn(t, t.client_port(), 3, "deleted"))
+                  .status,
+              0);
+  }
+  clock.Advance(std::chrono::seconds(120));  // "brief" runs out while the SM is down
+  {
+    auto store = ha::StateStore::Open(dir + "/state.db", clock);
+    ASSERT_TRUE(store.ok());
+    SaOnSimulator t(Ft2(4), 0, &clock, store->get());
+    ASSERT_TRUE(t.up());
+    auto all = Decode<mad::ServiceRecord>(
+        t.Ask(mad::method::kGetTable, mad::sa_attr::kServiceRecord, 0));
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(NameOf(all[0]), "kept");
+    EXPECT_EQ((*store)->LoadServiceRecords()->size(), 1u);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
       store_(store),
       options_(std::move(options)),
       pipeline_(transport, options_.max_wire_smps, options_.send, options_.m_key),
-      sa_(transport, SaOptions(options_)),
+      sa_(transport, SaOptions(options_), clock, store),
       light_timer_(io) {}
 
 SubnetManager::~SubnetManager() {
@@ -59,6 +59,10 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
     sm_lid_ = local->lid;  // until the first sweep assigns it
   }
   LoadPersistedLids();
+  if (Status st = sa_.LoadServices(); !st.ok()) {
+    Log(LogName::kSm).warn("SM-STATE-005 cannot read ServiceRecords from the state file: {}",
+                           st.ToString());
+  }
   state_ = mad::SmState::kMaster;
   ++act_count_;
   Log(LogName::kSm).info("Entering MASTER state");
@@ -594,6 +598,7 @@ void SubnetManager::ScheduleLightSweep() {
 void SubnetManager::LightSweep() {
   if (!discovered_ || stopped_) return;
   ++counters_.light_sweeps;
+  sa_.ExpireServices();  // leases run out even when nobody asks for ServiceRecords
   auto change = std::make_shared<std::string>();
   const Fabric& f = discovered_->fabric;
   for (NodeId n = 0; n < f.node_count(); ++n) {

@@ -1,6 +1,7 @@
 // Subnet Administration records (IBA 15.2.5) that the SA serves from the SM's view of the
 // fabric: NodeRecord, PortInfoRecord, SL2VLTableRecord, SwitchInfoRecord, LFTRecord,
-// SMInfoRecord, LinkRecord, GUIDInfoRecord, P_KeyTableRecord, VLArbitrationTableRecord.
+// SMInfoRecord, LinkRecord, GUIDInfoRecord, P_KeyTableRecord, VLArbitrationTableRecord;
+// and ServiceRecord, which is SA state registered by clients rather than a fabric view.
 //
 // Each record is declared once, in the spec's offsets, in three tables (STYLE.md rule 4):
 //   Layout<R>::kFields       the record's own key fields (LID, port, block, ...);
@@ -13,7 +14,7 @@
 //
 // Offsets and sizes agree with OpenSM's include/iba/ib_types.h (ib_node_record_t, ...), the
 // structs saquery decodes with, and for NodeRecord and GUIDInfoRecord with libibmad's
-// IB_SA_NR_* / IB_SA_GIR_* fields (sa_records_test.cc checks both). Numbers here are frozen
+// IB_SA_NR_* / IB_SA_GIR_* / IB_SA_SR_* fields (sa_records_test.cc checks both). Numbers here are frozen
 // wire values.
 #pragma once
 
@@ -514,6 +515,86 @@ struct SaRecord<VlArbitrationTableRecord> {
                                              K("block_num", 24, 8), K("reserved", 32, 32)};
 };
 
+// ServiceRecord (15.2.5.14): a service a port registered with SubnAdmSet. Not a view of
+// the fabric but SA state the SA keeps (sm/sa_server.h) and persists (ha/state_store.h).
+// ServiceLease is in seconds; kServiceLeaseInfinite never expires.
+inline constexpr uint32_t kServiceLeaseInfinite = 0xFFFFFFFF;
+struct ServiceRecord {
+  uint64_t service_id = 0;
+  std::array<uint8_t, 16> service_gid{};  // network byte order: prefix, then port GUID
+  uint16_t service_p_key = 0;
+  uint32_t service_lease = 0;
+  std::array<uint8_t, 16> service_key{};
+  std::array<uint8_t, 64> service_name{};  // NUL-padded UTF-8
+  std::array<uint8_t, 16> service_data8{};
+  std::array<uint16_t, 8> service_data16{};
+  std::array<uint32_t, 4> service_data32{};
+  std::array<uint64_t, 2> service_data64{};
+
+  uint64_t GidPrefix() const;
+  uint64_t GidGuid() const;
+};
+template <>
+struct Layout<ServiceRecord> {
+  static constexpr std::string_view kName = "ServiceRecord";
+  static constexpr size_t kSize = 176;
+  static constexpr std::array kFields = {
+      F<&ServiceRecord::service_id>("service_id", 0, 64, FieldFormat::kHex),
+      A<&ServiceRecord::service_gid>("service_gid", 64, 8, 8, FieldFormat::kBytes),
+      F<&ServiceRecord::service_p_key>("service_p_key", 192, 16, FieldFormat::kHex),
+      F<&ServiceRecord::service_lease>("service_lease", 224, 32),
+      A<&ServiceRecord::service_key>("service_key", 256, 8, 8, FieldFormat::kBytes),
+      A<&ServiceRecord::service_name>("service_name", 384, 8, 8, FieldFormat::kString),
+      A<&ServiceRecord::service_data8>("service_data8", 896, 8, 8, FieldFormat::kHex),
+      A<&ServiceRecord::service_data16>("service_data16", 1024, 16, 16, FieldFormat::kHex),
+      A<&ServiceRecord::service_data32>("service_data32", 1152, 32, 32, FieldFormat::kHex),
+      A<&ServiceRecord::service_data64>("service_data64", 1280, 64, 64, FieldFormat::kHex),
+  };
+};
+namespace detail {
+// One component per field, one per element of the ServiceData arrays, in the order of
+// OpenSM's IB_SR_COMPMASK_* bits (SID 0 .. SDATA64_1 36).
+constexpr std::array<Component, 37> ServiceRecordComponents() {
+  std::array<Component, 37> c{};
+  c[0] = K("service_id", 0, 64);
+  c[1] = K("service_gid", 64, 128);
+  c[2] = K("service_p_key", 192, 16);
+  c[3] = K("reserved", 208, 16);
+  c[4] = K("service_lease", 224, 32);
+  c[5] = K("service_key", 256, 128);
+  c[6] = K("service_name", 384, 512);
+  for (uint32_t i = 0; i < 16; ++i) c[7 + i] = K("service_data8", 896 + 8 * i, 8);
+  for (uint32_t i = 0; i < 8; ++i) c[23 + i] = K("service_data16", 1024 + 16 * i, 16);
+  for (uint32_t i = 0; i < 4; ++i) c[31 + i] = K("service_data32", 1152 + 32 * i, 32);
+  for (uint32_t i = 0; i < 2; ++i) c[35 + i] = K("service_data64", 1280 + 64 * i, 64);
+  return c;
+}
+}  // namespace detail
+template <>
+struct SaRecord<ServiceRecord> {
+  static constexpr uint16_t kAttrId = sa_attr::kServiceRecord;
+  static constexpr uint16_t kAttrOffset = 22;  // 176 bytes, unpadded
+  static constexpr std::array<Embedded<ServiceRecord>, 0> kEmbedded = {};
+  static constexpr std::array kComponents = detail::ServiceRecordComponents();
+};
+// Component numbers the SA server needs by name.
+namespace sr_comp {
+inline constexpr uint64_t kServiceId = 1ull << 0;
+inline constexpr uint64_t kServiceGid = 1ull << 1;
+inline constexpr uint64_t kServicePKey = 1ull << 2;
+}  // namespace sr_comp
+
+inline uint64_t ServiceRecord::GidPrefix() const {
+  uint64_t v = 0;
+  for (size_t i = 0; i < 8; ++i) v = (v << 8) | service_gid[i];
+  return v;
+}
+inline uint64_t ServiceRecord::GidGuid() const {
+  uint64_t v = 0;
+  for (size_t i = 8; i < 16; ++i) v = (v << 8) | service_gid[i];
+  return v;
+}
+
 // --- the generic engine -----------------------------------------------------------------
 
 // Compile-time checks of a record: key fields valid (LayoutIsValid), embedded attributes
@@ -547,6 +628,7 @@ static_assert(RecordIsValid<LinkRecord>());
 static_assert(RecordIsValid<GuidInfoRecord>());
 static_assert(RecordIsValid<PKeyTableRecord>());
 static_assert(RecordIsValid<VlArbitrationTableRecord>());
+static_assert(RecordIsValid<ServiceRecord>());
 
 // Writes `r` into the first Layout<R>::kSize bytes of `out`; reserved bits zero.
 // REQUIRES: out.size() >= Layout<R>::kSize.

@@ -87,6 +87,66 @@ TEST(SaRecordsTest, GuidInfoRecordReadsTheSameThroughLibibmad) {
 }
 
 // Byte offsets of OpenSM's ib_*_record_t members (include/iba/ib_types.h, packed).
+TEST(SaRecordsTest, ServiceRecordReadsTheSameThroughLibibmad) {
+  ServiceRecord r;
+  r.service_id = 0x1000000000000abcull;
+  for (uint8_t i = 0; i < 16; ++i) r.service_gid[i] = static_cast<uint8_t>(0xa0 + i);
+  r.service_p_key = 0xffff;
+  r.service_lease = 3600;
+  for (uint8_t i = 0; i < 16; ++i) r.service_key[i] = static_cast<uint8_t>(0x10 + i);
+  std::memcpy(r.service_name.data(), "ibsm.test", 9);
+  r.service_data8[0] = 0x11;
+  r.service_data16[1] = 0x2233;
+  r.service_data32[2] = 0x44556677;
+  r.service_data64[1] = 0x8899aabbccddeeffull;
+  std::vector<uint8_t> b = Wire(r);
+  EXPECT_EQ(mad_get_field64(b.data(), 0, IB_SA_SR_ID_F), r.service_id);
+  uint8_t gid[16];
+  mad_decode_field(b.data(), IB_SA_SR_GID_F, gid);
+  EXPECT_EQ(std::memcmp(gid, r.service_gid.data(), 16), 0);
+  EXPECT_EQ(mad_get_field(b.data(), 0, IB_SA_SR_PKEY_F), 0xffffu);
+  EXPECT_EQ(mad_get_field(b.data(), 0, IB_SA_SR_LEASE_F), 3600u);
+  uint8_t key[16];
+  mad_decode_field(b.data(), IB_SA_SR_KEY_F, key);
+  EXPECT_EQ(std::memcmp(key, r.service_key.data(), 16), 0);
+  char name[65] = {};
+  mad_decode_field(b.data(), IB_SA_SR_NAME_F, name);
+  EXPECT_STREQ(name, "ibsm.test");
+  // ServiceData: 16 x 8, 8 x 16, 4 x 32, 2 x 64 bits, big-endian, bytes 112..175.
+  uint8_t data[64];
+  mad_decode_field(b.data(), IB_SA_SR_DATA_F, data);
+  EXPECT_EQ(data[0], 0x11);
+  EXPECT_EQ(data[16 + 2], 0x22);
+  EXPECT_EQ(data[16 + 3], 0x33);
+  EXPECT_EQ(data[32 + 8], 0x44);
+  EXPECT_EQ(data[32 + 11], 0x77);
+  EXPECT_EQ(data[48 + 8], 0x88);
+  EXPECT_EQ(data[63], 0xff);
+  auto back = DecodeRecord<ServiceRecord>(b);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->service_data64[1], r.service_data64[1]);
+  EXPECT_EQ(back->service_name, r.service_name);
+  EXPECT_EQ(back->GidPrefix(), 0xa0a1a2a3a4a5a6a7ull);
+  EXPECT_EQ(back->GidGuid(), 0xa8a9aaabacadaeafull);
+}
+
+TEST(SaRecordsTest, ServiceRecordComponentsFollowOpenSmCompMaskBits) {
+  const auto& c = SaRecord<ServiceRecord>::kComponents;
+  ASSERT_EQ(c.size(), 37u);  // IB_SR_COMPMASK_SID (0) .. IB_SR_COMPMASK_SDATA64_1 (36)
+  EXPECT_EQ(c[1].name, "service_gid");
+  EXPECT_EQ(c[6].name, "service_name");
+  EXPECT_EQ(c[7].bit_offset, 896u);    // SDATA8_0
+  EXPECT_EQ(c[23].bit_offset, 1024u);  // SDATA16_0
+  EXPECT_EQ(c[31].bit_offset, 1152u);  // SDATA32_0
+  EXPECT_EQ(c[36].bit_offset, 1344u);  // SDATA64_1
+  ServiceRecord a, b;
+  std::memcpy(a.service_name.data(), "one", 3);
+  std::memcpy(b.service_name.data(), "two", 3);
+  a.service_data8[5] = b.service_data8[5] = 7;
+  EXPECT_FALSE(Matches<ServiceRecord>(1ull << 6, Wire(a), Wire(b)));
+  EXPECT_TRUE(Matches<ServiceRecord>(1ull << 12, Wire(a), Wire(b)));
+}
+
 TEST(SaRecordsTest, RecordsPlaceTheirFieldsWhereOpenSmStructsHaveThem) {
   PortInfoRecord pir;
   pir.lid = 0x0102;
