@@ -273,15 +273,14 @@ void SubnetManager::Route() {
       routed->loops_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
     }
-    boost::asio::post(io_, [this, snapshot, work, routed]() mutable {
+    boost::asio::post(io_, [this, work, routed]() mutable {
       work->reset();
-      if (!stopped_) OnRouted(snapshot, std::move(*routed));
+      if (!stopped_) OnRouted(std::move(*routed));
     });
   });
 }
 
-void SubnetManager::OnRouted(std::shared_ptr<const Fabric> snapshot, Routed routed) {
-  (void)snapshot;
+void SubnetManager::OnRouted(Routed routed) {
   auto& result = routed.result;
   if (!result.ok()) {
     ++counters_.routing_failures;

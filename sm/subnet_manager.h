@@ -143,7 +143,7 @@ class SubnetManager {
     routing::CreditLoopReport loops;
     double route_s = 0, verify_s = 0, loops_s = 0;
   };
-  void OnRouted(std::shared_ptr<const Fabric> snapshot, Routed routed);
+  void OnRouted(Routed routed);
   void ProgramSwitches();
   void PushLfts();
   void ActivateLinks(int pass);
