@@ -81,6 +81,9 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once) {
   o.sm_key = c.sm_key;
   o.sa_key = c.sa_key;
   o.sm_priority = c.sm_priority;
+  o.ignore_other_sm = c.ignore_other_sm;
+  o.sminfo_polling_timeout = std::chrono::milliseconds(c.sminfo_polling_timeout);
+  o.polling_retry_number = c.polling_retry_number;
   o.subnet_timeout = c.subnet_timeout;
   o.routing_engine = c.routing_engine;
   IBSM_ASSIGN_OR_RETURN(o.routing.root_guids, LoadGuids(c.root_guid_file));

@@ -24,6 +24,11 @@ void SmpPipeline::Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod, C
 
 void SmpPipeline::Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
                       std::span<const uint8_t> data, Callback cb) {
+  if (fenced_ && attr_id != mad::attr::kSmInfo) {
+    ++counters_.fenced;
+    if (cb) cb(FailedPrecondition("fenced: this SM is not master"));
+    return;
+  }
   ++counters_.sets;
   mad::Smp smp = mad::MakeDrSmp(mad::method::kSet, attr_id, attr_mod, path, m_key_);
   std::copy_n(data.begin(), std::min(data.size(), smp.data.size()), smp.data.begin());

@@ -22,6 +22,7 @@ struct PipelineCounters {
   uint64_t gets = 0;
   uint64_t sets = 0;
   uint64_t failed = 0;  // no answer after every retry, bad status, or undecodable
+  uint64_t fenced = 0;  // Sets refused because the SM is not master (never sent)
 };
 
 class SmpPipeline {
@@ -49,6 +50,11 @@ class SmpPipeline {
   bool idle() const { return queue_.empty() && in_flight_ == 0 && !feeder_; }
 
   void set_m_key(uint64_t k) { m_key_ = k; }
+  // Fencing (HA): while fenced, every Set except SMInfo (the SM protocol itself) fails at
+  // once with kFailedPrecondition and is never sent, so an SM that is not master cannot
+  // write to the fabric whatever stage of a sweep it was in.
+  void set_fenced(bool f) { fenced_ = f; }
+  bool fenced() const { return fenced_; }
   const PipelineCounters& counters() const { return counters_; }
 
  private:
@@ -69,6 +75,7 @@ class SmpPipeline {
   std::function<void()> idle_fn_;
   std::function<bool()> feeder_;
   bool pumping_ = false;
+  bool fenced_ = false;
   PipelineCounters counters_;
 };
 

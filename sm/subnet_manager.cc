@@ -25,6 +25,10 @@ constexpr uint8_t kUnknownEntry = 0xFE;  // cache marker: the switch's entry is 
 
 uint8_t ToWire(PortState s) { return static_cast<uint8_t>(s); }
 
+bool PeerBeats(const mad::SmInfo& a, const mad::SmInfo& b) {
+  return ha::IsBetterSm(a.priority, a.guid, b.priority, b.guid);
+}
+
 SaServerOptions SaOptions(const SubnetManagerOptions& o) {
   SaServerOptions s;
   s.sa_key = o.sa_key;
@@ -43,7 +47,10 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
       options_(std::move(options)),
       pipeline_(transport, options_.max_wire_smps, options_.send, options_.m_key),
       sa_(transport, SaOptions(options_), clock, store),
-      light_timer_(io) {}
+      light_timer_(io),
+      poll_timer_(io) {
+  pipeline_.set_fenced(true);  // nothing is written before the election says MASTER
+}
 
 SubnetManager::~SubnetManager() {
   stopped_ = true;
@@ -63,15 +70,14 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
     Log(LogName::kSm).warn("SM-STATE-005 cannot read ServiceRecords from the state file: {}",
                            st.ToString());
   }
-  state_ = mad::SmState::kMaster;
-  ++act_count_;
-  Log(LogName::kSm).info("Entering MASTER state");
-  RequestHeavySweep("start");
+  // NOTACTIVE -> DISCOVERING: the first heavy sweep looks for other SMs before it writes.
+  SetSmState(ha::SmEvent::kEnable, "start");
 }
 
 void SubnetManager::Stop() {
   stopped_ = true;
   light_timer_.cancel();
+  poll_timer_.cancel();
 }
 
 void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
@@ -87,6 +93,11 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
 
 void SubnetManager::RequestHeavySweep(const std::string& reason) {
   if (stopped_) return;
+  if (state() == mad::SmState::kStandby || state() == mad::SmState::kNotActive) {
+    // Fencing: only DISCOVERING and MASTER sweep; the master owns the fabric.
+    Log(LogName::kSm).debug("no heavy sweep in state {} ({})", ha::SmStateName(state()), reason);
+    return;
+  }
   if (sweep_posted_) {
     // The requested sweep has not begun: it will see this change too.
     Log(LogName::kSm).info("heavy sweep already pending ({}); also: {}", pending_reason_, reason);
@@ -114,6 +125,10 @@ void SubnetManager::Issue(const std::string& id, const std::string& message) {
 void SubnetManager::BeginHeavySweep() {
   sweep_posted_ = false;
   if (stopped_) return;
+  if (state() != mad::SmState::kDiscovering && state() != mad::SmState::kMaster) {
+    sweeping_ = false;
+    return;
+  }
   sweeping_ = true;
   light_timer_.cancel();
   current_ = SweepStats{};
@@ -151,7 +166,8 @@ void SubnetManager::OnDiscovered(DiscoveryResult r) {
     return;
   }
   sm_port_ = *sm_port;
-  ConfigureLids();
+  // The election comes before any write: other SMs' SMInfo, then DecideRole.
+  QueryOtherSms();
 }
 
 mad::PortInfo SubnetManager::DesiredPortInfo(PortId p) const {
@@ -182,6 +198,20 @@ mad::PortInfo SubnetManager::DesiredPortInfo(PortId p) const {
 
 void SubnetManager::ConfigureLids() {
   Fabric& f = discovered_->fabric;
+  if (took_over_ && !options_.lids.reassign) {
+    // Taking over from another master: the LIDs the ports hold now are the subnet's, so
+    // they win over this SM's own (older) guid2lid rows. Clients keep their LIDs.
+    size_t kept = 0;
+    for (PortId p : EndPorts(f)) {
+      const Port& port = f.port(p);
+      if (port.lid.value() == 0) continue;
+      uint16_t count = static_cast<uint16_t>(1u << port.lmc);
+      guid2lid_[port.guid] = {port.lid.value(),
+                              static_cast<uint16_t>(port.lid.value() + count - 1)};
+      ++kept;
+    }
+    Log(LogName::kHa).info("takeover: keeping the {} LIDs the ports hold", kept);
+  }
   lids_ = AssignLids(f, sm_port_, guid2lid_, options_.lids);
   for (const auto& i : lids_.issues) Issue(i.id, i.message);
   current_.lid_changes = lids_.changed;
@@ -281,6 +311,7 @@ void SubnetManager::Route() {
 }
 
 void SubnetManager::OnRouted(Routed routed) {
+  if (state() != mad::SmState::kMaster) return;  // stepped down while routing: no writes
   auto& result = routed.result;
   if (!result.ok()) {
     ++counters_.routing_failures;
@@ -342,6 +373,7 @@ void SubnetManager::OnRouted(Routed routed) {
 // SwitchInfo first (LinearFDBTop, and clearing PortStateChange), then LFT blocks; blocks are
 // compared with what each switch is known to hold, read back once if unknown.
 void SubnetManager::ProgramSwitches() {
+  if (state() != mad::SmState::kMaster) return;
   const Fabric& f = discovered_->fabric;
   uint16_t top = lid_map_->max_lid();
   for (NodeId n = 0; n < f.node_count(); ++n) {
@@ -395,6 +427,7 @@ void SubnetManager::ProgramSwitches() {
 }
 
 void SubnetManager::PushLfts() {
+  if (state() != mad::SmState::kMaster) return;
   const Fabric& f = discovered_->fabric;
   uint16_t top = lid_map_->max_lid();
   struct Cursor {
@@ -463,6 +496,7 @@ void SubnetManager::PushLfts() {
 void SubnetManager::ActivateLinks(int pass) {
   PortState from = pass == 0 ? PortState::kInit : PortState::kArmed;
   PortState to = pass == 0 ? PortState::kArmed : PortState::kActive;
+  if (state() != mad::SmState::kMaster) return;
   auto next = std::make_shared<PortId>(0);
   pipeline_.Feed([this, next, from, to]() -> bool {
     Fabric& f = discovered_->fabric;
@@ -546,6 +580,7 @@ void SubnetManager::FinishHeavySweep() {
   if (current_.subnet_up) {
     failed_sweeps_in_a_row_ = 0;
     first_master_sweep_ = false;
+    took_over_ = false;
     Log(LogName::kSm).info("SUBNET UP");
   } else {
     Log(LogName::kSm).warn("SM-SWEEP-001 sweep {} finished with {} issues; the subnet is not "
@@ -621,6 +656,23 @@ void SubnetManager::LightSweep() {
                     }
                   });
   }
+  // Known SMs, as OpenSM's light sweep does: a better one that came up, or another master
+  // (two subnets joined), needs the heavy sweep that hands over.
+  for (const auto& [guid, peer] : peers_) {
+    Guid pg = guid;
+    pipeline_.Get(peer.path, mad::attr::kSmInfo, 0, [this, pg, change](Result<mad::Smp> r) {
+      if (!change->empty() || !r.ok()) return;
+      auto info = mad::Decode<mad::SmInfo>(r->data);
+      if (!info.ok() || info->guid != pg.value()) return;
+      if (options_.sm_key != 0 && info->sm_key != options_.sm_key) return;
+      bool better = PeerBeats(*info, OwnSmInfo(state(), false));
+      if (info->sm_state == mad::SmState::kMaster ||
+          (better && info->sm_state == mad::SmState::kStandby)) {
+        *change = fmt::format("SM {} is {}{}", ToString(pg), ha::SmStateName(info->sm_state),
+                              better ? " and better than this SM" : "");
+      }
+    });
+  }
   pipeline_.WhenIdle([this, change] {
     if (stopped_) return;
     if (!change->empty()) {
@@ -658,28 +710,380 @@ void SubnetManager::OnUnsolicited(mad::MadMessage msg) {
   }
 }
 
-void SubnetManager::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg) {
-  ++counters_.sminfo_requests;
-  mad::Smp resp = req;
-  resp.method = mad::method::kGetResp;
+mad::SmInfo SubnetManager::OwnSmInfo(mad::SmState shown, bool with_key) const {
   mad::SmInfo info;
   info.guid = sm_port_guid_.value();
-  // The key is shown only to a requester that presented it (IBA 14.4.1).
-  info.sm_key = mad::Decode<mad::SmInfo>(req.data).ok() &&
-                        mad::Decode<mad::SmInfo>(req.data)->sm_key == options_.sm_key
-                    ? options_.sm_key
-                    : 0;
+  info.sm_key = with_key ? options_.sm_key : 0;
   info.act_count = act_count_;
   info.priority = options_.sm_priority;
-  info.sm_state = state_;
+  info.sm_state = shown;
+  return info;
+}
+
+void SubnetManager::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg) {
+  ++counters_.sminfo_requests;
+  auto in = mad::Decode<mad::SmInfo>(req.data);
+  // The key goes only to a requester that passes the M_Key check or presents the key
+  // itself (IBA 14.4.1; OpenSM's smi_rcv_process_get_request). With m_key 0 every
+  // requester passes, as with OpenSM, which needs the key to accept us as a peer.
+  bool authorised = options_.m_key == 0 || req.m_key == options_.m_key ||
+                    (in.ok() && in->sm_key == options_.sm_key);
+  mad::SmState shown = state();  // a Set is answered with the state it found (OpenSM)
+  uint16_t status = 0;
+  ha::SmTransition t;
+  std::string from = in.ok() ? ToString(Guid{in->guid}) : std::string("?");
+  if (req.method == mad::method::kSet) {
+    if (!in.ok()) {
+      status = ha::kSmInfoStatusInvalidField;
+    } else if (options_.ignore_other_sm) {
+      status = ha::kSmInfoStatusInvalidField;
+      Log(LogName::kHa).info("SMInfo Set {} from SM {} not obeyed: ignore_other_sm is set",
+                             req.attr_mod, from);
+    } else if (options_.sm_key != 0 && in->sm_key != options_.sm_key) {
+      status = ha::kSmInfoStatusInvalidField;
+      ++counters_.sm_key_mismatches;
+      Log(LogName::kHa).warn("SM-HA-003 SMInfo Set {} from SM {} carries SM_Key {:#018x}, "
+                             "ours is {:#018x}: ignored (SMs cooperate only with the same "
+                             "sm_key)",
+                             req.attr_mod, from, in->sm_key, options_.sm_key);
+    } else {
+      status = fsm_.HandleSet(req.attr_mod, in->sm_state, &t);
+      if (status != 0) {
+        ++counters_.sminfo_sets_refused;
+        Log(LogName::kHa).warn("SM-HA-006 SMInfo Set {} from SM {} (state {}) refused in "
+                               "state {}: status 7",
+                               req.attr_mod, from, ha::SmStateName(in->sm_state),
+                               ha::SmStateName(shown));
+      }
+    }
+  }
+  mad::Smp resp = req;
+  resp.method = mad::method::kGetResp;
+  resp.status = status;
   resp.data.fill(0);
-  mad::EncodeTo(info, resp.data);
+  mad::EncodeTo(OwnSmInfo(shown, authorised), resp.data);
   if (req.is_directed()) {
     resp.direction = 1;
   }
   mad::MadMessage out = mad::ToMessage(resp, msg.addr.lid);
   out.addr = msg.addr;
   (void)transport_.Post(std::move(out));
+  if (!t.legal) return;
+
+  // A legal Set: the answer is out; now act on it.
+  pipeline_.set_fenced(state() != mad::SmState::kMaster);
+  std::string why = fmt::format("SMInfo Set {} from SM {}", req.attr_mod, from);
+  if (shown != state()) {
+    Log(LogName::kSm).info("Entering {} state ({})", ha::SmStateName(state()), why);
+  } else {
+    Log(LogName::kHa).info("{} in state {}", why, ha::SmStateName(state()));
+  }
+  if (req.attr_mod == mad::sminfo_mod::kHandover) ++counters_.handovers_received;
+  if (shown == mad::SmState::kStandby && state() == mad::SmState::kMaster) {
+    ++counters_.takeovers;
+    ++act_count_;
+    took_over_ = true;
+  }
+  if (shown == mad::SmState::kStandby && state() == mad::SmState::kDiscovering) took_over_ = true;
+  if (t.actions & ha::sm_action::kSendAcknowledge) SendAcknowledge(Guid{in->guid});
+  ApplyActions(t.actions, why);
+  if (t.actions & ha::sm_action::kStartPolling) {
+    // NOTACTIVE told to stand by: the sender is the master to poll.
+    auto path = PathToPort(Guid{in->guid});
+    if (path) {
+      EnterStandby(PeerSm{Guid{in->guid}, *path, *in});
+    } else {
+      Log(LogName::kHa).warn("SM-HA-007 no path to master SM {} (not discovered yet): not "
+                             "polling it",
+                             from);
+    }
+  }
+}
+
+// --- HA: election, handover, polling -------------------------------------------------
+
+void SubnetManager::SetSmState(ha::SmEvent event, const std::string& why) {
+  mad::SmState before = state();
+  ha::SmTransition t = fsm_.Handle(event);
+  if (!t.legal) {
+    Log(LogName::kHa).debug("event {} ignored in state {}", ha::SmEventName(event),
+                            ha::SmStateName(before));
+    return;
+  }
+  pipeline_.set_fenced(state() != mad::SmState::kMaster);
+  if (before != state()) Log(LogName::kSm).info("Entering {} state ({})", ha::SmStateName(state()), why);
+  if (state() == mad::SmState::kMaster && before != mad::SmState::kMaster) {
+    ++act_count_;
+    if (took_over_) ++counters_.takeovers;
+  }
+  if (before == mad::SmState::kStandby && state() == mad::SmState::kDiscovering) took_over_ = true;
+  ApplyActions(t.actions, why);
+}
+
+void SubnetManager::ApplyActions(uint32_t actions, const std::string& why) {
+  if (actions & ha::sm_action::kStopPolling) {
+    poll_timer_.cancel();
+    polled_.reset();
+    poll_misses_ = 0;
+  }
+  if (actions & ha::sm_action::kFence) {
+    // Another SM writes the switches from now on: what we knew of them is stale.
+    switch_cache_.clear();
+    light_timer_.cancel();
+    sweeping_ = false;
+    sweep_again_ = false;
+  }
+  if (actions & ha::sm_action::kFirstMasterSweep) first_master_sweep_ = true;
+  if (actions & ha::sm_action::kHeavySweep) RequestHeavySweep(why);
+}
+
+std::optional<DrPath> SubnetManager::PathToPort(Guid port_guid) const {
+  if (!discovered_) return std::nullopt;
+  const Fabric& f = discovered_->fabric;
+  auto p = f.FindPort(port_guid);
+  if (!p) return std::nullopt;
+  const Port& port = f.port(*p);
+  if (f.node(port.node).is_switch()) return discovered_->nodes[port.node].path;
+  if (!port.connected()) return std::nullopt;
+  // Out of the neighbour through the cable that ends at this port.
+  const Port& peer = f.port(port.peer);
+  DrPath path = discovered_->nodes[peer.node].path;
+  if (path.size() >= mad::kMaxDrHops) return std::nullopt;
+  path.push_back(peer.num.value());
+  return path;
+}
+
+// SMInfo Get to every port that claims IsSM (opensm-facts.md: "SMInfo Get to ports with
+// the IsSM capability bit"). Answers are judged in DecideRole once all are in.
+void SubnetManager::QueryOtherSms() {
+  peers_.clear();
+  if (options_.ignore_other_sm) {
+    DecideRole();
+    return;
+  }
+  const Fabric& f = discovered_->fabric;
+  for (PortId p : EndPorts(f)) {
+    const Port& port = f.port(p);
+    if (port.guid == sm_port_guid_) continue;
+    const DiscoveredNode& dn = discovered_->nodes[port.node];
+    uint8_t num = port.num.value();
+    if (num >= dn.port_info_valid.size() || !dn.port_info_valid[num]) continue;
+    if (!(dn.port_info[num].capability_mask & mad::port_cap::kIsSm)) continue;
+    auto path = PathToPort(port.guid);
+    if (!path) continue;
+    Guid g = port.guid;
+    pipeline_.Get(*path, mad::attr::kSmInfo, 0, [this, g, path = *path](Result<mad::Smp> r) {
+      if (!r.ok()) {
+        // A dead SM keeps IsSM on ibsim, and an SM may be starting: not an error.
+        Log(LogName::kHa).info("port {} claims IsSM but did not answer SMInfo: {}",
+                               ToString(g), r.status().ToString());
+        return;
+      }
+      auto info = mad::Decode<mad::SmInfo>(r->data);
+      if (!info.ok()) return;
+      if (info->guid != g.value()) {
+        Log(LogName::kHa).warn("SM-HA-002 SMInfo from port {} names port {}: ignored",
+                               ToString(g), ToString(Guid{info->guid}));
+        return;
+      }
+      ++counters_.other_sms_seen;
+      if (options_.sm_key != 0 && info->sm_key != options_.sm_key) {
+        ++counters_.sm_key_mismatches;
+        Log(LogName::kHa).warn("SM-HA-003 SM {} (path {}) has SM_Key {:#018x}, ours is "
+                               "{:#018x}: ignored (SMs cooperate only with the same sm_key)",
+                               ToString(g), PathString(path), info->sm_key, options_.sm_key);
+        return;
+      }
+      if (info->sm_state == mad::SmState::kNotActive) return;
+      Log(LogName::kHa).info("found SM {} priority {} state {}", ToString(g), info->priority,
+                             ha::SmStateName(info->sm_state));
+      peers_[g] = PeerSm{g, path, *info};
+    });
+  }
+  pipeline_.WhenIdle([this] {
+    if (!stopped_) DecideRole();
+  });
+}
+
+void SubnetManager::DecideRole() {
+  const mad::SmInfo me = OwnSmInfo(state(), false);
+  const PeerSm* master = nullptr;  // the best SM claiming MASTER
+  const PeerSm* better = nullptr;  // the best SM better than us, any state
+  const PeerSm* handover_to = nullptr;  // the best better SM that can take a HANDOVER
+  for (const auto& [g, p] : peers_) {
+    if (p.info.sm_state == mad::SmState::kMaster && (!master || PeerBeats(p.info, master->info)))
+      master = &p;
+    if (!PeerBeats(p.info, me)) continue;
+    if (!better || PeerBeats(p.info, better->info)) better = &p;
+    bool can_take = p.info.sm_state == mad::SmState::kStandby ||
+                    p.info.sm_state == mad::SmState::kMaster;
+    if (can_take && (!handover_to || PeerBeats(p.info, handover_to->info))) handover_to = &p;
+  }
+  if (state() == mad::SmState::kDiscovering) {
+    if (master || better) {
+      const PeerSm target = master ? *master : *better;
+      SetSmState(ha::SmEvent::kDiscoveryFoundMaster,
+                 fmt::format("{} SM {} priority {}", master ? "master" : "better",
+                             ToString(target.guid), target.info.priority));
+      EnterStandby(target);
+      return;
+    }
+    SetSmState(ha::SmEvent::kDiscoveryNoMaster, "no master and no better SM found");
+    ConfigureLids();
+    return;
+  }
+  if (state() == mad::SmState::kMaster) {
+    if (handover_to) {
+      SendHandover(*handover_to);
+      return;
+    }
+    ConfigureLids();
+    return;
+  }
+  // A Set made us NOTACTIVE or STANDBY meanwhile: this sweep ends without writing.
+  sweeping_ = false;
+}
+
+// Pre-emption (and split brain): the better SM gets the subnet before we write again.
+void SubnetManager::SendHandover(const PeerSm& to) {
+  Log(LogName::kHa).info("handing over to SM {} (priority {}, state {})", ToString(to.guid),
+                         to.info.priority, ha::SmStateName(to.info.sm_state));
+  std::array<uint8_t, 64> data{};
+  mad::EncodeTo(OwnSmInfo(mad::SmState::kMaster, true), data);
+  pipeline_.Set(to.path, mad::attr::kSmInfo, mad::sminfo_mod::kHandover, data,
+                [this, to](Result<mad::Smp> r) {
+                  if (stopped_ || state() != mad::SmState::kMaster) return;
+                  if (!r.ok()) {
+                    Log(LogName::kHa).warn("SM-HA-004 HANDOVER to SM {} failed: {}; staying "
+                                           "MASTER",
+                                           ToString(to.guid), r.status().ToString());
+                    ConfigureLids();
+                    return;
+                  }
+                  ++counters_.handovers_sent;
+                  SetSmState(ha::SmEvent::kHandoverSent,
+                             fmt::format("handed over to SM {}", ToString(to.guid)));
+                  PeerSm polled = to;
+                  polled.info.sm_state = mad::SmState::kMaster;
+                  EnterStandby(polled);
+                });
+}
+
+void SubnetManager::EnterStandby(const PeerSm& master) {
+  polled_ = master;
+  poll_misses_ = 0;
+  poll_in_flight_ = false;
+  switch_cache_.clear();
+  sweeping_ = false;
+  sweep_again_ = false;
+  light_timer_.cancel();
+  Log(LogName::kHa).info("polling master SM {} (priority {}) every {} ms, lost after {} misses",
+                         ToString(master.guid), master.info.priority,
+                         options_.sminfo_polling_timeout.count(), options_.polling_retry_number);
+  SchedulePoll();
+}
+
+void SubnetManager::SchedulePoll() {
+  if (stopped_) return;
+  poll_timer_.expires_after(options_.sminfo_polling_timeout);
+  poll_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) Poll();
+  });
+}
+
+void SubnetManager::Poll() {
+  if (stopped_ || state() != mad::SmState::kStandby || !polled_) return;
+  SchedulePoll();
+  if (poll_in_flight_) return;  // the last poll is still out: it counts when it ends
+  poll_in_flight_ = true;
+  ++counters_.polls_sent;
+  // One poll must end before the next is due, or misses would pile up late.
+  mad::SendOptions so = options_.send;
+  if (so.timeout * (so.retries + 1) > options_.sminfo_polling_timeout) {
+    so.retries = 0;
+    so.timeout = std::min(so.timeout * 2, options_.sminfo_polling_timeout);
+  }
+  Guid g = polled_->guid;
+  mad::Smp smp = mad::MakeDrSmp(mad::method::kGet, mad::attr::kSmInfo, 0, polled_->path,
+                                options_.m_key);
+  transport_.Send(mad::ToMessage(smp), so, [this, g](Result<mad::MadMessage> r) {
+    poll_in_flight_ = false;
+    if (stopped_ || state() != mad::SmState::kStandby || !polled_ || polled_->guid != g) return;
+    Result<mad::SmInfo> info = [&]() -> Result<mad::SmInfo> {
+      if (!r.ok()) return r.status();
+      mad::Smp resp;
+      IBSM_RETURN_IF_ERROR(mad::DecodeFrom(r->bytes, &resp));
+      if (resp.status != 0) return FailedPrecondition(fmt::format("MAD status {:#x}", resp.status));
+      return mad::Decode<mad::SmInfo>(resp.data);
+    }();
+    const mad::SmInfo me = OwnSmInfo(mad::SmState::kStandby, false);
+    std::string why;
+    if (!info.ok()) {
+      why = info.status().ToString();
+    } else if (info->guid != g.value()) {
+      why = fmt::format("answered as {}", ToString(Guid{info->guid}));
+    } else if (info->sm_state == mad::SmState::kMaster) {
+      polled_->info = *info;
+      poll_misses_ = 0;
+      // We are the better SM: ask the master to sweep and hand over (OpenSM does the same).
+      if (PeerBeats(me, *info)) SendTrap144(*polled_);
+      return;
+    } else if (info->sm_state == mad::SmState::kStandby && PeerBeats(*info, me)) {
+      poll_misses_ = 0;  // a better SM, itself waiting: still the one to follow
+      return;
+    } else {
+      why = fmt::format("is {}, not MASTER", ha::SmStateName(info->sm_state));
+    }
+    ++counters_.polls_missed;
+    ++poll_misses_;
+    Log(LogName::kHa).warn("SM-HA-005 master SM {} poll {} of {} failed: {}", ToString(g),
+                           poll_misses_, options_.polling_retry_number, why);
+    if (poll_misses_ >= options_.polling_retry_number) {
+      SetSmState(ha::SmEvent::kPollingTimeout, fmt::format("master SM {} lost", ToString(g)));
+    }
+  });
+}
+
+// Trap 144 with the SM-priority-change flag, LID-routed to the master (IBA 14.4.1.2).
+void SubnetManager::SendTrap144(const PeerSm& master) {
+  if (!discovered_) return;
+  auto mp = discovered_->fabric.FindPort(master.guid);
+  auto own = discovered_->fabric.FindPort(sm_port_guid_);
+  if (!mp || !own) return;
+  uint16_t master_lid = discovered_->fabric.port(*mp).lid.value();
+  auto local = transport_.QueryLocalPort();
+  uint16_t my_lid = local.ok() ? local->lid.value() : 0;
+  if (master_lid == 0 || my_lid == 0) return;
+  mad::Trap144Details d;
+  d.lid = my_lid;
+  d.change_flags = mad::trap144_flag::kSmPriorityChange;
+  const DiscoveredNode& dn = discovered_->nodes[discovered_->fabric.port(*own).node];
+  uint8_t num = discovered_->fabric.port(*own).num.value();
+  if (num < dn.port_info.size()) d.capability_mask = dn.port_info[num].capability_mask;
+  mad::Notice n = mad::MakeTrap144(mad::producer::kCa, my_lid, d);
+  mad::Smp smp = mad::MakeLidSmp(mad::method::kTrap, mad::attr::kNotice, 0, options_.m_key);
+  mad::EncodeSmpNotice(n, smp.data);
+  ++counters_.trap144_sent;
+  Log(LogName::kHa).info("trap 144 (SM priority) to master SM {} at LID {}: we are the better "
+                         "SM",
+                         ToString(master.guid), master_lid);
+  (void)transport_.Post(mad::ToMessage(smp, Lid{master_lid}));
+}
+
+// The new master acknowledges a HANDOVER (IBA 14.4.1; OpenSM never does and does not
+// need it). The payload shows the state we were in when handed over: STANDBY.
+void SubnetManager::SendAcknowledge(Guid to) {
+  auto path = PathToPort(to);
+  if (!path) return;
+  std::array<uint8_t, 64> data{};
+  mad::EncodeTo(OwnSmInfo(mad::SmState::kStandby, true), data);
+  ++counters_.acknowledges_sent;
+  pipeline_.Set(*path, mad::attr::kSmInfo, mad::sminfo_mod::kAcknowledge, data,
+                [to](Result<mad::Smp> r) {
+                  if (!r.ok())
+                    Log(LogName::kHa).info("ACKNOWLEDGE to SM {} not taken: {}", ToString(to),
+                                           r.status().ToString());
+                });
 }
 
 void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) {
@@ -732,7 +1136,7 @@ void SubnetManager::PublishSaSnapshot() {
   s->sm_key = options_.sm_key;
   s->act_count = act_count_;
   s->sm_priority = options_.sm_priority;
-  s->sm_state = state_;
+  s->sm_state = state();
   sa_.Publish(std::move(s));
 }
 

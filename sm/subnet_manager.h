@@ -22,6 +22,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "base/clock.h"
+#include "ha/sm_state_machine.h"
 #include "mad/attr/sm_info.h"
 #include "mad/transport.h"
 #include "routing/quality.h"
@@ -47,6 +48,10 @@ struct SubnetManagerOptions {
   uint64_t sm_key = 1;
   uint64_t sa_key = 1;  // SA requests presenting it are trusted (M_Key, SM_Key shown)
   uint8_t sm_priority = 0;
+  // HA (opensm.conf names): other SMs are not looked for and never obeyed when set.
+  bool ignore_other_sm = false;
+  std::chrono::milliseconds sminfo_polling_timeout{10000};
+  uint32_t polling_retry_number = 4;
   uint8_t subnet_timeout = 18;
   std::string routing_engine;  // comma list; empty = minhop
   routing::RoutingOptions routing;
@@ -92,6 +97,17 @@ struct SmCounters {
   uint64_t unsolicited_ignored = 0;  // requests for classes/attributes the SM does not serve
   uint64_t routing_failures = 0;
   uint64_t credit_loops_found = 0;  // routings whose channel dependency graph has a cycle
+  // HA (SMInfo protocol).
+  uint64_t sminfo_sets_refused = 0;    // Sets answered with status 7 (illegal now)
+  uint64_t sm_key_mismatches = 0;      // other SMs ignored because their SM_Key differs
+  uint64_t other_sms_seen = 0;         // SMInfo answers from other SMs during sweeps
+  uint64_t handovers_sent = 0;         // HANDOVERs accepted by a better SM
+  uint64_t handovers_received = 0;
+  uint64_t acknowledges_sent = 0;
+  uint64_t polls_sent = 0;             // SMInfo Gets to the master while STANDBY
+  uint64_t polls_missed = 0;
+  uint64_t takeovers = 0;              // STANDBY -> MASTER (master lost or handed over)
+  uint64_t trap144_sent = 0;           // standby telling a worse master to hand over
   // Every problem a sweep reported and went on past, by stable log ID ("SM-DISC-003").
   std::map<std::string, uint64_t> issues_by_id;
 };
@@ -121,7 +137,9 @@ class SubnetManager {
   const Fabric* fabric() const { return discovered_ ? &discovered_->fabric : nullptr; }
   const routing::RoutingTables* tables() const { return tables_ ? tables_.get() : nullptr; }
   Lid sm_lid() const { return sm_lid_; }
-  mad::SmState state() const { return state_; }
+  mad::SmState state() const { return fsm_.state(); }
+  // The SM this one polls while STANDBY (port GUID), 0 otherwise.
+  Guid polled_master() const { return polled_ ? polled_->guid : Guid{0}; }
   // The SA, answering class 0x03 requests from the snapshot of the last heavy sweep.
   const SaServer& sa() const { return sa_; }
 
@@ -150,6 +168,24 @@ class SubnetManager {
   void FinishHeavySweep();
   void ScheduleLightSweep();
   void LightSweep();
+  // --- HA (SMInfo protocol) ---
+  struct PeerSm {
+    Guid guid{0};
+    DrPath path;
+    mad::SmInfo info;
+  };
+  void QueryOtherSms();
+  void DecideRole();
+  void SendHandover(const PeerSm& to);
+  void ApplyActions(uint32_t actions, const std::string& why);
+  void EnterStandby(const PeerSm& master);
+  void SchedulePoll();
+  void Poll();
+  void SendTrap144(const PeerSm& master);
+  void SendAcknowledge(Guid to);
+  void SetSmState(ha::SmEvent event, const std::string& why);
+  std::optional<DrPath> PathToPort(Guid port_guid) const;
+  mad::SmInfo OwnSmInfo(mad::SmState shown, bool with_key) const;
   void OnUnsolicited(mad::MadMessage msg);
   void AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg);
   void HandleTrap(const mad::Smp& req, const mad::MadMessage& msg);
@@ -170,7 +206,13 @@ class SubnetManager {
   boost::asio::steady_timer light_timer_;
   boost::asio::thread_pool routing_pool_{1};
 
-  mad::SmState state_ = mad::SmState::kDiscovering;
+  ha::SmStateMachine fsm_;
+  std::map<Guid, PeerSm> peers_;       // other SMs (matching key) seen by the last sweep
+  std::optional<PeerSm> polled_;       // the master polled while STANDBY
+  uint32_t poll_misses_ = 0;
+  bool poll_in_flight_ = false;
+  bool took_over_ = false;             // the next master sweep follows another master's
+  boost::asio::steady_timer poll_timer_;
   uint32_t act_count_ = 0;
   Guid sm_port_guid_{0};
   Lid sm_lid_{0};
