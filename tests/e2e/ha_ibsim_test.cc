@@ -1,0 +1,361 @@
+// High availability end to end on ibsim (issue 6, "Must hold"): several SM processes, each
+// attached to its own host of one ibsim fabric, run the SMInfo protocol through ibsim, which
+// forwards SMInfo to the SM client bound at the destination port. What a user sees is
+// checked with infiniband-diags (sminfo, ibnetdiscover) and the SMs' own logs.
+//
+// Hosts: ibsmd "a" at node-0001/hca1 (port GUID ...0011), "b" at the last host (a larger
+// GUID), so with equal priorities "a" is the better SM.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "fabric/generators.h"
+#include "fabric/topology_writer.h"
+#include "tests/e2e/ibsim_harness.h"
+
+namespace ibsm::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr auto kToolTimeout = 20s;
+
+std::string BinDir() {
+  const char* b = std::getenv("IBSM_BIN_DIR");
+  return b ? b : IBSM_BIN_DIR;
+}
+std::string Ibsmd() { return BinDir() + "/ibsmd"; }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+bool Has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+// Polls the file at `path` until `done(text)` or the deadline; returns the last text read.
+template <typename Pred>
+std::string WaitFor(const std::string& path, Pred done, std::chrono::seconds deadline = 30s) {
+  auto until = std::chrono::steady_clock::now() + deadline;
+  std::string text = ReadFile(path);
+  while (!done(text) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(50ms);
+    text = ReadFile(path);
+  }
+  return text;
+}
+
+// The text after the first occurrence of `marker` (empty if none).
+std::string After(const std::string& text, const std::string& marker) {
+  size_t at = text.find(marker);
+  return at == std::string::npos ? std::string() : text.substr(at);
+}
+
+struct SmInfoSeen {
+  uint64_t guid = 0;
+  int priority = -1;
+  std::string state;  // "SMINFO_MASTER"
+  std::string raw;
+};
+
+class HaIbsimTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
+    if (access(Ibsmd().c_str(), X_OK) != 0) FAIL() << "ibsmd not built at " << Ibsmd();
+    std::string tmpl = (fs::temp_directory_path() / "ibsm-ha-e2e-XXXXXX").string();
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    ASSERT_NE(mkdtemp(buf.data()), nullptr);
+    root_ = buf.data();
+  }
+
+  void TearDown() override {
+    children_.clear();  // killed by PID
+    sim_.reset();
+    if (!root_.empty() && !std::getenv("IBSM_KEEP_E2E_DIR")) {
+      std::error_code ec;
+      fs::remove_all(root_, ec);
+    }
+  }
+
+  void StartFabric(Result<Fabric> fabric) {
+    ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
+    fabric_ = std::move(*fabric);
+    std::string net = root_ + "/fabric.net";
+    WriteFile(net, WriteTopology(fabric_));
+    auto sim = IbsimInstance::Start(net);
+    ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+    sim_ = std::move(*sim);
+    first_host_.clear();
+    for (NodeId n = 0; n < fabric_.node_count(); ++n) {
+      if (fabric_.node(n).kind != NodeKind::kCa) continue;
+      if (first_host_.empty()) first_host_ = fabric_.node(n).name;
+      last_host_ = fabric_.node(n).name;
+    }
+  }
+
+  std::string Dir(const std::string& name) const { return root_ + "/" + name; }
+  std::string LogPath(const std::string& name) const { return Dir(name) + "/sm.log"; }
+  std::string Log(const std::string& name) const { return ReadFile(LogPath(name)); }
+
+  // Starts ibsmd `name` at `host` with `conf` added to its opensm.conf. Returns its index.
+  size_t StartIbsmd(const std::string& name, const std::string& host, const std::string& conf) {
+    fs::create_directories(Dir(name));
+    std::string path = Dir(name) + "/opensm.conf";
+    WriteFile(path, "guid2lid_file " + Dir(name) + "/guid2lid\nstate_db_file " + Dir(name) +
+                        "/state.db\ndump_files_dir " + Dir(name) + "\nlog_file " +
+                        LogPath(name) + "\n" + conf);
+    auto child = sim_->StartChild({Ibsmd(), "-F", path}, host);
+    EXPECT_TRUE(child.ok()) << child.status().ToString();
+    children_.push_back(std::make_unique<ChildProcess>(std::move(*child)));
+    return children_.size() - 1;
+  }
+
+  // OpenSM 3.3.23 at `host`, its files in Dir(name).
+  size_t StartOpensm(const std::string& name, const std::string& host, const std::string& conf) {
+    fs::create_directories(Dir(name));
+    std::string path = Dir(name) + "/opensm.conf";
+    WriteFile(path, conf);
+    auto env = sim_->Environment(host);
+    env.push_back("OSM_TMP_DIR=" + Dir(name));
+    env.push_back("OSM_CACHE_DIR=" + Dir(name));
+    auto child = ChildProcess::Start({"opensm", "-F", path, "-f", LogPath(name)},
+                                     sim_->work_dir(), env);
+    EXPECT_TRUE(child.ok()) << child.status().ToString();
+    children_.push_back(std::make_unique<ChildProcess>(std::move(*child)));
+    return children_.size() - 1;
+  }
+
+  void Kill9(size_t child) {
+    kill(children_[child]->pid(), SIGKILL);
+    (void)children_[child]->Wait(10s);
+  }
+
+  // `sminfo` from a host that runs no SM; `lid` empty = ask the master.
+  SmInfoSeen Sminfo(const std::string& lid = "") {
+    std::vector<std::string> argv = {"sminfo"};
+    if (!lid.empty()) argv.push_back(lid);
+    SmInfoSeen seen;
+    auto r = sim_->Run(argv, kToolTimeout, ProbeHost());
+    if (!r.ok()) return seen;
+    seen.raw = r->out + r->err;
+    static const std::regex re(
+        R"(sm guid (0x[0-9a-f]+), activity count \d+ priority (\d+) state \d+ (\w+))");
+    std::smatch m;
+    if (std::regex_search(seen.raw, m, re)) {
+      seen.guid = std::stoull(m[1], nullptr, 16);
+      seen.priority = std::stoi(m[2]);
+      seen.state = m[3];
+    }
+    return seen;
+  }
+
+  // The LID a host's port holds (ibstat under the preload at that host).
+  std::string LidOf(const std::string& host) {
+    auto r = sim_->Run({"ibstat"}, kToolTimeout, host);
+    if (!r.ok()) return "";
+    std::smatch m;
+    static const std::regex re(R"(Base lid: (\d+))");
+    return std::regex_search(r->out, m, re) ? m[1].str() : "";
+  }
+
+  // ibnetdiscover's topology (every node, cable and LID) from a host without an SM,
+  // without its header comment (which carries the time).
+  std::string Topology() {
+    auto r = sim_->Run({"ibnetdiscover"}, kToolTimeout, ProbeHost());
+    if (!r.ok() || r->exit_code != 0) return "ibnetdiscover failed";
+    std::istringstream in(r->out);
+    std::string line, out;
+    while (std::getline(in, line))
+      if (!line.empty() && line[0] != '#') out += line + "\n";
+    return out;
+  }
+
+  std::string ProbeHost() const {
+    for (NodeId n = 1; n < fabric_.node_count(); ++n)
+      if (fabric_.node(n).kind == NodeKind::kCa && fabric_.node(n).name != first_host_ &&
+          fabric_.node(n).name != last_host_)
+        return fabric_.node(n).name;
+    return first_host_;
+  }
+
+  uint64_t PortGuidOf(const std::string& host) const {
+    auto n = fabric_.FindNodeByName(host);
+    return n ? fabric_.port(*n, PortNum{1}).guid.value() : 0;
+  }
+
+  std::string root_;
+  Fabric fabric_;
+  std::unique_ptr<IbsimInstance> sim_;
+  std::vector<std::unique_ptr<ChildProcess>> children_;
+  std::string first_host_, last_host_;
+};
+
+constexpr char kFastPolling[] = "sminfo_polling_timeout 1000\npolling_retry_number 2\n";
+
+auto SubnetUp = [](const std::string& l) { return Has(l, "SUBNET UP"); };
+auto Standby = [](const std::string& l) { return Has(l, "Entering STANDBY state"); };
+
+// The heavy sweep that followed "Entering MASTER state" after `marker`, as logged.
+std::string TakeoverSweepLine(const std::string& log, const std::string& marker) {
+  std::string tail = After(log, marker);
+  std::smatch m;
+  static const std::regex re(R"(heavy sweep \d+ done .*)");
+  return std::regex_search(tail, m, re) ? m[0].str() : "";
+}
+
+TEST_F(HaIbsimTest, TwoIbsmdElectOneMasterAndTheStandbyTakesOverAfterKill9KeepingLidsAndLfts) {
+  StartFabric(FatTree2(4));
+  size_t a = StartIbsmd("a", first_host_, std::string("sm_priority 5\n") + kFastPolling);
+  std::string log_a = WaitFor(LogPath("a"), SubnetUp);
+  ASSERT_TRUE(Has(log_a, "SUBNET UP")) << log_a;
+  StartIbsmd("b", last_host_, std::string("sm_priority 3\n") + kFastPolling);
+  std::string log_b = WaitFor(LogPath("b"), Standby);
+  ASSERT_TRUE(Has(log_b, "Entering STANDBY state")) << log_b;
+  EXPECT_FALSE(Has(log_b, "Entering MASTER state")) << log_b;
+
+  SmInfoSeen master = Sminfo();
+  EXPECT_EQ(master.state, "SMINFO_MASTER") << master.raw;
+  EXPECT_EQ(master.guid, PortGuidOf(first_host_)) << master.raw;
+  EXPECT_EQ(master.priority, 5) << master.raw;
+  SmInfoSeen standby = Sminfo(LidOf(last_host_));
+  EXPECT_EQ(standby.state, "SMINFO_STANDBY") << standby.raw;
+  EXPECT_EQ(standby.guid, PortGuidOf(last_host_)) << standby.raw;
+
+  std::string before = Topology();
+  auto killed = std::chrono::steady_clock::now();
+  Kill9(a);
+  log_b = WaitFor(LogPath("b"), [](const std::string& l) {
+    return Has(After(l, "Entering MASTER state"), "SUBNET UP");
+  });
+  auto up = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Has(After(log_b, "Entering MASTER state"), "SUBNET UP")) << log_b;
+  std::printf("[ figure ] 2-tier k=4: master killed -> standby SUBNET UP in %.2f s "
+              "(polling 1000 ms x 2)\n",
+              std::chrono::duration<double>(up - killed).count());
+  std::string sweep = TakeoverSweepLine(log_b, "Entering MASTER state");
+  EXPECT_TRUE(Has(sweep, " 0 LID changes")) << sweep;
+  EXPECT_TRUE(Has(sweep, " 0 LFT blocks sent")) << sweep;
+  EXPECT_TRUE(Has(log_b, "SM-HA-005")) << "the lost polls are logged\n" << log_b;
+
+  EXPECT_EQ(Topology(), before) << "LIDs or links changed over the failover";
+  SmInfoSeen after = Sminfo();
+  EXPECT_EQ(after.state, "SMINFO_MASTER") << after.raw;
+  EXPECT_EQ(after.guid, PortGuidOf(last_host_)) << after.raw;
+}
+
+TEST_F(HaIbsimTest, AHigherPrioritySmJoiningTakesOverByHandoverWithoutLftSets) {
+  StartFabric(FatTree2(4));
+  StartIbsmd("b", last_host_, std::string("sm_priority 3\n") + kFastPolling);
+  ASSERT_TRUE(Has(WaitFor(LogPath("b"), SubnetUp), "SUBNET UP"));
+  std::string before = Topology();
+  StartIbsmd("a", first_host_, std::string("sm_priority 7\n") + kFastPolling);
+  std::string log_a = WaitFor(LogPath("a"), [](const std::string& l) {
+    return Has(After(l, "Entering MASTER state"), "SUBNET UP");
+  });
+  ASSERT_TRUE(Has(log_a, "Entering STANDBY state")) << "it first follows the master\n" << log_a;
+  ASSERT_TRUE(Has(log_a, "Entering MASTER state (SMInfo Set 1 from SM")) << log_a;
+  std::string sweep = TakeoverSweepLine(log_a, "Entering MASTER state");
+  EXPECT_TRUE(Has(sweep, " 0 LID changes")) << sweep;
+  EXPECT_TRUE(Has(sweep, " 0 LFT blocks sent")) << sweep;
+  std::string log_b = WaitFor(LogPath("b"), [](const std::string& l) {
+    return Has(l, "SMInfo Set 2 from SM");  // the ACKNOWLEDGE
+  });
+  EXPECT_TRUE(Has(log_b, "handing over to SM")) << log_b;
+  EXPECT_TRUE(Has(After(log_b, "handing over"), "Entering STANDBY state")) << log_b;
+  EXPECT_TRUE(Has(log_b, "SMInfo Set 2 from SM")) << log_b;
+
+  SmInfoSeen master = Sminfo();
+  EXPECT_EQ(master.guid, PortGuidOf(first_host_)) << master.raw;
+  EXPECT_EQ(master.state, "SMINFO_MASTER") << master.raw;
+  EXPECT_EQ(Sminfo(LidOf(last_host_)).state, "SMINFO_STANDBY");
+  EXPECT_EQ(Topology(), before);
+}
+
+TEST_F(HaIbsimTest, AtEqualPriorityTheLowerGuidJoiningTakesOver) {
+  StartFabric(FatTree2(4));
+  StartIbsmd("b", last_host_, kFastPolling);
+  ASSERT_TRUE(Has(WaitFor(LogPath("b"), SubnetUp), "SUBNET UP"));
+  StartIbsmd("a", first_host_, kFastPolling);
+  std::string log_a = WaitFor(LogPath("a"), [](const std::string& l) {
+    return Has(After(l, "Entering MASTER state"), "SUBNET UP");
+  });
+  ASSERT_TRUE(Has(log_a, "Entering MASTER state (SMInfo Set 1")) << log_a;
+  EXPECT_EQ(Sminfo().guid, PortGuidOf(first_host_));
+}
+
+TEST_F(HaIbsimTest, SmsWithDifferentSmKeysIgnoreEachOtherAndSayWhy) {
+  StartFabric(FatTree2(4));
+  StartIbsmd("a", first_host_, std::string("sm_priority 5\nsm_key 0x1\n") + kFastPolling);
+  ASSERT_TRUE(Has(WaitFor(LogPath("a"), SubnetUp), "SUBNET UP"));
+  StartIbsmd("b", last_host_, std::string("sm_priority 3\nsm_key 0x2\n") + kFastPolling);
+  std::string log_b = WaitFor(LogPath("b"), SubnetUp);
+  // OpenSM's behaviour: an SM with another key does not count, so "b" finds no master.
+  EXPECT_TRUE(Has(log_b, "SM-HA-003 SM 0x")) << log_b;
+  EXPECT_TRUE(Has(log_b, "has SM_Key 0x0000000000000001, ours is 0x0000000000000002")) << log_b;
+  EXPECT_TRUE(Has(log_b, "Entering MASTER state")) << log_b;
+  EXPECT_FALSE(Has(log_b, "Entering STANDBY state")) << log_b;
+  EXPECT_EQ(Sminfo(LidOf(last_host_)).state, "SMINFO_MASTER");
+}
+
+TEST_F(HaIbsimTest, IgnoreOtherSmMakesASecondMasterThatNeverStandsBy) {
+  StartFabric(FatTree2(4));
+  StartIbsmd("a", first_host_, std::string("sm_priority 5\n") + kFastPolling);
+  ASSERT_TRUE(Has(WaitFor(LogPath("a"), SubnetUp), "SUBNET UP"));
+  StartIbsmd("b", last_host_, std::string("sm_priority 3\nignore_other_sm TRUE\n") + kFastPolling);
+  std::string log_b = WaitFor(LogPath("b"), SubnetUp);
+  EXPECT_TRUE(Has(log_b, "Entering MASTER state")) << log_b;
+  EXPECT_FALSE(Has(log_b, "found SM")) << log_b;
+}
+
+TEST_F(HaIbsimTest, FailoverOnThreeTierK8WithFastPollingIsMeasured) {
+  StartFabric(FatTree3(8));
+  std::string conf = std::string("routing_engine ftree,updn\n") + kFastPolling;
+  size_t a = StartIbsmd("a", first_host_, "sm_priority 5\n" + conf);
+  ASSERT_TRUE(Has(WaitFor(LogPath("a"), SubnetUp, 60s), "SUBNET UP")) << Log("a");
+  StartIbsmd("b", last_host_, "sm_priority 3\n" + conf);
+  ASSERT_TRUE(Has(WaitFor(LogPath("b"), Standby, 60s), "Entering STANDBY state")) << Log("b");
+  std::string before = Topology();
+  auto killed = std::chrono::steady_clock::now();
+  Kill9(a);
+  std::string log_b = WaitFor(
+      LogPath("b"),
+      [](const std::string& l) { return Has(After(l, "Entering MASTER state"), "SUBNET UP"); },
+      60s);
+  auto up = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Has(After(log_b, "Entering MASTER state"), "SUBNET UP")) << log_b;
+  std::printf("[ figure ] 3-tier k=8 (%zu nodes): master killed -> standby SUBNET UP in %.2f s "
+              "(polling 1000 ms x 2)\n",
+              fabric_.node_count(), std::chrono::duration<double>(up - killed).count());
+  std::string sweep = TakeoverSweepLine(log_b, "Entering MASTER state");
+  std::printf("[ figure ] takeover sweep: %s\n", sweep.c_str());
+  EXPECT_TRUE(Has(sweep, " 0 LID changes")) << sweep;
+  EXPECT_TRUE(Has(sweep, " 0 LFT blocks sent")) << sweep;
+  EXPECT_EQ(Topology(), before);
+}
+
+}  // namespace
+}  // namespace ibsm::test
