@@ -82,6 +82,7 @@ inline constexpr uint16_t kReqDenied = 7 << 8;
 
 // ClassPortInfo CapabilityMask bits of the SA (15.2.1.3, Table 196).
 namespace sa_cap {
+inline constexpr uint16_t kIsSubnGetSetNoticeSupported = 1 << 1;  // InformInfo and Reports
 inline constexpr uint16_t kIsSubnetOptRecordSupported = 1 << 8;
 inline constexpr uint16_t kIsUdMulticastSupported = 1 << 9;
 inline constexpr uint16_t kIsMultiPathSupported = 1 << 10;
