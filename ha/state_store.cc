@@ -17,7 +17,7 @@ namespace {
 // FROZEN: every entry below has shipped (or will, with this file). Never edit or reorder;
 // append a new Migration for any change. ha/state_store_test.cc keeps a copy of version 1
 // and fails if it drifts.
-constexpr std::array<Migration, 3> kMigrations = {{
+constexpr std::array<Migration, 4> kMigrations = {{
     // Version 1: what the SM core needs (issue 3): LIDs kept across restarts, sweep
     // history, SM state key/values.
     {1, R"sql(
@@ -87,6 +87,21 @@ CREATE TABLE service_records (
   record      BLOB    NOT NULL CHECK (length(record) = 176),
   expires_us  INTEGER,
   PRIMARY KEY (service_id, service_gid, pkey)
+);
+)sql"},
+    // Version 4: InformInfo event subscriptions (issue 5), so they outlive a restart.
+    // `key` is the subscription's identity as sm/inform.cc builds it; `record` the 60-byte
+    // InformInfoRecord wire image (IBA 15.2.5.12); report_* the address Reports go to.
+    {4, R"sql(
+CREATE TABLE inform_subscriptions (
+  key         BLOB    PRIMARY KEY NOT NULL,
+  record      BLOB    NOT NULL CHECK (length(record) = 60),
+  report_lid  INTEGER NOT NULL CHECK (report_lid BETWEEN 0 AND 65535),
+  report_qpn  INTEGER NOT NULL CHECK (report_qpn BETWEEN 0 AND 16777215),
+  report_qkey INTEGER NOT NULL CHECK (report_qkey BETWEEN 0 AND 4294967295),
+  pkey_index  INTEGER NOT NULL CHECK (pkey_index BETWEEN 0 AND 65535),
+  sl          INTEGER NOT NULL CHECK (sl BETWEEN 0 AND 15),
+  trusted     INTEGER NOT NULL CHECK (trusted IN (0, 1))
 );
 )sql"},
 }};
@@ -870,6 +885,83 @@ Result<std::vector<ServiceRow>> StateStore::LoadServiceRecords() {
     out.push_back(std::move(r));
   }
   if (rc != SQLITE_DONE) return SqlError("read service records");
+  return out;
+}
+
+// ---- inform subscriptions ----
+
+Status StateStore::SaveInformSubscriptions(const std::vector<InformRow>& upserts,
+                                           const std::vector<std::vector<uint8_t>>& removals) {
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  for (const InformRow& r : upserts) {
+    if (r.record.size() != kInformInfoRecordSize || r.key.empty() || r.report_qpn > 0xFFFFFF ||
+        r.sl > 15) {
+      return InvalidArgument(fmt::format(
+          "inform subscription: record of {} bytes (not {}), key of {}, QPN {:#x}, SL {}",
+          r.record.size(), kInformInfoRecordSize, r.key.size(), r.report_qpn, r.sl));
+    }
+  }
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("INSERT INTO inform_subscriptions (key, record, report_lid, report_qpn, "
+              "report_qkey, pkey_index, sl, trusted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+              "ON CONFLICT (key) DO UPDATE SET record = excluded.record, "
+              "report_lid = excluded.report_lid, report_qpn = excluded.report_qpn, "
+              "report_qkey = excluded.report_qkey, pkey_index = excluded.pkey_index, "
+              "sl = excluded.sl, trusted = excluded.trusted"));
+  for (const InformRow& r : upserts) {
+    StmtScope scope(s);
+    BindBlob(s, 1, r.key);
+    BindBlob(s, 2, r.record);
+    Bind(s, 3, int64_t{r.report_lid});
+    Bind(s, 4, int64_t{r.report_qpn});
+    Bind(s, 5, int64_t{r.report_qkey});
+    Bind(s, 6, int64_t{r.pkey_index});
+    Bind(s, 7, int64_t{r.sl});
+    Bind(s, 8, int64_t{r.trusted ? 1 : 0});
+    if (sqlite3_step(s) != SQLITE_DONE) return SqlError("save inform subscription");
+  }
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * del,
+                        Prepare("DELETE FROM inform_subscriptions WHERE key = ?1"));
+  for (const std::vector<uint8_t>& k : removals) {
+    StmtScope scope(del);
+    BindBlob(del, 1, k);
+    if (sqlite3_step(del) != SQLITE_DONE) return SqlError("remove inform subscription");
+  }
+  return txn.Commit();
+}
+
+Result<std::vector<InformRow>> StateStore::LoadInformSubscriptions() {
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("SELECT key, record, report_lid, report_qpn, report_qkey, pkey_index, sl, trusted "
+              "FROM inform_subscriptions ORDER BY rowid"));
+  StmtScope scope(s);
+  std::vector<InformRow> out;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    InformRow r;
+    r.key = ColBlob(s, 0);
+    r.record = ColBlob(s, 1);
+    int64_t lid = sqlite3_column_int64(s, 2), qpn = sqlite3_column_int64(s, 3),
+            qkey = sqlite3_column_int64(s, 4), pkix = sqlite3_column_int64(s, 5),
+            sl = sqlite3_column_int64(s, 6), trusted = sqlite3_column_int64(s, 7);
+    // A read-only connection skips CHECK constraints; validate here (see OpenReadOnly).
+    if (r.key.empty() || r.record.size() != kInformInfoRecordSize || lid < 0 || lid > 0xffff ||
+        qpn < 0 || qpn > 0xffffff || qkey < 0 || qkey > 0xffffffffll || pkix < 0 ||
+        pkix > 0xffff || sl < 0 || sl > 15 || (trusted != 0 && trusted != 1)) {
+      return Corrupt(fmt::format("state file {}: malformed inform subscription", path_));
+    }
+    r.report_lid = static_cast<uint16_t>(lid);
+    r.report_qpn = static_cast<uint32_t>(qpn);
+    r.report_qkey = static_cast<uint32_t>(qkey);
+    r.pkey_index = static_cast<uint16_t>(pkix);
+    r.sl = static_cast<uint8_t>(sl);
+    r.trusted = trusted == 1;
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return SqlError("read inform subscriptions");
   return out;
 }
 

@@ -3,7 +3,7 @@
 // Holds guid2lid (so LIDs survive restarts, issue 3), sweep history, events, SM state
 // key/values, known peer SMs and the last routing result as one LFT digest per switch (so a
 // restarted or newly promoted master can trust a matching digest, issue 6), and the
-// ServiceRecords registered with the SA (issue 5).
+// ServiceRecords and InformInfo subscriptions registered with the SA (issue 5).
 //
 // Durability contract: every write method runs in one transaction; once it returns OK the
 // rows survive a crash of the process at any later point, and (synchronous=FULL) a power
@@ -151,6 +151,22 @@ struct ServiceRow {
   bool operator==(const ServiceRow&) const = default;
 };
 
+// An InformInfo subscription (IBA 13.4.8.3) as the SA keeps it: its identity, its
+// InformInfoRecord and where Reports go.
+inline constexpr size_t kInformInfoRecordSize = 60;
+struct InformRow {
+  std::vector<uint8_t> key;     // opaque identity, non-empty (sm/inform.cc builds it)
+  std::vector<uint8_t> record;  // the InformInfoRecord wire image, kInformInfoRecordSize bytes
+  uint16_t report_lid = 0;
+  uint32_t report_qpn = 0;  // 24 bits
+  uint32_t report_qkey = 0;
+  uint16_t pkey_index = 0;
+  uint8_t sl = 0;  // 4 bits
+  bool trusted = false;  // subscribed presenting the SA key (may see security traps)
+
+  bool operator==(const InformRow&) const = default;
+};
+
 class StateStore {
  public:
   // Opens or creates the file at `path` (its directory must exist), switches it to WAL,
@@ -206,6 +222,13 @@ class StateStore {
                             const std::vector<ServiceKey>& removals);
   // Ordered by key (IDs as the int64 they are stored as). Corrupt for a row whose sizes or P_Key are out of range.
   Result<std::vector<ServiceRow>> LoadServiceRecords();
+
+  // InformInfo subscriptions; upserts (by key) then removals in one transaction.
+  // InvalidArgument for a row out of range (nothing is written then).
+  Status SaveInformSubscriptions(const std::vector<InformRow>& upserts,
+                                 const std::vector<std::vector<uint8_t>>& removals);
+  // In the order they were first stored. Corrupt for a row whose sizes or ranges are off.
+  Result<std::vector<InformRow>> LoadInformSubscriptions();
 
   // Keeps the newest keep_sweeps sweeps and keep_events events, in one transaction.
   Status Prune(size_t keep_sweeps, size_t keep_events);

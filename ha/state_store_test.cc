@@ -456,7 +456,7 @@ TEST_F(StateStoreTest, AVersionTwoFileIsMigratedKeepingItsRowsAndGainsServiceRec
                      "PRAGMA user_version = 2;");
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(*store->SchemaVersion(), 3);
+  EXPECT_EQ(*store->SchemaVersion(), StateStoreSchemaVersion());
   EXPECT_EQ(*store->LoadGuid2Lid(),
             (std::vector<Guid2LidEntry>{{Guid{17}, Lid{1}, Lid{1}, 12}}));
   auto digests = store->LoadLftDigests();
@@ -466,6 +466,66 @@ TEST_F(StateStoreTest, AVersionTwoFileIsMigratedKeepingItsRowsAndGainsServiceRec
   EXPECT_TRUE(store->LoadServiceRecords()->empty());
   ASSERT_TRUE(store->SaveServiceRecords({SampleService(1, std::nullopt)}, {}).ok());
   EXPECT_EQ(store->LoadServiceRecords()->size(), 1u);
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
+InformRow SampleInform(uint8_t tag) {
+  InformRow r;
+  r.key = {tag, 1, 2, 3};
+  r.record.assign(kInformInfoRecordSize, tag);
+  r.report_lid = static_cast<uint16_t>(100 + tag);
+  r.report_qpn = 1;
+  r.report_qkey = 0x80010000;
+  r.pkey_index = 0;
+  r.sl = 0;
+  r.trusted = tag % 2 == 0;
+  return r;
+}
+
+TEST_F(StateStoreTest, InformSubscriptionsRoundTripAndAreReplacedByKeyAndRemoved) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  InformRow a = SampleInform(1), b = SampleInform(2);
+  ASSERT_TRUE(store->SaveInformSubscriptions({a, b}, {}).ok());
+  b.report_lid = 7;
+  b.record.assign(kInformInfoRecordSize, 0x55);
+  ASSERT_TRUE(store->SaveInformSubscriptions({b}, {}).ok());
+  EXPECT_EQ(*store->LoadInformSubscriptions(), (std::vector<InformRow>{a, b}));
+  ASSERT_TRUE(store->SaveInformSubscriptions({}, {a.key}).ok());
+  EXPECT_EQ(*store->LoadInformSubscriptions(), std::vector<InformRow>{b});
+}
+
+TEST_F(StateStoreTest, AnInformSubscriptionOutOfRangeIsRejectedAndNothingIsWritten) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  InformRow bad = SampleInform(3);
+  bad.record.resize(10);
+  EXPECT_EQ(store->SaveInformSubscriptions({SampleInform(1), bad}, {}).code(),
+            StatusCode::kInvalidArgument);
+  bad = SampleInform(3);
+  bad.report_qpn = 0x1000000;
+  EXPECT_EQ(store->SaveInformSubscriptions({bad}, {}).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store->LoadInformSubscriptions()->empty());
+}
+
+TEST_F(StateStoreTest, AVersionThreeFileIsMigratedKeepingItsServicesAndGainsSubscriptions) {
+  auto migrations = StateStoreMigrations();
+  ASSERT_GE(migrations.size(), 4u);
+  ASSERT_EQ(migrations[3].version, 4);
+  {
+    auto store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->SaveServiceRecords({SampleService(1, std::nullopt)}, {}).ok());
+  }
+  // Back to what a version-3 ibsm left: no subscriptions table.
+  RawExec(path_, "DROP TABLE inform_subscriptions; PRAGMA user_version = 3;");
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->SchemaVersion(), StateStoreSchemaVersion());
+  EXPECT_EQ(store->LoadServiceRecords()->size(), 1u);
+  EXPECT_TRUE(store->LoadInformSubscriptions()->empty());
+  ASSERT_TRUE(store->SaveInformSubscriptions({SampleInform(4)}, {}).ok());
+  EXPECT_EQ(*store->LoadInformSubscriptions(), std::vector<InformRow>{SampleInform(4)});
   EXPECT_TRUE(store->CheckIntegrity().ok());
 }
 
