@@ -339,7 +339,11 @@ uint16_t SaSnapshot::RecordLid(NodeId n, PortNum port) const {
 
 SaServer::SaServer(mad::Transport& transport, SaServerOptions options, const Clock& clock,
                    ha::StateStore* store)
-    : transport_(transport), options_(options), clock_(clock), store_(store) {}
+    : transport_(transport),
+      options_(options),
+      clock_(clock),
+      store_(store),
+      inform_(transport, options.inform, store) {}
 
 namespace {
 
@@ -526,7 +530,75 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
 }
 
 void SaServer::Publish(std::shared_ptr<const SaSnapshot> snapshot) {
-  if (snapshot) snapshot_ = std::move(snapshot);
+  if (!snapshot) return;
+  snapshot_ = std::move(snapshot);
+  // Subscribers whose port left the fabric get no more Reports (OpenSM drops them too).
+  inform_.DropGone(snapshot_->fabric);
+}
+
+// InformInfo: Set only (13.4.8.3), answered GetResp with a copy of the request (Subscribe
+// cleared on an error). InformInfoRecord: Get/GetTable by component mask (15.2.5.12).
+std::optional<mad::MadMessage> SaServer::AnswerInform(const mad::MadMessage& msg,
+                                                      const mad::SaMad& req,
+                                                      std::span<const uint8_t> data,
+                                                      bool trusted) {
+  const SaSnapshot& s = *snapshot_;
+  if (req.hdr.attr_id == mad::sa_attr::kInformInfo) {
+    if (req.hdr.method != mad::method::kSet) {
+      ++counters_.by_error[mad::mad_status::kMethodAttrUnsupported];
+      return Frame(msg, req, static_cast<uint8_t>(req.hdr.method | mad::method::kResponseBit),
+                   mad::mad_status::kMethodAttrUnsupported, 0);
+    }
+    auto ii = mad::Decode<mad::InformInfo>(data);
+    InformSetAnswer a;
+    if (ii.ok()) {
+      a = inform_.Set(s.fabric, s.subnet_prefix, *ii, msg.addr, trusted);
+    } else {
+      a.status = mad::sa_status::kReqInvalid;
+    }
+    if (a.status != kNoStatus) ++counters_.by_error[a.status];
+    mad::MadMessage out = Frame(msg, req, mad::method::kGetResp, a.status, 0);
+    mad::EncodeTo(a.info, std::span<uint8_t>(out.bytes).subspan(mad::kSaHeaderSize));
+    return out;
+  }
+  auto error = [&](uint16_t status) {
+    ++counters_.by_error[status];
+    return Frame(msg, req, static_cast<uint8_t>(req.hdr.method | mad::method::kResponseBit),
+                 status, 0);
+  };
+  if (req.hdr.method != mad::method::kGet && req.hdr.method != mad::method::kGetTable)
+    return error(mad::mad_status::kMethodAttrUnsupported);
+  Query q;
+  q.mad = req;
+  q.data = data;
+  q.get = req.hdr.method == mad::method::kGet;
+  Collector<mad::InformInfoRecord> c(q);
+  for (const mad::InformInfoRecord& r : inform_.Records(trusted))
+    if (!c.Add(r)) break;
+  if (q.get) {
+    if (c.count() == 0) return error(mad::sa_status::kNoRecords);
+    if (c.count() > 1) return error(mad::sa_status::kTooManyRecords);
+  }
+  counters_.records_sent += c.count();
+  std::vector<uint8_t> payload = c.TakePayload();
+  mad::MadMessage out =
+      Frame(msg, req, static_cast<uint8_t>(req.hdr.method | mad::method::kResponseBit),
+            kNoStatus, SaRecord<mad::InformInfoRecord>::kAttrOffset);
+  if (q.get) {
+    std::copy(payload.begin(), payload.end(), out.bytes.begin() + mad::kSaHeaderSize);
+    return out;
+  }
+  out.bytes.resize(mad::kSaHeaderSize);
+  out.bytes.insert(out.bytes.end(), payload.begin(), payload.end());
+  if (out.bytes.size() > mad::kMadSize) {
+    ++counters_.rmpp_answers;
+    return out;
+  }
+  auto sender = mad::RmppSender::Create(out.bytes, mad::kSaHeaderSize);
+  if (!sender.ok()) return error(mad::sa_status::kNoResources);
+  mad::MadBytes seg = sender->Segment(1);
+  out.bytes.assign(seg.begin(), seg.end());
+  return out;
 }
 
 void SaServer::OnRequest(const mad::MadMessage& msg) {
@@ -551,6 +623,13 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
   const mad::SaMad& req = q.mad;
   ++counters_.by_attribute[req.hdr.attr_id];
   if (req.hdr.is_response()) {
+    // A ReportResponse the transport did not match to a Report still waiting (it came
+    // after the last retry): the InformManager counts it.
+    if (req.hdr.method == mad::method::kReportResp && req.hdr.attr_id == mad::attr::kNotice &&
+        req.hdr.mgmt_class == static_cast<uint8_t>(mad::MgmtClass::kSubnAdm)) {
+      inform_.OnLateReportResponse(msg);
+      return std::nullopt;
+    }
     ++counters_.responses_ignored;
     return std::nullopt;
   }
@@ -623,7 +702,14 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
     }
     return AnswerService(msg, req, q.data);
   }
-  // The other attributes of SA state (MCMemberRecord, InformInfo) are not served yet.
+  if (attr == mad::sa_attr::kInformInfo || attr == mad::sa_attr::kInformInfoRecord) {
+    if (!snapshot_) {
+      ++counters_.not_ready;
+      return error(mad::mad_status::kBusy);
+    }
+    return AnswerInform(msg, req, q.data, q.trusted);
+  }
+  // The other attribute of SA state (MCMemberRecord) is not served yet.
   if (!known_attr || !get_or_table) return error(mad::mad_status::kMethodAttrUnsupported);
 
   if (!snapshot_) {
@@ -637,8 +723,9 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
     mad::ClassPortInfo cpi;
     cpi.base_version = 1;
     cpi.class_version = mad::kSaClassVersion;
-    cpi.capability_mask =
-        mad::sa_cap::kIsPortInfoCapMaskMatchSupported | mad::sa_cap::kIsMultiPathSupported;
+    cpi.capability_mask = mad::sa_cap::kIsPortInfoCapMaskMatchSupported |
+                          mad::sa_cap::kIsMultiPathSupported |
+                          mad::sa_cap::kIsSubnGetSetNoticeSupported;
     cpi.resp_time_value = options_.resp_time_value;
     mad::MadMessage out = Frame(msg, req, resp_method, kNoStatus, 0);
     mad::EncodeTo(cpi, std::span<uint8_t>(out.bytes).subspan(mad::kSaHeaderSize));

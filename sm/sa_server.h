@@ -3,7 +3,9 @@
 // SMInfoRecord, LinkRecord, GUIDInfoRecord, P_KeyTableRecord, SL2VLTableRecord,
 // VLArbitrationTableRecord and ClassPortInfo, with component masks honoured; Get and
 // GetTable of PathRecord and GetMulti (or GetTable) of MultiPathRecord through sm/sa_path;
-// ServiceRecord Set (register), Get/GetTable and Delete with lease expiry.
+// ServiceRecord Set (register), Get/GetTable and Delete with lease expiry; InformInfo Set
+// (subscribe/unsubscribe) and InformInfoRecord Get/GetTable through sm/inform.h, whose
+// Reports' late ReportResponses are routed there too.
 //
 // ServiceRecords are the one piece of state the server owns: registered by clients, kept
 // in memory and, when a StateStore is given, in the state file (written in one transaction
@@ -37,6 +39,7 @@
 #include "mad/transport.h"
 #include "routing/routing_engine.h"
 #include "sm/discovery.h"
+#include "sm/inform.h"
 
 namespace ibsm::sm {
 
@@ -75,6 +78,7 @@ struct SaServerOptions {
   // opensm.conf sa_key. 0: nobody is trusted.
   uint64_t sa_key = 1;
   uint8_t resp_time_value = 18;  // ClassPortInfo RespTimeValue (4.096 us * 2^v)
+  InformOptions inform;  // event subscriptions and Reports (taken at construction)
 };
 
 // Operators act on these (STYLE.md rule 9). Keys of the maps are attribute IDs and MAD
@@ -131,6 +135,11 @@ class SaServer {
   const SaCounters& counters() const { return counters_; }
   void set_options(const SaServerOptions& options) { options_ = options; }
 
+  // Event subscriptions (InformInfo Set, InformInfoRecord) and the Reports sent to them:
+  // the SM publishes its notices here.
+  InformManager& inform() { return inform_; }
+  const InformManager& inform() const { return inform_; }
+
  private:
   struct Service {
     mad::ServiceRecord record;
@@ -139,6 +148,8 @@ class SaServer {
   std::optional<mad::MadMessage> AnswerService(const mad::MadMessage& msg,
                                                const mad::SaMad& req,
                                                std::span<const uint8_t> data);
+  std::optional<mad::MadMessage> AnswerInform(const mad::MadMessage& msg, const mad::SaMad& req,
+                                              std::span<const uint8_t> data, bool trusted);
 
   mad::Transport& transport_;
   SaServerOptions options_;
@@ -147,6 +158,7 @@ class SaServer {
   std::vector<Service> services_;
   std::shared_ptr<const SaSnapshot> snapshot_;
   SaCounters counters_;
+  InformManager inform_;
 };
 
 }  // namespace ibsm::sm

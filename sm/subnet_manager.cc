@@ -1,6 +1,7 @@
 #include "sm/subnet_manager.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -32,6 +33,7 @@ bool PeerBeats(const mad::SmInfo& a, const mad::SmInfo& b) {
 SaServerOptions SaOptions(const SubnetManagerOptions& o) {
   SaServerOptions s;
   s.sa_key = o.sa_key;
+  s.inform.report = o.send;  // Reports time out and retry as OpenSM's transactions do
   return s;
 }
 
@@ -68,6 +70,10 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
   LoadPersistedLids();
   if (Status st = sa_.LoadServices(); !st.ok()) {
     Log(LogName::kSm).warn("SM-STATE-005 cannot read ServiceRecords from the state file: {}",
+                           st.ToString());
+  }
+  if (Status st = sa_.inform().Load(); !st.ok()) {
+    Log(LogName::kSm).warn("SM-STATE-006 cannot read event subscriptions from the state file: {}",
                            st.ToString());
   }
   // NOTACTIVE -> DISCOVERING: the first heavy sweep looks for other SMs before it writes.
@@ -556,6 +562,7 @@ void SubnetManager::FinishHeavySweep() {
                                                                             current_.started);
   current_.issues = issues_in_sweep_;
   current_.subnet_up = discovered_ && sm_port_ != kNoPort && tables_ && issues_in_sweep_ == 0;
+  const std::vector<Guid> ports_before = known_ports_;  // traps 64/65 below
   if (discovered_ && sm_port_ != kNoPort) {
     // Remember what this sweep assigned so a restart and the next sweep keep it.
     for (PortId p : lids_.end_ports) {
@@ -590,6 +597,7 @@ void SubnetManager::FinishHeavySweep() {
   // After the fabric is up: files never delay the fabric.
   if (discovered_ && sm_port_ != kNoPort) {
     PublishSaSnapshot();
+    ReportPortChanges(ports_before);
     WriteDumps();
     PersistState();
   }
@@ -1114,6 +1122,54 @@ void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) 
   if (sweep_trap && options_.sweep_on_trap) {
     RequestHeavySweep(fmt::format("trap {} from LID {}", trap, notice->issuer_lid));
   }
+  // Subscribers get the trap as a Report from the master, its issuer GID filled in (an SMP
+  // Trap has none). Traps 64-67 are the SM's own to issue (ReportPortChanges,
+  // ReportMulticastGroup).
+  if (state() != mad::SmState::kMaster) return;
+  if (notice->is_generic && trap >= mad::trap::kGidInService &&
+      trap <= mad::trap::kMcastGroupDeleted)
+    return;
+  if (discovered_) {
+    if (auto p = discovered_->fabric.FindPortByLid(Lid{notice->issuer_lid}))
+      notice->issuer_gid = PortGid(discovered_->fabric.port(*p).guid);
+  }
+  sa_.inform().Publish(*notice);
+}
+
+// --- notices the SM issues (IBA 13.4.8.2 traps 64-67) --------------------------------
+
+std::array<uint8_t, 16> SubnetManager::PortGid(Guid port_guid) const {
+  std::array<uint8_t, 16> gid{};
+  for (size_t i = 0; i < 8; ++i) {
+    gid[i] = static_cast<uint8_t>(options_.subnet_prefix >> (56 - 8 * i));
+    gid[8 + i] = static_cast<uint8_t>(port_guid.value() >> (56 - 8 * i));
+  }
+  return gid;
+}
+
+void SubnetManager::PublishSmNotice(uint16_t trap, const std::array<uint8_t, 16>& gid) {
+  if (state() != mad::SmState::kMaster) return;  // only the master reports
+  mad::Notice n = mad::MakeTrap64(trap, gid, sm_lid_.value());
+  n.issuer_gid = PortGid(sm_port_guid_);
+  sa_.inform().Publish(n);
+}
+
+// Trap 64 for every end port this sweep found that the last one did not, 65 for every one
+// it lost (as OpenSM reports new ports and dropped ones after a heavy sweep).
+void SubnetManager::ReportPortChanges(const std::vector<Guid>& before) {
+  std::vector<Guid> now = known_ports_, old = before;
+  std::sort(now.begin(), now.end());
+  std::sort(old.begin(), old.end());
+  std::vector<Guid> added, removed;
+  std::set_difference(now.begin(), now.end(), old.begin(), old.end(), std::back_inserter(added));
+  std::set_difference(old.begin(), old.end(), now.begin(), now.end(),
+                      std::back_inserter(removed));
+  for (Guid g : removed) PublishSmNotice(mad::trap::kGidOutOfService, PortGid(g));
+  for (Guid g : added) PublishSmNotice(mad::trap::kGidInService, PortGid(g));
+}
+
+void SubnetManager::ReportMulticastGroup(bool created, const std::array<uint8_t, 16>& mgid) {
+  PublishSmNotice(created ? mad::trap::kMcastGroupCreated : mad::trap::kMcastGroupDeleted, mgid);
 }
 
 // --- outputs -------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 // runs on a worker thread over an immutable fabric snapshot and posts its result back.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -142,6 +143,11 @@ class SubnetManager {
   Guid polled_master() const { return polled_ ? polled_->guid : Guid{0}; }
   // The SA, answering class 0x03 requests from the snapshot of the last heavy sweep.
   const SaServer& sa() const { return sa_; }
+  // Event subscriptions; Publish a notice there to Report it to its subscribers.
+  InformManager& inform() { return sa_.inform(); }
+  // Trap 66 (created) / 67 (deleted) for multicast group `mgid`, to the subscribers: the
+  // multicast manager's entry point.
+  void ReportMulticastGroup(bool created, const std::array<uint8_t, 16>& mgid);
 
  private:
   struct SwitchCache {
@@ -189,6 +195,9 @@ class SubnetManager {
   void OnUnsolicited(mad::MadMessage msg);
   void AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg);
   void HandleTrap(const mad::Smp& req, const mad::MadMessage& msg);
+  std::array<uint8_t, 16> PortGid(Guid port_guid) const;
+  void PublishSmNotice(uint16_t trap, const std::array<uint8_t, 16>& gid);
+  void ReportPortChanges(const std::vector<Guid>& before);
   void WriteDumps();
   void PublishSaSnapshot();
   void LoadPersistedLids();
