@@ -12,10 +12,16 @@
 // destination port's issm device (ibsim.c find_client), so by default this client opens it,
 // as a host-side SA client on ibsim must.
 //
+// Holding issm sets IsSM in the port's CapabilityMask, so the SM asks this port for SMInfo
+// (ibsim forwards it here too): the client registers the SMI classes and answers NOTACTIVE,
+// which an SM ignores in its election (an SMP for a class nobody registered would crash
+// libumad2sim's reader).
+//
 // Output (stdout, flushed per line): "subscribed status 0xS", then "report trap T issuer_lid
 // L gid 0x..." per Report, "acked" after each ReportResponse. Exit 0 once TRAP was reported,
 // 2 on timeout, 1 on any other error.
 #include <arpa/inet.h>
+#include <endian.h>
 #include <fcntl.h>
 #include <infiniband/umad.h>
 #include <unistd.h>
@@ -29,6 +35,7 @@
 
 #include "mad/attr/inform_info.h"
 #include "mad/attr/notice.h"
+#include "mad/attr/sm_info.h"
 #include "mad/mad.h"
 
 namespace {
@@ -89,6 +96,7 @@ int main(int argc, char** argv) {
   const int port_num = port.portnum;
   const uint16_t sm_lid = static_cast<uint16_t>(port.sm_lid);
   const uint16_t my_lid = static_cast<uint16_t>(port.base_lid);
+  const uint64_t my_guid = be64toh(port.port_guid);
   umad_release_port(&port);
   if (sm_lid == 0) return Fail("the port knows no SM LID yet");
 
@@ -101,6 +109,13 @@ int main(int argc, char** argv) {
   const int agent = umad_register(fd, static_cast<int>(MgmtClass::kSubnAdm), kSaClassVersion, 0,
                                   mask);
   if (agent < 0) return Fail("umad_register(0x03) failed");
+  long smi_mask[16 / sizeof(long)] = {};
+  for (uint8_t m : {method::kGet, method::kSet})
+    smi_mask[m / (8 * sizeof(long))] |= 1L << (m % (8 * sizeof(long)));
+  const int agent_dr = umad_register(fd, static_cast<int>(MgmtClass::kSubnDirected), 1, 0,
+                                     smi_mask);
+  const int agent_lr = umad_register(fd, static_cast<int>(MgmtClass::kSubnLid), 1, 0, smi_mask);
+  if (agent_dr < 0 || agent_lr < 0) return Fail("umad_register of the SMI classes failed");
   int issm_fd = -1;
   if (issm) {
     char path[256];
@@ -152,6 +167,30 @@ int main(int argc, char** argv) {
       continue;
     }
     std::vector<uint8_t> in(mad_bytes(), mad_bytes() + kMadSize);
+    if (in[1] == static_cast<uint8_t>(MgmtClass::kSubnDirected) ||
+        in[1] == static_cast<uint8_t>(MgmtClass::kSubnLid)) {
+      Smp smp;
+      if (!DecodeFrom(in, &smp).ok() || smp.method != method::kGet ||
+          smp.attr_id != attr::kSmInfo)
+        continue;
+      ib_mad_addr_t* from = umad_get_mad_addr(buf.data());
+      const uint16_t slid = ntohs(from->lid);
+      SmInfo info;
+      info.guid = my_guid;
+      info.sm_state = SmState::kNotActive;
+      smp.method = method::kGetResp;
+      if (smp.is_directed()) smp.direction = 1;
+      smp.data.fill(0);
+      EncodeTo(info, smp.data);
+      MadBytes resp{};
+      EncodeTo(smp, resp);
+      std::fill(buf.begin(), buf.end(), 0);
+      std::memcpy(mad_bytes(), resp.data(), kMadSize);
+      umad_set_addr(buf.data(), smp.is_directed() ? 0xFFFF : slid, 0, 0, 0);
+      umad_send(fd, smp.is_directed() ? agent_dr : agent_lr, buf.data(),
+                static_cast<int>(kMadSize), 0, 0);
+      continue;
+    }
     SaMad m;
     if (!DecodeSa(in, &m).ok()) continue;
     if (m.hdr.method == method::kGetResp && m.hdr.attr_id == sa_attr::kInformInfo) {
@@ -182,6 +221,8 @@ int main(int argc, char** argv) {
     if (n->trap_number_or_device_id == trap) {
       if (issm_fd >= 0) ::close(issm_fd);
       umad_unregister(fd, agent);
+      umad_unregister(fd, agent_dr);
+      umad_unregister(fd, agent_lr);
       umad_close_port(fd);
       return 0;
     }
