@@ -138,7 +138,8 @@ class HaIbsimTest : public ::testing::Test {
   size_t StartOpensm(const std::string& name, const std::string& host, const std::string& conf) {
     fs::create_directories(Dir(name));
     std::string path = Dir(name) + "/opensm.conf";
-    WriteFile(path, conf);
+    // Flushed lines, so the test sees "SUBNET UP" when OpenSM writes it.
+    WriteFile(path, "force_log_flush TRUE\n" + conf);
     auto env = sim_->Environment(host);
     env.push_back("OSM_TMP_DIR=" + Dir(name));
     env.push_back("OSM_CACHE_DIR=" + Dir(name));
@@ -355,6 +356,85 @@ TEST_F(HaIbsimTest, FailoverOnThreeTierK8WithFastPollingIsMeasured) {
   EXPECT_TRUE(Has(sweep, " 0 LID changes")) << sweep;
   EXPECT_TRUE(Has(sweep, " 0 LFT blocks sent")) << sweep;
   EXPECT_EQ(Topology(), before);
+}
+
+// --- interop with OpenSM 3.3.23 -------------------------------------------------------------
+
+bool OpensmAvailable() { return access("/usr/sbin/opensm", X_OK) == 0; }
+
+TEST_F(HaIbsimTest, OpensmStandsByBehindIbsmdAndTakesOverWhenIbsmdIsKilled) {
+  if (!OpensmAvailable()) GTEST_SKIP() << "opensm not installed";
+  StartFabric(FatTree2(4));
+  size_t a = StartIbsmd("a", first_host_, std::string("sm_priority 5\n") + kFastPolling);
+  ASSERT_TRUE(Has(WaitFor(LogPath("a"), SubnetUp), "SUBNET UP")) << Log("a");
+  StartOpensm("osm", last_host_, std::string("sm_priority 3\n") + kFastPolling);
+  std::string osm = WaitFor(LogPath("osm"), Standby);
+  ASSERT_TRUE(Has(osm, "Entering STANDBY state")) << osm;
+  SmInfoSeen master = Sminfo();
+  EXPECT_EQ(master.guid, PortGuidOf(first_host_)) << master.raw;
+  EXPECT_EQ(master.state, "SMINFO_MASTER") << master.raw;
+  EXPECT_EQ(Sminfo(LidOf(last_host_)).state, "SMINFO_STANDBY");
+
+  Kill9(a);
+  osm = WaitFor(LogPath("osm"), [](const std::string& l) {
+    return Has(After(l, "Entering MASTER state"), "SUBNET UP");
+  });
+  ASSERT_TRUE(Has(After(osm, "Entering MASTER state"), "SUBNET UP")) << osm;
+  SmInfoSeen after = Sminfo();
+  EXPECT_EQ(after.state, "SMINFO_MASTER") << after.raw;
+  EXPECT_EQ(after.guid, PortGuidOf(last_host_)) << after.raw;
+}
+
+TEST_F(HaIbsimTest, IbsmdStandsByBehindOpensmAndTakesOverWhenOpensmIsKilled) {
+  if (!OpensmAvailable()) GTEST_SKIP() << "opensm not installed";
+  StartFabric(FatTree2(4));
+  size_t o = StartOpensm("osm", last_host_, std::string("sm_priority 5\n") + kFastPolling);
+  ASSERT_TRUE(Has(WaitFor(LogPath("osm"), SubnetUp), "SUBNET UP")) << Log("osm");
+  SmInfoSeen master = Sminfo();
+  ASSERT_EQ(master.state, "SMINFO_MASTER") << master.raw << Log("osm");
+  ASSERT_EQ(master.guid, PortGuidOf(last_host_));
+  StartIbsmd("a", first_host_, std::string("sm_priority 3\n") + kFastPolling);
+  std::string log_a = WaitFor(LogPath("a"), Standby);
+  ASSERT_TRUE(Has(log_a, "Entering STANDBY state (master SM")) << log_a;
+  EXPECT_EQ(Sminfo(LidOf(first_host_)).state, "SMINFO_STANDBY");
+  std::string before = Topology();
+
+  Kill9(o);
+  log_a = WaitFor(LogPath("a"), [](const std::string& l) {
+    return Has(After(l, "Entering MASTER state"), "SUBNET UP");
+  });
+  ASSERT_TRUE(Has(After(log_a, "Entering MASTER state"), "SUBNET UP")) << log_a;
+  std::string sweep = TakeoverSweepLine(log_a, "Entering MASTER state");
+  // OpenSM's LIDs are kept; its routes may differ from ibsmd's engine, so LFT blocks may be
+  // rewritten here (only the ones that differ).
+  EXPECT_TRUE(Has(sweep, " 0 LID changes")) << sweep;
+  SmInfoSeen after = Sminfo();
+  EXPECT_EQ(after.state, "SMINFO_MASTER") << after.raw;
+  EXPECT_EQ(after.guid, PortGuidOf(first_host_)) << after.raw;
+}
+
+TEST_F(HaIbsimTest, IbsmdWithTheHigherPriorityTakesOverFromOpensmByHandover) {
+  if (!OpensmAvailable()) GTEST_SKIP() << "opensm not installed";
+  StartFabric(FatTree2(4));
+  StartOpensm("osm", last_host_, std::string("sm_priority 2\n") + kFastPolling);
+  ASSERT_TRUE(Has(WaitFor(LogPath("osm"), SubnetUp), "SUBNET UP")) << Log("osm");
+  SmInfoSeen master = Sminfo();
+  ASSERT_EQ(master.state, "SMINFO_MASTER") << master.raw << Log("osm");
+  StartIbsmd("a", first_host_, std::string("sm_priority 6\n") + kFastPolling);
+  // OpenSM hands over (SMInfo Set HANDOVER = 1) either while ibsmd is still DISCOVERING
+  // (OpenSM swept on ibsmd's IsSM trap and found the better SM), or after ibsmd stood by
+  // and sent trap 144; OpenSM sends no ACKNOWLEDGE and none is needed.
+  std::string log_a = WaitFor(LogPath("a"), [](const std::string& l) {
+    return Has(After(l, "Entering MASTER state"), "SUBNET UP");
+  });
+  char handover[64];
+  std::snprintf(handover, sizeof(handover), "SMInfo Set 1 from SM 0x%016llx",
+                static_cast<unsigned long long>(PortGuidOf(last_host_)));
+  ASSERT_TRUE(Has(log_a, handover)) << log_a;
+  EXPECT_TRUE(Has(After(log_a, "Entering MASTER state"), "SUBNET UP")) << log_a;
+  std::string osm = WaitFor(LogPath("osm"), Standby);
+  EXPECT_TRUE(Has(osm, "Entering STANDBY state")) << osm;
+  EXPECT_EQ(Sminfo().guid, PortGuidOf(first_host_));
 }
 
 }  // namespace
