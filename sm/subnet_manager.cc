@@ -600,6 +600,7 @@ void SubnetManager::FinishHeavySweep() {
     ReportPortChanges(ports_before);
     WriteDumps();
     PersistState();
+    if (current_.subnet_up) SaveLftDigests();
   }
   last_ = current_;
   sweeping_ = false;
@@ -783,6 +784,7 @@ void SubnetManager::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg
   std::string why = fmt::format("SMInfo Set {} from SM {}", req.attr_mod, from);
   if (shown != state()) {
     Log(LogName::kSm).info("Entering {} state ({})", ha::SmStateName(state()), why);
+    RecordStateChange(shown, why);
   } else {
     Log(LogName::kHa).info("{} in state {}", why, ha::SmStateName(state()));
   }
@@ -819,13 +821,61 @@ void SubnetManager::SetSmState(ha::SmEvent event, const std::string& why) {
     return;
   }
   pipeline_.set_fenced(state() != mad::SmState::kMaster);
-  if (before != state()) Log(LogName::kSm).info("Entering {} state ({})", ha::SmStateName(state()), why);
+  if (before != state()) {
+    Log(LogName::kSm).info("Entering {} state ({})", ha::SmStateName(state()), why);
+    RecordStateChange(before, why);
+  }
   if (state() == mad::SmState::kMaster && before != mad::SmState::kMaster) {
     ++act_count_;
     if (took_over_) ++counters_.takeovers;
   }
   if (before == mad::SmState::kStandby && state() == mad::SmState::kDiscovering) took_over_ = true;
   ApplyActions(t.actions, why);
+}
+
+void SubnetManager::RecordStateChange(mad::SmState before, const std::string& why) {
+  if (!store_) return;
+  Status s = store_->SetValue("sm_state", ha::SmStateName(state()));
+  ha::EventRow e;
+  e.time_us = clock_.UnixMicros();
+  e.kind = std::string(ha::kEventStateChange);
+  e.node_guid = sm_port_guid_;
+  e.message = fmt::format("{} -> {}: {}", ha::SmStateName(before), ha::SmStateName(state()), why);
+  if (s.ok()) s = store_->RecordEvent(e);
+  if (!s.ok()) Log(LogName::kHa).warn("SM-STATE-006 SM state not saved: {}", s.ToString());
+}
+
+void SubnetManager::RecordPeer(const mad::SmInfo& info, bool key_match) {
+  if (!store_) return;
+  ha::PeerRow row;
+  row.guid = Guid{info.guid};
+  row.priority = info.priority;
+  row.state = static_cast<uint8_t>(info.sm_state);
+  row.last_seen_us = clock_.UnixMicros();
+  row.sm_key_match = key_match;
+  Status s = store_->UpsertPeer(row);
+  if (!s.ok()) Log(LogName::kHa).warn("SM-STATE-007 peer SM not saved: {}", s.ToString());
+}
+
+// What this master programmed, per switch (FNV-1a over the LFT up to LinearFDBTop), so the
+// state file tells which tables the fabric should hold after this sweep.
+void SubnetManager::SaveLftDigests() {
+  if (!store_ || !tables_ || !lid_map_ || !discovered_) return;
+  const Fabric& f = discovered_->fabric;
+  std::vector<ha::LftDigestEntry> rows;
+  uint16_t top = lid_map_->max_lid();
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (!f.node(n).is_switch() || !tables_->table(n)) continue;
+    const auto& lft = tables_->table(n)->lft;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i <= top; ++i) {
+      h ^= i < lft.size() ? lft[i] : mad::kLftDropPort;
+      h *= 0x100000001b3ull;
+    }
+    rows.push_back({f.node(n).guid, h, Lid{top}, 0});
+  }
+  Status s = store_->SaveLftDigests(rows, {});
+  if (!s.ok()) Log(LogName::kHa).warn("SM-STATE-008 LFT digests not saved: {}", s.ToString());
 }
 
 void SubnetManager::ApplyActions(uint32_t actions, const std::string& why) {
@@ -896,6 +946,7 @@ void SubnetManager::QueryOtherSms() {
       }
       ++counters_.other_sms_seen;
       if (options_.sm_key != 0 && info->sm_key != options_.sm_key) {
+        RecordPeer(*info, false);
         ++counters_.sm_key_mismatches;
         Log(LogName::kHa).warn("SM-HA-003 SM {} (path {}) has SM_Key {:#018x}, ours is "
                                "{:#018x}: ignored (SMs cooperate only with the same sm_key)",
@@ -906,6 +957,7 @@ void SubnetManager::QueryOtherSms() {
       Log(LogName::kHa).info("found SM {} priority {} state {}", ToString(g), info->priority,
                              ha::SmStateName(info->sm_state));
       peers_[g] = PeerSm{g, path, *info};
+      RecordPeer(*info, true);
     });
   }
   pipeline_.WhenIdle([this] {

@@ -190,6 +190,10 @@ class SubnetManager {
   void SendTrap144(const PeerSm& master);
   void SendAcknowledge(Guid to);
   void SetSmState(ha::SmEvent event, const std::string& why);
+  // State file: the SM state (key "sm_state") and a state_change event row.
+  void RecordStateChange(mad::SmState before, const std::string& why);
+  void RecordPeer(const mad::SmInfo& info, bool key_match);
+  void SaveLftDigests();
   std::optional<DrPath> PathToPort(Guid port_guid) const;
   mad::SmInfo OwnSmInfo(mad::SmState shown, bool with_key) const;
   void OnUnsolicited(mad::MadMessage msg);

@@ -24,6 +24,7 @@
 
 #include "fabric/generators.h"
 #include "fabric/topology_writer.h"
+#include "ha/state_store.h"
 #include "tests/e2e/ibsim_harness.h"
 
 namespace ibsm::test {
@@ -266,6 +267,30 @@ TEST_F(HaIbsimTest, TwoIbsmdElectOneMasterAndTheStandbyTakesOverAfterKill9Keepin
   SmInfoSeen after = Sminfo();
   EXPECT_EQ(after.state, "SMINFO_MASTER") << after.raw;
   EXPECT_EQ(after.guid, PortGuidOf(last_host_)) << after.raw;
+
+  // The new master's state file: its state, the path it took, the peer it followed, and
+  // a digest of what it programmed into every switch.
+  auto store = ha::StateStore::OpenReadOnly(Dir("b") + "/state.db");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto state = (*store)->GetValue("sm_state");
+  ASSERT_TRUE(state.ok() && state->has_value());
+  EXPECT_EQ(**state, "MASTER");
+  auto events = (*store)->RecentEvents(20);
+  ASSERT_TRUE(events.ok());
+  std::string path;
+  for (auto it = events->rbegin(); it != events->rend(); ++it)
+    if (it->kind == ha::kEventStateChange) path += it->message.substr(0, it->message.find(':')) + "; ";
+  EXPECT_EQ(path, "NOTACTIVE -> DISCOVERING; DISCOVERING -> STANDBY; STANDBY -> DISCOVERING; "
+                  "DISCOVERING -> MASTER; ");
+  auto peers = (*store)->Peers();
+  ASSERT_TRUE(peers.ok());
+  ASSERT_EQ(peers->size(), 1u);
+  EXPECT_EQ(peers->front().guid.value(), PortGuidOf(first_host_));
+  EXPECT_EQ(peers->front().priority, 5);
+  EXPECT_TRUE(peers->front().sm_key_match);
+  auto digests = (*store)->LoadLftDigests();
+  ASSERT_TRUE(digests.ok());
+  EXPECT_EQ(digests->size(), fabric_.switch_count());
 }
 
 TEST_F(HaIbsimTest, AHigherPrioritySmJoiningTakesOverByHandoverWithoutLftSets) {
