@@ -102,12 +102,14 @@ class HaIbsimTest : public ::testing::Test {
     }
   }
 
-  void StartFabric(Result<Fabric> fabric) {
+  void StartFabric(Result<Fabric> fabric, bool console = false) {
     ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
     fabric_ = std::move(*fabric);
     std::string net = root_ + "/fabric.net";
     WriteFile(net, WriteTopology(fabric_));
-    auto sim = IbsimInstance::Start(net);
+    IbsimOptions o;
+    o.console = console;
+    auto sim = IbsimInstance::Start(net, o);
     ASSERT_TRUE(sim.ok()) << sim.status().ToString();
     sim_ = std::move(*sim);
     first_host_.clear();
@@ -381,6 +383,52 @@ TEST_F(HaIbsimTest, FailoverOnThreeTierK8WithFastPollingIsMeasured) {
   EXPECT_TRUE(Has(sweep, " 0 LID changes")) << sweep;
   EXPECT_TRUE(Has(sweep, " 0 LFT blocks sent")) << sweep;
   EXPECT_EQ(Topology(), before);
+}
+
+// Split brain: two halves of one fabric, each with its own master, are cabled together.
+// The worse master hands over before it writes again, the better one re-sweeps, and the
+// joined subnet has one master and no LID twice.
+TEST_F(HaIbsimTest, TwoMastersOfJoinedHalvesLeaveOneMasterAndNoDuplicateLid) {
+  StartFabric(FatTree2(4), /*console=*/true);
+  // leaf-004 (hosts 7 and 8) loses both uplinks: its own island.
+  ASSERT_TRUE(sim_->SendConsoleCommand("unlink \"leaf-004\"[3]").ok());
+  ASSERT_TRUE(sim_->SendConsoleCommand("unlink \"leaf-004\"[4]").ok());
+  std::string conf = std::string(kFastPolling) + "sweep_interval 1\n";
+  StartIbsmd("a", first_host_, "sm_priority 5\n" + conf);
+  StartIbsmd("b", last_host_, "sm_priority 3\n" + conf);
+  ASSERT_TRUE(Has(WaitFor(LogPath("a"), SubnetUp), "SUBNET UP")) << Log("a");
+  ASSERT_TRUE(Has(WaitFor(LogPath("b"), SubnetUp), "SUBNET UP")) << Log("b");
+  ASSERT_FALSE(Has(Log("b"), "found SM")) << "the halves must not see each other\n" << Log("b");
+
+  ASSERT_TRUE(sim_->SendConsoleCommand("relink \"leaf-004\"[3]").ok());
+  ASSERT_TRUE(sim_->SendConsoleCommand("relink \"leaf-004\"[4]").ok());
+  std::string log_b = WaitFor(LogPath("b"), Standby);
+  ASSERT_TRUE(Has(log_b, "Entering STANDBY state")) << log_b;
+  EXPECT_TRUE(Has(log_b, "handing over to SM")) << log_b;
+  // The loser wrote nothing after it saw the better master: no sweep of "b" ends after it.
+  EXPECT_FALSE(Has(After(log_b, "handing over to SM"), "heavy sweep")) << log_b;
+  // "a" has swept the joined fabric once the handover is in.
+  std::string log_a = WaitFor(LogPath("a"), [](const std::string& l) {
+    return Has(After(l, "SMInfo Set 1 from SM"), "SUBNET UP");
+  });
+  ASSERT_TRUE(Has(After(log_a, "SMInfo Set 1 from SM"), "SUBNET UP")) << log_a;
+
+  SmInfoSeen master = Sminfo();
+  EXPECT_EQ(master.state, "SMINFO_MASTER") << master.raw;
+  EXPECT_EQ(master.guid, PortGuidOf(first_host_)) << master.raw;
+  EXPECT_EQ(Sminfo(LidOf(last_host_)).state, "SMINFO_STANDBY");
+  std::string topo = Topology();
+  std::map<std::string, int> lids;  // "lid N" of every end port, from each port's own line
+  static const std::regex ca_re(R"(^\[\d+\]\([0-9a-f]+\)\s.*# lid (\d+) lmc)");
+  static const std::regex sw_re(R"(^Switch.*base port 0 lid (\d+))");
+  std::istringstream in(topo);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, ca_re) || std::regex_search(line, m, sw_re)) ++lids[m[1]];
+  }
+  EXPECT_EQ(lids.size(), fabric_.switch_count() + fabric_.ca_count()) << topo;
+  for (const auto& [lid, n] : lids) EXPECT_EQ(n, 1) << "LID " << lid << " held " << n << " times";
 }
 
 // --- interop with OpenSM 3.3.23 -------------------------------------------------------------
