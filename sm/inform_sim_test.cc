@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "fabric/generators.h"
+#include "mad/attr/class_port_info.h"
 #include "mad/attr/inform_info.h"
 #include "mad/attr/notice.h"
 #include "sim/sim_transport.h"
@@ -197,6 +198,15 @@ TEST_F(InformOnSimulator, ASubscriptionThroughTheSaIsEchoedAndListedAsARecord) {
                   mad::iir_comp::kSubscriberGid);
   ASSERT_TRUE(none);
   EXPECT_EQ(none->hdr.status, mad::sa_status::kNoRecords);
+}
+
+TEST_F(InformOnSimulator, ClassPortInfoSaysTheSaTakesSubscriptions) {
+  auto cpi = Ask(mad::method::kGet, mad::sa_attr::kClassPortInfo, {});
+  ASSERT_TRUE(cpi);
+  ASSERT_EQ(cpi->hdr.status, 0);
+  auto c = mad::Decode<mad::ClassPortInfo>(std::span<const uint8_t>(cpi->data));
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->capability_mask & mad::sa_cap::kIsSubnGetSetNoticeSupported);
 }
 
 TEST_F(InformOnSimulator, BadSetsGetAnSaStatusAndTheRequestBackWithSubscribeCleared) {

@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "fabric/generators.h"
 #include "mad/attr/sa_records.h"
+#include "sm/sa_server.h"
 
 namespace ibsm::sm {
 namespace {
@@ -349,6 +350,28 @@ TEST_F(InformManagerTest, RecordsHideTheQpnFromUntrustedRequesters) {
   ASSERT_EQ(m_.Set(fabric_, kPrefix, Wants(128), From(cas_[0], 0x42), false).status, 0);
   EXPECT_EQ(m_.Records(true).at(0).inform_info.qpn, 0x42u);
   EXPECT_EQ(m_.Records(false).at(0).inform_info.qpn, 0u);
+}
+
+TEST(InformSaTest, ALateReportResponseReachesTheManagerNotTheIgnoredResponses) {
+  ScriptTransport t;
+  SystemClock clock;
+  SaServer sa(t, SaServerOptions{}, clock);
+  mad::SaMad m;
+  m.hdr.mgmt_class = static_cast<uint8_t>(mad::MgmtClass::kSubnAdm);
+  m.hdr.class_version = mad::kSaClassVersion;
+  m.hdr.method = mad::method::kReportResp;
+  m.hdr.attr_id = mad::attr::kNotice;
+  MadMessage msg;
+  msg.bytes.resize(mad::kMadSize);
+  mad::EncodeSa(m, msg.bytes);
+  EXPECT_FALSE(sa.Answer(msg).has_value());
+  EXPECT_EQ(sa.inform().counters().report_responses_late, 1u);
+  EXPECT_EQ(sa.counters().responses_ignored, 0u);
+  // Any other response is still dropped as before.
+  m.hdr.method = mad::method::kGetResp;
+  mad::EncodeSa(m, msg.bytes);
+  EXPECT_FALSE(sa.Answer(msg).has_value());
+  EXPECT_EQ(sa.counters().responses_ignored, 1u);
 }
 
 TEST(InformPersistenceTest, SubscriptionsOutliveARestartThroughTheStateFile) {
