@@ -971,6 +971,17 @@ size_t Simulator::PKeyCap(PortId p) const {
   return switches_[sn.sw].info.partition_enforcement_cap;
 }
 
+std::vector<uint16_t> Simulator::pkey_table(PortId port) const {
+  std::vector<uint16_t> out(PKeyCap(port), 0);
+  const PortTables* t = ports_[port].tables.get();
+  if (t && !t->pkeys.empty()) {
+    std::copy_n(t->pkeys.begin(), std::min(out.size(), t->pkeys.size()), out.begin());
+  } else if (!out.empty()) {
+    out[0] = mad::kDefaultPKey;
+  }
+  return out;
+}
+
 // P_KeyTable (14.2.5.7): modifier bits 15-0 block of 32; on a switch bits 31-16 name the
 // port. A block past the table's capacity is invalid; a last block only partly inside
 // stores its first entries and reads the rest as 0.

@@ -153,6 +153,8 @@ class Simulator {
   const mad::SwitchInfo& switch_info(NodeId node) const;
   // Egress port for `lid` on a switch, 255 if unset.
   uint8_t lft_entry(NodeId node, Lid lid) const;
+  // The port's whole P_Key table as a P_KeyTable Get reads it (capacity entries).
+  std::vector<uint16_t> pkey_table(PortId port) const;
   // Trap sends still waiting for a TrapRepress.
   size_t pending_traps() const;
 

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "conf/command_line.h"
 #include "conf/guid_file.h"
+#include "conf/partitions.h"
 #include "conf/sm_config.h"
 #include "conf/text_file.h"
 #include "fabric/topology_reader.h"
@@ -69,8 +70,50 @@ Result<std::vector<Guid>> LoadGuids(const std::string& path) {
   return list.guids;
 }
 
-Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once) {
+// partitions.conf. No file: null (OpenSM's default: every port a full member of 0x7fff).
+// A file with errors: each logged with file and line, and InvalidArgument; the caller keeps
+// the partition set in force (at start there is none: ibsmd refuses to start rather than
+// run the fabric without the isolation the file asks for).
+Result<std::shared_ptr<const conf::PartitionConfig>> LoadPartitions(const std::string& file) {
+  const std::string path = file.empty() ? "/etc/opensm/partitions.conf" : file;
+  auto r = conf::LoadPartitionsFile(path);
+  if (!r.ok()) {
+    if (r.status().code() == StatusCode::kNotFound) {
+      Log(LogName::kConf).info("no partition file {}: every port is a full member of the "
+                               "default partition",
+                               path);
+      return std::shared_ptr<const conf::PartitionConfig>();
+    }
+    Log(LogName::kConf).error("{} {}", conf::kPartFileRejected, r.status().ToString());
+    return r.status();
+  }
+  for (const auto& w : r->warnings) Log(LogName::kConf).warn("{}", w.ToString());
+  for (const auto& e : r->errors) Log(LogName::kConf).error("{}", e.ToString());
+  if (!r->ok()) {
+    return InvalidArgument(fmt::format("{}: {} bad line(s) (first: {}); partition file rejected",
+                                       path, r->errors.size(), r->errors[0].ToString()));
+  }
+  Log(LogName::kConf).info("{}: {} partition(s) loaded", path, r->config.partitions.size());
+  return std::make_shared<const conf::PartitionConfig>(std::move(r->config));
+}
+
+// `previous`: the partition set in force (SIGHUP), kept when the file is rejected.
+Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
+                                         const PartitionPolicy* previous = nullptr) {
   SubnetManagerOptions o;
+  IBSM_ASSIGN_OR_RETURN(o.partitions.enforce, ParsePartEnforce(c.part_enforce));
+  if (c.no_partition_enforcement) o.partitions.enforce = PartEnforce::kOff;  // OpenSM
+  o.partitions.allow_both_pkeys = c.allow_both_pkeys;
+  auto parts = LoadPartitions(c.partition_config_file);
+  if (parts.ok()) {
+    o.partitions.config = *parts;
+  } else if (previous) {
+    Log(LogName::kConf).error("{} the previous partition set stays in force",
+                              conf::kPartFileRejected);
+    o.partitions.config = previous->config;
+  } else {
+    return parts.status();
+  }
   o.lids.lmc = c.lmc;
   o.lids.lmc_esp0 = c.lmc_esp0;
   o.lids.reassign = c.reassign_lids;
@@ -249,6 +292,7 @@ int Main(int argc, char** argv) {
 
   int exit_code = 0;
   SubnetManager sm(io, *transport, clock, store.get(), *options);
+  PartitionPolicy running_partitions = options->partitions;
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   std::function<void()> arm_stop = [&] {
     stop_signals.async_wait([&](boost::system::error_code ec, int sig) {
@@ -276,7 +320,8 @@ int Main(int argc, char** argv) {
         conf::CommandLineExtras fresh_extras;
         Status re = conf::ApplyCommandLine(args, &fresh, &fresh_extras);
         Result<SubnetManagerOptions> next =
-            re.ok() ? MakeOptions(fresh, extras.once) : Result<SubnetManagerOptions>(re);
+            re.ok() ? MakeOptions(fresh, extras.once, &running_partitions)
+                    : Result<SubnetManagerOptions>(re);
         if (!next.ok()) {
           Log(LogName::kConf).error("CONF-100 {}: keeping the running configuration",
                                     next.status().ToString());
@@ -285,6 +330,7 @@ int Main(int argc, char** argv) {
             Log(LogName::kConf).warn("{}", w.ToString());
           next->routing_engine = KnownEngines(next->routing_engine);
           sm.Reconfigure(*next);
+          running_partitions = next->partitions;
           Log(LogName::kConf).info("configuration re-read{}",
                                    extras.config_file.empty() ? "" : " from " + extras.config_file);
         }

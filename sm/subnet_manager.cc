@@ -9,7 +9,9 @@
 
 #include "base/log.h"
 #include "mad/attr/linear_forwarding_table.h"
+#include "mad/attr/modifiers.h"
 #include "mad/attr/notice.h"
+#include "mad/attr/pkey_table.h"
 #include "mad/attr/port_info.h"
 #include "mad/attr/switch_info.h"
 #include "routing/quality.h"
@@ -95,6 +97,7 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.dump_dir = o.dump_dir;
   options_.dump_lfts = o.dump_lfts;
   options_.no_clients_rereg = o.no_clients_rereg;
+  options_.partitions = o.partitions;
 }
 
 void SubnetManager::RequestHeavySweep(const std::string& reason) {
@@ -174,6 +177,186 @@ void SubnetManager::OnDiscovered(DiscoveryResult r) {
   sm_port_ = *sm_port;
   // The election comes before any write: other SMs' SMInfo, then DecideRole.
   QueryOtherSms();
+}
+
+// --- partitions (OpenSM's order: P_Key tables before LIDs) ---------------------------
+
+std::optional<std::pair<DrPath, uint8_t>> SubnetManager::PKeyTarget(PortId p) const {
+  const Fabric& f = discovered_->fabric;
+  const Port& port = f.port(p);
+  const DiscoveredNode& dn = discovered_->nodes[port.node];
+  if (f.node(port.node).is_switch()) return std::make_pair(dn.path, port.num.value());
+  // A CA answers for the port the SMP came in through (the modifier's port is 0).
+  if (dn.node_info.local_port_num == port.num.value()) return std::make_pair(dn.path, uint8_t{0});
+  if (!port.connected()) return std::nullopt;
+  const Port& peer = f.port(port.peer);
+  if (!f.node(peer.node).is_switch()) return std::nullopt;
+  DrPath path = discovered_->nodes[peer.node].path;
+  path.push_back(peer.num.value());
+  return std::make_pair(path, uint8_t{0});
+}
+
+// Reads the tables the cache does not know (first sweep, a link that restarted, a switch that
+// rebooted), then sets the blocks that differ from the plan, then the switches' enforcement.
+void SubnetManager::ProgramPKeys() {
+  const Fabric& f = discovered_->fabric;
+  std::vector<PortId> ports = PartitionEndPorts(*discovered_);
+  if (options_.partitions.enforce != PartEnforce::kOff) {
+    for (PortId p : EnforcingSwitchPorts(*discovered_)) ports.push_back(p);
+  }
+  for (PortId p : ports) {
+    const Port& port = f.port(p);
+    const Node& node = f.node(port.node);
+    const DiscoveredNode& dn = discovered_->nodes[port.node];
+    size_t cap = PKeyCapacity(*discovered_, p);
+    if (cap == 0) continue;
+    auto target = PKeyTarget(p);
+    if (!target) continue;
+    auto key = std::make_pair(node.guid, port.num.value());
+    bool stale = port.num.value() != 0 && port.state != PortState::kActive;
+    if (node.is_switch()) {
+      auto sc = switch_cache_.find(node.guid);
+      if (sc == switch_cache_.end() || sc->second.top != dn.switch_info.linear_fdb_top)
+        stale = true;
+    }
+    size_t blocks = (cap + mad::kPKeyBlockSize - 1) / mad::kPKeyBlockSize;
+    PKeyCache& cache = pkey_cache_[key];
+    if (stale || cache.keys.size() != cap) {
+      cache.keys.assign(cap, 0);
+      cache.known.assign(blocks, false);
+    }
+    for (size_t b = 0; b < blocks; ++b) {
+      if (cache.known[b]) continue;
+      ++current_.pkey_blocks_read;
+      pipeline_.Get(target->first, mad::attr::kPKeyTable,
+                    mad::PKeyAttrMod(static_cast<uint32_t>(b), target->second),
+                    [this, key, b](Result<mad::Smp> r) {
+                      if (!r.ok()) return;  // stays unknown: the block will be written
+                      auto blk = mad::Decode<mad::PKeyTable>(r->data);
+                      auto it = pkey_cache_.find(key);
+                      if (!blk.ok() || it == pkey_cache_.end()) return;
+                      PKeyCache& c = it->second;
+                      if (b >= c.known.size()) return;
+                      for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
+                        if (b * mad::kPKeyBlockSize + i < c.keys.size())
+                          c.keys[b * mad::kPKeyBlockSize + i] = blk->pkey[i];
+                      c.known[b] = true;
+                    });
+    }
+  }
+  pipeline_.WhenIdle([this] {
+    if (!stopped_) SetPKeyTables();
+  });
+}
+
+void SubnetManager::SetPKeyTables() {
+  const Fabric& f = discovered_->fabric;
+  auto current = [this, &f](PortId p) -> const std::vector<uint16_t>* {
+    const Port& port = f.port(p);
+    auto it = pkey_cache_.find({f.node(port.node).guid, port.num.value()});
+    return it == pkey_cache_.end() ? nullptr : &it->second.keys;
+  };
+  auto plan = std::make_shared<PKeyPlan>(
+      PlanPKeys(*discovered_, sm_port_, options_.partitions, current));
+  // A partition set larger than a port's table is the configuration's problem, not the
+  // fabric's: logged and counted, but the subnet still comes up (OpenSM does the same).
+  for (const auto& i : plan->issues) {
+    ++counters_.issues_by_id[i.id];
+    Log(LogName::kSm).warn("{} {}", i.id, i.message);
+  }
+  pkey_plan_ = plan;
+  for (const auto& [p, table] : plan->tables) {
+    const Port& port = f.port(p);
+    auto target = PKeyTarget(p);
+    if (!target) continue;
+    auto key = std::make_pair(f.node(port.node).guid, port.num.value());
+    PKeyCache& cache = pkey_cache_[key];
+    size_t blocks = (table.size() + mad::kPKeyBlockSize - 1) / mad::kPKeyBlockSize;
+    if (cache.keys.size() != table.size()) {
+      cache.keys.assign(table.size(), 0);
+      cache.known.assign(blocks, false);
+    }
+    for (size_t b = 0; b < blocks; ++b) {
+      mad::PKeyTable blk;
+      for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
+        if (b * mad::kPKeyBlockSize + i < table.size()) blk.pkey[i] = table[b * mad::kPKeyBlockSize + i];
+      bool same = cache.known[b];
+      for (size_t i = 0; same && i < mad::kPKeyBlockSize; ++i)
+        if (b * mad::kPKeyBlockSize + i < table.size() &&
+            cache.keys[b * mad::kPKeyBlockSize + i] != blk.pkey[i])
+          same = false;
+      if (same) continue;
+      std::array<uint8_t, 64> data{};
+      mad::EncodeTo(blk, data);
+      ++current_.pkey_blocks_sent;
+      pipeline_.Set(target->first, mad::attr::kPKeyTable,
+                    mad::PKeyAttrMod(static_cast<uint32_t>(b), target->second), data,
+                    [this, key, b](Result<mad::Smp> r) {
+                      auto it = pkey_cache_.find(key);
+                      if (it == pkey_cache_.end() || b >= it->second.known.size()) return;
+                      PKeyCache& c = it->second;
+                      if (!r.ok()) {
+                        c.known[b] = false;
+                        Issue("SM-PKEY-002",
+                              fmt::format("P_KeyTable block {} Set on {} port {} failed: {}", b,
+                                          ToString(key.first), key.second,
+                                          r.status().ToString()));
+                        return;
+                      }
+                      auto got = mad::Decode<mad::PKeyTable>(r->data);
+                      if (!got.ok()) {
+                        c.known[b] = false;
+                        return;
+                      }
+                      // What the port answered is what it holds (it may refuse entries).
+                      for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
+                        if (b * mad::kPKeyBlockSize + i < c.keys.size())
+                          c.keys[b * mad::kPKeyBlockSize + i] = got->pkey[i];
+                      c.known[b] = true;
+                    });
+    }
+  }
+  pipeline_.WhenIdle([this] {
+    if (!stopped_) SetEnforcement();
+  });
+}
+
+// PortInfo PartitionEnforcementInbound/Outbound on switch ports facing end ports
+// (OpenSM pkey_mgr_enforce_partition), only where they differ.
+void SubnetManager::SetEnforcement() {
+  const Fabric& f = discovered_->fabric;
+  for (const auto& [p, e] : pkey_plan_->enforcement) {
+    const Port& port = f.port(p);
+    DiscoveredNode& dn = discovered_->nodes[port.node];
+    uint8_t num = port.num.value();
+    const mad::PortInfo& now = dn.port_info[num];
+    if (now.partition_enforcement_inbound == e.inbound &&
+        now.partition_enforcement_outbound == e.outbound)
+      continue;
+    mad::PortInfo want = DesiredPortInfo(p);
+    want.partition_enforcement_inbound = e.inbound;
+    want.partition_enforcement_outbound = e.outbound;
+    std::array<uint8_t, 64> data{};
+    mad::EncodeTo(want, data);
+    ++current_.enforcement_sets;
+    NodeId node = port.node;
+    pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data,
+                  [this, node, num](Result<mad::Smp> r) {
+                    if (!r.ok()) {
+                      Issue("SM-PKEY-003",
+                            fmt::format("PortInfo Set (partition enforcement) on {} port {} "
+                                        "failed: {}",
+                                        ToString(discovered_->fabric.node(node).guid), num,
+                                        r.status().ToString()));
+                      return;
+                    }
+                    auto pi = mad::Decode<mad::PortInfo>(r->data);
+                    if (pi.ok()) discovered_->nodes[node].port_info[num] = *pi;
+                  });
+  }
+  pipeline_.WhenIdle([this] {
+    if (!stopped_) ConfigureLids();
+  });
 }
 
 mad::PortInfo SubnetManager::DesiredPortInfo(PortId p) const {
@@ -578,11 +761,12 @@ void SubnetManager::FinishHeavySweep() {
   Log(LogName::kSm)
       .info("heavy sweep {} done in {:.3f} s: {} nodes ({} switches, {} CAs), {} links; {} "
             "SMPs ({} failed); {} LID changes, {} PortInfo Sets, {} LFT blocks sent ({} read), "
-            "{} ports armed, {} activated; engine {}",
+            "{} P_Key blocks sent ({} read), {} ports armed, {} activated; engine {}",
             current_.number, current_.duration.count() / 1e6, current_.nodes,
             current_.switches, current_.cas, current_.links, current_.smps,
             current_.smps_failed, current_.lid_changes, current_.portinfo_sets,
-            current_.lft_blocks_sent, current_.lft_blocks_read, current_.ports_armed,
+            current_.lft_blocks_sent, current_.lft_blocks_read, current_.pkey_blocks_sent,
+            current_.pkey_blocks_read, current_.ports_armed,
             current_.ports_activated, current_.engine.empty() ? "-" : current_.engine);
   if (current_.subnet_up) {
     failed_sweeps_in_a_row_ = 0;
@@ -989,7 +1173,7 @@ void SubnetManager::DecideRole() {
       return;
     }
     SetSmState(ha::SmEvent::kDiscoveryNoMaster, "no master and no better SM found");
-    ConfigureLids();
+    ProgramPKeys();
     return;
   }
   if (state() == mad::SmState::kMaster) {
@@ -997,7 +1181,7 @@ void SubnetManager::DecideRole() {
       SendHandover(*handover_to);
       return;
     }
-    ConfigureLids();
+    ProgramPKeys();
     return;
   }
   // A Set made us NOTACTIVE or STANDBY meanwhile: this sweep ends without writing.
@@ -1017,7 +1201,7 @@ void SubnetManager::SendHandover(const PeerSm& to) {
                     Log(LogName::kHa).warn("SM-HA-004 HANDOVER to SM {} failed: {}; staying "
                                            "MASTER",
                                            ToString(to.guid), r.status().ToString());
-                    ConfigureLids();
+                    ProgramPKeys();
                     return;
                   }
                   ++counters_.handovers_sent;
@@ -1245,6 +1429,8 @@ void SubnetManager::PublishSaSnapshot() {
   s->act_count = act_count_;
   s->sm_priority = options_.sm_priority;
   s->sm_state = state();
+  s->pkeys = pkey_plan_;
+  s->partitioned = options_.partitions.config != nullptr;
   sa_.Publish(std::move(s));
 }
 

@@ -31,6 +31,7 @@
 #include "routing/verify.h"
 #include "sm/discovery.h"
 #include "sm/lid_manager.h"
+#include "sm/pkey_manager.h"
 #include "sm/sa_server.h"
 #include "sm/smp_pipeline.h"
 
@@ -66,6 +67,8 @@ struct SubnetManagerOptions {
   bool dump_lfts = false;
   std::string guid2lid_file;       // OpenSM's file, read at start (migration from OpenSM)
   bool no_clients_rereg = false;
+  // partitions.conf as last loaded well, part_enforce, allow_both_pkeys (SIGHUP reloads).
+  PartitionPolicy partitions;
 };
 
 struct SweepStats {
@@ -81,6 +84,9 @@ struct SweepStats {
   uint64_t lft_blocks_sent = 0;
   uint64_t lft_blocks_read = 0;
   uint64_t switchinfo_sets = 0;
+  uint64_t pkey_blocks_sent = 0;   // P_KeyTable Sets (blocks that differed)
+  uint64_t pkey_blocks_read = 0;   // P_KeyTable Gets (ports whose table was not known)
+  uint64_t enforcement_sets = 0;   // PortInfo Sets of partition enforcement bits
   uint64_t ports_armed = 0, ports_activated = 0;
   std::string engine;
   std::vector<std::string> declined;  // "ftree: not a fat tree"
@@ -157,6 +163,12 @@ class SubnetManager {
 
   void BeginHeavySweep();
   void OnDiscovered(DiscoveryResult r);
+  void ProgramPKeys();
+  void SetPKeyTables();
+  void SetEnforcement();
+  // The DR path and P_KeyTable port modifier that reach `p`'s table; nullopt when no
+  // discovered path arrives at that port (a CA port we did not come in through).
+  std::optional<std::pair<DrPath, uint8_t>> PKeyTarget(PortId p) const;
   void ConfigureLids();
   void Route();
   // What the routing pool hands back to the io thread.
@@ -247,6 +259,15 @@ class SubnetManager {
   std::shared_ptr<const routing::RoutingTables> tables_;  // last good tables
   std::unique_ptr<routing::LidMap> lid_map_;
   std::unordered_map<Guid, SwitchCache> switch_cache_;
+  // What each port's P_Key table holds, by (node GUID, port number); a block not known is
+  // absent from `known`. Kept across sweeps like the LFT cache; re-read when a port's link
+  // restarted (not ACTIVE) or its switch rebooted.
+  struct PKeyCache {
+    std::vector<uint16_t> keys;
+    std::vector<bool> known;  // per block of 32
+  };
+  std::map<std::pair<Guid, uint8_t>, PKeyCache> pkey_cache_;
+  std::shared_ptr<const PKeyPlan> pkey_plan_;  // of the current sweep
   struct DeviceEcho {
     uint8_t subnet_timeout = 0;
     uint16_t m_key_lease = 0;
