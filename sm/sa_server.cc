@@ -27,7 +27,18 @@ struct Query {
   bool enhanced = false;          // PortInfoRecord CapabilityMask "bits set" matching
   bool trusted = false;           // presented the SA key
   bool get = false;               // Get (one record) rather than GetTable
+  PortId requester = kNoPort;     // the end port owning the request's source LID
 };
+
+// Whether the requester may see end port `p` of node `n`: switches are the fabric's and
+// visible to all; a CA or router port only to a requester sharing a partition with it
+// (OpenSM filters NodeRecord, PortInfoRecord and P_KeyTableRecord the same way).
+bool Visible(const SaSnapshot& s, const Query& q, NodeId n, PortId p) {
+  if (!s.partitioned || q.trusted) return true;
+  if (s.fabric.node(n).is_switch()) return true;
+  if (q.requester == kNoPort) return false;
+  return s.SharePartition(q.requester, p);
+}
 
 // Collects the records of type R that match a query, packed at the attribute offset.
 template <typename R>
@@ -95,6 +106,7 @@ void CollectNodes(const SaSnapshot& s, const Query& q, Collector<mad::NodeRecord
     if (n >= s.nodes.size()) continue;
     for (uint8_t p : EndPorts(s, n)) {
       const Port& port = s.fabric.port(n, PortNum{p});
+      if (!Visible(s, q, n, s.fabric.port_id(n, PortNum{p}))) continue;
       mad::NodeRecord r;
       r.lid = s.RecordLid(n, PortNum{p});
       r.node_info = s.nodes[n].node_info;
@@ -116,6 +128,7 @@ void CollectPortInfos(const SaSnapshot& s, const Query& q, Collector<mad::PortIn
       if (!PortInfoKnown(dn, p)) continue;
       uint16_t lid = s.RecordLid(n, PortNum{p});
       if (lid == 0) continue;
+      if (!Visible(s, q, n, s.fabric.port_id(n, PortNum{p}))) continue;
       mad::PortInfoRecord r;
       r.lid = lid;
       r.port_num = p;
@@ -210,6 +223,37 @@ void CollectGuidInfos(const SaSnapshot& s, const Query& q, Collector<mad::GuidIn
   }
 }
 
+// Every programmed P_Key table, block by block up to its last used block: end ports (a
+// switch's as port 0) and, with enforcement, switch ports facing end ports.
+void CollectPKeys(const SaSnapshot& s, const Query& q, Collector<mad::PKeyTableRecord>& c) {
+  if (!s.pkeys) return;
+  for (NodeId n : Candidates(s, LidKey(q))) {
+    const Node& node = s.fabric.node(n);
+    for (uint8_t p = 0; p <= node.num_ports; ++p) {
+      PortId id = s.fabric.port_id(n, PortNum{p});
+      auto it = s.pkeys->tables.find(id);
+      if (it == s.pkeys->tables.end()) continue;
+      uint16_t lid = s.RecordLid(n, PortNum{node.is_switch() ? uint8_t{0} : p});
+      if (lid == 0) continue;
+      if (!Visible(s, q, n, id)) continue;
+      const std::vector<uint16_t>& t = it->second;
+      size_t used = 1;
+      for (size_t i = 0; i < t.size(); ++i)
+        if (t[i] != 0) used = i / mad::kPKeyBlockSize + 1;
+      for (size_t b = 0; b < used; ++b) {
+        mad::PKeyTableRecord r;
+        r.lid = lid;
+        r.block_num = static_cast<uint16_t>(b);
+        r.port_num = p;
+        for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
+          if (b * mad::kPKeyBlockSize + i < t.size())
+            r.pkey_table.pkey[i] = t[b * mad::kPKeyBlockSize + i];
+        if (!c.Add(r)) return;
+      }
+    }
+  }
+}
+
 template <typename R>
 using CollectFn = void (*)(const SaSnapshot&, const Query&, Collector<R>&);
 
@@ -269,6 +313,21 @@ Found RunPaths(const SaSnapshot& s, const Query& q, const mad::MadMessage& msg) 
     return f;
   }
   const PortId requester = ps.lids->owner(msg.addr.lid);
+  if (s.partitioned && s.pkeys) {
+    // OpenSM: the requester must share a partition with both ends, and the ends with each
+    // other; the path's P_Key is one the ends share (the SA key sees every pair).
+    const bool trusted = q.trusted;
+    ps.partitions = [&s, trusted](PortId req, PortId src, PortId dst,
+                                  std::optional<uint16_t> requested) -> std::optional<uint16_t> {
+      auto a = s.pkeys->members.find(src);
+      auto b = s.pkeys->members.find(dst);
+      if (a == s.pkeys->members.end() || b == s.pkeys->members.end()) return std::nullopt;
+      if (!trusted && (req == kNoPort || !s.SharePartition(req, src) ||
+                       !s.SharePartition(req, dst)))
+        return std::nullopt;
+      return SharedPKey(a->second, b->second, requested);
+    };
+  }
   Result<std::vector<mad::PathRecord>> paths = std::vector<mad::PathRecord>{};
   if (q.mad.hdr.attr_id == mad::sa_attr::kPathRecord) {
     mad::PathRecord req;
@@ -327,6 +386,20 @@ std::vector<uint8_t> LinkMtus(const Fabric& fabric, const std::vector<Discovered
     out[p] = m;
   }
   return out;
+}
+
+bool SaSnapshot::SharePartition(PortId a, PortId b) const {
+  if (!partitioned || !pkeys || a == b) return true;
+  auto x = pkeys->members.find(a);
+  auto y = pkeys->members.find(b);
+  if (x == pkeys->members.end() || y == pkeys->members.end()) return false;
+  return SharedPKey(x->second, y->second, std::nullopt).has_value();
+}
+
+bool SaSnapshot::HoldsPKey(PortId p, uint16_t pkey) const {
+  if (!partitioned || !pkeys) return true;
+  auto x = pkeys->members.find(p);
+  return x != pkeys->members.end() && x->second.count(pkey & 0x7FFF) > 0;
 }
 
 uint16_t SaSnapshot::RecordLid(NodeId n, PortNum port) const {
@@ -500,9 +573,16 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
   q.mad = req;
   q.data = data;
   q.get = req.hdr.method == mad::method::kGet;
+  q.trusted = options_.sa_key != 0 && req.sm_key == options_.sa_key;
+  const PortId requester = s.lids ? s.lids->owner(msg.addr.lid) : kNoPort;
   Collector<mad::ServiceRecord> c(q);
-  for (const Service& sv : services_)
+  for (const Service& sv : services_) {
+    // OpenSM: a requester sees a service only if it holds the service's P_Key.
+    if (s.partitioned && !q.trusted && sv.record.service_p_key != 0 &&
+        (requester == kNoPort || !s.HoldsPKey(requester, sv.record.service_p_key)))
+      continue;
     if (!c.Add(sv.record)) break;
+  }
   if (q.get) {
     if (c.count() == 0) return error(mad::sa_status::kNoRecords);
     if (c.count() > 1) return error(mad::sa_status::kTooManyRecords);
@@ -648,6 +728,7 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
   q.get = req.hdr.method == mad::method::kGet;
   q.enhanced = (req.hdr.attr_mod & mad::kPortInfoCapMaskMatchModifier) != 0;
   q.trusted = options_.sa_key != 0 && req.sm_key == options_.sa_key;
+  if (snapshot_ && snapshot_->lids) q.requester = snapshot_->lids->owner(msg.addr.lid);
 
   const uint8_t resp_method = req.hdr.method | mad::method::kResponseBit;
   auto error = [&](uint16_t status) {
@@ -747,9 +828,9 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
     case mad::sa_attr::kGuidInfoRecord:
       f = Run<mad::GuidInfoRecord>(s, q, CollectGuidInfos);
       break;
-    // The SM neither reads nor programs P_Key, SL2VL and VLArb tables yet, so it knows no
-    // such record: an empty table, or ERR_NO_RECORDS for a Get, rather than a guess.
-    case mad::sa_attr::kPKeyTableRecord: f = Run<mad::PKeyTableRecord>(s, q, nullptr); break;
+    case mad::sa_attr::kPKeyTableRecord: f = Run<mad::PKeyTableRecord>(s, q, CollectPKeys); break;
+    // The SM neither reads nor programs SL2VL and VLArb tables yet, so it knows no such
+    // record: an empty table, or ERR_NO_RECORDS for a Get, rather than a guess.
     case mad::sa_attr::kSl2VlTableRecord: f = Run<mad::Sl2VlTableRecord>(s, q, nullptr); break;
     case mad::sa_attr::kVlArbitrationTableRecord:
       f = Run<mad::VlArbitrationTableRecord>(s, q, nullptr);

@@ -40,6 +40,7 @@
 #include "routing/routing_engine.h"
 #include "sm/discovery.h"
 #include "sm/inform.h"
+#include "sm/pkey_manager.h"
 
 namespace ibsm::sm {
 
@@ -64,6 +65,18 @@ struct SaSnapshot {
   uint32_t act_count = 0;
   uint8_t sm_priority = 0;
   mad::SmState sm_state = mad::SmState::kNotActive;
+  // Partitions: every end port's memberships and every programmed port's P_Key table
+  // (P_KeyTableRecord). With `partitioned` (a partitions.conf is in force) the SA hides
+  // from an untrusted requester the CAs it shares no partition with (NodeRecord,
+  // PortInfoRecord, P_KeyTableRecord, PathRecord, ServiceRecord), as OpenSM does.
+  std::shared_ptr<const PKeyPlan> pkeys;
+  bool partitioned = false;
+
+  // True when `a` and `b` share a partition (one at least a full member); always without
+  // partitions, and for a port and itself.
+  bool SharePartition(PortId a, PortId b) const;
+  // True when end port `p` holds P_Key base `pkey` (either membership).
+  bool HoldsPKey(PortId p, uint16_t pkey) const;
 
   // The LID a node's records carry: port 0's for a switch, else `port`'s. 0 if none.
   uint16_t RecordLid(NodeId n, PortNum port) const;
