@@ -17,7 +17,7 @@ namespace {
 // FROZEN: every entry below has shipped (or will, with this file). Never edit or reorder;
 // append a new Migration for any change. ha/state_store_test.cc keeps a copy of version 1
 // and fails if it drifts.
-constexpr std::array<Migration, 4> kMigrations = {{
+constexpr std::array<Migration, 5> kMigrations = {{
     // Version 1: what the SM core needs (issue 3): LIDs kept across restarts, sweep
     // history, SM state key/values.
     {1, R"sql(
@@ -102,6 +102,24 @@ CREATE TABLE inform_subscriptions (
   pkey_index  INTEGER NOT NULL CHECK (pkey_index BETWEEN 0 AND 65535),
   sl          INTEGER NOT NULL CHECK (sl BETWEEN 0 AND 15),
   trusted     INTEGER NOT NULL CHECK (trusted IN (0, 1))
+);
+)sql"},
+    // Version 5: multicast groups the SA created and their members (sm/multicast.h). `record` is the
+    // group's 52-byte MCMemberRecord image; a member row dies with its group.
+    {5, R"sql(
+CREATE TABLE mcast_groups (
+  mgid      BLOB    PRIMARY KEY CHECK (length(mgid) = 16),
+  mlid      INTEGER NOT NULL UNIQUE CHECK (mlid BETWEEN 49152 AND 65535),
+  record    BLOB    NOT NULL CHECK (length(record) = 52),
+  permanent INTEGER NOT NULL CHECK (permanent IN (0, 1))
+);
+CREATE TABLE mcast_members (
+  mgid       BLOB    NOT NULL REFERENCES mcast_groups (mgid) ON DELETE CASCADE,
+  port_guid  INTEGER NOT NULL,  -- uint64 as two's-complement int64
+  port_gid   BLOB    NOT NULL CHECK (length(port_gid) = 16),
+  join_state INTEGER NOT NULL CHECK (join_state BETWEEN 1 AND 15),
+  proxy_join INTEGER NOT NULL CHECK (proxy_join IN (0, 1)),
+  PRIMARY KEY (mgid, port_guid)
 );
 )sql"},
 }};
@@ -932,6 +950,59 @@ Status StateStore::SaveInformSubscriptions(const std::vector<InformRow>& upserts
   return txn.Commit();
 }
 
+// ---- multicast groups ----
+
+Status StateStore::SaveMulticastGroups(const std::vector<McGroupRow>& groups) {
+  for (const McGroupRow& g : groups) {
+    if (g.record.size() != kMcGroupRecordSize) {
+      return InvalidArgument(fmt::format("multicast group record of {} bytes, not {}",
+                                         g.record.size(), kMcGroupRecordSize));
+    }
+  }
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * clear_members, Prepare("DELETE FROM mcast_members"));
+  {
+    StmtScope scope(clear_members);
+    if (sqlite3_step(clear_members) != SQLITE_DONE) return SqlError("clear multicast members");
+  }
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * clear_groups, Prepare("DELETE FROM mcast_groups"));
+  {
+    StmtScope scope(clear_groups);
+    if (sqlite3_step(clear_groups) != SQLITE_DONE) return SqlError("clear multicast groups");
+  }
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * g_ins,
+                        Prepare("INSERT INTO mcast_groups (mgid, mlid, record, permanent) "
+                                "VALUES (?1, ?2, ?3, ?4)"));
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * m_ins,
+                        Prepare("INSERT INTO mcast_members (mgid, port_guid, port_gid, "
+                                "join_state, proxy_join) VALUES (?1, ?2, ?3, ?4, ?5)"));
+  for (const McGroupRow& g : groups) {
+    {
+      StmtScope scope(g_ins);
+      BindBlob(g_ins, 1, g.mgid);
+      Bind(g_ins, 2, int64_t{g.mlid});
+      BindBlob(g_ins, 3, g.record);
+      Bind(g_ins, 4, int64_t{g.permanent ? 1 : 0});
+      if (sqlite3_step(g_ins) != SQLITE_DONE) {
+        return SqlError(fmt::format("save multicast group MLID {:#x}", g.mlid));
+      }
+    }
+    for (const McMemberRow& m : g.members) {
+      StmtScope scope(m_ins);
+      BindBlob(m_ins, 1, g.mgid);
+      Bind(m_ins, 2, ToDb(m.port_guid));
+      BindBlob(m_ins, 3, m.port_gid);
+      Bind(m_ins, 4, int64_t{m.join_state});
+      Bind(m_ins, 5, int64_t{m.proxy_join ? 1 : 0});
+      if (sqlite3_step(m_ins) != SQLITE_DONE) {
+        return SqlError(fmt::format("save member {:#x} of MLID {:#x}", m.port_guid, g.mlid));
+      }
+    }
+  }
+  return txn.Commit();
+}
+
 Result<std::vector<InformRow>> StateStore::LoadInformSubscriptions() {
   IBSM_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
@@ -962,6 +1033,56 @@ Result<std::vector<InformRow>> StateStore::LoadInformSubscriptions() {
     out.push_back(std::move(r));
   }
   if (rc != SQLITE_DONE) return SqlError("read inform subscriptions");
+  return out;
+}
+
+Result<std::vector<McGroupRow>> StateStore::LoadMulticastGroups() {
+  std::vector<McGroupRow> out;
+  {
+    IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                          Prepare("SELECT mgid, mlid, record, permanent FROM mcast_groups "
+                                  "ORDER BY mlid"));
+    StmtScope scope(s);
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+      McGroupRow g;
+      std::vector<uint8_t> mgid = ColBlob(s, 0);
+      int64_t mlid = sqlite3_column_int64(s, 1);
+      g.record = ColBlob(s, 2);
+      g.permanent = sqlite3_column_int64(s, 3) != 0;
+      if (mgid.size() != g.mgid.size() || mlid < 0xC000 || mlid > 0xFFFF ||
+          g.record.size() != kMcGroupRecordSize) {
+        return Corrupt(fmt::format("state file {}: malformed multicast group row", path_));
+      }
+      std::copy(mgid.begin(), mgid.end(), g.mgid.begin());
+      g.mlid = static_cast<uint16_t>(mlid);
+      out.push_back(std::move(g));
+    }
+    if (rc != SQLITE_DONE) return SqlError("read multicast groups");
+  }
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                        Prepare("SELECT mgid, port_guid, port_gid, join_state, proxy_join FROM "
+                                "mcast_members ORDER BY mgid, port_guid"));
+  StmtScope scope(s);
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    std::vector<uint8_t> mgid = ColBlob(s, 0);
+    McMemberRow m;
+    m.port_guid = std::bit_cast<uint64_t>(sqlite3_column_int64(s, 1));
+    std::vector<uint8_t> gid = ColBlob(s, 2);
+    int64_t js = sqlite3_column_int64(s, 3);
+    m.proxy_join = sqlite3_column_int64(s, 4) != 0;
+    auto g = std::find_if(out.begin(), out.end(), [&](const McGroupRow& r) {
+      return mgid.size() == r.mgid.size() && std::equal(mgid.begin(), mgid.end(), r.mgid.begin());
+    });
+    if (g == out.end() || gid.size() != m.port_gid.size() || js < 1 || js > 15) {
+      return Corrupt(fmt::format("state file {}: malformed multicast member row", path_));
+    }
+    std::copy(gid.begin(), gid.end(), m.port_gid.begin());
+    m.join_state = static_cast<uint8_t>(js);
+    g->members.push_back(m);
+  }
+  if (rc != SQLITE_DONE) return SqlError("read multicast members");
   return out;
 }
 

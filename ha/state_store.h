@@ -167,6 +167,29 @@ struct InformRow {
   bool operator==(const InformRow&) const = default;
 };
 
+// A multicast group the SA created (IBA 15.2.5.17) and its members, so that a restarted SM
+// keeps every group on its MLID. `record` is the group's MCMemberRecord wire image
+// (kMcGroupRecordSize bytes: MGID, Q_Key, MLID, MTU, P_Key, rate, SL, ...; PortGID and
+// JoinState zero).
+inline constexpr size_t kMcGroupRecordSize = 52;
+struct McMemberRow {
+  uint64_t port_guid = 0;
+  std::array<uint8_t, 16> port_gid{};
+  uint8_t join_state = 0;
+  bool proxy_join = false;
+
+  bool operator==(const McMemberRow&) const = default;
+};
+struct McGroupRow {
+  std::array<uint8_t, 16> mgid{};
+  uint16_t mlid = 0;
+  std::vector<uint8_t> record;
+  bool permanent = false;
+  std::vector<McMemberRow> members;  // by port GUID
+
+  bool operator==(const McGroupRow&) const = default;
+};
+
 class StateStore {
  public:
   // Opens or creates the file at `path` (its directory must exist), switches it to WAL,
@@ -229,6 +252,11 @@ class StateStore {
                                  const std::vector<std::vector<uint8_t>>& removals);
   // In the order they were first stored. Corrupt for a row whose sizes or ranges are off.
   Result<std::vector<InformRow>> LoadInformSubscriptions();
+  // Replaces every multicast group and member with `groups`, in one transaction.
+  // InvalidArgument for a record that is not kMcGroupRecordSize bytes (nothing written).
+  Status SaveMulticastGroups(const std::vector<McGroupRow>& groups);
+  // Ordered by MLID, members by port GUID. Corrupt for a malformed row.
+  Result<std::vector<McGroupRow>> LoadMulticastGroups();
 
   // Keeps the newest keep_sweeps sweeps and keep_events events, in one transaction.
   Status Prune(size_t keep_sweeps, size_t keep_events);

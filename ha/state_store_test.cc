@@ -546,6 +546,58 @@ TEST_F(StateStoreTest, AFileFromANewerIbsmIsRefusedAndLeftAlone) {
   EXPECT_EQ(RawQueryText(path_, "PRAGMA journal_mode"), "delete");
 }
 
+McGroupRow SampleGroup(uint16_t mlid, size_t members) {
+  McGroupRow g;
+  g.mgid = {0xff, 0x12, 0xa0, 0x1b, 0xfe, 0x80};
+  g.mgid[15] = static_cast<uint8_t>(mlid);
+  g.mlid = mlid;
+  g.record.assign(kMcGroupRecordSize, 0);
+  g.record[36] = static_cast<uint8_t>(mlid >> 8);
+  g.record[37] = static_cast<uint8_t>(mlid);
+  for (size_t i = 0; i < members; ++i) {
+    McMemberRow m;
+    m.port_guid = 0x8000000000000000ull + i;  // above INT64_MAX: stored as a negative int64
+    m.port_gid[0] = 0xfe;
+    m.port_gid[15] = static_cast<uint8_t>(i);
+    m.join_state = static_cast<uint8_t>(1 + i % 4);
+    m.proxy_join = i % 2 == 1;
+    g.members.push_back(m);
+  }
+  return g;
+}
+
+TEST_F(StateStoreTest, MulticastGroupsAndMembersRoundTripAndSavesReplaceTheSet) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  std::vector<McGroupRow> groups = {SampleGroup(0xC000, 0), SampleGroup(0xC001, 3)};
+  groups[0].permanent = true;
+  ASSERT_TRUE(store->SaveMulticastGroups(groups).ok());
+  EXPECT_EQ(*store->LoadMulticastGroups(), groups);
+  ASSERT_TRUE(store->SaveMulticastGroups({groups[0]}).ok());
+  EXPECT_EQ(*store->LoadMulticastGroups(), std::vector<McGroupRow>{groups[0]});
+  McGroupRow bad = SampleGroup(0xC002, 1);
+  bad.record.resize(10);
+  EXPECT_EQ(store->SaveMulticastGroups({groups[1], bad}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(*store->LoadMulticastGroups(), std::vector<McGroupRow>{groups[0]});
+}
+
+TEST_F(StateStoreTest, AVersionThreeFileIsMigratedKeepingServicesAndGainsMulticastTables) {
+  auto migrations = StateStoreMigrations();
+  ASSERT_GE(migrations.size(), 4u);
+  RawExec(path_, std::string(migrations[0].sql) + migrations[1].sql + migrations[2].sql +
+                     "INSERT INTO service_records VALUES "
+                     "(1, zeroblob(16), 65535, zeroblob(176), NULL);"
+                     "PRAGMA user_version = 3;");
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->SchemaVersion(), StateStoreSchemaVersion());
+  EXPECT_EQ(store->LoadServiceRecords()->size(), 1u);
+  EXPECT_TRUE(store->LoadMulticastGroups()->empty());
+  ASSERT_TRUE(store->SaveMulticastGroups({SampleGroup(0xC001, 2)}).ok());
+  EXPECT_EQ(store->LoadMulticastGroups()->size(), 1u);
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
 TEST_F(StateStoreTest, AnotherProgramsDatabaseIsNotTakenOver) {
   RawExec(path_, "CREATE TABLE accounts (id INTEGER PRIMARY KEY);");
   auto r = StateStore::Open(path_, clock_);

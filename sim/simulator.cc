@@ -924,6 +924,22 @@ Simulator::PortTables& Simulator::Tables(PortId p) {
   return *ports_[p].tables;
 }
 
+std::vector<uint8_t> Simulator::mft_ports(NodeId node, Lid mlid) const {
+  std::vector<uint8_t> out;
+  if (node >= nodes_.size() || nodes_[node].sw == kNoSwitch) return out;
+  if (mlid.value() < mad::kMulticastLidBase) return out;
+  const auto& mft = switches_[nodes_[node].sw].mft;
+  const uint32_t positions = MftPositions(node);
+  const size_t row = size_t{mlid.value()} - mad::kMulticastLidBase;
+  for (uint32_t pos = 0; pos < positions; ++pos) {
+    size_t at = row * positions + pos;
+    uint16_t mask = at < mft.size() ? mft[at] : 0;
+    for (unsigned b = 0; b < 16; ++b)
+      if ((mask >> b) & 1) out.push_back(static_cast<uint8_t>(16 * pos + b));
+  }
+  return out;
+}
+
 // Ports 0..NumPorts in groups of 16 (14.2.5.12).
 uint32_t Simulator::MftPositions(NodeId n) const {
   return (uint32_t{nodes_[n].num_ports} + 1 + mad::kMftPortsPerPosition - 1) /

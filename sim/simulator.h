@@ -155,6 +155,9 @@ class Simulator {
   uint8_t lft_entry(NodeId node, Lid lid) const;
   // The port's whole P_Key table as a P_KeyTable Get reads it (capacity entries).
   std::vector<uint16_t> pkey_table(PortId port) const;
+  // The ports a switch forwards multicast LID `mlid` to (its MFT entry, all positions);
+  // empty for a CA, an MLID below 0xC000 or an entry never set.
+  std::vector<uint8_t> mft_ports(NodeId node, Lid mlid) const;
   // Trap sends still waiting for a TrapRepress.
   size_t pending_traps() const;
 

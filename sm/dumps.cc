@@ -202,8 +202,30 @@ void WriteFdbsDump(const Fabric& f, const routing::RoutingTables& tables, std::F
   std::fwrite(out.data(), 1, out.size(), file);
 }
 
-void WriteMcfdbsDump(const Fabric& /*fabric*/, std::FILE* /*out*/) {
-  // No multicast forwarding tables are programmed yet: OpenSM writes an empty file then too.
+void WriteMcfdbsDump(const Fabric& fabric, const MftPlan& mfts, std::FILE* out) {
+  std::vector<NodeId> order;
+  for (const auto& [n, sw] : mfts.switches)
+    if (n < fabric.node_count() && !sw.masks.empty()) order.push_back(n);
+  std::sort(order.begin(), order.end(),
+            [&](NodeId a, NodeId b) { return fabric.node(a).guid < fabric.node(b).guid; });
+  std::string text;
+  for (NodeId n : order) {
+    const SwitchMft& sw = mfts.switches.at(n);
+    bool header = false;
+    for (const auto& [mlid, masks] : sw.masks) {
+      std::vector<uint8_t> ports = sw.Ports(mlid);
+      if (ports.empty()) continue;
+      if (!header) {
+        fmt::format_to(std::back_inserter(text), "\nSwitch 0x{:016x}\nLID    : Out Port(s)\n",
+                       fabric.node(n).guid.value());
+        header = true;
+      }
+      fmt::format_to(std::back_inserter(text), "0x{:04X} :", mlid);
+      for (uint8_t p : ports) fmt::format_to(std::back_inserter(text), " 0x{:03X} ", p);
+      text += '\n';
+    }
+  }
+  std::fwrite(text.data(), 1, text.size(), out);
 }
 
 Status WriteDumpFile(const std::string& path, const std::function<void(std::FILE*)>& write) {

@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "fabric/fabric.h"
 #include "routing/routing_engine.h"
+#include "sm/multicast_tree.h"
 
 namespace ibsm::sm {
 
@@ -27,9 +28,10 @@ void WriteLftsDump(const Fabric& fabric, const routing::RoutingTables& tables, s
 // check every CA-to-CA path and prove credit-loop freedom.
 void WriteFdbsDump(const Fabric& fabric, const routing::RoutingTables& tables, std::FILE* out);
 
-// OpenSM's opensm.mcfdbs (dump_mcast_routes): per switch with multicast entries, "0xMLID :"
-// then its ports. Empty until the SM programs multicast forwarding tables.
-void WriteMcfdbsDump(const Fabric& fabric, std::FILE* out);
+// OpenSM's opensm.mcfdbs (dump_mcast_routes): for each switch (node GUID order) that
+// forwards any MLID, "Switch 0x<guid>" and "LID    : Out Port(s)", then one line per MLID,
+// "0xC001 : 0x001  0x003 ". Empty when no switch forwards multicast.
+void WriteMcfdbsDump(const Fabric& fabric, const MftPlan& mfts, std::FILE* out);
 
 // Writes a dump to `path` through `write` via a temporary file, fsync and rename, so a reader
 // never sees half a file.

@@ -119,3 +119,30 @@ TEST(DumpsTest, SubnetListIsLineForLineWhatOpenSmWritesForTheSameFabric) {
 
 }  // namespace
 }  // namespace ibsm::sm
+
+namespace ibsm::sm {
+namespace {
+
+// The layout of OpenSM's dump_mcast_routes: a blank line, the switch header, then one line
+// per MLID with each port as " 0x%03X ".
+TEST(DumpsTest, McfdbsDumpListsEachSwitchsMlidsAndPortsAsOpenSmDoes) {
+  Fabric f;
+  NodeId a = *f.AddNode(NodeKind::kSwitch, Guid{0x20}, 18, "a", "a");
+  NodeId b = *f.AddNode(NodeKind::kSwitch, Guid{0x10}, 18, "b", "b");
+  MftPlan plan;
+  plan.switches[a].positions = 2;
+  plan.switches[a].masks[0xC001] = {0x0006, 0x0001};  // ports 1, 2, 16
+  plan.switches[b].positions = 2;
+  plan.switches[b].masks[0xC000] = {0x0000, 0x0000};  // on a tree, forwards nothing
+  plan.switches[b].masks[0xC002] = {0x0008, 0x0000};
+  std::string got = Capture([&](std::FILE* out) { WriteMcfdbsDump(f, plan, out); });
+  EXPECT_EQ(got,
+            "\nSwitch 0x0000000000000010\nLID    : Out Port(s)\n"
+            "0xC002 : 0x003 \n"
+            "\nSwitch 0x0000000000000020\nLID    : Out Port(s)\n"
+            "0xC001 : 0x001  0x002  0x010 \n");
+  EXPECT_EQ(Capture([&](std::FILE* out) { WriteMcfdbsDump(f, MftPlan{}, out); }), "");
+}
+
+}  // namespace
+}  // namespace ibsm::sm

@@ -790,7 +790,14 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
     }
     return AnswerInform(msg, req, q.data, q.trusted);
   }
-  // The other attribute of SA state (MCMemberRecord) is not served yet.
+  if (attr == mad::sa_attr::kMcMemberRecord || attr == mad::sa_attr::kMftRecord) {
+    if (!snapshot_) {
+      ++counters_.not_ready;
+      return error(mad::mad_status::kBusy);
+    }
+    if (attr == mad::sa_attr::kMftRecord) return AnswerMftRecord(msg, req, q.data);
+    return AnswerMcMember(msg, req, q.data, q.trusted);
+  }
   if (!known_attr || !get_or_table) return error(mad::mad_status::kMethodAttrUnsupported);
 
   if (!snapshot_) {
@@ -806,7 +813,8 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
     cpi.class_version = mad::kSaClassVersion;
     cpi.capability_mask = mad::sa_cap::kIsPortInfoCapMaskMatchSupported |
                           mad::sa_cap::kIsMultiPathSupported |
-                          mad::sa_cap::kIsSubnGetSetNoticeSupported;
+                          mad::sa_cap::kIsSubnGetSetNoticeSupported |
+                          mad::sa_cap::kIsUdMulticastSupported;
     cpi.resp_time_value = options_.resp_time_value;
     mad::MadMessage out = Frame(msg, req, resp_method, kNoStatus, 0);
     mad::EncodeTo(cpi, std::span<uint8_t>(out.bytes).subspan(mad::kSaHeaderSize));

@@ -41,6 +41,7 @@
 #include "sm/discovery.h"
 #include "sm/inform.h"
 #include "sm/pkey_manager.h"
+#include "sm/multicast.h"
 
 namespace ibsm::sm {
 
@@ -146,6 +147,9 @@ class SaServer {
   std::optional<mad::MadMessage> Answer(const mad::MadMessage& msg);
 
   const SaCounters& counters() const { return counters_; }
+  // MCMemberRecord and MFTRecord are served from `groups` (sm/sa_multicast.cc); null: not
+  // served. REQUIRES: outlives the server, same thread.
+  void AttachMulticast(MulticastManager* groups) { mcast_ = groups; }
   void set_options(const SaServerOptions& options) { options_ = options; }
 
   // Event subscriptions (InformInfo Set, InformInfoRecord) and the Reports sent to them:
@@ -164,11 +168,19 @@ class SaServer {
   std::optional<mad::MadMessage> AnswerInform(const mad::MadMessage& msg, const mad::SaMad& req,
                                               std::span<const uint8_t> data, bool trusted);
 
+  std::optional<mad::MadMessage> AnswerMcMember(const mad::MadMessage& msg,
+                                                const mad::SaMad& req,
+                                                std::span<const uint8_t> data, bool trusted);
+  std::optional<mad::MadMessage> AnswerMftRecord(const mad::MadMessage& msg,
+                                                 const mad::SaMad& req,
+                                                 std::span<const uint8_t> data);
+
   mad::Transport& transport_;
   SaServerOptions options_;
   const Clock& clock_;
   ha::StateStore* store_;
   std::vector<Service> services_;
+  MulticastManager* mcast_ = nullptr;
   std::shared_ptr<const SaSnapshot> snapshot_;
   SaCounters counters_;
   InformManager inform_;

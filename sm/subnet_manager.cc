@@ -20,6 +20,7 @@
 #include "conf/text_file.h"
 #include "ha/state_store.h"
 #include "sm/dumps.h"
+#include "sm/multicast_state.h"
 
 namespace ibsm::sm {
 namespace {
@@ -30,6 +31,13 @@ uint8_t ToWire(PortState s) { return static_cast<uint8_t>(s); }
 
 bool PeerBeats(const mad::SmInfo& a, const mad::SmInfo& b) {
   return ha::IsBetterSm(a.priority, a.guid, b.priority, b.guid);
+}
+
+MulticastOptions McOptions(const SubnetManagerOptions& o) {
+  MulticastOptions m;
+  m.subnet_prefix = o.subnet_prefix;
+  m.packet_life_time = o.subnet_timeout;
+  return m;
 }
 
 SaServerOptions SaOptions(const SubnetManagerOptions& o) {
@@ -51,9 +59,14 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
       options_(std::move(options)),
       pipeline_(transport, options_.max_wire_smps, options_.send, options_.m_key),
       sa_(transport, SaOptions(options_), clock, store),
+      mcast_(McOptions(options_)),
       light_timer_(io),
       poll_timer_(io) {
   pipeline_.set_fenced(true);  // nothing is written before the election says MASTER
+  // Traps 66/67 for groups created and deleted go to the InformInfo subscribers.
+  mcast_.set_on_event([this](uint16_t trap, const mad::Gid& mgid) {
+    ReportMulticastGroup(trap == mad::trap::kMcastGroupCreated, mad::ToGidBytes(mgid));
+  });
 }
 
 SubnetManager::~SubnetManager() {
@@ -78,6 +91,10 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
     Log(LogName::kSm).warn("SM-STATE-006 cannot read event subscriptions from the state file: {}",
                            st.ToString());
   }
+  LoadMulticastGroups();
+  mcast_.CreateDefaultGroups();
+  mcast_.set_on_change([this] { OnMulticastChange(); });
+  sa_.AttachMulticast(&mcast_);
   // NOTACTIVE -> DISCOVERING: the first heavy sweep looks for other SMs before it writes.
   SetSmState(ha::SmEvent::kEnable, "start");
 }
@@ -571,7 +588,10 @@ void SubnetManager::ProgramSwitches() {
     SwitchCache& cache = switch_cache_[f.node(n).guid];
     // A switch whose top is not what we set (rebooted, or programmed by another SM) holds
     // tables we do not know.
-    if (cache.top != dn.switch_info.linear_fdb_top) cache.lft.clear();
+    if (cache.top != dn.switch_info.linear_fdb_top) {
+      cache.lft.clear();
+      mft_.Forget(f.node(n).guid);
+    }
     if (cache.lft.empty() && dn.switch_info.linear_fdb_top != 0) {
       size_t blocks = std::min<size_t>(dn.switch_info.linear_fdb_top, top) / 64 + 1;
       cache.lft.assign(blocks * 64, kUnknownEntry);
@@ -676,7 +696,85 @@ void SubnetManager::PushLfts() {
     return false;
   });
   pipeline_.WhenIdle([this] {
-    if (!stopped_) ActivateLinks(0);
+    if (!stopped_) PushMfts([this] { ActivateLinks(0); });
+  });
+}
+
+// Multicast (opensm-facts.md: after unicast, before the link manager): members whose port
+// this sweep did not find leave their groups, then MFT blocks go out by difference.
+void SubnetManager::PushMfts(std::function<void()> then) {
+  const Fabric& f = discovered_->fabric;
+  mcast_dirty_ = false;
+  uint32_t cap = 0;
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (!f.node(n).is_switch()) continue;
+    uint32_t c = discovered_->nodes[n].switch_info.multicast_fdb_cap;
+    if (c != 0 && (cap == 0 || c < cap)) cap = c;
+  }
+  if (cap != 0) {
+    mcast_.set_max_mlid(static_cast<uint16_t>(
+        std::min<uint32_t>(0xFFFE, uint32_t{mad::kMulticastLidBase} + cap - 1)));
+  }
+  mcast_.Prune([&f](Guid g) {
+    auto p = f.FindPort(g);
+    return p && (f.node(f.port(*p).node).is_switch() || f.port(*p).connected());
+  });
+  mcast_dirty_ = false;  // the prune's own change is planned below
+  MftPlan plan = PlanMfts(f, mcast_.groups());
+  size_t queued = mft_.Push(f, discovered_->nodes, plan,
+                            [this](Guid g, uint32_t pos, uint32_t block, const Status& st) {
+                              Issue("SM-MFT-001",
+                                    fmt::format("MFT block {} position {} Set on {} failed: {}",
+                                                block, pos, ToString(g), st.ToString()));
+                            });
+  if (queued) {
+    Log(LogName::kSm).info("{} MFT blocks queued for {} multicast trees", queued,
+                           plan.trees.size());
+  }
+  if (then) {
+    pipeline_.WhenIdle([this, then] {
+      if (!stopped_) then();
+    });
+  }
+}
+
+void SubnetManager::LoadMulticastGroups() {
+  if (!store_) return;
+  auto rows = store_->LoadMulticastGroups();
+  Result<std::vector<McGroup>> groups =
+      rows.ok() ? FromRows(*rows) : Result<std::vector<McGroup>>(rows.status());
+  if (!groups.ok()) {
+    Log(LogName::kSm).warn("SM-STATE-008 cannot read multicast groups from the state file: {}",
+                           groups.status().ToString());
+    return;
+  }
+  size_t skipped = mcast_.Restore(std::move(*groups));
+  Log(LogName::kSm).info("{} multicast group(s) restored from the state file{}",
+                         mcast_.groups().size(),
+                         skipped ? fmt::format(", {} skipped (MLID clash or out of range)", skipped)
+                                 : std::string());
+}
+
+void SubnetManager::OnMulticastChange() {
+  // The state file first, before the SA answers: a restart keeps what a client was told.
+  if (store_) {
+    Status st = store_->SaveMulticastGroups(ToRows(mcast_.groups()));
+    if (!st.ok()) {
+      ++counters_.issues_by_id["SM-STATE-009"];
+      Log(LogName::kSm).error("SM-STATE-009 multicast groups not saved: {}", st.ToString());
+    }
+  }
+  if (sweeping_ || !discovered_ || stopped_) {
+    mcast_dirty_ = true;
+    return;
+  }
+  if (mcast_dirty_) return;  // a push is already posted
+  mcast_dirty_ = true;
+  boost::asio::post(io_, [this] {
+    if (stopped_ || !mcast_dirty_) return;
+    if (sweeping_ || !discovered_) return;  // the sweep (or its end) plans it
+    if (state() != mad::SmState::kMaster) return;  // only the master writes MFTs
+    PushMfts({});
   });
 }
 
@@ -786,6 +884,8 @@ void SubnetManager::FinishHeavySweep() {
     PersistState();
     if (current_.subnet_up) SaveLftDigests();
   }
+  // Joins and leaves during the sweep.
+  if (mcast_dirty_ && discovered_ && !stopped_ && state() == mad::SmState::kMaster) PushMfts({});
   last_ = current_;
   sweeping_ = false;
   if (on_sweep_) on_sweep_(last_);
@@ -1071,6 +1171,7 @@ void SubnetManager::ApplyActions(uint32_t actions, const std::string& why) {
   if (actions & ha::sm_action::kFence) {
     // Another SM writes the switches from now on: what we knew of them is stale.
     switch_cache_.clear();
+    mft_.ForgetAll();
     light_timer_.cancel();
     sweeping_ = false;
     sweep_again_ = false;
@@ -1448,7 +1549,9 @@ void SubnetManager::WriteDumps() {
                         [&](std::FILE* out) { WriteFdbsDump(f, *tables_, out); });
     if (s.ok())
       s = WriteDumpFile(options_.dump_dir + "/opensm.mcfdbs",
-                        [&](std::FILE* out) { WriteMcfdbsDump(f, out); });
+                        [&](std::FILE* out) {
+                          WriteMcfdbsDump(f, PlanMfts(f, mcast_.groups()), out);
+                        });
   }
   if (!s.ok()) Log(LogName::kSm).warn("SM-DUMP-001 {}", s.ToString());
 }

@@ -32,6 +32,8 @@
 #include "sm/discovery.h"
 #include "sm/lid_manager.h"
 #include "sm/pkey_manager.h"
+#include "sm/mft_programmer.h"
+#include "sm/multicast.h"
 #include "sm/sa_server.h"
 #include "sm/smp_pipeline.h"
 
@@ -154,6 +156,10 @@ class SubnetManager {
   // Trap 66 (created) / 67 (deleted) for multicast group `mgid`, to the subscribers: the
   // multicast manager's entry point.
   void ReportMulticastGroup(bool created, const std::array<uint8_t, 16>& mgid);
+  // Multicast groups (joined through the SA) and the MFT programming that follows them.
+  MulticastManager& multicast() { return mcast_; }
+  const MulticastManager& multicast() const { return mcast_; }
+  const MftCounters& mft_counters() const { return mft_.counters(); }
 
  private:
   struct SwitchCache {
@@ -182,6 +188,11 @@ class SubnetManager {
   void OnRouted(Routed routed);
   void ProgramSwitches();
   void PushLfts();
+  // Prunes members the sweep no longer sees and programs the MFTs, then runs `then`.
+  void PushMfts(std::function<void()> then);
+  // A join or leave changed a group: program the MFTs now, or after the running sweep.
+  void OnMulticastChange();
+  void LoadMulticastGroups();
   void ActivateLinks(int pass);
   void FinishHeavySweep();
   void ScheduleLightSweep();
@@ -228,6 +239,9 @@ class SubnetManager {
   SubnetManagerOptions options_;
   SmpPipeline pipeline_;
   SaServer sa_;
+  MulticastManager mcast_;
+  MftProgrammer mft_{pipeline_};
+  bool mcast_dirty_ = false;  // groups changed since the MFTs were last planned
   boost::asio::steady_timer light_timer_;
   boost::asio::thread_pool routing_pool_{1};
 
