@@ -517,8 +517,9 @@ TEST_F(StateStoreTest, AVersionThreeFileIsMigratedKeepingItsServicesAndGainsSubs
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->SaveServiceRecords({SampleService(1, std::nullopt)}, {}).ok());
   }
-  // Back to what a version-3 ibsm left: no subscriptions table.
-  RawExec(path_, "DROP TABLE inform_subscriptions; PRAGMA user_version = 3;");
+  // Back to what a version-3 ibsm left: no subscriptions table (nor the later multicast ones).
+  RawExec(path_, "DROP TABLE mcast_members; DROP TABLE mcast_groups; "
+                 "DROP TABLE inform_subscriptions; PRAGMA user_version = 3;");
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(*store->SchemaVersion(), StateStoreSchemaVersion());
