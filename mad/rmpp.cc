@@ -55,10 +55,15 @@ MadBytes MakeRmppReply(std::span<const uint8_t> segment, size_t header_size, uin
 // ---------------------------------------------------------------------------------------------
 // Sender
 
-Result<RmppSender> RmppSender::Create(std::span<const uint8_t> message, size_t header_size) {
+Result<RmppSender> RmppSender::Create(std::span<const uint8_t> message, size_t header_size,
+                                      size_t mad_size) {
   if (header_size < rmpp::kRmppHeaderEnd || header_size >= kMadSize) {
     return InvalidArgument("RMPP header size " + std::to_string(header_size) +
                            " outside [36, 256)");
+  }
+  if (mad_size <= header_size || mad_size > kMadSize) {
+    return InvalidArgument("RMPP segment size " + std::to_string(mad_size) + " outside (" +
+                           std::to_string(header_size) + ", 256]");
   }
   if (message.size() < header_size) {
     return InvalidArgument("RMPP message of " + std::to_string(message.size()) +
@@ -67,7 +72,7 @@ Result<RmppSender> RmppSender::Create(std::span<const uint8_t> message, size_t h
   }
   RmppSender s;
   s.header_size_ = header_size;
-  s.data_size_ = kMadSize - header_size;
+  s.data_size_ = mad_size - header_size;
   s.headers_.assign(message.begin(), message.begin() + header_size);
   s.payload_.assign(message.begin() + header_size, message.end());
   size_t n = (s.payload_.size() + s.data_size_ - 1) / s.data_size_;
@@ -179,9 +184,10 @@ Status RmppSender::OnReply(std::span<const uint8_t> mad, std::optional<MadBytes>
 // ---------------------------------------------------------------------------------------------
 // Receiver
 
-RmppReceiver::RmppReceiver(size_t header_size, uint32_t window, uint32_t max_segments)
+RmppReceiver::RmppReceiver(size_t header_size, uint32_t window, uint32_t max_segments,
+                           size_t mad_size)
     : header_size_(std::clamp(header_size, rmpp::kRmppHeaderEnd, kMadSize - 1)),
-      data_size_(kMadSize - header_size_),
+      data_size_(std::clamp(mad_size, header_size_ + 1, kMadSize) - header_size_),
       window_(std::max<uint32_t>(window, 1)),
       max_segments_(std::max<uint32_t>(max_segments, 1)),
       window_last_(1) {}

@@ -100,8 +100,11 @@ class RmppSender {
  public:
   // `message` = headers (MAD header with class, method, TID, attribute; class header) then
   // payload. The RMPP header bytes in `message` are ignored. InvalidArgument if the message
-  // is shorter than header_size or header_size is not in [36, 256).
-  static Result<RmppSender> Create(std::span<const uint8_t> message, size_t header_size);
+  // is shorter than header_size or header_size is not in [36, 256). `mad_size`: the bytes
+  // of each 256-byte segment that carry data (headers included); less than 256 only on a
+  // medium that loses a MAD's tail (ibsim, see UmadTransport), where both ends must agree.
+  static Result<RmppSender> Create(std::span<const uint8_t> message, size_t header_size,
+                                   size_t mad_size = kMadSize);
 
   uint32_t segment_count() const { return segment_count_; }
   bool done() const { return last_acked_ >= segment_count_; }
@@ -156,7 +159,9 @@ class RmppReceiver {
 
   // `window`: how many segments the sender may have outstanding; `max_segments` bounds the
   // memory one transfer may take (larger transfers are aborted with ResourcesExhausted).
-  explicit RmppReceiver(size_t header_size, uint32_t window = 32, uint32_t max_segments = 16384);
+  // `mad_size` as for RmppSender::Create.
+  explicit RmppReceiver(size_t header_size, uint32_t window = 32, uint32_t max_segments = 16384,
+                        size_t mad_size = kMadSize);
 
   // Feeds one received MAD of this transfer (untrusted bytes of any length).
   Step Feed(std::span<const uint8_t> mad);

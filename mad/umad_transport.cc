@@ -90,7 +90,8 @@ struct UmadTransport::OutTransfer {
 };
 
 struct UmadTransport::InTransfer {
-  InTransfer(boost::asio::io_context& io, size_t header_size) : receiver(header_size), idle(io) {}
+  InTransfer(boost::asio::io_context& io, size_t header_size, size_t mad_size)
+      : receiver(header_size, 32, 16384, mad_size), idle(io) {}
   RmppReceiver receiver;
   boost::asio::steady_timer idle;
   uint64_t generation = 0;
@@ -137,6 +138,14 @@ Status UmadTransport::OpenPort() {
                                    port, Errno(r)));
   }
   ca_name_ = p.ca_name;
+  // ibsim (Debian's 0.10 with its preload library, devices named ibsim<N>) delivers a MAD's
+  // first 224 bytes intact and the rest as whatever its buffer held: every segment of an
+  // RMPP transfer arrived with garbage in its last 32 bytes. On ibsim both ends of our own
+  // RMPP (ibsmd and ibsmctl) therefore fill segments to 224 bytes only.
+  wire_mad_size_ = ca_name_.rfind("ibsim", 0) == 0 ? kIbsimMadSize : kMadSize;
+  if (wire_mad_size_ != kMadSize)
+    Log(LogName::kMad).info("MAD-UMAD-020 ibsim device: RMPP segments carry {} bytes",
+                            wire_mad_size_);
   port_num_ = p.portnum;
   umad_release_port(&p);
 
@@ -329,7 +338,7 @@ void UmadTransport::Send(MadMessage request, const SendOptions& options, Respons
       return fail(InvalidArgument(fmt::format("{}-byte message in class {:#04x}, which has no RMPP",
                                               request.bytes.size(), hdr->mgmt_class)));
     }
-    auto sender = RmppSender::Create(request.bytes, *hs);
+    auto sender = RmppSender::Create(request.bytes, *hs, wire_mad_size_);
     if (!sender.ok()) return fail(sender.status());
     p->sender = std::move(sender).value();
   }
@@ -353,7 +362,7 @@ void UmadTransport::SendAttempt(const TidKey& key) {
     if (p.attempt > 1 && p.sender->done()) {
       // Whole request delivered but no response: send it again from the start.
       auto hs = RmppHeaderSize(key.first);
-      auto fresh = RmppSender::Create(p.request.bytes, *hs);
+      auto fresh = RmppSender::Create(p.request.bytes, *hs, wire_mad_size_);
       if (fresh.ok()) p.sender = std::move(fresh).value();
       segs = p.sender->NextSegments();
     } else {
@@ -413,7 +422,7 @@ Status UmadTransport::Post(MadMessage message) {
     return InvalidArgument(fmt::format("{}-byte message in class {:#04x}, which has no RMPP",
                                        message.bytes.size(), hdr->mgmt_class));
   }
-  auto sender = RmppSender::Create(message.bytes, *hs);
+  auto sender = RmppSender::Create(message.bytes, *hs, wire_mad_size_);
   if (!sender.ok()) return sender.status();
   TidKey key{hdr->mgmt_class, static_cast<uint32_t>(hdr->tid)};
   auto t = std::make_unique<OutTransfer>(io_, std::move(sender).value());
@@ -582,7 +591,7 @@ void UmadTransport::OnRmppInbound(Inbound& in, const MadHeader& hdr, const RmppH
     Pending& p = *it->second;
     const bool first = rh.data1 == 1 && (rh.flags & rmpp::kFlagFirst) != 0;
     if (!p.receiver || (first && (p.receiver->complete() || p.receiver->failed()))) {
-      p.receiver.emplace(hdr_size);
+      p.receiver.emplace(hdr_size, 32, 16384, wire_mad_size_);
     }
     auto step = p.receiver->Feed(in.bytes);
     if (step.reply) (void)WriteMad(*step.reply, reply_to);
@@ -609,7 +618,9 @@ void UmadTransport::OnRmppInbound(Inbound& in, const MadHeader& hdr, const RmppH
   const bool first = rh.data1 == 1 && (rh.flags & rmpp::kFlagFirst) != 0;
   if (it == inbound_rmpp_.end() ||
       (first && (it->second->receiver.complete() || it->second->receiver.failed()))) {
-    it = inbound_rmpp_.insert_or_assign(ikey, std::make_unique<InTransfer>(io_, hdr_size)).first;
+    it = inbound_rmpp_
+             .insert_or_assign(ikey, std::make_unique<InTransfer>(io_, hdr_size, wire_mad_size_))
+             .first;
   }
   InTransfer& t = *it->second;
   bool was_complete = t.receiver.complete();

@@ -32,6 +32,9 @@
 
 namespace ibsm::mad {
 
+// The bytes of a MAD ibsim carries intact (see UmadTransport::Open).
+inline constexpr size_t kIbsimMadSize = 224;
+
 struct UmadOptions {
   // Port selection, as OpenSM's -g: a non-zero port_guid wins; else ca_name/port_num (empty
   // name / 0 port: libibumad's default, the first CA and its first active port).
@@ -99,6 +102,7 @@ class UmadTransport final : public Transport {
   std::shared_ptr<char> alive_ = std::make_shared<char>(0);
   int port_id_ = -1;
   int issm_fd_ = -1;
+  size_t wire_mad_size_ = kMadSize;  // bytes of a MAD the medium carries intact (Open)
   std::string ca_name_;
   int port_num_ = 0;
   int agent_smi_ = -1, agent_dr_ = -1, agent_sa_ = -1, agent_perf_ = -1;
