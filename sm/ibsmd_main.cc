@@ -128,6 +128,10 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   o.sminfo_polling_timeout = std::chrono::milliseconds(c.sminfo_polling_timeout);
   o.polling_retry_number = c.polling_retry_number;
   o.subnet_timeout = c.subnet_timeout;
+  o.head_of_queue_lifetime = c.head_of_queue_lifetime;
+  o.leaf_head_of_queue_lifetime = c.leaf_head_of_queue_lifetime;
+  o.vl_stall_count = c.vl_stall_count;
+  o.leaf_vl_stall_count = c.leaf_vl_stall_count;
   o.routing_engine = c.routing_engine;
   IBSM_ASSIGN_OR_RETURN(o.routing.root_guids, LoadGuids(c.root_guid_file));
   IBSM_ASSIGN_OR_RETURN(o.routing.cn_guids, LoadGuids(c.cn_guid_file));

@@ -47,10 +47,12 @@ class Collector {
   explicit Collector(const Query& q) : q_(q) {}
 
   // Adds `r` if it matches. Returns false once a Get has seen two matches (no point going on).
-  bool Add(const R& r) {
+  // Components in `ignore` (mask bits) are not compared: a CA's tables are found by LID
+  // whatever port number the request names (OpenSM: "the SA should figure it out").
+  bool Add(const R& r, uint64_t ignore = 0) {
     std::array<uint8_t, Layout<R>::kSize> buf{};
     mad::EncodeRecord(r, buf);
-    if (!mad::Matches<R>(q_.mad.comp_mask, q_.data, buf, q_.enhanced)) return true;
+    if (!mad::Matches<R>(q_.mad.comp_mask & ~ignore, q_.data, buf, q_.enhanced)) return true;
     ++count_;
     payload_.insert(payload_.end(), buf.begin(), buf.end());
     payload_.resize(payload_.size() + kStride - buf.size(), 0);
@@ -249,6 +251,63 @@ void CollectPKeys(const SaSnapshot& s, const Query& q, Collector<mad::PKeyTableR
           if (b * mad::kPKeyBlockSize + i < t.size())
             r.pkey_table.pkey[i] = t[b * mad::kPKeyBlockSize + i];
         if (!c.Add(r)) return;
+      }
+    }
+  }
+}
+
+// The tables the SM read of node `n` (sm/qos_tables.h), or null.
+const NodeQos* QosOf(const SaSnapshot& s, NodeId n) {
+  if (!s.qos) return nullptr;
+  auto it = s.qos->find(s.fabric.node(n).guid);
+  return it == s.qos->end() ? nullptr : it->second.get();
+}
+
+// SL2VLTableRecord components 1 and 2 (input and output port).
+constexpr uint64_t kSl2VlPorts = (1u << 1) | (1u << 2);
+// VLArbitrationTableRecord component 1 (output port).
+constexpr uint64_t kVlArbPort = 1u << 1;
+
+void CollectSl2Vls(const SaSnapshot& s, const Query& q, Collector<mad::Sl2VlTableRecord>& c) {
+  for (NodeId n : Candidates(s, LidKey(q))) {
+    const NodeQos* qos = QosOf(s, n);
+    if (!qos) continue;
+    const bool sw = s.fabric.node(n).is_switch();
+    for (size_t out = 0; out < qos->ports.size(); ++out) {
+      const auto& tables = qos->ports[out].sl2vl;
+      for (size_t in = 0; in < tables.size(); ++in) {
+        if (!tables[in]) continue;
+        mad::Sl2VlTableRecord r;
+        r.lid = s.RecordLid(n, PortNum{static_cast<uint8_t>(out)});
+        if (r.lid == 0) continue;
+        if (!Visible(s, q, n, s.fabric.port_id(n, PortNum{static_cast<uint8_t>(out)}))) continue;
+        r.in_port_num = static_cast<uint8_t>(in);
+        r.out_port_num = static_cast<uint8_t>(out);
+        r.table = *tables[in];
+        if (!c.Add(r, sw ? 0 : kSl2VlPorts)) return;
+      }
+    }
+  }
+}
+
+void CollectVlArbs(const SaSnapshot& s, const Query& q,
+                   Collector<mad::VlArbitrationTableRecord>& c) {
+  for (NodeId n : Candidates(s, LidKey(q))) {
+    const NodeQos* qos = QosOf(s, n);
+    if (!qos) continue;
+    const bool sw = s.fabric.node(n).is_switch();
+    for (size_t port = 0; port < qos->ports.size(); ++port) {
+      for (size_t b = 0; b < 4; ++b) {
+        const auto& t = qos->ports[port].vlarb[b];
+        if (!t) continue;
+        mad::VlArbitrationTableRecord r;
+        r.lid = s.RecordLid(n, PortNum{static_cast<uint8_t>(port)});
+        if (r.lid == 0) continue;
+        if (!Visible(s, q, n, s.fabric.port_id(n, PortNum{static_cast<uint8_t>(port)}))) continue;
+        r.output_port_num = static_cast<uint8_t>(port);
+        r.block_num = static_cast<uint8_t>(b + 1);
+        r.table = *t;
+        if (!c.Add(r, sw ? 0 : kVlArbPort)) return;
       }
     }
   }
@@ -837,11 +896,12 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
       f = Run<mad::GuidInfoRecord>(s, q, CollectGuidInfos);
       break;
     case mad::sa_attr::kPKeyTableRecord: f = Run<mad::PKeyTableRecord>(s, q, CollectPKeys); break;
-    // The SM neither reads nor programs SL2VL and VLArb tables yet, so it knows no such
-    // record: an empty table, or ERR_NO_RECORDS for a Get, rather than a guess.
-    case mad::sa_attr::kSl2VlTableRecord: f = Run<mad::Sl2VlTableRecord>(s, q, nullptr); break;
+    // SL2VL and VLArb tables as read once per node (sm/qos_tables.h); none until read.
+    case mad::sa_attr::kSl2VlTableRecord:
+      f = Run<mad::Sl2VlTableRecord>(s, q, CollectSl2Vls);
+      break;
     case mad::sa_attr::kVlArbitrationTableRecord:
-      f = Run<mad::VlArbitrationTableRecord>(s, q, nullptr);
+      f = Run<mad::VlArbitrationTableRecord>(s, q, CollectVlArbs);
       break;
     case mad::sa_attr::kPathRecord:
     case mad::sa_attr::kMultiPathRecord: f = RunPaths(s, q, msg); break;

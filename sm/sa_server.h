@@ -42,6 +42,7 @@
 #include "sm/inform.h"
 #include "sm/pkey_manager.h"
 #include "sm/multicast.h"
+#include "sm/qos_tables.h"
 
 namespace ibsm::sm {
 
@@ -58,6 +59,9 @@ struct SaSnapshot {
   // MTUCap of the port and its neighbour (mad::mtu codes); 0 where unknown.
   std::vector<uint8_t> port_mtu;
   uint8_t packet_life_time = 18;  // PathRecord PacketLifeTime (OpenSM's subnet_timeout)
+  // SL2VL and VLArb tables by node GUID (SL2VLTableRecord, VLArbitrationTableRecord); null
+  // or missing nodes: not read yet.
+  std::shared_ptr<const QosMap> qos;
   uint64_t subnet_prefix = 0xfe80000000000000ull;
   // The SM that serves (SMInfoRecord).
   Lid sm_lid{0};

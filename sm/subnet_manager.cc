@@ -130,7 +130,10 @@ void SubnetManager::RequestHeavySweep(const std::string& reason) {
     return;
   }
   if (sweeping_) {
-    if (!sweep_again_) Log(LogName::kSm).info("heavy sweep queued: {}", reason);
+    if (!sweep_again_) {
+      Log(LogName::kSm).info("heavy sweep queued: {}", reason);
+      queued_reason_ = reason;
+    }
     sweep_again_ = true;
     return;
   }
@@ -398,8 +401,44 @@ mad::PortInfo SubnetManager::DesiredPortInfo(PortId p) const {
     pi.m_key_lease_period = options_.m_key_lease_period;
     pi.m_key_protect_bits = options_.m_key_protection_level;
     pi.subnet_timeout = options_.subnet_timeout;
+  } else if (port.connected()) {
+    // A switch port facing a CA or router gets the leaf values (OpenSM's link manager).
+    bool leaf = !f.node(f.port(port.peer).node).is_switch();
+    pi.hoq_life = leaf ? options_.leaf_head_of_queue_lifetime : options_.head_of_queue_lifetime;
+    pi.vl_stall_count = leaf ? options_.leaf_vl_stall_count : options_.vl_stall_count;
   }
   return pi;
+}
+
+// HOQLife and VLStallCount of switch external ports that hold other values; ports still
+// coming up get them with their ARMED Set (ActivateLinks).
+void SubnetManager::ConfigureSwitchPorts() {
+  Fabric& f = discovered_->fabric;
+  for (PortId p = 0; p < f.port_count(); ++p) {
+    const Port& port = f.port(p);
+    if (port.num.value() == 0 || !port.connected() || !f.node(port.node).is_switch()) continue;
+    if (port.state < PortState::kArmed) continue;
+    const DiscoveredNode& dn = discovered_->nodes[port.node];
+    const uint8_t num = port.num.value();
+    if (!dn.port_info_valid[num]) continue;
+    const mad::PortInfo& now = dn.port_info[num];
+    mad::PortInfo want = DesiredPortInfo(p);
+    if (now.hoq_life == want.hoq_life && now.vl_stall_count == want.vl_stall_count) continue;
+    std::array<uint8_t, 64> data{};
+    mad::EncodeTo(want, data);
+    ++current_.portinfo_sets;
+    NodeId node = port.node;
+    pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data, [this, node, num](Result<mad::Smp> r) {
+      if (!r.ok()) {
+        Issue("SM-LINK-002", fmt::format("PortInfo Set (HOQLife) on {} port {} failed: {}",
+                                         ToString(discovered_->fabric.node(node).guid), num,
+                                         r.status().ToString()));
+        return;
+      }
+      auto pi = mad::Decode<mad::PortInfo>(r->data);
+      if (pi.ok()) discovered_->nodes[node].port_info[num] = *pi;
+    });
+  }
 }
 
 void SubnetManager::ConfigureLids() {
@@ -475,6 +514,7 @@ void SubnetManager::ConfigureLids() {
                     mp.lmc = pi->lmc;
                   });
   }
+  ConfigureSwitchPorts();
   pipeline_.WhenIdle([this] {
     if (stopped_) return;
     // The model holds the LIDs the ports accepted; ports whose Set failed keep theirs.
@@ -907,7 +947,38 @@ void SubnetManager::FinishHeavySweep() {
     RequestHeavySweep("change during the last sweep");
     return;
   }
-  ScheduleLightSweep();
+  ReadNewQosTables();
+}
+
+// After SUBNET UP, so it never delays it: the SL2VL and VLArb tables of nodes seen for the
+// first time, for the SA. The pipeline stays this SM's (sweeping_) until the reads end.
+void SubnetManager::ReadNewQosTables() {
+  if (!discovered_ || sm_port_ == kNoPort) {
+    ScheduleLightSweep();
+    return;
+  }
+  sweeping_ = true;
+  qos_reader_.Run(discovered_->fabric, discovered_->nodes, *qos_,
+                  [this](QosMap fresh, QosReadStats stats) {
+                    sweeping_ = false;
+                    if (stopped_) return;
+                    if (!fresh.empty()) {
+                      auto merged = std::make_shared<QosMap>(*qos_);
+                      for (auto& [guid, q] : fresh) (*merged)[guid] = std::move(q);
+                      qos_ = std::move(merged);
+                      Log(LogName::kSm)
+                          .info("read SL2VL and VLArb tables of {} new nodes: {} SMPs, {} "
+                                "without an answer",
+                                stats.nodes, stats.smps, stats.failed);
+                      PublishSaSnapshot();
+                    }
+                    if (sweep_again_) {
+                      sweep_again_ = false;
+                      RequestHeavySweep(queued_reason_);
+                      return;
+                    }
+                    ScheduleLightSweep();
+                  });
 }
 
 // --- light sweep ---------------------------------------------------------------------
@@ -1523,6 +1594,7 @@ void SubnetManager::PublishSaSnapshot() {
   // PortIds need not match this one.
   s->lids = std::make_shared<const routing::LidMap>(s->fabric);
   s->port_mtu = LinkMtus(s->fabric, s->nodes);
+  s->qos = qos_;
   s->subnet_prefix = options_.subnet_prefix;
   s->sm_lid = sm_lid_;
   s->sm_port_guid = sm_port_guid_;

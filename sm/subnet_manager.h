@@ -34,6 +34,7 @@
 #include "sm/pkey_manager.h"
 #include "sm/mft_programmer.h"
 #include "sm/multicast.h"
+#include "sm/qos_tables.h"
 #include "sm/sa_server.h"
 #include "sm/smp_pipeline.h"
 
@@ -57,6 +58,12 @@ struct SubnetManagerOptions {
   std::chrono::milliseconds sminfo_polling_timeout{10000};
   uint32_t polling_retry_number = 4;
   uint8_t subnet_timeout = 18;
+  // Switch external ports (opensm.conf names): HOQLife and VLStallCount, the leaf_ values on
+  // ports facing a CA or router.
+  uint8_t head_of_queue_lifetime = 0x12;
+  uint8_t leaf_head_of_queue_lifetime = 0x10;
+  uint8_t vl_stall_count = 0x07;
+  uint8_t leaf_vl_stall_count = 0x07;
   std::string routing_engine;  // comma list; empty = minhop
   routing::RoutingOptions routing;
   size_t max_wire_smps = 64;
@@ -176,6 +183,7 @@ class SubnetManager {
   // discovered path arrives at that port (a CA port we did not come in through).
   std::optional<std::pair<DrPath, uint8_t>> PKeyTarget(PortId p) const;
   void ConfigureLids();
+  void ConfigureSwitchPorts();
   void Route();
   // What the routing pool hands back to the io thread.
   struct Routed {
@@ -195,6 +203,7 @@ class SubnetManager {
   void LoadMulticastGroups();
   void ActivateLinks(int pass);
   void FinishHeavySweep();
+  void ReadNewQosTables();
   void ScheduleLightSweep();
   void LightSweep();
   // --- HA (SMInfo protocol) ---
@@ -238,6 +247,8 @@ class SubnetManager {
   ha::StateStore* store_;
   SubnetManagerOptions options_;
   SmpPipeline pipeline_;
+  QosReader qos_reader_{pipeline_};
+  std::shared_ptr<const QosMap> qos_ = std::make_shared<QosMap>();  // by node GUID
   SaServer sa_;
   MulticastManager mcast_;
   MftProgrammer mft_{pipeline_};
@@ -260,6 +271,7 @@ class SubnetManager {
   bool sweep_posted_ = false;
   int failed_sweeps_in_a_row_ = 0;  // heavy sweeps without SUBNET UP since the last good one  // a heavy sweep is requested and has not begun yet
   std::string pending_reason_;
+  std::string queued_reason_;  // why sweep_again_ was set (the first request while sweeping)
   bool first_master_sweep_ = true;
   bool stopped_ = false;
   std::function<void(const SweepStats&)> on_sweep_;

@@ -1,0 +1,214 @@
+// ibsmd's SA against OpenSM 3.3.23's on the same fabric (issue 5: single-record saquery
+// forms "match OpenSM's answers on the same fabric (compare by GUID)"). Two ibsim instances
+// run one net file; ibsmd masters one, opensm the other. The SMs may give a port different
+// LIDs, so every answer is compared by GUID with the LID-valued fields left out; everything
+// else saquery prints must be the same, field by field.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "fabric/generators.h"
+#include "fabric/topology_writer.h"
+#include "tests/e2e/ibsim_harness.h"
+
+namespace ibsm::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string Bin(const std::string& name) {
+  const char* b = std::getenv("IBSM_BIN_DIR");
+  return std::string(b ? b : IBSM_BIN_DIR) + "/" + name;
+}
+
+// Port GUID -> LID from ibnetdiscover: switch port 0 ("base port 0 lid N") and CA ports
+// ("[1](guid) ... # lid N").
+std::map<uint64_t, uint16_t> GuidToLid(const std::string& out) {
+  static const std::regex sw_re(R"re(^Switch\s+\d+\s+"S-([0-9a-fA-F]+)".*port 0 lid (\d+))re");
+  static const std::regex ca_re(R"re(^\[\d+\]\(([0-9a-fA-F]+)\).*#\s*lid (\d+))re");
+  std::map<uint64_t, uint16_t> m;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch s;
+    if (std::regex_search(line, s, sw_re) || std::regex_search(line, s, ca_re))
+      m[std::stoull(s[1], nullptr, 16)] = static_cast<uint16_t>(std::stoi(s[2]));
+  }
+  return m;
+}
+
+// saquery's "Key.....value" lines as key -> value, minus the fields that carry LIDs (the
+// SMs may number ports differently) and those in `skip`.
+std::map<std::string, std::string> Fields(const std::string& out,
+                                          const std::set<std::string>& skip = {}) {
+  static const std::regex re(R"(^\s*([A-Za-z_0-9 ]+?):?\.{2,}:?(.*)$)");
+  std::map<std::string, std::string> m;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch s;
+    if (!std::regex_match(line, s, re)) continue;
+    std::string key = s[1];
+    std::string lower = key;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower.find("lid") != std::string::npos || skip.count(key)) continue;
+    std::string v = s[2];
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\r')) v.pop_back();
+    m[key] = v;
+  }
+  return m;
+}
+
+// The fields where `a` (ibsmd) and `b` (OpenSM) differ, one "key: a | b" line each.
+std::string Diff(const std::map<std::string, std::string>& a,
+                 const std::map<std::string, std::string>& b) {
+  std::string out;
+  std::set<std::string> keys;
+  for (const auto& [k, v] : a) keys.insert(k);
+  for (const auto& [k, v] : b) keys.insert(k);
+  for (const auto& k : keys) {
+    auto x = a.find(k), y = b.find(k);
+    std::string va = x == a.end() ? "(absent)" : x->second;
+    std::string vb = y == b.end() ? "(absent)" : y->second;
+    if (va != vb) out += k + ": ibsmd " + va + " | opensm " + vb + "\n";
+  }
+  return out;
+}
+
+struct Side {
+  std::unique_ptr<IbsimInstance> sim;
+  std::optional<ChildProcess> sm;
+  std::map<uint64_t, uint16_t> lids;
+};
+
+class SaOpenSmCompareTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
+    if (access("/usr/sbin/opensm", X_OK) != 0) GTEST_SKIP() << "opensm not installed";
+    ASSERT_EQ(access(Bin("ibsmd").c_str(), X_OK), 0) << "ibsmd not built";
+    std::string tmpl = (fs::temp_directory_path() / "ibsm-vs-osm-XXXXXX").string();
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    ASSERT_NE(mkdtemp(buf.data()), nullptr);
+    root_ = buf.data();
+    auto fabric = FatTree2(4);
+    ASSERT_TRUE(fabric.ok());
+    for (NodeId n = 0; n < fabric->node_count(); ++n)
+      if (fabric->node(n).kind == NodeKind::kCa) far_host_ = fabric->node(n).name;
+    std::ofstream(root_ + "/fabric.net") << WriteTopology(*fabric);
+    std::ofstream(root_ + "/ibsmd.conf") << "state_db_file " << root_ << "/state.db\nlog_file "
+                                         << root_ << "/ibsmd.log\n";
+    for (Side* side : {&ibsm_, &osm_}) {
+      auto sim = IbsimInstance::Start(root_ + "/fabric.net");
+      ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+      side->sim = std::move(*sim);
+    }
+    auto d = ibsm_.sim->StartChild({Bin("ibsmd"), "-F", root_ + "/ibsmd.conf"});
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    ibsm_.sm.emplace(std::move(*d));
+    auto o = osm_.sim->StartChild({"opensm", "-f", root_ + "/opensm.log"});
+    ASSERT_TRUE(o.ok()) << o.status().ToString();
+    osm_.sm.emplace(std::move(*o));
+    for (Side* side : {&ibsm_, &osm_}) {
+      // Up when the SA answers for every node ibnetdiscover finds.
+      auto until = std::chrono::steady_clock::now() + 90s;
+      bool up = false;
+      while (!up && std::chrono::steady_clock::now() < until) {
+        auto disc = side->sim->Run({"ibnetdiscover"}, 30s, far_host_);
+        if (disc.ok() && disc->exit_code == 0) {
+          side->lids = GuidToLid(disc->out);
+          bool all = side->lids.size() == fabric->switch_count() + fabric->ca_count();
+          for (const auto& [g, l] : side->lids) all = all && l != 0;
+          if (all) {
+            auto sa = side->sim->Run({"saquery", "NR", std::to_string(side->lids.begin()->second)},
+                                     20s, far_host_);
+            up = sa.ok() && sa->exit_code == 0 && sa->out.find("NodeRecord") != std::string::npos;
+          }
+        }
+        if (!up) std::this_thread::sleep_for(500ms);
+      }
+      ASSERT_TRUE(up) << (side == &ibsm_ ? "ibsmd" : "opensm") << " never answered";
+    }
+    ASSERT_EQ(std::set<uint64_t>(), Missing()) << "the two sides see different ports";
+  }
+
+  std::set<uint64_t> Missing() const {
+    std::set<uint64_t> out;
+    for (const auto& [g, l] : ibsm_.lids)
+      if (!osm_.lids.count(g)) out.insert(g);
+    for (const auto& [g, l] : osm_.lids)
+      if (!ibsm_.lids.count(g)) out.insert(g);
+    return out;
+  }
+
+  void TearDown() override {
+    for (Side* side : {&ibsm_, &osm_}) {
+      if (side->sm) {
+        kill(side->sm->pid(), SIGTERM);
+        (void)side->sm->Wait(10s);
+      }
+      side->sim.reset();
+    }
+    std::error_code ec;
+    if (!root_.empty() && !std::getenv("IBSM_KEEP_E2E_DIR")) fs::remove_all(root_, ec);
+  }
+
+  // saquery on `side` with every "%<guid>" argument replaced by that port's LID there.
+  std::string Saquery(const Side& side, std::vector<std::string> args) {
+    std::vector<std::string> argv = {"saquery"};
+    for (auto& a : args) argv.push_back(a);
+    auto r = side.sim->Run(argv, 20s, far_host_);
+    EXPECT_TRUE(r.ok() && r->exit_code == 0)
+        << (r.ok() ? r->err : r.status().ToString());
+    return r.ok() ? r->out : "";
+  }
+
+  std::string Lid(const Side& side, uint64_t guid) { return std::to_string(side.lids.at(guid)); }
+
+  std::string root_, far_host_;
+  Side ibsm_, osm_;
+};
+
+TEST_F(SaOpenSmCompareTest, NodePortInfoAndPathRecordsMatchOpenSmsByGuid) {
+  std::vector<uint64_t> cas;
+  for (const auto& [guid, lid] : ibsm_.lids) {
+    SCOPED_TRACE("port GUID " + std::to_string(guid));
+    // NodeRecord: every field.
+    auto a = Fields(Saquery(ibsm_, {"NR", Lid(ibsm_, guid)}));
+    auto b = Fields(Saquery(osm_, {"NR", Lid(osm_, guid)}));
+    EXPECT_FALSE(a.empty());
+    EXPECT_EQ(Diff(a, b), "") << "NodeRecord";
+    bool is_ca = a.count("node_type") && a["node_type"].find("Channel Adapter") != std::string::npos;
+    if (is_ca) cas.push_back(guid);
+    // PortInfoRecord of the port (CA port 1; switch port 1, a cabled one).
+    auto pa = Fields(Saquery(ibsm_, {"PIR", Lid(ibsm_, guid) + "/1"}));
+    auto pb = Fields(Saquery(osm_, {"PIR", Lid(osm_, guid) + "/1"}));
+    EXPECT_FALSE(pa.empty());
+    EXPECT_EQ(Diff(pa, pb), "") << "PortInfoRecord of port 1";
+  }
+  ASSERT_GE(cas.size(), 2u);
+  // PathRecord between two hosts on different leaves (first and last).
+  auto p = Fields(Saquery(ibsm_, {"--src-to-dst", Lid(ibsm_, cas.front()) + ":" + Lid(ibsm_, cas.back())}));
+  auto q = Fields(Saquery(osm_, {"--src-to-dst", Lid(osm_, cas.front()) + ":" + Lid(osm_, cas.back())}));
+  EXPECT_FALSE(p.empty());
+  EXPECT_EQ(Diff(p, q), "") << "PathRecord";
+  // SMInfoRecord: both masters, same priority.
+  auto s = Fields(Saquery(ibsm_, {"-s"}), {"GUID", "guid", "ActCount", "act_count"});
+  auto t = Fields(Saquery(osm_, {"-s"}), {"GUID", "guid", "ActCount", "act_count"});
+  EXPECT_EQ(Diff(s, t), "") << "SMInfoRecord";
+}
+
+}  // namespace
+}  // namespace ibsm::test
