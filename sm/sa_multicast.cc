@@ -7,6 +7,7 @@
 #include "mad/attr/mc_member_record.h"
 #include "mad/rmpp.h"
 #include "sm/multicast_tree.h"
+#include "sm/sa_pack.h"
 #include "sm/sa_path.h"
 #include "sm/sa_server.h"
 
@@ -51,23 +52,15 @@ std::optional<mad::MadMessage> Records(const mad::MadMessage& msg, const mad::Sa
     mad::EncodeRecord(records[0], std::span<uint8_t>(out.bytes).subspan(mad::kSaHeaderSize));
     return out;
   }
-  out.bytes.resize(mad::kSaHeaderSize + records.size() * kStride, 0);
-  for (size_t i = 0; i < records.size(); ++i) {
-    mad::EncodeRecord(records[i], std::span<uint8_t>(out.bytes)
-                                      .subspan(mad::kSaHeaderSize + i * kStride, kStride));
-  }
-  if (out.bytes.size() > mad::kMadSize) {
-    ++counters.rmpp_answers;
-    return out;
-  }
-  auto sender = mad::RmppSender::Create(out.bytes, mad::kSaHeaderSize);
-  if (!sender.ok()) {
+  std::vector<uint8_t> payload(records.size() * kStride, 0);
+  for (size_t i = 0; i < records.size(); ++i)
+    mad::EncodeRecord(records[i], std::span<uint8_t>(payload).subspan(i * kStride, kStride));
+  auto packed = PackRecords(std::move(out), false, std::move(payload), counters);
+  if (!packed) {
     ++counters.by_error[mad::sa_status::kNoResources];
     return McFrame(msg, req, resp_method, mad::sa_status::kNoResources, 0);
   }
-  mad::MadBytes seg = sender->Segment(1);
-  out.bytes.assign(seg.begin(), seg.end());
-  return out;
+  return packed;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "mad/attr/class_port_info.h"
 #include "mad/attr/path_record.h"
 #include "mad/rmpp.h"
+#include "sm/sa_pack.h"
 #include "sm/sa_path.h"
 
 namespace ibsm::sm {
@@ -469,6 +470,28 @@ uint16_t SaSnapshot::RecordLid(NodeId n, PortNum port) const {
   return fabric.port(n, port).lid.value();
 }
 
+std::optional<mad::MadMessage> PackRecords(mad::MadMessage out, bool get,
+                                           std::vector<uint8_t> payload, SaCounters& counters) {
+  if (get) {
+    std::copy_n(payload.begin(), std::min(payload.size(), mad::kSaDataSize),
+                out.bytes.begin() + mad::kSaHeaderSize);
+    return out;
+  }
+  // GetTableResp and GetMultiResp always travel as RMPP (15.4.4). One segment we frame
+  // here; a longer one the transport segments and paces by the receiver's ACKs.
+  out.bytes.resize(mad::kSaHeaderSize);
+  out.bytes.insert(out.bytes.end(), payload.begin(), payload.end());
+  if (out.bytes.size() > mad::kMadSize) {
+    ++counters.rmpp_answers;
+    return out;
+  }
+  auto sender = mad::RmppSender::Create(out.bytes, mad::kSaHeaderSize);
+  if (!sender.ok()) return std::nullopt;
+  mad::MadBytes seg = sender->Segment(1);
+  out.bytes.assign(seg.begin(), seg.end());
+  return out;
+}
+
 SaServer::SaServer(mad::Transport& transport, SaServerOptions options, const Clock& clock,
                    ha::StateStore* store)
     : transport_(transport),
@@ -647,24 +670,11 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
     if (c.count() > 1) return error(mad::sa_status::kTooManyRecords);
   }
   counters_.records_sent += c.count();
-  std::vector<uint8_t> payload = c.TakePayload();
-  mad::MadMessage out =
+  auto out = PackRecords(
       Frame(msg, req, static_cast<uint8_t>(req.hdr.method | mad::method::kResponseBit),
-            kNoStatus, SaRecord<mad::ServiceRecord>::kAttrOffset);
-  if (q.get) {
-    std::copy(payload.begin(), payload.end(), out.bytes.begin() + mad::kSaHeaderSize);
-    return out;
-  }
-  out.bytes.resize(mad::kSaHeaderSize);
-  out.bytes.insert(out.bytes.end(), payload.begin(), payload.end());
-  if (out.bytes.size() > mad::kMadSize) {
-    ++counters_.rmpp_answers;
-    return out;
-  }
-  auto sender = mad::RmppSender::Create(out.bytes, mad::kSaHeaderSize);
-  if (!sender.ok()) return error(mad::sa_status::kNoResources);
-  mad::MadBytes seg = sender->Segment(1);
-  out.bytes.assign(seg.begin(), seg.end());
+            kNoStatus, SaRecord<mad::ServiceRecord>::kAttrOffset),
+      q.get, c.TakePayload(), counters_);
+  if (!out) return error(mad::sa_status::kNoResources);
   return out;
 }
 
@@ -719,24 +729,11 @@ std::optional<mad::MadMessage> SaServer::AnswerInform(const mad::MadMessage& msg
     if (c.count() > 1) return error(mad::sa_status::kTooManyRecords);
   }
   counters_.records_sent += c.count();
-  std::vector<uint8_t> payload = c.TakePayload();
-  mad::MadMessage out =
+  auto out = PackRecords(
       Frame(msg, req, static_cast<uint8_t>(req.hdr.method | mad::method::kResponseBit),
-            kNoStatus, SaRecord<mad::InformInfoRecord>::kAttrOffset);
-  if (q.get) {
-    std::copy(payload.begin(), payload.end(), out.bytes.begin() + mad::kSaHeaderSize);
-    return out;
-  }
-  out.bytes.resize(mad::kSaHeaderSize);
-  out.bytes.insert(out.bytes.end(), payload.begin(), payload.end());
-  if (out.bytes.size() > mad::kMadSize) {
-    ++counters_.rmpp_answers;
-    return out;
-  }
-  auto sender = mad::RmppSender::Create(out.bytes, mad::kSaHeaderSize);
-  if (!sender.ok()) return error(mad::sa_status::kNoResources);
-  mad::MadBytes seg = sender->Segment(1);
-  out.bytes.assign(seg.begin(), seg.end());
+            kNoStatus, SaRecord<mad::InformInfoRecord>::kAttrOffset),
+      q.get, c.TakePayload(), counters_);
+  if (!out) return error(mad::sa_status::kNoResources);
   return out;
 }
 
@@ -909,23 +906,9 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
   if (f.status != kNoStatus) return error(f.status);
   counters_.records_sent += f.count;
 
-  mad::MadMessage out = Frame(msg, req, resp_method, kNoStatus, f.attr_offset);
-  if (q.get) {
-    std::copy(f.payload.begin(), f.payload.end(), out.bytes.begin() + mad::kSaHeaderSize);
-    return out;
-  }
-  // GetTableResp and GetMultiResp always travel as RMPP (15.4.4). One segment we frame here; a longer one
-  // the transport segments and paces by the receiver's ACKs.
-  out.bytes.resize(mad::kSaHeaderSize);
-  out.bytes.insert(out.bytes.end(), f.payload.begin(), f.payload.end());
-  if (out.bytes.size() > mad::kMadSize) {
-    ++counters_.rmpp_answers;
-    return out;
-  }
-  auto sender = mad::RmppSender::Create(out.bytes, mad::kSaHeaderSize);
-  if (!sender.ok()) return error(mad::sa_status::kNoResources);
-  mad::MadBytes seg = sender->Segment(1);
-  out.bytes.assign(seg.begin(), seg.end());
+  auto out = PackRecords(Frame(msg, req, resp_method, kNoStatus, f.attr_offset), q.get,
+                         std::move(f.payload), counters_);
+  if (!out) return error(mad::sa_status::kNoResources);
   return out;
 }
 
