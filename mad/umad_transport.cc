@@ -409,13 +409,27 @@ void UmadTransport::FinishPending(const TidKey& key, Result<MadMessage> result) 
   if (p->done) p->done(std::move(result));
 }
 
+bool UmadTransport::TooBigForTheWire(std::span<const uint8_t> mad) const {
+  if (wire_mad_size_ >= kMadSize || !IsRmppActive(mad)) return false;
+  auto rh = DecodeRmppHeader(mad);
+  constexpr uint8_t kOnly = rmpp::kFlagFirst | rmpp::kFlagLast;
+  return rh.ok() && rh->type == rmpp::kTypeData && (rh->flags & kOnly) == kOnly &&
+         size_t{rmpp::kRmppHeaderEnd} + rh->data2 > wire_mad_size_;
+}
+
 Status UmadTransport::Post(MadMessage message) {
   if (closed_) return Unavailable("transport closed");
   auto hdr = Decode<MadHeader>(message.bytes);
   if (!hdr.ok()) return InvalidArgument("post: " + hdr.status().message());
-  if (message.bytes.size() <= kMadSize) {
+  if (message.bytes.size() <= kMadSize && !TooBigForTheWire(message.bytes)) {
     message.bytes.resize(kMadSize, 0);
     return WriteMad(message.bytes, message.addr);
+  }
+  if (message.bytes.size() <= kMadSize) {
+    // A one-segment RMPP answer whose data does not fit the MADs this medium carries whole
+    // (ibsim): sent as a transfer of smaller segments instead.
+    auto rh = DecodeRmppHeader(message.bytes);
+    message.bytes.resize(std::min<size_t>(kMadSize, rmpp::kRmppHeaderEnd + rh->data2));
   }
   auto hs = RmppHeaderSize(hdr->mgmt_class);
   if (!hs) {

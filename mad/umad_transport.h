@@ -87,6 +87,8 @@ class UmadTransport final : public Transport {
   Status OpenPort();
   void ReceiverLoop();
   void OnInbound(Inbound in);
+  // A lone RMPP segment whose data runs past wire_mad_size_ (ibsim).
+  bool TooBigForTheWire(std::span<const uint8_t> mad) const;
   void OnRmppInbound(Inbound& in, const MadHeader& hdr, const RmppHeader& rh, size_t hdr_size);
   Status WriteMad(std::span<const uint8_t> mad, const MadAddress& addr);
   void SendAttempt(const TidKey& key);

@@ -33,6 +33,11 @@ constexpr char kUsage[] =
     "usage: ibsmctl [--ca NAME] [--port N] [--port-guid G] [--sa-lid L] [--timeout MS]\n"
     "               [--retries N] [--sa-key K] sa TABLE [--lid L] [--guid G]\n"
     "               [--slid L] [--dlid L] [--count] [--repeat N]\n"
+    "       ibsmctl [port options] sa register-service --service-id ID --name NAME\n"
+    "               [--lease SECONDS] [--pkey P] [--gid-prefix X]\n"
+    "       ibsmctl [port options] sa delete-service --service-id ID [--pkey P]\n"
+    "               [--gid-prefix X]\n"
+    "services: --service-id ID and --name NAME select; register/delete act on this port's GID\n"
     "--repeat N: send the query N times, one at a time, and print queries per second and\n"
     "            latency percentiles (a load probe) instead of the records\n"
     "TABLE: nodes ports links switches lfts sminfo guids paths services\n";
@@ -47,6 +52,12 @@ struct Args {
   std::optional<uint64_t> guid;
   bool count = false;
   uint64_t repeat = 0;  // ask this many times, one at a time; print rate and latencies
+  std::optional<uint64_t> service_id;
+  std::optional<std::string> name;
+  uint32_t lease = mad::kServiceLeaseInfinite;
+  uint16_t pkey = 0xffff;
+  uint64_t gid_prefix = 0xfe80000000000000ull;
+  uint64_t port_guid = 0;  // filled from the port for register/delete
 };
 
 Result<uint64_t> Number(const std::string& flag, const std::string& v, uint64_t max) {
@@ -69,6 +80,25 @@ Result<Args> Parse(const std::vector<std::string>& argv) {
     };
     if (f == "--count") {
       a.count = true;
+    } else if (f == "--service-id") {
+      IBSM_ASSIGN_OR_RETURN(std::string v, value());
+      IBSM_ASSIGN_OR_RETURN(uint64_t n, Number(f, v, UINT64_MAX));
+      a.service_id = n;
+    } else if (f == "--name") {
+      IBSM_ASSIGN_OR_RETURN(std::string v, value());
+      if (v.size() >= 64) return InvalidArgument("--name takes at most 63 bytes");
+      a.name = v;
+    } else if (f == "--lease") {
+      IBSM_ASSIGN_OR_RETURN(std::string v, value());
+      IBSM_ASSIGN_OR_RETURN(uint64_t n, Number(f, v, UINT32_MAX));
+      a.lease = static_cast<uint32_t>(n);
+    } else if (f == "--pkey") {
+      IBSM_ASSIGN_OR_RETURN(std::string v, value());
+      IBSM_ASSIGN_OR_RETURN(uint64_t n, Number(f, v, 0xffff));
+      a.pkey = static_cast<uint16_t>(n);
+    } else if (f == "--gid-prefix") {
+      IBSM_ASSIGN_OR_RETURN(std::string v, value());
+      IBSM_ASSIGN_OR_RETURN(a.gid_prefix, Number(f, v, UINT64_MAX));
     } else if (f == "--repeat") {
       IBSM_ASSIGN_OR_RETURN(std::string v, value());
       IBSM_ASSIGN_OR_RETURN(a.repeat, Number(f, v, 100000000));
@@ -185,8 +215,34 @@ Result<SaRequest> MakeRequest(const Args& a) {
     mad::GuidInfoRecord r;
     r.lid = lid;
     req = TableRequest(r, lid_bit);
-  } else if (t == "services") {
-    req = TableRequest(mad::ServiceRecord{});
+  } else if (t == "services" || t == "register-service" || t == "delete-service") {
+    mad::ServiceRecord r;
+    uint64_t mask = 0;
+    if (a.service_id) {
+      r.service_id = *a.service_id;
+      mask |= mad::sr_comp::kServiceId;
+    }
+    if (a.name) {
+      std::copy(a.name->begin(), a.name->end(), r.service_name.begin());
+      mask |= uint64_t{1} << 6;  // ServiceName
+    }
+    if (t == "services") {
+      req = TableRequest(r, mask);
+    } else {
+      if (!a.service_id) return InvalidArgument(t + " needs --service-id");
+      if (t == "register-service" && !a.name) return InvalidArgument(t + " needs --name");
+      // The service lives on this port: GID = subnet prefix + port GUID.
+      for (int i = 0; i < 8; ++i) {
+        r.service_gid[i] = static_cast<uint8_t>(a.gid_prefix >> (56 - 8 * i));
+        r.service_gid[8 + i] = static_cast<uint8_t>(a.port_guid >> (56 - 8 * i));
+      }
+      r.service_p_key = a.pkey;
+      r.service_lease = a.lease;
+      mask |= mad::sr_comp::kServiceId | mad::sr_comp::kServiceGid | mad::sr_comp::kServicePKey;
+      if (t == "register-service") mask |= uint64_t{1} << 4;  // ServiceLease
+      req = TableRequest(r, mask, t == "register-service" ? mad::method::kSet
+                                                          : mad::method::kDelete);
+    }
   } else if (t == "paths") {
     mad::PathRecord r;
     uint64_t mask = 0;
@@ -279,7 +335,7 @@ Result<size_t> Print(const std::string& t, const SaReply& reply, bool print) {
     }
     return rs.size();
   }
-  if (t == "services") {
+  if (t == "services" || t == "register-service" || t == "delete-service") {
     IBSM_ASSIGN_OR_RETURN(auto rs, As<mad::ServiceRecord>(reply));
     for (const auto& r : rs)
       out(fmt::format("id {:#018x} gid {:#018x}:{:#018x} pkey {:#06x} lease {} \"{}\"",
@@ -343,9 +399,8 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "ibsmctl: %s\n%s", a.status().message().c_str(), kUsage);
     return 1;
   }
-  auto req = MakeRequest(*a);
-  if (!req.ok()) {
-    std::fprintf(stderr, "ibsmctl: %s\n%s", req.status().message().c_str(), kUsage);
+  if (auto check = MakeRequest(*a); !check.ok()) {
+    std::fprintf(stderr, "ibsmctl: %s\n%s", check.status().message().c_str(), kUsage);
     return 1;
   }
   boost::asio::io_context io;
@@ -357,6 +412,10 @@ int Run(int argc, char** argv) {
                  transport.status().message().c_str());
     return 2;
   }
+  auto port = (*transport)->QueryLocalPort();
+  if (port.ok()) a->port_guid = port->port_guid.value();
+  auto req = MakeRequest(*a);  // validated above; now with the port's GUID
+  if (!req.ok()) return 1;
   uint16_t sa_lid = a->sa_lid.value_or(0);
   if (!a->sa_lid) {
     auto local = (*transport)->QueryLocalPort();

@@ -85,8 +85,11 @@ class IbsmctlIbsimTest : public ::testing::Test {
     root_ = buf.data();
     auto fabric = FatTree3(4);  // 3 tiers, 16 hosts, 20 switches
     ASSERT_TRUE(fabric.ok());
-    for (NodeId n = 0; n < fabric->node_count(); ++n)
-      if (fabric->node(n).kind == NodeKind::kCa) far_host_ = fabric->node(n).name;
+    for (NodeId n = 0; n < fabric->node_count(); ++n) {
+      if (fabric->node(n).kind != NodeKind::kCa) continue;
+      far_host_ = fabric->node(n).name;
+      if (near_host_.empty()) near_host_ = fabric->node(n).name;  // where ibsmd runs
+    }
     std::ofstream(root_ + "/fabric.net") << WriteTopology(*fabric);
     auto sim = IbsimInstance::Start(root_ + "/fabric.net");
     ASSERT_TRUE(sim.ok()) << sim.status().ToString();
@@ -117,15 +120,16 @@ class IbsmctlIbsimTest : public ::testing::Test {
     if (!root_.empty() && !std::getenv("IBSM_KEEP_E2E_DIR")) fs::remove_all(root_, ec);
   }
 
-  CommandResult Ctl(const std::vector<std::string>& args) {
+  // ibsmctl on `host` (default: the far host).
+  CommandResult Ctl(const std::vector<std::string>& args, std::string host = "") {
     std::vector<std::string> argv = {Bin("ibsmctl")};
     argv.insert(argv.end(), args.begin(), args.end());
-    auto r = sim_->Run(argv, 30s, far_host_);
+    auto r = sim_->Run(argv, 30s, host.empty() ? far_host_ : host);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : CommandResult{};
   }
 
-  std::string root_, far_host_;
+  std::string root_, far_host_, near_host_;
   std::unique_ptr<IbsimInstance> sim_;
   std::optional<ChildProcess> daemon_;
 };
@@ -187,6 +191,33 @@ TEST_F(IbsmctlIbsimTest, EmptyTablesLostAnswersAndUsageErrorsAreToldApart) {
   CommandResult bad = Ctl({"sa", "nosuchtable"});
   EXPECT_EQ(bad.exit_code, 1) << Describe(bad);
   EXPECT_NE(bad.err.find("unknown table"), std::string::npos) << bad.err;
+}
+
+TEST_F(IbsmctlIbsimTest, AHostRegistersFindsAndDeletesAServiceRecord) {
+  // Registered by the far host, on its own GID, with a 60 s lease.
+  CommandResult reg = Ctl({"sa", "register-service", "--service-id", "0x1000000000000abc",
+                           "--name", "ibsm-e2e", "--lease", "60"});
+  ASSERT_EQ(reg.exit_code, 0) << Describe(reg);
+  EXPECT_NE(reg.out.find("id 0x1000000000000abc"), std::string::npos) << reg.out;
+  // Found by ID and by name from another host.
+  CommandResult by_id = Ctl({"sa", "services", "--service-id", "0x1000000000000abc"}, near_host_);
+  ASSERT_EQ(by_id.exit_code, 0) << Describe(by_id);
+  ASSERT_EQ(Lines(by_id.out).size(), 1u) << by_id.out;
+  EXPECT_NE(by_id.out.find("\"ibsm-e2e\""), std::string::npos) << by_id.out;
+  EXPECT_NE(by_id.out.find("lease 60"), std::string::npos) << by_id.out;
+  CommandResult by_name = Ctl({"sa", "services", "--name", "ibsm-e2e", "--count"}, near_host_);
+  EXPECT_EQ(by_name.out, "1\n") << Describe(by_name);
+  CommandResult other = Ctl({"sa", "services", "--name", "nobody", "--count"}, near_host_);
+  EXPECT_EQ(other.out, "0\n") << Describe(other);
+  // Deleted by its owner: gone for everyone.
+  CommandResult del = Ctl({"sa", "delete-service", "--service-id", "0x1000000000000abc"});
+  ASSERT_EQ(del.exit_code, 0) << Describe(del);
+  CommandResult gone = Ctl({"sa", "services", "--service-id", "0x1000000000000abc", "--count"},
+                           near_host_);
+  EXPECT_EQ(gone.out, "0\n") << Describe(gone);
+  // A registration without a name is refused before anything is sent.
+  CommandResult bad = Ctl({"sa", "register-service", "--service-id", "5"});
+  EXPECT_EQ(bad.exit_code, 1) << Describe(bad);
 }
 
 }  // namespace
