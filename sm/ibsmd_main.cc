@@ -16,6 +16,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
 #include "base/clock.h"
@@ -298,13 +299,25 @@ int Main(int argc, char** argv) {
   SubnetManager sm(io, *transport, clock, store.get(), *options);
   PartitionPolicy running_partitions = options->partitions;
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
+  // On SIGTERM: stop queuing SMPs, let those in flight finish (at most 2 s), then close.
+  boost::asio::steady_timer drain_timer(io);
+  std::chrono::steady_clock::time_point drain_deadline;
+  std::function<void()> drain = [&] {
+    if (sm.quiescent() || std::chrono::steady_clock::now() >= drain_deadline) {
+      transport->Close();
+      io.stop();
+      return;
+    }
+    drain_timer.expires_after(std::chrono::milliseconds(20));
+    drain_timer.async_wait([&](boost::system::error_code) { drain(); });
+  };
   std::function<void()> arm_stop = [&] {
     stop_signals.async_wait([&](boost::system::error_code ec, int sig) {
       if (ec) return;
       Log(LogName::kSm).info("signal {}: exiting", sig);
       sm.Stop();
-      transport->Close();
-      io.stop();
+      drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      drain();
     });
   };
   arm_stop();

@@ -47,6 +47,8 @@ void QosReader::Run(const Fabric& fabric, const std::vector<DiscoveredNode>& nod
                     const QosMap& known,
                     std::function<void(QosMap fresh, QosReadStats stats)> done) {
   auto st = std::make_shared<State>();
+  cancelled_ = std::make_shared<bool>(false);
+  auto cancelled = cancelled_;
   std::vector<DrPath> paths(fabric.node_count());
   for (NodeId n = 0; n < fabric.node_count() && n < nodes.size(); ++n) {
     const Node& node = fabric.node(n);
@@ -91,8 +93,8 @@ void QosReader::Run(const Fabric& fabric, const std::vector<DiscoveredNode>& nod
   guids->reserve(fabric.node_count());
   for (const Node& node : fabric.nodes()) guids->push_back(node.guid);
 
-  pipeline_.Feed([this, st, paths = std::move(paths)]() {
-    if (st->next >= st->reads.size()) return false;
+  pipeline_.Feed([this, st, cancelled, paths = std::move(paths)]() {
+    if (*cancelled || st->next >= st->reads.size()) return false;
     const Read r = st->reads[st->next++];
     uint16_t attr = r.block == 0 ? mad::attr::kSlToVlTable : mad::attr::kVlArbitrationTable;
     // On a CA the modifier is ignored (the arrival port is meant): send 0 there.

@@ -60,9 +60,14 @@ class QosReader {
   // `nodes` (index = NodeId). `done` gets the new entries only. REQUIRES: not running.
   void Run(const Fabric& fabric, const std::vector<DiscoveredNode>& nodes, const QosMap& known,
            std::function<void(QosMap fresh, QosReadStats stats)> done);
+  // Queues no more reads (the ones in flight finish); `done` still runs. For shutdown.
+  void Cancel() {
+    if (cancelled_) *cancelled_ = true;
+  }
 
  private:
   SmpPipeline& pipeline_;
+  std::shared_ptr<bool> cancelled_;  // of the current Run
 };
 
 }  // namespace ibsm::sm

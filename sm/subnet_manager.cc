@@ -101,6 +101,7 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
 
 void SubnetManager::Stop() {
   stopped_ = true;
+  qos_reader_.Cancel();
   light_timer_.cancel();
   poll_timer_.cancel();
 }

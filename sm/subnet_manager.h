@@ -141,6 +141,10 @@ class SubnetManager {
   // Queues a heavy sweep (after the one running, if any). `reason` goes to the log.
   void RequestHeavySweep(const std::string& reason);
   void Stop();
+  // No SMP queued or in flight (after Stop: the last answers are in). The daemon waits for
+  // this before closing the port: libumad2sim (ibsim) crashes in its own thread when a port
+  // is closed with MADs in flight.
+  bool quiescent() const { return pipeline_.idle(); }
   // Takes the settings that may change while running (SIGHUP): routing engine and its
   // inputs, sweep interval, sweep_on_trap, subnet timeout, dumps, client reregistration.
   // LMC, keys, the port and the SMP window keep their start-up values until restart.
