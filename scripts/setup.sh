@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config python3
   libibumad-dev libibverbs-dev libibmad-dev
   libboost-dev libsqlite3-dev libspdlog-dev libfmt-dev
-  libgtest-dev googletest libgmock-dev libbenchmark-dev
+  libgtest-dev googletest libgmock-dev libbenchmark-dev nlohmann-json3-dev
   ibsim-utils infiniband-diags opensm ibutils
   clang libclang-rt-14-dev
 )

@@ -1,0 +1,321 @@
+#include "sm/control_server.h"
+
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <istream>
+
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+#include <fmt/format.h>
+
+#include "base/log.h"
+
+namespace ibsm::sm {
+
+namespace asio = boost::asio;
+using Local = asio::local::stream_protocol;
+using nlohmann::json;
+
+class ControlServer::Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(ControlServer* server, Local::socket socket, uid_t uid)
+      : server_(server),
+        alive_(server->alive_),
+        socket_(std::move(socket)),
+        buf_(server->options_.max_request_bytes + 1),
+        timer_(server->io_),
+        uid_(uid) {}
+
+  void Start() { ReadNext(); }
+
+  void Close() {
+    boost::system::error_code ignored;
+    timer_.cancel();
+    socket_.close(ignored);
+  }
+
+  bool open() const { return socket_.is_open(); }
+
+ private:
+  void ArmTimer() {
+    timer_.expires_after(server_->options_.idle_timeout);
+    timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec || !*self->alive_ || !self->socket_.is_open()) return;
+      ++self->server_->counters_.idle_closed;
+      self->Close();
+    });
+  }
+
+  void ReadNext() {
+    ArmTimer();
+    asio::async_read_until(
+        socket_, buf_, '\n',
+        [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+          if (!*self->alive_) return;
+          self->OnRead(ec, n);
+        });
+  }
+
+  void OnRead(boost::system::error_code ec, size_t n) {
+    if (ec == asio::error::not_found) {
+      // The line is longer than a request may be: answer once and hang up, since the rest of
+      // the line cannot be told apart from the next request.
+      ++server_->counters_.too_large;
+      Write(ErrorLine("too_large", fmt::format("a request is at most {} bytes",
+                                               server_->options_.max_request_bytes)),
+            /*then_close=*/true);
+      return;
+    }
+    if (ec) {
+      Close();
+      return;
+    }
+    std::string line(n, '\0');
+    std::istream in(&buf_);
+    in.read(line.data(), static_cast<std::streamsize>(n));
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) {  // blank lines keep an interactive session (socat) alive
+      ReadNext();
+      return;
+    }
+    timer_.cancel();
+    server_->Dispatch(line, uid_, [self = shared_from_this()](std::string reply) {
+      if (!*self->alive_ || !self->socket_.is_open()) return;
+      self->Write(std::move(reply), /*then_close=*/false);
+    });
+  }
+
+  void Write(std::string line, bool then_close) {
+    auto out = std::make_shared<std::string>(std::move(line));
+    out->push_back('\n');
+    ArmTimer();  // a client that stops reading is dropped after idle_timeout
+    asio::async_write(socket_, asio::buffer(*out),
+                      [self = shared_from_this(), out, then_close](boost::system::error_code ec,
+                                                                   size_t) {
+                        if (!*self->alive_) return;
+                        if (ec || then_close) {
+                          self->Close();
+                          return;
+                        }
+                        self->ReadNext();
+                      });
+  }
+
+  ControlServer* server_;  // valid while *alive_
+  std::shared_ptr<bool> alive_;
+  Local::socket socket_;
+  asio::streambuf buf_;
+  asio::steady_timer timer_;
+  uid_t uid_;
+};
+
+ControlServer::ControlServer(asio::io_context& io, Options options)
+    : io_(io), options_(std::move(options)), acceptor_(io) {
+  if (options_.change_uids.empty()) options_.change_uids = {0, geteuid()};
+  Register("help", ControlAccess::kRead, "the commands this daemon serves",
+           [this](const json&) -> Result<json> {
+             json list = json::array();
+             for (const auto& [name, c] : commands_)
+               list.push_back({{"cmd", name},
+                               {"access", c.access == ControlAccess::kRead ? "read" : "change"},
+                               {"summary", c.summary}});
+             return json{{"commands", list}};
+           });
+}
+
+Result<std::unique_ptr<ControlServer>> ControlServer::Start(asio::io_context& io,
+                                                            Options options) {
+  namespace fs = std::filesystem;
+  if (options.path.empty()) return InvalidArgument("control socket: no path");
+  // sockaddr_un holds 108 bytes including the terminating NUL.
+  if (options.path.size() >= sizeof(sockaddr_un::sun_path))
+    return InvalidArgument(fmt::format("control socket path '{}' is longer than {} bytes",
+                                       options.path, sizeof(sockaddr_un::sun_path) - 1));
+  std::error_code fec;
+  fs::path parent = fs::path(options.path).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, fec);
+  if (fec)
+    return IoError(fmt::format("control socket directory {}: {}", parent.string(), fec.message()));
+
+  struct stat st {};
+  if (lstat(options.path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return AlreadyExists(fmt::format("{} exists and is not a socket", options.path));
+    Local::socket probe(io);
+    boost::system::error_code ec;
+    probe.connect(Local::endpoint(options.path), ec);
+    if (!ec)
+      return AlreadyExists(
+          fmt::format("{}: another daemon is serving this control socket", options.path));
+    ::unlink(options.path.c_str());  // stale: left by a daemon that was killed
+  }
+
+  std::unique_ptr<ControlServer> s(new ControlServer(io, std::move(options)));
+  boost::system::error_code ec;
+  s->acceptor_.open(Local(), ec);
+  if (!ec) s->acceptor_.bind(Local::endpoint(s->options_.path), ec);
+  if (!ec) s->acceptor_.listen(16, ec);
+  if (ec) return IoError(fmt::format("control socket {}: {}", s->options_.path, ec.message()));
+  if (!s->options_.group.empty()) {
+    struct group* g = getgrnam(s->options_.group.c_str());
+    if (!g) {
+      ::unlink(s->options_.path.c_str());
+      return InvalidArgument(fmt::format("control socket group '{}' does not exist",
+                                         s->options_.group));
+    }
+    if (chown(s->options_.path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
+      int err = errno;
+      ::unlink(s->options_.path.c_str());
+      return IoError(fmt::format("control socket {}: chown to group {}: {}", s->options_.path,
+                                 s->options_.group, std::strerror(err)));
+    }
+  }
+  if (chmod(s->options_.path.c_str(), s->options_.mode) != 0) {
+    int err = errno;
+    ::unlink(s->options_.path.c_str());
+    return IoError(fmt::format("control socket {}: chmod: {}", s->options_.path,
+                               std::strerror(err)));
+  }
+  s->Accept();
+  return s;
+}
+
+ControlServer::~ControlServer() {
+  *alive_ = false;
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  for (auto& w : connections_)
+    if (auto c = w.lock()) c->Close();
+  ::unlink(options_.path.c_str());
+}
+
+void ControlServer::Register(const std::string& cmd, ControlAccess access, std::string summary,
+                             Handler h) {
+  RegisterAsync(cmd, access, std::move(summary),
+                [h = std::move(h)](const json& args, Reply reply) { reply(h(args)); });
+}
+
+void ControlServer::RegisterAsync(const std::string& cmd, ControlAccess access,
+                                  std::string summary, AsyncHandler h) {
+  commands_[cmd] = Command{access, std::move(summary), std::move(h)};
+}
+
+void ControlServer::Accept() {
+  acceptor_.async_accept([this, alive = alive_](boost::system::error_code ec,
+                                                Local::socket socket) {
+    if (!*alive) return;
+    if (ec) {
+      if (ec != asio::error::operation_aborted) {
+        Log(LogName::kSm).warn("SM-CTL-001 control socket accept: {}", ec.message());
+        Accept();
+      }
+      return;
+    }
+    connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
+                                      [](const std::weak_ptr<Connection>& w) {
+                                        auto c = w.lock();
+                                        return !c || !c->open();
+                                      }),
+                       connections_.end());
+    if (connections_.size() >= options_.max_connections) {
+      ++counters_.connections_refused;
+      std::string line =
+          ErrorLine("busy", fmt::format("at most {} control connections", options_.max_connections)) +
+          "\n";
+      boost::system::error_code ignored;
+      socket.non_blocking(true, ignored);
+      socket.write_some(asio::buffer(line), ignored);  // best effort; never waits
+      socket.close(ignored);
+      Accept();
+      return;
+    }
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    uid_t uid = static_cast<uid_t>(-1);  // unknown peer: read-only
+    if (getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+      uid = cred.uid;
+    ++counters_.connections;
+    auto c = std::make_shared<Connection>(this, std::move(socket), uid);
+    connections_.push_back(c);
+    c->Start();
+    Accept();
+  });
+}
+
+bool ControlServer::MayChange(uid_t uid) const {
+  return std::find(options_.change_uids.begin(), options_.change_uids.end(), uid) !=
+         options_.change_uids.end();
+}
+
+std::string ControlServer::ErrorLine(const std::string& code, const std::string& message,
+                                     const json& id) {
+  json r{{"ok", false}, {"code", code}, {"error", message}};
+  if (!id.is_null()) r["id"] = id;
+  return r.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void ControlServer::Dispatch(const std::string& line, uid_t uid,
+                             std::function<void(std::string)> reply) {
+  ++counters_.requests;
+  json req = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (req.is_discarded() || !req.is_object()) {
+    ++counters_.bad_requests;
+    reply(ErrorLine("bad_request", "a request is one JSON object per line"));
+    return;
+  }
+  json id = req.contains("id") ? req["id"] : json();
+  auto cmd_it = req.find("cmd");
+  if (cmd_it == req.end() || !cmd_it->is_string()) {
+    ++counters_.bad_requests;
+    reply(ErrorLine("bad_request", "the request has no \"cmd\" string", id));
+    return;
+  }
+  json args = req.contains("args") ? req["args"] : json::object();
+  if (!args.is_object()) {
+    ++counters_.bad_requests;
+    reply(ErrorLine("bad_request", "\"args\" must be an object", id));
+    return;
+  }
+  const std::string cmd = cmd_it->get<std::string>();
+  auto c = commands_.find(cmd);
+  if (c == commands_.end()) {
+    ++counters_.unknown_commands;
+    reply(ErrorLine("unknown_command", fmt::format("no command '{}' (try \"help\")", cmd), id));
+    return;
+  }
+  if (c->second.access == ControlAccess::kChange && !MayChange(uid)) {
+    ++counters_.denied;
+    Log(LogName::kSm).warn("SM-CTL-002 control command '{}' refused for uid {}", cmd, uid);
+    reply(ErrorLine("permission_denied",
+                    fmt::format("'{}' changes the fabric and is for root only", cmd), id));
+    return;
+  }
+  auto once = std::make_shared<bool>(false);
+  c->second.handler(args, [this, alive = alive_, once, id, cmd, reply](Result<json> r) {
+    if (*once) return;
+    *once = true;
+    if (!*alive) return;
+    if (!r.ok()) {
+      const bool bad_args = r.status().code() == StatusCode::kInvalidArgument ||
+                            r.status().code() == StatusCode::kNotFound;
+      ++(bad_args ? counters_.bad_requests : counters_.failed);
+      reply(ErrorLine(bad_args ? "bad_request" : "failed", r.status().message(), id));
+      return;
+    }
+    json out{{"ok", true}, {"result", std::move(*r)}};
+    if (!id.is_null()) out["id"] = id;
+    reply(out.dump(-1, ' ', false, json::error_handler_t::replace));
+  });
+}
+
+}  // namespace ibsm::sm

@@ -1,0 +1,240 @@
+#include "sm/control_server.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include <boost/asio/post.hpp>
+#include <gtest/gtest.h>
+
+#include "tools/control_client.h"
+
+namespace ibsm::sm {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// A server on its own io thread, in a fresh directory; commands are registered before the
+// thread starts so the test never touches the server concurrently.
+class ControlServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ibsm-ctl-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/sub/ibsmd.sock";
+  }
+  void TearDown() override {
+    StopIo();
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void StartServer(ControlServer::Options o = {}) {
+    o.path = path_;
+    auto s = ControlServer::Start(io_, std::move(o));
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(*s);
+    server_->Register("echo", ControlAccess::kRead, "returns its args",
+                      [](const json& args) -> Result<json> { return args; });
+    server_->Register("fail", ControlAccess::kRead, "always fails",
+                      [](const json&) -> Result<json> { return Unavailable("no fabric yet"); });
+    server_->Register("resweep", ControlAccess::kChange, "asks for a sweep",
+                      [this](const json&) -> Result<json> {
+                        ++changes_;
+                        return json{{"queued", true}};
+                      });
+    server_->RegisterAsync("slow", ControlAccess::kRead, "answers from a worker thread",
+                           [this](const json& args, ControlServer::Reply reply) {
+                             workers_.emplace_back([this, args, reply] {
+                               std::this_thread::sleep_for(50ms);
+                               boost::asio::post(io_, [args, reply] {
+                                 reply(json{{"n", args.value("n", 0) * 2}});
+                               });
+                             });
+                           });
+  }
+  void RunIo() {
+    work_.emplace(io_.get_executor());
+    io_thread_ = std::thread([this] { io_.run(); });
+  }
+  void StopIo() {
+    for (auto& w : workers_) w.join();
+    workers_.clear();
+    if (io_thread_.joinable()) {
+      work_.reset();
+      io_.stop();
+      io_thread_.join();
+    }
+  }
+
+  // A raw connection for what ControlExchange cannot do (several lines, partial lines).
+  int Connect() {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path_.c_str());
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    timeval tv{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+  }
+  static std::string ReadLine(int fd) {
+    std::string s;
+    char c;
+    while (::recv(fd, &c, 1, 0) == 1) {
+      if (c == '\n') return s;
+      s.push_back(c);
+    }
+    return s.empty() ? "<closed>" : s;
+  }
+
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::thread io_thread_;
+  std::vector<std::thread> workers_;
+  std::unique_ptr<ControlServer> server_;
+  std::string dir_, path_;
+  std::atomic<int> changes_{0};
+};
+
+TEST_F(ControlServerTest, AnswersACommandWithItsResultAndHelpListsEveryCommand) {
+  StartServer();
+  RunIo();
+  auto r = tools::CallControl(path_, "echo", json{{"lid", 12}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)["lid"], 12);
+  auto help = tools::CallControl(path_, "help");
+  ASSERT_TRUE(help.ok());
+  std::vector<std::string> names;
+  for (const auto& c : (*help)["commands"]) names.push_back(c["cmd"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"echo", "fail", "help", "resweep", "slow"}));
+  struct stat st {};
+  ASSERT_EQ(stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+}
+
+TEST_F(ControlServerTest, BadRequestsGetAnErrorReplyAndTheConnectionGoesOn) {
+  StartServer();
+  RunIo();
+  int fd = Connect();
+  const std::string lines =
+      "this is not json\n[1,2]\n{\"args\":{}}\n{\"cmd\":\"echo\",\"args\":[1]}\n"
+      "{\"cmd\":\"nope\",\"id\":7}\n{\"cmd\":\"fail\"}\n\n{\"cmd\":\"echo\",\"args\":{\"x\":1},\"id\":\"a\"}\n";
+  ASSERT_EQ(::send(fd, lines.data(), lines.size(), 0), static_cast<ssize_t>(lines.size()));
+  std::vector<json> replies;
+  for (int i = 0; i < 7; ++i) replies.push_back(json::parse(ReadLine(fd)));
+  ::close(fd);
+  EXPECT_EQ(replies[0]["code"], "bad_request");
+  EXPECT_EQ(replies[1]["code"], "bad_request");
+  EXPECT_EQ(replies[2]["code"], "bad_request");
+  EXPECT_EQ(replies[3]["code"], "bad_request");
+  EXPECT_EQ(replies[4]["code"], "unknown_command");
+  EXPECT_EQ(replies[4]["id"], 7);
+  EXPECT_EQ(replies[5]["code"], "failed");
+  EXPECT_EQ(replies[5]["error"], "no fabric yet");
+  EXPECT_EQ(replies[6]["ok"], true);
+  EXPECT_EQ(replies[6]["result"]["x"], 1);
+  EXPECT_EQ(replies[6]["id"], "a");
+  StopIo();
+  EXPECT_EQ(server_->counters().bad_requests, 4u);
+  EXPECT_EQ(server_->counters().unknown_commands, 1u);
+  EXPECT_EQ(server_->counters().failed, 1u);
+}
+
+TEST_F(ControlServerTest, ARequestLongerThanTheLimitIsRefusedAndTheConnectionClosed) {
+  ControlServer::Options o;
+  o.max_request_bytes = 1024;
+  StartServer(o);
+  RunIo();
+  int fd = Connect();
+  std::string big = "{\"cmd\":\"echo\",\"args\":{\"x\":\"" + std::string(4096, 'a') + "\"}}\n";
+  ::send(fd, big.data(), big.size(), MSG_NOSIGNAL);
+  json reply = json::parse(ReadLine(fd));
+  EXPECT_EQ(reply["code"], "too_large");
+  EXPECT_EQ(ReadLine(fd), "<closed>");
+  ::close(fd);
+  // The daemon still serves everyone else.
+  EXPECT_TRUE(tools::CallControl(path_, "echo").ok());
+  StopIo();
+  EXPECT_EQ(server_->counters().too_large, 1u);
+}
+
+TEST_F(ControlServerTest, ChangeCommandsRunOnlyForTheAllowedUsers) {
+  ControlServer::Options o;
+  o.change_uids = {static_cast<uid_t>(geteuid() + 4242)};  // not us
+  StartServer(o);
+  RunIo();
+  auto denied = tools::CallControl(path_, "resweep");
+  ASSERT_FALSE(denied.ok());
+  EXPECT_EQ(denied.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(tools::CallControl(path_, "echo").ok()) << "read-only commands stay open";
+  StopIo();
+  EXPECT_EQ(changes_.load(), 0);
+  EXPECT_EQ(server_->counters().denied, 1u);
+}
+
+TEST_F(ControlServerTest, TheDaemonsOwnUserMayChangeByDefault) {
+  StartServer();
+  RunIo();
+  auto r = tools::CallControl(path_, "resweep");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)["queued"], true);
+  EXPECT_EQ(changes_.load(), 1);
+}
+
+TEST_F(ControlServerTest, AnIdleOrSilentClientNeitherBlocksOthersNorStaysForever) {
+  ControlServer::Options o;
+  o.idle_timeout = 300ms;
+  StartServer(o);
+  RunIo();
+  int silent = Connect();
+  ::send(silent, "{\"cmd\":", 7, 0);  // half a request, then nothing
+  auto r = tools::CallControl(path_, "slow", json{{"n", 21}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)["n"], 42);
+  EXPECT_EQ(ReadLine(silent), "<closed>") << "the daemon hangs up on a client that stalls";
+  ::close(silent);
+  StopIo();
+  EXPECT_GE(server_->counters().idle_closed, 1u);
+}
+
+TEST_F(ControlServerTest, AStaleSocketFileIsReplacedButALiveOneIsNotTaken) {
+  StartServer();
+  boost::asio::io_context other;
+  ControlServer::Options o;
+  o.path = path_;
+  auto second = ControlServer::Start(other, o);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_TRUE(std::filesystem::exists(path_)) << "the live daemon's socket is left alone";
+
+  // A socket file nobody listens on (a daemon killed with -9) is replaced.
+  server_.reset();
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path_.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ::close(fd);
+  ASSERT_TRUE(std::filesystem::exists(path_));
+  auto third = ControlServer::Start(other, o);
+  EXPECT_TRUE(third.ok()) << third.status().ToString();
+}
+
+TEST_F(ControlServerTest, NoDaemonIsAClearError) {
+  auto r = tools::CallControl(dir_ + "/none.sock", "status");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("is ibsmd running"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ibsm::sm
