@@ -102,6 +102,8 @@ constexpr FlagDesc kFlags[] = {
     {'v', "verbose", "", "", "", "", Verbose, "more log detail; repeat for more"},
     {'V', "", "", "", "", "", MaxVerbose, "every log level, flushed at once"},
     {0, "state-db", "", "PATH", "state_db_file", "", nullptr, "SQLite state file"},
+    {0, "control-socket", "", "PATH", "control_socket", "", nullptr,
+     "control socket for ibsmctl (\"none\": no socket)"},
     {0, "sim", "", "FILE", "", "", Sim, "run on the in-process simulator with topology FILE"},
     {0, "sim-host", "", "NAME|GUID", "", "", SimHost, "simulator attach point"},
     {0, "sim-ar-switches", "", "all|none|GUID,...", "", "", SimAr,

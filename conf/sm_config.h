@@ -93,6 +93,7 @@ struct SmConfig {
   std::string guid2lid_file = "/var/cache/opensm/guid2lid";  // OpenSM's cache file
   std::string state_db_file = "/var/lib/ibsm/ibsm-state.db";
   std::string control_socket = "/run/ibsm/ibsmd.sock";
+  std::string control_socket_group;
   uint8_t ar_mode = 0;                  // 0 off, 1 on, 2 with notifications, 3 auto
   uint16_t ar_sl_mask = 0xFFFF;
   uint8_t ar_transport_mask = 0xA;      // RC and DC

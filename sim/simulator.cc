@@ -120,10 +120,12 @@ void FillSpeed(LinkSpeed s, mad::PortInfo* pi) {
     default:
       pi->link_speed_active = 4;
       pi->capability_mask |= mad::port_cap::kIsExtendedSpeedsSupported;
-      pi->link_speed_ext_supported = 0xF;
-      pi->link_speed_ext_enabled = 0xF;
       pi->link_speed_ext_active = s == LinkSpeed::kFdr ? 1 : s == LinkSpeed::kEdr ? 2
                                  : s == LinkSpeed::kHdr ? 4 : 8;
+      // A port supports the speeds up to the one it runs at (the model has no slower-than-
+      // possible links unless a test makes one), so link health sees no false degradation.
+      pi->link_speed_ext_supported = static_cast<uint8_t>((pi->link_speed_ext_active << 1) - 1);
+      pi->link_speed_ext_enabled = pi->link_speed_ext_supported;
       break;
   }
 }

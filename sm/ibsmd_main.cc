@@ -32,6 +32,8 @@
 #include "routing/routing_engine.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
+#include "sm/control_commands.h"
+#include "sm/control_server.h"
 #include "sm/discovery.h"
 #include "sm/subnet_manager.h"
 
@@ -297,6 +299,29 @@ int Main(int argc, char** argv) {
 
   int exit_code = 0;
   SubnetManager sm(io, *transport, clock, store.get(), *options);
+  // The control socket (not for -o runs). A socket that cannot be served (another daemon on
+  // it, no permission) is reported and the SM runs without it: the fabric needs the SM more
+  // than the operator needs ibsmctl.
+  std::unique_ptr<ControlServer> control;
+  std::unique_ptr<ControlCommands> commands;
+  if (!extras.once && !config.control_socket.empty() && config.control_socket != "none") {
+    ControlServer::Options co;
+    co.path = config.control_socket;
+    co.group = config.control_socket_group;
+    auto started = ControlServer::Start(io, co);
+    if (!started.ok()) {
+      Log(LogName::kSm).warn("SM-CTL-003 control socket: {}; running without it",
+                             started.status().message());
+    } else {
+      control = std::move(*started);
+      ControlContext ctx;
+      ctx.sm = &sm;
+      ctx.store = store.get();
+      ctx.config_file = extras.config_file;
+      commands = std::make_unique<ControlCommands>(io, *control, ctx);
+      Log(LogName::kSm).info("control socket {}", config.control_socket);
+    }
+  }
   PartitionPolicy running_partitions = options->partitions;
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   // On SIGTERM: stop queuing SMPs, let those in flight finish (at most 2 s), then close.

@@ -574,6 +574,8 @@ void SubnetManager::OnRouted(Routed routed) {
   const std::string& engine = result->tables.engine;
   const routing::VerifyReport& report = routed.verify;
   const routing::CreditLoopReport& loops = routed.loops;
+  last_check_ = RoutingCheck{engine,          false,          report,        loops,
+                             routed.route_s, routed.verify_s, routed.loops_s};
   // minhop promises shortest paths, not deadlock freedom (OpenSM's too): its credit loops are
   // reported. Every other engine promises up*/down* routes, so a cycle is a bug: refused.
   const bool loops_refused = !loops.acyclic && engine != "minhop";
@@ -606,6 +608,7 @@ void SubnetManager::OnRouted(Routed routed) {
     }
   }
   current_.engine = engine;
+  last_check_->accepted = true;
   Log(LogName::kRouting)
       .info("{} tables configured: {} switches, max LID {}; routed in {:.3f} s, verified in "
             "{:.3f} s, credit loops checked in {:.3f} s ({} channels, {} dependencies, {})",

@@ -157,6 +157,23 @@ class SubnetManager {
   const Fabric* fabric() const { return discovered_ ? &discovered_->fabric : nullptr; }
   const routing::RoutingTables* tables() const { return tables_ ? tables_.get() : nullptr; }
   Lid sm_lid() const { return sm_lid_; }
+  Guid port_guid() const { return sm_port_guid_; }
+  const SubnetManagerOptions& options() const { return options_; }
+  // What discovery read on the last heavy sweep (PortInfo of every port), or null.
+  const DiscoveryResult* discovered() const { return discovered_.get(); }
+  // The LIDs the current tables route (null before the first routing).
+  const routing::LidMap* lid_map() const { return lid_map_.get(); }
+  // The tables as a shared snapshot, for work off the io thread.
+  std::shared_ptr<const routing::RoutingTables> tables_snapshot() const { return tables_; }
+  // Verification and deadlock proof of the last routing the SM computed (accepted or not).
+  struct RoutingCheck {
+    std::string engine;
+    bool accepted = false;
+    routing::VerifyReport verify;
+    routing::CreditLoopReport loops;
+    double route_s = 0, verify_s = 0, loops_s = 0;
+  };
+  const std::optional<RoutingCheck>& last_routing_check() const { return last_check_; }
   mad::SmState state() const { return fsm_.state(); }
   // The SM this one polls while STANDBY (port GUID), 0 otherwise.
   Guid polled_master() const { return polled_ ? polled_->guid : Guid{0}; }
@@ -288,6 +305,7 @@ class SubnetManager {
   std::unordered_map<Guid, PersistedLid> saved_guid2lid_;  // as last written
   std::shared_ptr<const routing::RoutingTables> tables_;  // last good tables
   std::unique_ptr<routing::LidMap> lid_map_;
+  std::optional<RoutingCheck> last_check_;
   std::unordered_map<Guid, SwitchCache> switch_cache_;
   // What each port's P_Key table holds, by (node GUID, port number); a block not known is
   // absent from `known`. Kept across sweeps like the LFT cache; re-read when a port's link

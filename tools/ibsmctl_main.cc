@@ -1,4 +1,6 @@
-// ibsmctl: the operator's view of an ibsm fabric. `ibsmctl sa TABLE` reads a whole SA table
+// ibsmctl: the operator's view of an ibsm fabric. Daemon commands (status, nodes, links,
+// route, lft, check, events, ha, resweep, log-level) ask ibsmd over its control socket; see
+// tools/ctl_commands.h. `ibsmctl sa TABLE` reads a whole SA table
 // from the master SM through the local port (libibumad; under ibsim through its preload
 // library), with RMPP done in user space, so it works where saquery only sees the first
 // MAD of an answer.
@@ -24,6 +26,7 @@
 #include "mad/attr/path_record.h"
 #include "mad/attr/sa_records.h"
 #include "mad/umad_transport.h"
+#include "tools/ctl_commands.h"
 #include "tools/sa_client.h"
 
 namespace ibsm::tools {
@@ -388,9 +391,25 @@ int Repeat(boost::asio::io_context& io, SaClient& client, const SaRequest& req, 
   return errors == 0 ? 0 : 2;
 }
 
+// The first word that is not a global flag (or a flag's value) names the command.
+bool IsSaCommand(const std::vector<std::string>& args) {
+  static const std::vector<std::string> kWithValue = {
+      "--socket", "--timeout", "--ca", "--port", "--port-guid", "--sa-lid", "--retries",
+      "--sa-key"};
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (std::find(kWithValue.begin(), kWithValue.end(), args[i]) != kWithValue.end()) {
+      ++i;
+    } else if (!args[i].starts_with("-")) {
+      return args[i] == "sa";
+    }
+  }
+  return false;
+}
+
 int Run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
+  if (!IsSaCommand(args)) return RunCtl(args);
+  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
     std::fputs(kUsage, stdout);
     return 0;
   }

@@ -1,0 +1,509 @@
+#include "sm/control_commands.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+#include "base/log.h"
+#include "ha/sm_state_machine.h"
+#include "ha/state_store.h"
+#include "routing/quality.h"
+#include "routing/verify.h"
+#include "sm/link_health.h"
+#include "sm/subnet_manager.h"
+
+namespace ibsm::sm {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr unsigned kMaxRouteHops = 64;
+
+std::string_view KindName(NodeKind k) {
+  switch (k) {
+    case NodeKind::kCa: return "CA";
+    case NodeKind::kSwitch: return "SW";
+    case NodeKind::kRouter: return "RT";
+  }
+  return "?";
+}
+
+// Typed access to the request's args: absent is the default, a wrong type an error.
+template <typename T>
+Result<T> Arg(const json& args, const char* key, T fallback) {
+  auto it = args.find(key);
+  if (it == args.end() || it->is_null()) return fallback;
+  if constexpr (std::is_same_v<T, bool>) {
+    if (it->is_boolean()) return it->get<bool>();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (it->is_string()) return it->get<std::string>();
+    if (it->is_number_unsigned()) return std::to_string(it->get<uint64_t>());
+  } else {
+    if (it->is_number_unsigned()) return static_cast<T>(it->get<uint64_t>());
+    if (it->is_number_integer() && it->get<int64_t>() >= 0)
+      return static_cast<T>(it->get<int64_t>());
+  }
+  return InvalidArgument(fmt::format("argument \"{}\" has the wrong type", key));
+}
+
+const Fabric* NeedFabric(const SubnetManager& sm, Status* why) {
+  if (!sm.fabric()) *why = Unavailable("no sweep has completed yet");
+  return sm.fabric();
+}
+
+// What operators call a node: its short name when the fabric has one (topology files), else
+// its NodeDescription (what discovery reads), else its GUID.
+std::string DisplayName(const Node& n) {
+  if (!n.name.empty()) return n.name;
+  if (!n.description.empty()) return n.description;
+  return fmt::format("{:#018x}", n.guid.value());
+}
+
+json EndJson(const Fabric& f, PortId p) {
+  const Port& port = f.port(p);
+  const Node& n = f.node(port.node);
+  return json{{"guid", GuidText(n.guid)},
+              {"name", DisplayName(n)},
+              {"description", n.description},
+              {"port", port.num.value()},
+              {"lid", n.is_switch() ? f.port(n.first_port).lid.value() : port.lid.value()}};
+}
+
+}  // namespace
+
+std::string GuidText(Guid g) { return fmt::format("{:#018x}", g.value()); }
+
+Result<PortId> ResolveEndpoint(const Fabric& f, const std::string& what) {
+  if (what.empty()) return InvalidArgument("an empty endpoint");
+  auto node_port = [&](NodeId n) -> Result<PortId> {
+    const Node& node = f.node(n);
+    if (node.is_switch()) return f.port_id(n, PortNum{0});
+    for (uint32_t p = 1; p <= node.num_ports; ++p) {
+      PortId id = f.port_id(n, PortNum{static_cast<uint8_t>(p)});
+      if (f.port(id).connected()) return id;
+    }
+    return NotFound(fmt::format("'{}' has no cabled port", what));
+  };
+  const bool hex = what.size() > 2 && what[0] == '0' && (what[1] == 'x' || what[1] == 'X');
+  const bool digits =
+      std::all_of(what.begin(), what.end(), [](unsigned char c) { return std::isdigit(c); });
+  if (hex || digits) {
+    char* end = nullptr;
+    uint64_t v = std::strtoull(what.c_str(), &end, 0);
+    if (end && *end == 0) {
+      // Decimal or a short hex number is a LID; a longer hex number a GUID.
+      if (digits || what.size() <= 6) {
+        if (v == 0 || v > 0xBFFF) return InvalidArgument(fmt::format("LID {} is not unicast", what));
+        if (auto p = f.FindPortByLid(Lid{static_cast<uint16_t>(v)})) return *p;
+        return NotFound(fmt::format("no port has LID {}", v));
+      }
+      if (auto p = f.FindPort(Guid{v})) return *p;
+      if (auto n = f.FindNode(Guid{v})) return node_port(*n);
+      return NotFound(fmt::format("no port or node has GUID {}", what));
+    }
+  }
+  if (auto n = f.FindNodeByName(what)) return node_port(*n);
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).description == what) return node_port(n);
+  return NotFound(fmt::format("'{}' is no LID, GUID, node name or description in the fabric",
+                              what));
+}
+
+json TraceRoute(const Fabric& f, const routing::RoutingTables& tables, PortId from, PortId to) {
+  const Port& dst = f.port(to);
+  const Node& dst_node = f.node(dst.node);
+  const uint16_t dlid = dst_node.is_switch() ? f.port(dst_node.first_port).lid.value()
+                                             : dst.lid.value();
+  json hops = json::array();
+  json out{{"dlid", dlid}, {"complete", false}};
+  auto hop = [&](NodeId n, int in_port, int out_port) {
+    const Node& node = f.node(n);
+    json h{{"guid", GuidText(node.guid)}, {"name", DisplayName(node)}, {"kind", KindName(node.kind)}};
+    h["in_port"] = in_port < 0 ? json() : json(in_port);
+    h["out_port"] = out_port < 0 ? json() : json(out_port);
+    hops.push_back(std::move(h));
+  };
+  auto finish = [&](std::string problem) {
+    out["hops"] = std::move(hops);
+    if (problem.empty()) {
+      out["complete"] = true;
+    } else {
+      out["problem"] = std::move(problem);
+    }
+    return out;
+  };
+  if (dlid == 0) return finish("the destination has no LID");
+
+  PortId at = from;  // the port a packet enters (or, at the start, leaves from)
+  const Port& src = f.port(from);
+  if (!f.node(src.node).is_switch()) {
+    if (from == to) {
+      hop(src.node, -1, -1);
+      return finish("");
+    }
+    hop(src.node, -1, src.num.value());
+    if (!src.connected()) return finish("the source port has no cable");
+    at = src.peer;
+  }
+  int in_port = f.node(f.port(at).node).is_switch() && at != from ? f.port(at).num.value() : -1;
+  for (unsigned i = 0; i < kMaxRouteHops; ++i) {
+    NodeId n = f.port(at).node;
+    const Node& node = f.node(n);
+    if (!node.is_switch()) {
+      hop(n, f.port(at).num.value(), -1);
+      return finish(at == to ? "" : fmt::format("delivered to {} port {}, which does not own LID {}",
+                                                DisplayName(node), f.port(at).num.value(), dlid));
+    }
+    const routing::SwitchTable* t = tables.table(n);
+    if (!t || dlid >= t->lft.size() || t->lft[dlid] == routing::kDropPort) {
+      hop(n, in_port, -1);
+      return finish(fmt::format("switch {} has no route to LID {}", DisplayName(node), dlid));
+    }
+    const uint8_t out_port = t->lft[dlid];
+    if (out_port == 0) {
+      hop(n, in_port, 0);
+      return finish(f.port_id(n, PortNum{0}) == to
+                        ? ""
+                        : fmt::format("switch {} takes LID {} as its own", DisplayName(node), dlid));
+    }
+    hop(n, in_port, out_port);
+    if (out_port > node.num_ports) return finish(fmt::format("port {} is out of range", out_port));
+    const Port& egress = f.port(n, PortNum{out_port});
+    if (!egress.connected())
+      return finish(fmt::format("switch {} port {} has no cable", DisplayName(node), out_port));
+    at = egress.peer;
+    in_port = f.port(at).num.value();
+  }
+  return finish(fmt::format("no delivery within {} switches (a loop?)", kMaxRouteHops));
+}
+
+ControlCommands::ControlCommands(boost::asio::io_context& io, ControlServer& server,
+                                 ControlContext context)
+    : io_(io), ctx_(std::move(context)) {
+  if (!ctx_.set_log_level) ctx_.set_log_level = [](spdlog::level::level_enum l) { SetLogLevel(l); };
+  using A = ControlAccess;
+  server.Register("status", A::kRead, "SM state, identity, last sweep, counts, counters",
+                  [this](const json& a) { return Status(a); });
+  server.Register("nodes", A::kRead, "every node with its GUID, kind, LIDs and ports",
+                  [this](const json& a) { return Nodes(a); });
+  server.Register("links", A::kRead, "every cable with both ends; args: degraded (bool)",
+                  [this](const json& a) { return Links(a); });
+  server.Register("route", A::kRead, "hop-by-hop path; args: from, to (LID, GUID or name)",
+                  [this](const json& a) { return Route(a); });
+  server.Register("lft", A::kRead, "one switch's unicast table; args: switch",
+                  [this](const json& a) { return Lft(a); });
+  server.Register("events", A::kRead, "the event log; args: since_us, limit",
+                  [this](const json& a) { return Events(a); });
+  server.Register("ha", A::kRead, "SM state, master, peers and HA counters",
+                  [this](const json& a) { return Ha(a); });
+  server.RegisterAsync("check", A::kRead,
+                       "route verification, deadlock proof, balance; args: permutations, seed",
+                       [this](const json& a, ControlServer::Reply r) { Check(a, std::move(r)); });
+  server.Register("resweep", A::kChange, "queue a heavy sweep", [this](const json&) -> Result<json> {
+    Log(LogName::kSm).info("heavy sweep requested on the control socket");
+    ctx_.sm->RequestHeavySweep("control socket request");
+    return json{{"queued", true}};
+  });
+  server.Register("log-level", A::kChange, "set the log level; args: level",
+                  [this](const json& a) -> Result<json> {
+                    IBSM_ASSIGN_OR_RETURN(std::string name, Arg<std::string>(a, "level", ""));
+                    auto level = spdlog::level::from_str(name);
+                    // from_str answers "off" for anything it does not know.
+                    if (name != "off" && level == spdlog::level::off)
+                      return InvalidArgument(fmt::format(
+                          "level '{}' is none of trace, debug, info, warn, error, critical, off",
+                          name));
+                    ctx_.set_log_level(level);
+                    Log(LogName::kSm).info("log level set to {} on the control socket", name);
+                    return json{{"level", name}};
+                  });
+}
+
+ControlCommands::~ControlCommands() {
+  *alive_ = false;
+  if (check_worker_.joinable()) check_worker_.join();
+}
+
+Result<json> ControlCommands::Status(const json&) const {
+  const SubnetManager& sm = *ctx_.sm;
+  const SweepStats& s = sm.last_sweep();
+  const SmCounters& c = sm.counters();
+  auto now = std::chrono::system_clock::now();
+  json j{{"state", std::string(ha::SmStateName(sm.state()))},
+         {"guid", GuidText(sm.port_guid())},
+         {"priority", sm.options().sm_priority},
+         {"sm_lid", sm.sm_lid().value()},
+         {"lmc", sm.options().lids.lmc},
+         {"engine", s.engine.empty() ? json() : json(s.engine)},
+         {"engine_configured", sm.options().routing_engine.empty() ? "minhop"
+                                                                    : sm.options().routing_engine},
+         {"subnet_up", s.subnet_up},
+         {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(now - ctx_.started).count()},
+         {"config_file", ctx_.config_file}};
+  if (s.number > 0) {
+    auto age = std::chrono::steady_clock::now() - s.started;
+    j["last_sweep"] = {
+        {"number", s.number},
+        {"heavy", s.heavy},
+        {"age_s", std::chrono::duration<double>(age).count()},
+        {"duration_s", std::chrono::duration<double>(s.duration).count()},
+        {"smps", s.smps},
+        {"smps_failed", s.smps_failed},
+        {"lid_changes", s.lid_changes},
+        {"lft_blocks_sent", s.lft_blocks_sent},
+        {"issues", s.issues},
+        {"declined", s.declined}};
+    j["counts"] = {{"nodes", s.nodes}, {"switches", s.switches}, {"cas", s.cas}, {"links", s.links}};
+  }
+  json issues = json::object();
+  for (const auto& [id, n] : c.issues_by_id) issues[id] = n;
+  j["counters"] = {{"heavy_sweeps", c.heavy_sweeps},
+                   {"light_sweeps", c.light_sweeps},
+                   {"traps_received", c.traps_received},
+                   {"traps_malformed", c.traps_malformed},
+                   {"routing_failures", c.routing_failures},
+                   {"credit_loops_found", c.credit_loops_found},
+                   {"unsolicited_ignored", c.unsolicited_ignored},
+                   {"issues_by_id", issues}};
+  return j;
+}
+
+Result<json> ControlCommands::Nodes(const json&) const {
+  ibsm::Status why;
+  const Fabric* f = NeedFabric(*ctx_.sm, &why);
+  if (!f) return why;
+  json nodes = json::array();
+  for (NodeId n = 0; n < f->node_count(); ++n) {
+    const Node& node = f->node(n);
+    json lids = json::array();
+    uint32_t cabled = 0;
+    for (uint32_t p = node.is_switch() ? 0 : 1; p <= node.num_ports; ++p) {
+      const Port& port = f->port(n, PortNum{static_cast<uint8_t>(p)});
+      if (p > 0 && port.connected()) ++cabled;
+      if ((node.is_switch() && p == 0) || (!node.is_switch() && port.lid.value() != 0))
+        lids.push_back(port.lid.value());
+    }
+    nodes.push_back({{"guid", GuidText(node.guid)},
+                     {"name", DisplayName(node)},
+                     {"description", node.description},
+                     {"kind", KindName(node.kind)},
+                     {"lids", lids},
+                     {"ports", node.num_ports},
+                     {"cabled_ports", cabled},
+                     {"vendor_id", node.vendor_id},
+                     {"device_id", node.device_id}});
+  }
+  return json{{"nodes", nodes}};
+}
+
+Result<json> ControlCommands::Links(const json& args) const {
+  ibsm::Status why;
+  const Fabric* f = NeedFabric(*ctx_.sm, &why);
+  if (!f) return why;
+  IBSM_ASSIGN_OR_RETURN(bool only_degraded, Arg<bool>(args, "degraded", false));
+  const DiscoveryResult* d = ctx_.sm->discovered();
+  auto info = [&](PortId p) -> const mad::PortInfo* {
+    const Port& port = f->port(p);
+    if (!d || port.node >= d->nodes.size()) return nullptr;
+    const auto& dn = d->nodes[port.node];
+    size_t num = port.num.value();
+    return num < dn.port_info.size() && num < dn.port_info_valid.size() && dn.port_info_valid[num]
+               ? &dn.port_info[num]
+               : nullptr;
+  };
+  static constexpr const char* kStates[] = {"NOCHANGE", "DOWN", "INIT", "ARMED", "ACTIVE"};
+  json links = json::array();
+  size_t degraded = 0;
+  for (PortId a = 0; a < f->port_count(); ++a) {
+    const Port& pa = f->port(a);
+    if (!pa.connected() || pa.num.value() == 0 || pa.peer < a) continue;  // each cable once
+    std::optional<std::string> reason;
+    const mad::PortInfo* ia = info(a);
+    const mad::PortInfo* ib = info(pa.peer);
+    if (ia && ib) reason = DegradedReason(*ia, *ib);
+    if (reason) ++degraded;
+    if (only_degraded && !reason) continue;
+    auto state = static_cast<size_t>(pa.state);
+    links.push_back({{"a", EndJson(*f, a)},
+                     {"b", EndJson(*f, pa.peer)},
+                     {"width", std::string(LinkWidthName(pa.width))},
+                     {"speed", std::string(LinkSpeedName(pa.speed))},
+                     {"state", state < std::size(kStates) ? kStates[state] : "?"},
+                     {"degraded", reason ? json(*reason) : json(false)}});
+  }
+  return json{{"links", links}, {"degraded", degraded}};
+}
+
+Result<json> ControlCommands::Route(const json& args) const {
+  ibsm::Status why;
+  const Fabric* f = NeedFabric(*ctx_.sm, &why);
+  if (!f) return why;
+  const routing::RoutingTables* tables = ctx_.sm->tables();
+  if (!tables) return Unavailable("no routing has been programmed yet");
+  IBSM_ASSIGN_OR_RETURN(std::string from_text, Arg<std::string>(args, "from", ""));
+  IBSM_ASSIGN_OR_RETURN(std::string to_text, Arg<std::string>(args, "to", ""));
+  IBSM_ASSIGN_OR_RETURN(PortId from, ResolveEndpoint(*f, from_text));
+  IBSM_ASSIGN_OR_RETURN(PortId to, ResolveEndpoint(*f, to_text));
+  json r = TraceRoute(*f, *tables, from, to);
+  r["from"] = EndJson(*f, from);
+  r["to"] = EndJson(*f, to);
+  return r;
+}
+
+Result<json> ControlCommands::Lft(const json& args) const {
+  ibsm::Status why;
+  const Fabric* f = NeedFabric(*ctx_.sm, &why);
+  if (!f) return why;
+  const routing::RoutingTables* tables = ctx_.sm->tables();
+  if (!tables) return Unavailable("no routing has been programmed yet");
+  IBSM_ASSIGN_OR_RETURN(std::string which, Arg<std::string>(args, "switch", ""));
+  IBSM_ASSIGN_OR_RETURN(PortId p, ResolveEndpoint(*f, which));
+  NodeId n = f->port(p).node;
+  if (!f->node(n).is_switch()) return InvalidArgument(fmt::format("'{}' is not a switch", which));
+  const routing::SwitchTable* t = tables->table(n);
+  if (!t) return NotFound(fmt::format("no table for switch '{}'", which));
+  json entries = json::array();
+  for (size_t lid = 1; lid < t->lft.size(); ++lid) {
+    if (t->lft[lid] == routing::kDropPort) continue;
+    auto owner = f->FindPortByLid(Lid{static_cast<uint16_t>(lid)});
+    json e{{"lid", lid}, {"port", t->lft[lid]}};
+    if (owner) {
+      const Node& on = f->node(f->port(*owner).node);
+      e["dest"] = DisplayName(on);
+    }
+    entries.push_back(std::move(e));
+  }
+  return json{{"switch", EndJson(*f, p)}, {"engine", tables->engine}, {"entries", entries}};
+}
+
+Result<json> ControlCommands::Events(const json& args) const {
+  if (!ctx_.store) return Unavailable("this daemon runs without a state file (state_db_file)");
+  IBSM_ASSIGN_OR_RETURN(int64_t since, Arg<int64_t>(args, "since_us", 0));
+  IBSM_ASSIGN_OR_RETURN(size_t limit, Arg<size_t>(args, "limit", 100));
+  limit = std::min<size_t>(limit, 10000);
+  IBSM_ASSIGN_OR_RETURN(std::vector<ha::EventRow> rows, ctx_.store->RecentEvents(limit, since));
+  static constexpr const char* kSeverity[] = {"?", "info", "warning", "error"};
+  json events = json::array();
+  for (const auto& e : rows) {
+    auto sev = static_cast<size_t>(e.severity);
+    json j{{"id", e.id},
+           {"time_us", e.time_us},
+           {"kind", e.kind},
+           {"severity", sev < std::size(kSeverity) ? kSeverity[sev] : "?"},
+           {"message", e.message}};
+    if (e.node_guid) j["node_guid"] = GuidText(*e.node_guid);
+    if (e.port_num) j["port"] = e.port_num->value();
+    events.push_back(std::move(j));
+  }
+  return json{{"events", events}};
+}
+
+Result<json> ControlCommands::Ha(const json&) const {
+  const SubnetManager& sm = *ctx_.sm;
+  const SmCounters& c = sm.counters();
+  json j{{"state", std::string(ha::SmStateName(sm.state()))},
+         {"guid", GuidText(sm.port_guid())},
+         {"priority", sm.options().sm_priority},
+         {"polled_master", sm.polled_master().value() ? json(GuidText(sm.polled_master())) : json()},
+         {"counters",
+          {{"other_sms_seen", c.other_sms_seen},
+           {"sm_key_mismatches", c.sm_key_mismatches},
+           {"handovers_sent", c.handovers_sent},
+           {"handovers_received", c.handovers_received},
+           {"acknowledges_sent", c.acknowledges_sent},
+           {"polls_sent", c.polls_sent},
+           {"polls_missed", c.polls_missed},
+           {"takeovers", c.takeovers},
+           {"trap144_sent", c.trap144_sent},
+           {"sminfo_sets_refused", c.sminfo_sets_refused}}}};
+  json peers = json::array();
+  if (ctx_.store) {
+    if (auto rows = ctx_.store->Peers(); rows.ok()) {
+      for (const auto& p : *rows)
+        peers.push_back({{"guid", GuidText(p.guid)},
+                         {"priority", p.priority},
+                         {"state", std::string(ha::SmStateName(static_cast<mad::SmState>(
+                                       std::min<uint8_t>(p.state, 3))))},
+                         {"last_seen_us", p.last_seen_us},
+                         {"sm_key_match", p.sm_key_match}});
+    }
+  }
+  j["peers"] = peers;
+  return j;
+}
+
+// Verification and the deadlock proof are those of the last routing (the SM runs them before
+// it programs anything); the balance figures are computed now, on a worker thread, from a
+// copy of the fabric and the shared tables, so the daemon keeps serving meanwhile.
+void ControlCommands::Check(const json& args, ControlServer::Reply reply) {
+  const SubnetManager& sm = *ctx_.sm;
+  auto tables = sm.tables_snapshot();
+  const auto& last = sm.last_routing_check();
+  if (!sm.fabric() || !tables || !last) {
+    reply(Unavailable("no routing has been programmed yet"));
+    return;
+  }
+  auto perms = Arg<uint32_t>(args, "permutations", 100);
+  auto seed = Arg<uint64_t>(args, "seed", 1);
+  if (!perms.ok() || !seed.ok()) {
+    reply(perms.ok() ? seed.status() : perms.status());
+    return;
+  }
+  json base{{"engine", last->engine},
+            {"accepted", last->accepted},
+            {"verify",
+             {{"ok", last->verify.ok},
+              {"missing_entries", last->verify.missing_entries},
+              {"loops", last->verify.loops},
+              {"misrouted_entries", last->verify.misrouted_entries},
+              {"unreachable_pairs", last->verify.unreachable_pairs},
+              {"problems", last->verify.problems}}},
+            {"credit_loops",
+             {{"acyclic", last->loops.acyclic},
+              {"channels", last->loops.channels},
+              {"dependencies", last->loops.dependencies},
+              {"cycle", last->loops.cycle}}},
+            {"seconds",
+             {{"route", last->route_s}, {"verify", last->verify_s}, {"loops", last->loops_s}}}};
+  auto fabric = std::make_shared<const Fabric>(*sm.fabric());
+  routing::QualityOptions qo;
+  qo.random_permutations = std::min<uint32_t>(*perms, 100000);
+  qo.seed = *seed;
+  qo.shifts = fabric->ca_count() <= 4096;  // every shift is O(hosts^2 x hops)
+  if (check_running_) {
+    reply(Unavailable("a check is already running; ask again when it has answered"));
+    return;
+  }
+  if (check_worker_.joinable()) check_worker_.join();  // finished: its reply was posted
+  check_running_ = true;
+  check_worker_ = std::thread([this, alive = alive_, fabric, tables, qo, base, reply]() mutable {
+    routing::LidMap lids(*fabric);
+    routing::QualityReport q = routing::MeasureQuality(*fabric, lids, *tables, qo);
+    json tiers = json::array();
+    for (const auto& t : q.routes_per_link)
+      tiers.push_back({{"tier", t.tier},
+                       {"channels", t.channels},
+                       {"min_routes", t.min_routes},
+                       {"max_routes", t.max_routes},
+                       {"mean_routes", t.mean_routes},
+                       {"stddev_routes", t.stddev_routes}});
+    base["balance"] = {{"hosts", q.hosts},
+                       {"routes_per_link", tiers},
+                       {"shift_max_sharing", qo.shifts ? json(q.shift_max_sharing) : json()},
+                       {"random_permutations", qo.random_permutations},
+                       {"random_max_sharing", q.random_max_sharing},
+                       {"effective_bisection_bandwidth", q.effective_bisection_bandwidth},
+                       {"unrouted_flows", q.unrouted_flows}};
+    boost::asio::post(io_, [this, alive, reply, base = std::move(base)]() mutable {
+      if (!*alive) return;
+      check_running_ = false;
+      reply(std::move(base));
+    });
+  });
+}
+
+}  // namespace ibsm::sm

@@ -1,0 +1,87 @@
+// The commands ibsmd serves on its control socket (sm/control_server.h), built from the
+// running SubnetManager. Every reply is JSON; GUIDs are "0x%016x" strings, LIDs numbers.
+//
+//   status                      SM state, identity, last sweep, counts, engine, counters
+//   nodes                       every node: GUID, name, kind, LIDs, ports
+//   links [degraded]            every cable with both ends; degraded = below what both support
+//   route {from, to}            hop by hop from the programmed tables (LID, GUID or name)
+//   lft {switch}                one switch's unicast table
+//   check [permutations seed]   route verification, deadlock proof, balance figures
+//   events [since_us limit]     the state file's event log
+//   ha                          SM state, master, peers, HA counters
+//   resweep (change)            queue a heavy sweep
+//   log-level {level} (change)  trace|debug|info|warn|error
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/common.h>
+
+#include "base/status.h"
+#include "fabric/fabric.h"
+#include "routing/routing_engine.h"
+#include "sm/control_server.h"
+
+namespace ibsm::ha {
+class StateStore;
+}
+
+namespace ibsm::sm {
+
+class SubnetManager;
+
+struct ControlContext {
+  SubnetManager* sm = nullptr;    // REQUIRED; outlives the commands
+  ha::StateStore* store = nullptr;  // may be null (no state file)
+  std::string config_file;
+  std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
+  std::function<void(spdlog::level::level_enum)> set_log_level;  // default: SetLogLevel
+};
+
+// "0x0002c90300000011"
+std::string GuidText(Guid g);
+
+// Finds the end of a route: a LID ("17"), a port or node GUID ("0x0002c9..."), or a node
+// name or description ("leaf-001", "node-0001 HCA-1"). A switch resolves to its port 0; a CA
+// given by node to its first cabled port.
+Result<PortId> ResolveEndpoint(const Fabric& fabric, const std::string& what);
+
+// The hops a packet from `from` to `to`'s base LID takes through `tables`:
+// {"dlid", "complete", "problem"?, "hops": [{"guid", "name", "kind", "in_port", "out_port"}]}.
+nlohmann::json TraceRoute(const Fabric& fabric, const routing::RoutingTables& tables,
+                          PortId from, PortId to);
+
+class ControlCommands {
+ public:
+  ControlCommands(boost::asio::io_context& io, ControlServer& server, ControlContext context);
+  ~ControlCommands();  // waits for the workers of long commands
+
+  ControlCommands(const ControlCommands&) = delete;
+  ControlCommands& operator=(const ControlCommands&) = delete;
+
+ private:
+  Result<nlohmann::json> Status(const nlohmann::json& args) const;
+  Result<nlohmann::json> Nodes(const nlohmann::json& args) const;
+  Result<nlohmann::json> Links(const nlohmann::json& args) const;
+  Result<nlohmann::json> Route(const nlohmann::json& args) const;
+  Result<nlohmann::json> Lft(const nlohmann::json& args) const;
+  Result<nlohmann::json> Events(const nlohmann::json& args) const;
+  Result<nlohmann::json> Ha(const nlohmann::json& args) const;
+  void Check(const nlohmann::json& args, ControlServer::Reply reply);
+
+  boost::asio::io_context& io_;
+  ControlContext ctx_;
+  std::thread check_worker_;     // one `check` at a time
+  bool check_running_ = false;   // io thread only
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ibsm::sm

@@ -1,0 +1,262 @@
+#include "sm/control_commands.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <boost/asio/io_context.hpp>
+#include <gtest/gtest.h>
+
+#include "fabric/generators.h"
+#include "ha/state_store.h"
+#include "sim/sim_transport.h"
+#include "sim/simulator.h"
+#include "sm/subnet_manager.h"
+
+namespace ibsm::sm {
+namespace {
+
+using nlohmann::json;
+
+// One SM brought to SUBNET UP on the in-process simulator, with its control commands served
+// on a socket in a fresh directory; requests go through ControlServer::Dispatch, exactly the
+// path a socket line takes.
+class ControlCommandsTest : public ::testing::Test {
+ protected:
+  void Bring(Fabric fabric) {
+    fabric_ = std::make_unique<Fabric>(std::move(fabric));
+    sim_ = std::make_unique<sim::Simulator>(*fabric_);
+    PortId at = kNoPort;
+    for (NodeId n = 0; n < fabric_->node_count() && at == kNoPort; ++n)
+      if (!fabric_->node(n).is_switch()) at = fabric_->port_id(n, PortNum{1});
+    transport_ = std::make_unique<sim::SimTransport>(io_, *sim_, at);
+    char tmpl[] = "/tmp/ibsm-ctlcmd-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    auto store = ha::StateStore::Open(dir_ + "/state.db", clock_);
+    ASSERT_TRUE(store.ok());
+    store_ = std::move(*store);
+    SubnetManagerOptions o;
+    o.send.timeout = std::chrono::milliseconds(20);
+    o.send.retries = 4;
+    o.sweep_interval = std::chrono::seconds(0);
+    sm_ = std::make_unique<SubnetManager>(io_, *transport_, clock_, store_.get(), o);
+    ControlServer::Options co;
+    co.path = dir_ + "/ibsmd.sock";
+    auto server = ControlServer::Start(io_, co);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+    ControlContext ctx;
+    ctx.sm = sm_.get();
+    ctx.store = store_.get();
+    ctx.set_log_level = [this](spdlog::level::level_enum l) { level_ = l; };
+    commands_ = std::make_unique<ControlCommands>(io_, *server_, ctx);
+    bool up = false;
+    sm_->Start([&](const SweepStats& s) {
+      if (s.subnet_up) up = true;
+      io_.stop();
+    });
+    io_.run();
+    ASSERT_TRUE(up);
+  }
+  void TearDown() override {
+    commands_.reset();
+    server_.reset();
+    if (sm_) sm_->Stop();
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  // The reply line of one request, as a peer with `uid` would get it.
+  json Ask(const json& request, uid_t uid = geteuid()) {
+    std::optional<std::string> line;
+    server_->Dispatch(request.dump(), uid, [&](std::string l) { line = std::move(l); });
+    for (int i = 0; i < 600 && !line; ++i) {  // async commands answer through the io_context
+      io_.restart();
+      io_.run_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_TRUE(line.has_value()) << request.dump();
+    return line ? json::parse(*line) : json();
+  }
+  json Result(const std::string& cmd, json args = json::object()) {
+    json r = Ask({{"cmd", cmd}, {"args", args}});
+    EXPECT_EQ(r["ok"], true) << r.dump();
+    return r["result"];
+  }
+  // A node's name as the SM knows it (from its NodeDescription).
+  std::string NameOf(NodeKind kind, int skip = 0) const {
+    const Fabric& f = *sm_->fabric();
+    for (NodeId n = 0; n < f.node_count(); ++n)
+      if (f.node(n).kind == kind && skip-- == 0) return f.node(n).description;
+    return "";
+  }
+
+  boost::asio::io_context io_;
+  SystemClock clock_;
+  std::unique_ptr<Fabric> fabric_;
+  std::unique_ptr<sim::Simulator> sim_;
+  std::unique_ptr<sim::SimTransport> transport_;
+  std::unique_ptr<ha::StateStore> store_;
+  std::unique_ptr<SubnetManager> sm_;
+  std::unique_ptr<ControlServer> server_;
+  std::unique_ptr<ControlCommands> commands_;
+  std::string dir_;
+  std::optional<spdlog::level::level_enum> level_;
+};
+
+TEST_F(ControlCommandsTest, StatusShowsTheMasterAndTheFabricItSwept) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  Bring(std::move(*f));
+  json s = Result("status");
+  EXPECT_EQ(s["state"], "MASTER");
+  EXPECT_EQ(s["subnet_up"], true);
+  EXPECT_EQ(s["sm_lid"], 1);
+  EXPECT_EQ(s["engine"], "minhop");
+  EXPECT_EQ(s["counts"]["switches"], fabric_->switch_count());
+  EXPECT_EQ(s["counts"]["cas"], fabric_->ca_count());
+  EXPECT_EQ(s["counts"]["links"], fabric_->link_count());
+  EXPECT_GT(s["last_sweep"]["smps"].get<uint64_t>(), 0u);
+  json nodes = Result("nodes")["nodes"];
+  EXPECT_EQ(nodes.size(), fabric_->node_count());
+  std::set<uint64_t> lids;
+  for (const auto& n : nodes)
+    for (const auto& l : n["lids"]) EXPECT_TRUE(lids.insert(l.get<uint64_t>()).second) << l;
+}
+
+TEST_F(ControlCommandsTest, RouteFollowsTheProgrammedTablesHopByHop) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  Bring(std::move(*f));
+  // Hosts on different leaves: host, leaf, spine, leaf, host.
+  const std::string a = NameOf(NodeKind::kCa, 0);
+  const std::string b = NameOf(NodeKind::kCa, static_cast<int>(fabric_->ca_count()) - 1);
+  json r = Result("route", {{"from", a}, {"to", b}});
+  ASSERT_EQ(r["complete"], true) << r.dump(2);
+  ASSERT_EQ(r["hops"].size(), 5u) << r.dump(2);
+  EXPECT_EQ(r["hops"][0]["name"], a);
+  EXPECT_EQ(r["hops"][4]["name"], b);
+  // Each hop's out port is the table entry the simulator holds for the destination LID.
+  uint16_t dlid = r["dlid"];
+  for (size_t i = 1; i + 1 < r["hops"].size(); ++i) {
+    const json& h = r["hops"][i];
+    auto node = fabric_->FindNode(Guid{std::stoull(h["guid"].get<std::string>(), nullptr, 16)});
+    ASSERT_TRUE(node);
+    EXPECT_EQ(h["out_port"], sim_->lft_entry(*node, Lid{dlid}));
+  }
+  // The same route asked by LID and by GUID.
+  json by_lid = Result("route", {{"from", r["from"]["lid"]}, {"to", std::to_string(dlid)}});
+  EXPECT_EQ(by_lid["hops"], r["hops"]);
+  json by_guid = Result("route", {{"from", r["hops"][0]["guid"]}, {"to", r["hops"][4]["guid"]}});
+  EXPECT_EQ(by_guid["hops"], r["hops"]);
+}
+
+TEST_F(ControlCommandsTest, UnknownEndpointsAndBadArgumentsAreBadRequests) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  Bring(std::move(*f));
+  json r = Ask({{"cmd", "route"}, {"args", {{"from", "no-such-node"}, {"to", "1"}}}});
+  EXPECT_EQ(r["ok"], false);
+  EXPECT_EQ(r["code"], "bad_request");
+  EXPECT_NE(r["error"].get<std::string>().find("no-such-node"), std::string::npos);
+  EXPECT_EQ(Ask({{"cmd", "route"}, {"args", {{"from", "1"}, {"to", "49151"}}}})["code"],
+            "bad_request");
+  EXPECT_EQ(Ask({{"cmd", "lft"}, {"args", {{"switch", NameOf(NodeKind::kCa)}}}})["code"],
+            "bad_request");
+  EXPECT_EQ(Ask({{"cmd", "links"}, {"args", {{"degraded", "yes"}}}})["code"], "bad_request");
+  EXPECT_EQ(Ask({{"cmd", "events"}, {"args", {{"limit", -3}}}})["code"], "bad_request");
+  EXPECT_EQ(Ask({{"cmd", "log-level"}, {"args", {{"level", "loud"}}}})["code"], "bad_request");
+  EXPECT_FALSE(level_.has_value());
+  EXPECT_EQ(Result("status")["state"], "MASTER") << "nothing was lost";
+}
+
+TEST_F(ControlCommandsTest, LftListsAnEntryForEveryLid) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  Bring(std::move(*f));
+  const std::string sw = NameOf(NodeKind::kSwitch);
+  json r = Result("lft", {{"switch", sw}});
+  size_t lids = 0;
+  json nodes = Result("nodes");
+  for (const auto& n : nodes["nodes"]) lids += n["lids"].size();
+  EXPECT_EQ(r["entries"].size(), lids);
+  auto node = fabric_->FindNode(Guid{std::stoull(r["switch"]["guid"].get<std::string>(), nullptr, 16)});
+  ASSERT_TRUE(node);
+  for (const auto& e : r["entries"])
+    EXPECT_EQ(e["port"], sim_->lft_entry(*node, Lid{e["lid"].get<uint16_t>()})) << e.dump();
+}
+
+TEST_F(ControlCommandsTest, ADegradedCableIsNamedWithBothEnds) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  // One host cable trained at 1x of the 4x both ends support.
+  PortId host = kNoPort;
+  for (NodeId n = 0; n < f->node_count() && host == kNoPort; ++n)
+    if (!f->node(n).is_switch()) host = f->port_id(n, PortNum{1});
+  f->mutable_port(host).width = LinkWidth::k1x;
+  f->mutable_port(f->port(host).peer).width = LinkWidth::k1x;
+  const Guid host_guid = f->node(f->port(host).node).guid;
+  Bring(std::move(*f));
+  json all = Result("links");
+  EXPECT_EQ(all["links"].size(), fabric_->link_count());
+  EXPECT_EQ(all["degraded"], 1);
+  json bad = Result("links", {{"degraded", true}});
+  ASSERT_EQ(bad["links"].size(), 1u);
+  const json& l = bad["links"][0];
+  const std::string g = GuidText(host_guid);
+  EXPECT_TRUE(l["a"]["guid"] == g || l["b"]["guid"] == g) << l.dump();
+  EXPECT_EQ(l["degraded"], "width 1x of 4x");
+}
+
+TEST_F(ControlCommandsTest, CheckReportsTheProofsAndBalanceOfTheProgrammedRoutes) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  Bring(std::move(*f));
+  json r = Result("check", {{"permutations", 20}});
+  EXPECT_EQ(r["engine"], "minhop");
+  EXPECT_EQ(r["accepted"], true);
+  EXPECT_EQ(r["verify"]["ok"], true);
+  EXPECT_EQ(r["verify"]["missing_entries"], 0);
+  EXPECT_EQ(r["credit_loops"]["acyclic"], true);
+  EXPECT_EQ(r["balance"]["hosts"], fabric_->ca_count());
+  EXPECT_EQ(r["balance"]["unrouted_flows"], 0);
+  double ebb = r["balance"]["effective_bisection_bandwidth"];
+  EXPECT_GT(ebb, 0.0);
+  EXPECT_LE(ebb, 1.0);
+}
+
+TEST_F(ControlCommandsTest, ChangesNeedAnAllowedUserAndLogLevelTakesEffect) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  Bring(std::move(*f));
+  json denied = Ask({{"cmd", "log-level"}, {"args", {{"level", "debug"}}}},
+                    static_cast<uid_t>(geteuid() + 4242));
+  EXPECT_EQ(denied["code"], "permission_denied");
+  EXPECT_FALSE(level_.has_value());
+  EXPECT_EQ(Result("log-level", {{"level", "debug"}})["level"], "debug");
+  EXPECT_EQ(level_, spdlog::level::debug);
+  uint64_t before = sm_->counters().heavy_sweeps;
+  EXPECT_EQ(Result("resweep")["queued"], true);
+  for (int i = 0; i < 100 && sm_->counters().heavy_sweeps == before; ++i) {
+    io_.restart();
+    io_.run_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(sm_->counters().heavy_sweeps, before + 1);
+}
+
+TEST_F(ControlCommandsTest, HaAndEventsComeFromTheRunningSmAndItsStateFile) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  Bring(std::move(*f));
+  json ha = Result("ha");
+  EXPECT_EQ(ha["state"], "MASTER");
+  EXPECT_EQ(ha["peers"].size(), 0u);
+  EXPECT_EQ(ha["counters"]["takeovers"], 0);
+  json ev = Result("events", {{"limit", 1000}});
+  bool master = false;
+  for (const auto& e : ev["events"])
+    if (e["message"].get<std::string>().find("MASTER") != std::string::npos) master = true;
+  EXPECT_TRUE(master) << ev.dump(2);
+}
+
+}  // namespace
+}  // namespace ibsm::sm

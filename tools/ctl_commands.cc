@@ -1,0 +1,474 @@
+#include "tools/ctl_commands.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "tools/control_client.h"
+
+namespace ibsm::tools {
+
+using nlohmann::json;
+
+namespace {
+
+Result<json> NoArgs(const std::vector<std::string>& words) {
+  if (!words.empty()) return InvalidArgument("unexpected argument '" + words[0] + "'");
+  return json::object();
+}
+
+std::string Get(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() ? "-" : Cell(*it);
+}
+
+// ---- status ---------------------------------------------------------------------------
+std::string FormatStatus(const json& r) {
+  std::string out;
+  auto line = [&](const std::string& k, const std::string& v) {
+    out += fmt::format("{:<18} {}\n", k + ":", v);
+  };
+  line("SM state", Get(r, "state"));
+  line("SM port GUID", Get(r, "guid"));
+  line("priority", Get(r, "priority"));
+  line("SM LID", Get(r, "sm_lid"));
+  line("subnet up", r.value("subnet_up", false) ? "yes" : "no");
+  line("routing engine", Get(r, "engine") + " (configured: " + Get(r, "engine_configured") + ")");
+  line("LMC", Get(r, "lmc"));
+  if (r.contains("counts")) {
+    const json& c = r["counts"];
+    line("fabric", fmt::format("{} nodes: {} switches, {} CAs; {} links", Get(c, "nodes"),
+                               Get(c, "switches"), Get(c, "cas"), Get(c, "links")));
+  }
+  if (r.contains("last_sweep")) {
+    const json& s = r["last_sweep"];
+    double age = s.value("age_s", 0.0), dur = s.value("duration_s", 0.0);
+    line("last sweep", fmt::format("#{} {} {:.1f} s ago, took {:.3f} s, {} SMPs ({} failed), "
+                                   "{} LFT blocks sent, {} issues",
+                                   Get(s, "number"), s.value("heavy", false) ? "heavy" : "light",
+                                   age, dur, Get(s, "smps"), Get(s, "smps_failed"),
+                                   Get(s, "lft_blocks_sent"), Get(s, "issues")));
+  } else {
+    line("last sweep", "none yet");
+  }
+  if (r.contains("counters")) {
+    const json& c = r["counters"];
+    line("sweeps", fmt::format("{} heavy, {} light", Get(c, "heavy_sweeps"), Get(c, "light_sweeps")));
+    line("traps", fmt::format("{} received, {} malformed", Get(c, "traps_received"),
+                              Get(c, "traps_malformed")));
+  }
+  for (const char* k : {"ar", "sharp"})
+    if (r.contains(k) && r[k].is_object()) {
+      std::string v;
+      for (const auto& [name, val] : r[k].items()) v += (v.empty() ? "" : ", ") + name + " " + Cell(val);
+      line(k, v);
+    }
+  line("uptime", Get(r, "uptime_s") + " s");
+  return out;
+}
+
+// ---- nodes ----------------------------------------------------------------------------
+std::string FormatNodes(const json& r) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& n : r.value("nodes", json::array())) {
+    std::string lids;
+    for (const auto& l : n.value("lids", json::array())) lids += (lids.empty() ? "" : ",") + Cell(l);
+    rows.push_back({Get(n, "kind"), Get(n, "guid"), lids.empty() ? "-" : lids,
+                    Get(n, "cabled_ports") + "/" + Get(n, "ports"), Get(n, "name"),
+                    Get(n, "description")});
+  }
+  return AlignedTable({"KIND", "GUID", "LIDS", "PORTS", "NAME", "DESCRIPTION"}, rows) +
+         fmt::format("{} nodes\n", rows.size());
+}
+
+// ---- links ----------------------------------------------------------------------------
+Result<json> LinksArgs(const std::vector<std::string>& words) {
+  json a = json::object();
+  for (const auto& w : words) {
+    if (w == "--degraded") {
+      a["degraded"] = true;
+    } else {
+      return InvalidArgument("links takes --degraded, not '" + w + "'");
+    }
+  }
+  return a;
+}
+
+std::string End(const json& e) {
+  return fmt::format("{} ({}) port {}", Get(e, "name"), Get(e, "guid"), Get(e, "port"));
+}
+
+std::string FormatLinks(const json& r) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& l : r.value("links", json::array())) {
+    const json& d = l["degraded"];
+    rows.push_back({End(l["a"]), End(l["b"]), Get(l, "width"), Get(l, "speed"), Get(l, "state"),
+                    d.is_string() ? "DEGRADED: " + d.get<std::string>() : ""});
+  }
+  return AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
+         fmt::format("{} links, {} degraded\n", rows.size(), Get(r, "degraded"));
+}
+
+// ---- route ----------------------------------------------------------------------------
+Result<json> RouteArgs(const std::vector<std::string>& words) {
+  if (words.size() != 2) return InvalidArgument("route takes SRC DST (LID, GUID or node name)");
+  return json{{"from", words[0]}, {"to", words[1]}};
+}
+
+std::string FormatRoute(const json& r) {
+  std::string out = fmt::format("From {} to {} (DLID {}):\n", End(r["from"]), End(r["to"]),
+                                Get(r, "dlid"));
+  std::vector<std::vector<std::string>> rows;
+  size_t i = 0;
+  for (const auto& h : r.value("hops", json::array()))
+    rows.push_back({std::to_string(i++), Get(h, "kind"), Get(h, "guid"), Get(h, "name"),
+                    Get(h, "in_port"), Get(h, "out_port")});
+  out += AlignedTable({"HOP", "KIND", "GUID", "NAME", "IN", "OUT"}, rows);
+  if (r.value("complete", false)) {
+    out += fmt::format("delivered in {} switch hops\n",
+                       std::count_if(r["hops"].begin(), r["hops"].end(),
+                                     [](const json& h) { return h.value("kind", "") == "SW"; }));
+  } else {
+    out += "NOT DELIVERED: " + Get(r, "problem") + "\n";
+  }
+  return out;
+}
+
+// ---- lft ------------------------------------------------------------------------------
+Result<json> LftArgs(const std::vector<std::string>& words) {
+  if (words.size() != 1) return InvalidArgument("lft takes SWITCH (LID, GUID or node name)");
+  return json{{"switch", words[0]}};
+}
+
+std::string FormatLft(const json& r) {
+  std::string out = fmt::format("Unicast LFT of {} (engine {}):\n", End(r["switch"]),
+                                Get(r, "engine"));
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : r.value("entries", json::array()))
+    rows.push_back({Get(e, "lid"), Get(e, "port"), Get(e, "dest")});
+  return out + AlignedTable({"LID", "PORT", "DESTINATION"}, rows) +
+         fmt::format("{} entries\n", rows.size());
+}
+
+// ---- check ----------------------------------------------------------------------------
+Result<json> CheckArgs(const std::vector<std::string>& words) {
+  json a = json::object();
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if ((w == "--permutations" || w == "--seed") && i + 1 < words.size()) {
+      char* end = nullptr;
+      errno = 0;
+      unsigned long long n = std::strtoull(words[i + 1].c_str(), &end, 0);
+      if (*end != 0 || errno != 0 || words[i + 1].empty())
+        return InvalidArgument(w + " wants a number");
+      a[w == "--seed" ? "seed" : "permutations"] = n;
+      ++i;
+    } else {
+      return InvalidArgument("check takes --permutations N and --seed S, not '" + w + "'");
+    }
+  }
+  return a;
+}
+
+std::string FormatCheck(const json& r) {
+  std::string out;
+  const json& v = r["verify"];
+  const json& c = r["credit_loops"];
+  out += fmt::format("engine {} ({})\n", Get(r, "engine"),
+                     r.value("accepted", false) ? "programmed" : "REFUSED, last good tables kept");
+  out += fmt::format("completeness: {} (missing {}, loops {}, misrouted {}, unreachable pairs {})\n",
+                     v.value("ok", false) ? "OK" : "FAILED", Get(v, "missing_entries"),
+                     Get(v, "loops"), Get(v, "misrouted_entries"), Get(v, "unreachable_pairs"));
+  for (const auto& p : v.value("problems", json::array())) out += "  " + Cell(p) + "\n";
+  out += fmt::format("deadlock: {} ({} channels, {} dependencies)\n",
+                     c.value("acyclic", false) ? "no credit loop" : "CREDIT LOOP",
+                     Get(c, "channels"), Get(c, "dependencies"));
+  if (!c.value("acyclic", true)) {
+    std::string cycle;
+    for (const auto& h : c.value("cycle", json::array())) cycle += (cycle.empty() ? "" : " -> ") + Cell(h);
+    out += "  cycle: " + cycle + "\n";
+  }
+  if (r.contains("balance")) {
+    const json& b = r["balance"];
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& t : b.value("routes_per_link", json::array()))
+      rows.push_back({Get(t, "tier"), Get(t, "channels"), Get(t, "min_routes"),
+                      Get(t, "max_routes"), fmt::format("{:.1f}", t.value("mean_routes", 0.0)),
+                      fmt::format("{:.1f}", t.value("stddev_routes", 0.0))});
+    out += fmt::format("balance over {} hosts (routes per directed link, by tier):\n",
+                       Get(b, "hosts"));
+    out += AlignedTable({"TIER", "LINKS", "MIN", "MAX", "MEAN", "STDDEV"}, rows);
+    out += fmt::format("shift permutations: worst link shared by {} flows\n",
+                       Get(b, "shift_max_sharing"));
+    out += fmt::format("{} random permutations: worst link shared by {} flows, effective "
+                       "bisection bandwidth {:.3f}\n",
+                       Get(b, "random_permutations"), Get(b, "random_max_sharing"),
+                       b.value("effective_bisection_bandwidth", 0.0));
+    if (b.value("unrouted_flows", 0) > 0)
+      out += fmt::format("UNROUTED host pairs: {}\n", Get(b, "unrouted_flows"));
+  }
+  return out;
+}
+
+// ---- events ---------------------------------------------------------------------------
+Result<json> EventsArgs(const std::vector<std::string>& words) {
+  json a = json::object();
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if ((w == "--since" || w == "--limit") && i + 1 < words.size()) {
+      const std::string& v = words[++i];
+      char* end = nullptr;
+      errno = 0;
+      unsigned long long n = std::strtoull(v.c_str(), &end, 0);
+      if (v.empty() || errno != 0) return InvalidArgument(w + " wants a number");
+      if (w == "--limit") {
+        if (*end != 0) return InvalidArgument("--limit wants a number");
+        a["limit"] = n;
+        continue;
+      }
+      // --since: seconds ago ("600", "10m", "2h") as operators write it.
+      uint64_t mult = *end == 0 || std::string(end) == "s" ? 1
+                      : std::string(end) == "m"            ? 60
+                      : std::string(end) == "h"            ? 3600
+                      : std::string(end) == "d"            ? 86400
+                                                           : 0;
+      if (mult == 0) return InvalidArgument("--since wants an age like 600, 10m, 2h or 1d");
+      auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+      a["since_us"] = std::max<int64_t>(0, now - static_cast<int64_t>(n * mult * 1000000));
+    } else {
+      return InvalidArgument("events takes --since AGE and --limit N, not '" + w + "'");
+    }
+  }
+  return a;
+}
+
+std::string FormatEvents(const json& r) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : r.value("events", json::array())) {
+    int64_t us = e.value("time_us", int64_t{0});
+    time_t secs = static_cast<time_t>(us / 1000000);
+    char when[32];
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    std::string where = e.contains("node_guid") ? Cell(e["node_guid"]) : "";
+    if (e.contains("port")) where += "/" + Cell(e["port"]);
+    rows.push_back({when, Get(e, "severity"), Get(e, "kind"), where.empty() ? "-" : where,
+                    Get(e, "message")});
+  }
+  return AlignedTable({"TIME (UTC)", "SEVERITY", "KIND", "WHERE", "MESSAGE"}, rows) +
+         fmt::format("{} events\n", rows.size());
+}
+
+// ---- ha -------------------------------------------------------------------------------
+std::string FormatHa(const json& r) {
+  std::string out = fmt::format("this SM: {} {} priority {}\n", Get(r, "state"), Get(r, "guid"),
+                                Get(r, "priority"));
+  if (!r.value("polled_master", json()).is_null())
+    out += "polling master " + Get(r, "polled_master") + "\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& p : r.value("peers", json::array()))
+    rows.push_back({Get(p, "guid"), Get(p, "state"), Get(p, "priority"),
+                    p.value("sm_key_match", false) ? "yes" : "NO (ignored)"});
+  if (!rows.empty()) out += AlignedTable({"PEER SM", "STATE", "PRIORITY", "SM_KEY MATCH"}, rows);
+  std::string counters;
+  for (const auto& [k, v] : r.value("counters", json::object()).items())
+    counters += fmt::format("{}{} {}", counters.empty() ? "" : ", ", k, Cell(v));
+  return out + "counters: " + counters + "\n";
+}
+
+// ---- resweep / log-level / help --------------------------------------------------------
+std::string FormatQueued(const json&) { return "heavy sweep queued\n"; }
+
+Result<json> LevelArgs(const std::vector<std::string>& words) {
+  if (words.size() != 1) return InvalidArgument("log-level takes one of trace debug info warn error off");
+  return json{{"level", words[0]}};
+}
+std::string FormatLevel(const json& r) { return "log level " + Get(r, "level") + "\n"; }
+
+std::string FormatHelp(const json& r) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : r.value("commands", json::array()))
+    rows.push_back({Get(c, "cmd"), Get(c, "access"), Get(c, "summary")});
+  return AlignedTable({"COMMAND", "ACCESS", "WHAT"}, rows);
+}
+
+bool IsNumber(const std::string& s) {
+  if (s.empty()) return false;
+  size_t i = s[0] == '-' ? 1 : 0;
+  bool dot = false;
+  for (; i < s.size(); ++i) {
+    if (s[i] == '.' && !dot) {
+      dot = true;
+    } else if (s[i] < '0' || s[i] > '9') {
+      return false;
+    }
+  }
+  return s != "-";
+}
+
+constexpr char kGlobalUsage[] =
+    "usage: ibsmctl [--socket PATH] [--json] [--timeout MS] COMMAND [ARGS]\n"
+    "       ibsmctl [port options] sa TABLE ...   (ask the SA; see ibsmctl sa --help)\n"
+    "--socket: ibsmd's control socket (default /run/ibsm/ibsmd.sock, or $IBSM_SOCKET)\n"
+    "--json:   print the daemon's JSON answer instead of a table\n"
+    "commands:\n";
+
+}  // namespace
+
+const std::vector<CtlCommand>& CtlCommands() {
+  static const std::vector<CtlCommand> kCommands = {
+      {"status", "", "SM state, GUID, priority, last sweep, counts, engine, LMC", NoArgs,
+       FormatStatus},
+      {"nodes", "", "every node with its GUID, kind, LIDs and ports", NoArgs, FormatNodes},
+      {"links", "[--degraded]", "every cable with both ends; --degraded: only those below "
+                                "what both ends support", LinksArgs, FormatLinks},
+      {"route", "SRC DST", "the hop-by-hop path from the tables (LID, GUID or node name)",
+       RouteArgs, FormatRoute},
+      {"lft", "SWITCH", "one switch's unicast forwarding table", LftArgs, FormatLft},
+      {"check", "[--permutations N] [--seed S]",
+       "completeness, deadlock proof and balance of the programmed routes", CheckArgs,
+       FormatCheck},
+      {"events", "[--since AGE] [--limit N]", "the event log (AGE: 600, 10m, 2h, 1d)",
+       EventsArgs, FormatEvents},
+      {"ha", "", "SM state, master, peer SMs and HA counters", NoArgs, FormatHa},
+      {"resweep", "", "queue a heavy sweep (root only)", NoArgs, FormatQueued},
+      {"log-level", "LEVEL", "set the daemon's log level (root only)", LevelArgs, FormatLevel},
+      {"help", "", "the commands the running daemon serves", NoArgs, FormatHelp},
+  };
+  return kCommands;
+}
+
+const CtlCommand* FindCtlCommand(const std::string& name) {
+  for (const auto& c : CtlCommands())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+std::string Cell(const json& v) {
+  if (v.is_null()) return "-";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  if (v.is_number_float()) return fmt::format("{:.3f}", v.get<double>());
+  return v.dump();
+}
+
+std::string AlignedTable(const std::vector<std::string>& header,
+                         const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(header.size(), 0);
+  std::vector<bool> numeric(header.size(), true);
+  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& r : rows)
+    for (size_t c = 0; c < r.size() && c < header.size(); ++c) {
+      width[c] = std::max(width[c], r[c].size());
+      if (!IsNumber(r[c]) && r[c] != "-") numeric[c] = false;
+    }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t c = 0; c < header.size(); ++c) {
+      const std::string cell = c < cells.size() ? cells[c] : "";
+      const bool last = c + 1 == header.size();
+      if (numeric[c] && !rows.empty()) {
+        out += std::string(width[c] - cell.size(), ' ') + cell;
+      } else {
+        out += cell + (last ? "" : std::string(width[c] - cell.size(), ' '));
+      }
+      if (!last) out += "  ";
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(header);
+  for (const auto& r : rows) out += line(r);
+  return out;
+}
+
+int RunCtl(const std::vector<std::string>& argv) {
+  std::string socket;
+  if (const char* env = std::getenv("IBSM_SOCKET"); env && *env) socket = env;
+  if (socket.empty()) socket = kDefaultControlSocket;
+  bool as_json = false;
+  std::chrono::milliseconds timeout(30000);
+  size_t i = 0;
+  auto usage = [] {
+    std::string u = kGlobalUsage;
+    for (const auto& c : CtlCommands())
+      u += fmt::format("  {:<40} {}\n", std::string(c.name) + " " + c.usage, c.help);
+    return u;
+  };
+  for (; i < argv.size(); ++i) {
+    const std::string& f = argv[i];
+    if (f == "--json") {
+      as_json = true;
+    } else if ((f == "--socket" || f == "--timeout") && i + 1 < argv.size()) {
+      const std::string& v = argv[++i];
+      if (f == "--socket") {
+        socket = v;
+      } else {
+        char* end = nullptr;
+        unsigned long long ms = std::strtoull(v.c_str(), &end, 10);
+        if (v.empty() || *end != 0 || ms == 0 || ms > 3600000) {
+          std::fprintf(stderr, "ibsmctl: --timeout wants milliseconds (1..3600000)\n");
+          return 1;
+        }
+        timeout = std::chrono::milliseconds(ms);
+      }
+    } else if (f == "-h" || f == "--help") {
+      std::fputs(usage().c_str(), stdout);
+      return 0;
+    } else {
+      break;
+    }
+  }
+  if (i >= argv.size()) {
+    std::fprintf(stderr, "ibsmctl: which command?\n%s", usage().c_str());
+    return 1;
+  }
+  const CtlCommand* cmd = FindCtlCommand(argv[i]);
+  if (!cmd) {
+    std::fprintf(stderr, "ibsmctl: no command '%s'\n%s", argv[i].c_str(), usage().c_str());
+    return 1;
+  }
+  std::vector<std::string> words(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end());
+  // --json may also follow the command, as operators type it.
+  if (auto it = std::find(words.begin(), words.end(), "--json"); it != words.end()) {
+    as_json = true;
+    words.erase(it);
+  }
+  auto args = cmd->make_args(words);
+  if (!args.ok()) {
+    std::fprintf(stderr, "ibsmctl %s: %s\nusage: ibsmctl %s %s\n", cmd->name,
+                 args.status().message().c_str(), cmd->name, cmd->usage);
+    return 1;
+  }
+  const bool tty = isatty(STDERR_FILENO) && timeout > std::chrono::seconds(2);
+  if (tty && std::string(cmd->name) == "check")
+    std::fprintf(stderr, "ibsmctl: checking the routes (the daemon measures balance)...\r");
+  auto result = CallControl(socket, cmd->name, *args, timeout);
+  if (tty && std::string(cmd->name) == "check") std::fprintf(stderr, "%60s\r", "");
+  if (!result.ok()) {
+    std::fprintf(stderr, "ibsmctl %s: %s\n", cmd->name, result.status().message().c_str());
+    return 2;
+  }
+  std::string out;
+  try {
+    out = as_json ? result->dump(2) + "\n" : cmd->format(*result);
+  } catch (const json::exception& e) {
+    // A daemon of another version (or something else on the socket) answered in a shape
+    // this ibsmctl does not know.
+    std::fprintf(stderr, "ibsmctl %s: unexpected answer (%s); try --json\n", cmd->name, e.what());
+    return 2;
+  }
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace ibsm::tools
