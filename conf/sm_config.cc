@@ -243,7 +243,7 @@ const OptionDesc kOptions[] = {
     Str("control_socket", &SC::control_socket, "/run/ibsm/ibsmd.sock",
         "Unix socket for ibsmctl (JSON lines); \"none\" for no socket. Read-only\n"
         "commands for whoever may open it, changes for root and the daemon's user"),
-    Str("control_socket_group", &SC::control_socket_group, "",
+    Str("control_socket_group", &SC::control_socket_group, "(null)",
         "Group owning the control socket (mode 0660); empty: the daemon's group"),
     AcceptsBool(Uint("ar_mode", &SC::ar_mode, "0", 0, 3,
                      "Adaptive routing: 0 off, 1 on, 2 on with notifications, 3 auto\n"
