@@ -57,6 +57,7 @@ TEST(DaemonSignalsTest, HupRereadsTheConfigUsr1ReopensTheLogAndTermExitsCleanly)
       << "dump_files_dir " << dir.string() << "\n"
       << "state_db_file " << (dir / "state.db").string() << "\n"
       << "guid2lid_file " << (dir / "guid2lid").string() << "\n"
+      << "control_socket " << (dir / "ibsmd.sock").string() << "\n"
       << "sweep_interval 0\n";
   }
   std::string topo = std::string(IBSM_SOURCE_DIR) + "/sim/topologies/ftree3-k8.net";
@@ -83,6 +84,7 @@ TEST(DaemonSignalsTest, HupRereadsTheConfigUsr1ReopensTheLogAndTermExitsCleanly)
   ASSERT_TRUE(done.ok());
   EXPECT_FALSE(done->timed_out);
   EXPECT_EQ(done->exit_code, 0) << done->err;
+  EXPECT_FALSE(fs::exists(dir / "ibsmd.sock")) << "the control socket is removed on exit";
 
   // Nothing but the configured files (and SQLite's WAL companions) was written.
   std::set<std::string> written;

@@ -1,0 +1,147 @@
+// ibsmctl against a running ibsmd over the control socket, both as operators run them: the
+// daemon on the in-process simulator (no ibsim needed), ibsmctl as a separate process.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/e2e/ibsim_harness.h"
+
+namespace ibsm::test {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string Bin(const std::string& name) {
+  const char* b = std::getenv("IBSM_BIN_DIR");
+  return std::string(b ? b : IBSM_BIN_DIR) + "/" + name;
+}
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class IbsmctlDaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ibsm-ctl-e2e-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    sock_ = (dir_ / "ibsmd.sock").string();
+    log_ = dir_ / "ibsmd.log";
+    fs::path conf = dir_ / "ibsmd.conf";
+    std::ofstream(conf) << "log_file " << log_.string() << "\n"
+                        << "dump_files_dir " << dir_.string() << "\n"
+                        << "state_db_file " << (dir_ / "state.db").string() << "\n"
+                        << "guid2lid_file " << (dir_ / "guid2lid").string() << "\n"
+                        << "control_socket " << sock_ << "\n"
+                        << "routing_engine ftree\n"
+                        << "sweep_interval 0\n";
+    std::string topo = std::string(IBSM_SOURCE_DIR) + "/sim/topologies/ftree3-k8.net";
+    auto child = ChildProcess::Start({Bin("ibsmd"), "-F", conf.string(), "--sim", topo},
+                                     dir_.string(), {});
+    ASSERT_TRUE(child.ok()) << child.status().ToString();
+    daemon_.emplace(std::move(*child));
+    ASSERT_TRUE(WaitForLog("SUBNET UP", 1)) << Slurp(log_);
+  }
+  void TearDown() override {
+    if (daemon_) {
+      kill(daemon_->pid(), SIGTERM);
+      auto done = daemon_->Wait(30s);
+      EXPECT_TRUE(done.ok() && !done->timed_out && done->exit_code == 0);
+    }
+    EXPECT_FALSE(fs::exists(sock_)) << "the daemon removes its socket on exit";
+    fs::remove_all(dir_);
+  }
+
+  bool WaitForLog(const std::string& what, size_t times) {
+    for (auto end = std::chrono::steady_clock::now() + 60s;
+         std::chrono::steady_clock::now() < end; std::this_thread::sleep_for(50ms)) {
+      std::string text = Slurp(log_);
+      size_t n = 0;
+      for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+      if (n >= times) return true;
+    }
+    return false;
+  }
+
+  CommandResult Ctl(std::vector<std::string> args) {
+    args.insert(args.begin(), {Bin("ibsmctl"), "--socket", sock_});
+    auto r = RunCommand(args, 60s, dir_.string());
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : CommandResult{};
+  }
+
+  fs::path dir_, log_;
+  std::string sock_;
+  std::optional<ChildProcess> daemon_;
+};
+
+TEST_F(IbsmctlDaemonTest, StatusAndRouteReadTheRunningDaemon) {
+  CommandResult status = Ctl({"status"});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("SM state:          MASTER"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("ftree"), std::string::npos) << status.out;
+
+  CommandResult js = Ctl({"--json", "status"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  json s = json::parse(js.out);
+  EXPECT_EQ(s["state"], "MASTER");
+  EXPECT_EQ(s["counts"]["switches"], 80);
+  EXPECT_EQ(s["counts"]["cas"], 128);
+
+  // Hosts in different pods: up to a core switch and down again, 5 switches.
+  CommandResult route = Ctl({"route", "node-0001 HCA-1", "node-0128 HCA-1"});
+  EXPECT_EQ(route.exit_code, 0) << route.err;
+  EXPECT_NE(route.out.find("delivered in 5 switch hops"), std::string::npos) << route.out;
+
+  CommandResult lft = Ctl({"lft", "pod01-leaf-01", "--json"});
+  ASSERT_EQ(lft.exit_code, 0) << lft.err;
+  EXPECT_EQ(json::parse(lft.out)["entries"].size(), 80u + 128u) << "one entry per LID";
+
+  CommandResult check = Ctl({"check", "--permutations", "10"});
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_NE(check.out.find("completeness: OK"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("deadlock: no credit loop"), std::string::npos) << check.out;
+}
+
+TEST_F(IbsmctlDaemonTest, ResweepRunsASweepAndMistakesAreClearErrors) {
+  CommandResult resweep = Ctl({"resweep"});
+  EXPECT_EQ(resweep.exit_code, 0) << resweep.err;
+  EXPECT_TRUE(WaitForLog("SUBNET UP", 2)) << Slurp(log_);
+
+  CommandResult unknown = Ctl({"route", "nowhere", "node-0001 HCA-1"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("'nowhere' is no LID, GUID, node name or description"),
+            std::string::npos)
+      << unknown.err;
+  CommandResult usage = Ctl({"route", "only-one"});
+  EXPECT_EQ(usage.exit_code, 1);
+  EXPECT_NE(usage.err.find("usage: ibsmctl route SRC DST"), std::string::npos) << usage.err;
+  CommandResult no_such = Ctl({"frobnicate"});
+  EXPECT_EQ(no_such.exit_code, 1);
+
+  auto no_daemon = RunCommand({Bin("ibsmctl"), "--socket", (dir_ / "none.sock").string(), "status"}, 30s,
+                              dir_.string());
+  ASSERT_TRUE(no_daemon.ok());
+  EXPECT_EQ(no_daemon->exit_code, 2);
+  EXPECT_NE(no_daemon->err.find("is ibsmd running"), std::string::npos) << no_daemon->err;
+
+  // The daemon is still there and answering.
+  EXPECT_EQ(Ctl({"status"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace ibsm::test
