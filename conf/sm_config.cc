@@ -245,6 +245,10 @@ const OptionDesc kOptions[] = {
         "commands for whoever may open it, changes for root and the daemon's user"),
     Str("control_socket_group", &SC::control_socket_group, "(null)",
         "Group owning the control socket (mode 0660); empty: the daemon's group"),
+    Uint("metrics_port", &SC::metrics_port, "0", 0, 65535,
+         "TCP port serving Prometheus text metrics at /metrics; 0 = off"),
+    Str("metrics_address", &SC::metrics_address, "127.0.0.1",
+        "Address the metrics port listens on (0.0.0.0 for every interface)"),
     AcceptsBool(Uint("ar_mode", &SC::ar_mode, "0", 0, 3,
                      "Adaptive routing: 0 off, 1 on, 2 on with notifications, 3 auto\n"
                      "(ar_enable is accepted as another name; routing_engine must be\n"

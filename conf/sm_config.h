@@ -94,6 +94,8 @@ struct SmConfig {
   std::string state_db_file = "/var/lib/ibsm/ibsm-state.db";
   std::string control_socket = "/run/ibsm/ibsmd.sock";
   std::string control_socket_group;
+  uint32_t metrics_port = 0;            // 0 = no metrics listener
+  std::string metrics_address = "127.0.0.1";
   uint8_t ar_mode = 0;                  // 0 off, 1 on, 2 with notifications, 3 auto
   uint16_t ar_sl_mask = 0xFFFF;
   uint8_t ar_transport_mask = 0xA;      // RC and DC

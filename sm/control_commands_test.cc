@@ -11,6 +11,7 @@
 #include "ha/state_store.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
+#include "sm/sm_metrics.h"
 #include "sm/subnet_manager.h"
 
 namespace ibsm::sm {
@@ -256,6 +257,26 @@ TEST_F(ControlCommandsTest, HaAndEventsComeFromTheRunningSmAndItsStateFile) {
   for (const auto& e : ev["events"])
     if (e["message"].get<std::string>().find("MASTER") != std::string::npos) master = true;
   EXPECT_TRUE(master) << ev.dump(2);
+}
+
+TEST_F(ControlCommandsTest, MetricsDescribeTheRunningSm) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  Bring(std::move(*f));
+  Result("status");
+  std::string text = RenderSmMetrics(*sm_, server_.get(), nullptr);
+  auto has = [&](const std::string& line) {
+    return text.find("\n" + line + "\n") != std::string::npos;
+  };
+  EXPECT_TRUE(has("ibsm_sm_state{state=\"MASTER\"} 1")) << text;
+  EXPECT_TRUE(has("ibsm_sm_state{state=\"STANDBY\"} 0")) << text;
+  EXPECT_TRUE(has("ibsm_subnet_up 1"));
+  EXPECT_TRUE(has(fmt::format("ibsm_nodes{{kind=\"switch\"}} {}", fabric_->switch_count())));
+  EXPECT_TRUE(has(fmt::format("ibsm_ports{{state=\"active\"}} {}", 2 * fabric_->link_count())))
+      << text;
+  EXPECT_TRUE(has("ibsm_sweeps_total{kind=\"heavy\"} 1"));
+  EXPECT_TRUE(has("ibsm_control_requests_total{outcome=\"all\"} 1"));
+  EXPECT_NE(text.find("ibsm_smps_total{method=\"get\"} "), std::string::npos);
 }
 
 }  // namespace

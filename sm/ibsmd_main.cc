@@ -34,6 +34,8 @@
 #include "sim/simulator.h"
 #include "sm/control_commands.h"
 #include "sm/control_server.h"
+#include "sm/metrics_server.h"
+#include "sm/sm_metrics.h"
 #include "sm/discovery.h"
 #include "sm/subnet_manager.h"
 
@@ -320,6 +322,24 @@ int Main(int argc, char** argv) {
       ctx.config_file = extras.config_file;
       commands = std::make_unique<ControlCommands>(io, *control, ctx);
       Log(LogName::kSm).info("control socket {}", config.control_socket);
+    }
+  }
+  // Prometheus metrics, off unless a port is configured; like the control socket, a port that
+  // cannot be bound is reported and the SM runs on.
+  std::unique_ptr<MetricsServer> metrics;
+  if (!extras.once && config.metrics_port != 0) {
+    MetricsServer::Options mo;
+    mo.address = config.metrics_address;
+    mo.port = static_cast<uint16_t>(config.metrics_port);
+    auto started = MetricsServer::Start(io, mo, [&] {
+      return RenderSmMetrics(sm, control.get(), metrics ? &metrics->counters() : nullptr);
+    });
+    if (!started.ok()) {
+      Log(LogName::kSm).warn("SM-MET-002 {}; running without metrics", started.status().message());
+    } else {
+      metrics = std::move(*started);
+      Log(LogName::kSm).info("metrics on http://{}:{}/metrics", config.metrics_address,
+                             metrics->port());
     }
   }
   PartitionPolicy running_partitions = options->partitions;

@@ -152,6 +152,7 @@ class SubnetManager {
   void Reconfigure(const SubnetManagerOptions& o);
 
   const SmCounters& counters() const { return counters_; }
+  const PipelineCounters& smp_counters() const { return pipeline_.counters(); }
   const SweepStats& last_sweep() const { return last_; }
   // The fabric of the last completed heavy sweep (LIDs as programmed), and its routing.
   const Fabric* fabric() const { return discovered_ ? &discovered_->fabric : nullptr; }
