@@ -10,7 +10,10 @@
 
 #include <fmt/format.h>
 
+#include "ha/sm_state_machine.h"
+#include "ha/state_store.h"
 #include "tools/control_client.h"
+#include "tools/topology_view.h"
 
 namespace ibsm::tools {
 
@@ -34,13 +37,21 @@ std::string FormatStatus(const json& r) {
   auto line = [&](const std::string& k, const std::string& v) {
     out += fmt::format("{:<18} {}\n", k + ":", v);
   };
-  line("SM state", Get(r, "state"));
-  line("SM port GUID", Get(r, "guid"));
-  line("priority", Get(r, "priority"));
-  line("SM LID", Get(r, "sm_lid"));
-  line("subnet up", r.value("subnet_up", false) ? "yes" : "no");
-  line("routing engine", Get(r, "engine") + " (configured: " + Get(r, "engine_configured") + ")");
-  line("LMC", Get(r, "lmc"));
+  // Keys the answer lacks (a state file knows less than the daemon) are left out.
+  auto maybe = [&](const std::string& k, const char* key) {
+    if (r.contains(key)) line(k, Get(r, key));
+  };
+  if (r.contains("source")) line("from", Get(r, "source") + " (no daemon asked; last recorded)");
+  maybe("SM state", "state");
+  maybe("SM port GUID", "guid");
+  maybe("priority", "priority");
+  maybe("SM LID", "sm_lid");
+  if (r.contains("subnet_up")) line("subnet up", r.value("subnet_up", false) ? "yes" : "no");
+  if (r.contains("engine_configured"))
+    line("routing engine", Get(r, "engine") + " (configured: " + Get(r, "engine_configured") + ")");
+  else
+    maybe("routing engine", "engine");
+  maybe("LMC", "lmc");
   if (r.contains("counts")) {
     const json& c = r["counts"];
     line("fabric", fmt::format("{} nodes: {} switches, {} CAs; {} links", Get(c, "nodes"),
@@ -50,10 +61,12 @@ std::string FormatStatus(const json& r) {
     const json& s = r["last_sweep"];
     double age = s.value("age_s", 0.0), dur = s.value("duration_s", 0.0);
     line("last sweep", fmt::format("#{} {} {:.1f} s ago, took {:.3f} s, {} SMPs ({} failed), "
-                                   "{} LFT blocks sent, {} issues",
+                                   "{} LFT blocks sent, {}",
                                    Get(s, "number"), s.value("heavy", false) ? "heavy" : "light",
                                    age, dur, Get(s, "smps"), Get(s, "smps_failed"),
-                                   Get(s, "lft_blocks_sent"), Get(s, "issues")));
+                                   Get(s, "lft_blocks_sent"),
+                                   s.contains("outcome") ? "outcome " + Get(s, "outcome")
+                                                         : Get(s, "issues") + " issues"));
   } else {
     line("last sweep", "none yet");
   }
@@ -69,7 +82,7 @@ std::string FormatStatus(const json& r) {
       for (const auto& [name, val] : r[k].items()) v += (v.empty() ? "" : ", ") + name + " " + Cell(val);
       line(k, v);
     }
-  line("uptime", Get(r, "uptime_s") + " s");
+  if (r.contains("uptime_s")) line("uptime", Get(r, "uptime_s") + " s");
   return out;
 }
 
@@ -280,7 +293,8 @@ std::string FormatHa(const json& r) {
                     p.value("sm_key_match", false) ? "yes" : "NO (ignored)"});
   if (!rows.empty()) out += AlignedTable({"PEER SM", "STATE", "PRIORITY", "SM_KEY MATCH"}, rows);
   std::string counters;
-  for (const auto& [k, v] : r.value("counters", json::object()).items())
+  const json counter_map = r.value("counters", json::object());
+  for (const auto& [k, v] : counter_map.items())
     counters += fmt::format("{}{} {}", counters.empty() ? "" : ", ", k, Cell(v));
   return out + "counters: " + counters + "\n";
 }
@@ -315,8 +329,109 @@ bool IsNumber(const std::string& s) {
   return s != "-";
 }
 
+Result<json> TopoArgs(const std::vector<std::string>& words) {
+  json a{{"format", "json"}};
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "--format" && i + 1 < words.size()) {
+      const std::string& f = words[++i];
+      if (f != "dot" && f != "svg" && f != "json")
+        return InvalidArgument("--format is dot, svg or json, not '" + f + "'");
+      a["format"] = f;
+    } else {
+      return InvalidArgument("topo takes --format dot|svg|json, not '" + words[i] + "'");
+    }
+  }
+  return a;
+}
+std::string FormatTopo(const json& r) { return r.dump(2) + "\n"; }
+
+// Two questions to the daemon (nodes, links), one picture.
+int RunTopo(const std::string& socket, const json& args, std::chrono::milliseconds timeout) {
+  auto nodes = CallControl(socket, "nodes", json::object(), timeout);
+  auto links = nodes.ok() ? CallControl(socket, "links", json::object(), timeout) : nodes;
+  if (!links.ok()) {
+    std::fprintf(stderr, "ibsmctl topo: %s\n", links.status().message().c_str());
+    return 2;
+  }
+  auto topo = BuildTopology((*nodes)["nodes"], (*links)["links"]);
+  if (!topo.ok()) {
+    std::fprintf(stderr, "ibsmctl topo: %s\n", topo.status().message().c_str());
+    return 2;
+  }
+  const std::string format = args["format"];
+  std::string out = format == "dot"   ? TopologyDot(*topo)
+                    : format == "svg" ? TopologySvg(*topo)
+                                      : topo->dump(2) + "\n";
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+// Without a daemon: what the state file holds, in the daemon's answer shapes, for the
+// commands that can be answered from it.
+}  // namespace
+
+Result<json> CtlFromStateFile(const std::string& path, const std::string& cmd, const json& args) {
+  IBSM_ASSIGN_OR_RETURN(auto store, ha::StateStore::OpenReadOnly(path));
+  IBSM_ASSIGN_OR_RETURN(auto state, store->GetValue("sm_state"));
+  if (cmd == "status") {
+    json j{{"state", state.value_or("-")}, {"source", "state file " + path}};
+    IBSM_ASSIGN_OR_RETURN(auto sweeps, store->RecentSweeps(1));
+    if (!sweeps.empty()) {
+      const ha::SweepRow& s = sweeps.front();
+      auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count();
+      j["engine"] = s.engine;
+      j["last_sweep"] = {{"number", s.id},
+                         {"heavy", s.kind == ha::SweepKind::kHeavy},
+                         {"age_s", static_cast<double>(now - s.ended_us) / 1e6},
+                         {"duration_s", static_cast<double>(s.ended_us - s.started_us) / 1e6},
+                         {"smps", s.smps_sent},
+                         {"smps_failed", s.smps_failed},
+                         {"lft_blocks_sent", s.lft_blocks_sent},
+                         {"outcome", s.outcome}};
+      j["counts"] = {{"nodes", s.nodes}, {"switches", s.switches}, {"cas", s.cas},
+                     {"links", s.links}};
+    }
+    return j;
+  }
+  if (cmd == "events") {
+    int64_t since = args.value("since_us", int64_t{0});
+    size_t limit = args.value("limit", size_t{100});
+    IBSM_ASSIGN_OR_RETURN(auto rows, store->RecentEvents(limit, since));
+    static constexpr const char* kSeverity[] = {"?", "info", "warning", "error"};
+    json events = json::array();
+    for (const auto& e : rows) {
+      auto sev = static_cast<size_t>(e.severity);
+      json ev{{"id", e.id}, {"time_us", e.time_us}, {"kind", e.kind},
+              {"severity", sev < std::size(kSeverity) ? kSeverity[sev] : "?"},
+              {"message", e.message}};
+      if (e.node_guid) ev["node_guid"] = fmt::format("{:#018x}", e.node_guid->value());
+      if (e.port_num) ev["port"] = e.port_num->value();
+      events.push_back(std::move(ev));
+    }
+    return json{{"events", events}};
+  }
+  if (cmd == "ha") {
+    IBSM_ASSIGN_OR_RETURN(auto peers, store->Peers());
+    json list = json::array();
+    for (const auto& p : peers)
+      list.push_back({{"guid", fmt::format("{:#018x}", p.guid.value())},
+                      {"priority", p.priority},
+                      {"state", std::string(ha::SmStateName(static_cast<mad::SmState>(
+                                    std::min<uint8_t>(p.state, 3))))},
+                      {"sm_key_match", p.sm_key_match}});
+    return json{{"state", state.value_or("-")}, {"peers", list}, {"counters", json::object()}};
+  }
+  return FailedPrecondition(fmt::format("'{}' needs a running daemon (--socket); from a state "
+                                        "file: status, events, ha",
+                                        cmd));
+}
+
+namespace {
+
 constexpr char kGlobalUsage[] =
     "usage: ibsmctl [--socket PATH] [--json] [--timeout MS] COMMAND [ARGS]\n"
+    "       ibsmctl --state-db PATH [--json] status|events|ha   (no daemon: read its state file)\n"
     "       ibsmctl [port options] sa TABLE ...   (ask the SA; see ibsmctl sa --help)\n"
     "--socket: ibsmd's control socket (default /run/ibsm/ibsmd.sock, or $IBSM_SOCKET)\n"
     "--json:   print the daemon's JSON answer instead of a table\n"
@@ -342,6 +457,8 @@ const std::vector<CtlCommand>& CtlCommands() {
       {"ha", "", "SM state, master, peer SMs and HA counters", NoArgs, FormatHa},
       {"resweep", "", "queue a heavy sweep (root only)", NoArgs, FormatQueued},
       {"log-level", "LEVEL", "set the daemon's log level (root only)", LevelArgs, FormatLevel},
+      {"topo", "[--format dot|svg|json]",
+       "the fabric drawn by switch tier, cables coloured by health", TopoArgs, FormatTopo},
       {"help", "", "the commands the running daemon serves", NoArgs, FormatHelp},
   };
   return kCommands;
@@ -396,6 +513,7 @@ int RunCtl(const std::vector<std::string>& argv) {
   if (const char* env = std::getenv("IBSM_SOCKET"); env && *env) socket = env;
   if (socket.empty()) socket = kDefaultControlSocket;
   bool as_json = false;
+  std::string state_db;
   std::chrono::milliseconds timeout(30000);
   size_t i = 0;
   auto usage = [] {
@@ -408,10 +526,12 @@ int RunCtl(const std::vector<std::string>& argv) {
     const std::string& f = argv[i];
     if (f == "--json") {
       as_json = true;
-    } else if ((f == "--socket" || f == "--timeout") && i + 1 < argv.size()) {
+    } else if ((f == "--socket" || f == "--timeout" || f == "--state-db") && i + 1 < argv.size()) {
       const std::string& v = argv[++i];
       if (f == "--socket") {
         socket = v;
+      } else if (f == "--state-db") {
+        state_db = v;
       } else {
         char* end = nullptr;
         unsigned long long ms = std::strtoull(v.c_str(), &end, 10);
@@ -449,10 +569,12 @@ int RunCtl(const std::vector<std::string>& argv) {
                  args.status().message().c_str(), cmd->name, cmd->usage);
     return 1;
   }
+  if (std::string(cmd->name) == "topo" && state_db.empty()) return RunTopo(socket, *args, timeout);
   const bool tty = isatty(STDERR_FILENO) && timeout > std::chrono::seconds(2);
   if (tty && std::string(cmd->name) == "check")
     std::fprintf(stderr, "ibsmctl: checking the routes (the daemon measures balance)...\r");
-  auto result = CallControl(socket, cmd->name, *args, timeout);
+  auto result = state_db.empty() ? CallControl(socket, cmd->name, *args, timeout)
+                                 : CtlFromStateFile(state_db, cmd->name, *args);
   if (tty && std::string(cmd->name) == "check") std::fprintf(stderr, "%60s\r", "");
   if (!result.ok()) {
     std::fprintf(stderr, "ibsmctl %s: %s\n", cmd->name, result.status().message().c_str());

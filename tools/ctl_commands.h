@@ -37,6 +37,11 @@ std::string AlignedTable(const std::vector<std::string>& header,
 // A JSON scalar as a person reads it: strings bare, null as "-", numbers as written.
 std::string Cell(const nlohmann::json& v);
 
+// `ibsmctl --state-db PATH status|events|ha`: the answer built from a state file, read-only,
+// in the daemon's answer shapes; FailedPrecondition for commands that need the daemon.
+Result<nlohmann::json> CtlFromStateFile(const std::string& path, const std::string& cmd,
+                                        const nlohmann::json& args);
+
 // Runs `ibsmctl [global flags] COMMAND ...` against the daemon; prints to stdout/stderr.
 // Exit status: 0 done, 1 usage error, 2 the daemon could not be asked or refused.
 int RunCtl(const std::vector<std::string>& argv);
