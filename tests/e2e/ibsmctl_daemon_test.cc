@@ -111,6 +111,19 @@ TEST_F(IbsmctlDaemonTest, StatusAndRouteReadTheRunningDaemon) {
   ASSERT_EQ(lft.exit_code, 0) << lft.err;
   EXPECT_EQ(json::parse(lft.out)["entries"].size(), 80u + 128u) << "one entry per LID";
 
+  CommandResult topo = Ctl({"topo", "--format", "json"});
+  ASSERT_EQ(topo.exit_code, 0) << topo.err;
+  EXPECT_EQ(json::parse(topo.out)["tiers"], 3) << "leaves, spines, cores";
+  CommandResult svg = Ctl({"topo", "--format", "svg"});
+  EXPECT_EQ(svg.out.rfind("<svg ", 0), 0u);
+
+  // Without the daemon: its state file, read-only.
+  auto offline = RunCommand({Bin("ibsmctl"), "--state-db", (dir_ / "state.db").string(), "status"},
+                            30s, dir_.string());
+  ASSERT_TRUE(offline.ok());
+  EXPECT_EQ(offline->exit_code, 0) << offline->err;
+  EXPECT_NE(offline->out.find("SM state:          MASTER"), std::string::npos) << offline->out;
+
   CommandResult check = Ctl({"check", "--permutations", "10"});
   EXPECT_EQ(check.exit_code, 0) << check.err;
   EXPECT_NE(check.out.find("completeness: OK"), std::string::npos) << check.out;
