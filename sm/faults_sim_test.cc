@@ -1,0 +1,212 @@
+// Faults in the in-process simulator during and between sweeps (issue 9): MAD loss, a dead
+// switch, link flaps mid-sweep, a switch reboot, nodes removed and added back. Seeded, so every
+// run is the same run. After each, the fabric as the simulated switches hold it passes the
+// checks of sim_test_util.h and no LID is duplicated.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <gtest/gtest.h>
+
+#include "fabric/generators.h"
+#include "sim/sim_transport.h"
+#include "sim/simulator.h"
+#include "sm/sim_test_util.h"
+#include "sm/subnet_manager.h"
+
+namespace ibsm::sm {
+namespace {
+
+using simcheck::ExpectFabricUp;
+using simcheck::PortLids;
+using namespace std::chrono_literals;
+
+PortId FirstCaPort(const Fabric& f) {
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).kind == NodeKind::kCa) return f.port_id(n, PortNum{1});
+  return kNoPort;
+}
+
+SubnetManagerOptions Options() {
+  SubnetManagerOptions o;
+  o.send.timeout = 20ms;
+  o.send.retries = 8;
+  o.sweep_interval = 0s;
+  o.routing_engine = "ftree";
+  return o;
+}
+
+// One SM on `sim` until `done` says stop after a sweep (default: after the first).
+struct SmRun {
+  SmRun(const Fabric& f, sim::Simulator& sim, boost::asio::io_context& io, SubnetManagerOptions o)
+      : transport(io, sim, FirstCaPort(f)), sm(io, transport, clock, nullptr, o) {}
+  SystemClock clock;
+  sim::SimTransport transport;
+  SubnetManager sm;
+};
+
+SweepStats RunUntil(boost::asio::io_context& io, SmRun& r,
+                    std::function<bool(const SweepStats&)> done = {}) {
+  SweepStats last;
+  r.sm.Start([&](const SweepStats& s) {
+    last = s;
+    if (!done || done(s)) {
+      r.sm.Stop();
+      io.stop();
+    }
+  });
+  io.restart();
+  io.run();
+  return last;
+}
+
+// Every switch's LFT entry for every LID, as the simulator holds it.
+std::vector<uint8_t> AllLfts(const Fabric& f, const sim::Simulator& sim, uint16_t max_lid) {
+  std::vector<uint8_t> out;
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).is_switch())
+      for (uint16_t l = 1; l <= max_lid; ++l) out.push_back(sim.lft_entry(n, Lid{l}));
+  return out;
+}
+
+TEST(FaultsSimTest, MadLossDuringAHeavySweepGivesTheSameFabricAsNoLoss) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  std::vector<std::pair<uint64_t, uint16_t>> want_lids;
+  std::vector<uint8_t> want_lfts;
+  for (double loss : {0.0, 0.01, 0.05, 0.20}) {
+    boost::asio::io_context io;
+    sim::SimOptions so;
+    so.seed = 7;
+    sim::Simulator sim(*f, so);
+    sim.SetDropRate(loss);
+    SmRun r(*f, sim, io, Options());
+    SweepStats s = RunUntil(io, r, [&](const SweepStats& st) {
+      // A lossy sweep may end with issues and queue another; the next one finishes the job.
+      return st.subnet_up || st.number >= 5;
+    });
+    EXPECT_TRUE(s.subnet_up) << "loss " << loss;
+    sim.SetDropRate(0);  // read back without loss
+    ExpectFabricUp(*f, sim);
+    auto lids = PortLids(*f, sim);
+    auto lfts = AllLfts(*f, sim, static_cast<uint16_t>(f->switch_count() + f->ca_count()));
+    if (loss == 0.0) {
+      want_lids = lids;
+      want_lfts = lfts;
+    } else {
+      EXPECT_EQ(lids, want_lids) << "loss " << loss << " gave other LIDs";
+      EXPECT_EQ(lfts, want_lfts) << "loss " << loss << " gave other tables";
+    }
+    const mad::TransportCounters& tc = r.transport.counters();
+    if (loss > 0) {
+      EXPECT_GT(tc.retries, 0u) << "the loss must have been felt";
+    }
+    std::printf("MAD loss %.0f%%: SUBNET UP after %llu sweep(s); %llu SMPs, %llu resent, "
+                "%llu given up\n",
+                loss * 100, static_cast<unsigned long long>(s.number),
+                static_cast<unsigned long long>(r.sm.smp_counters().gets + r.sm.smp_counters().sets),
+                static_cast<unsigned long long>(tc.retries),
+                static_cast<unsigned long long>(tc.timeouts));
+  }
+}
+
+TEST(FaultsSimTest, ASwitchThatAnswersNothingIsReportedAndTheRestIsConfigured) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::Simulator sim(*f);
+  NodeId core = *f->FindNodeByName("core-001");
+  ASSERT_TRUE(sim.SetNodeDropRate(core, 1.0).ok());
+  SubnetManagerOptions o = Options();
+  o.send.retries = 2;
+  SmRun r(*f, sim, io, o);
+  SweepStats s = RunUntil(io, r);
+  EXPECT_GT(s.issues, 0u);
+  EXPECT_GT(r.sm.counters().issues_by_id.count("SM-DISC-001"), 0u) << "the dead switch is named";
+  EXPECT_EQ(s.switches, f->switch_count() - 1);
+  // Without core-001 the 3-tier tree still connects every host: all of them are configured.
+  ExpectFabricUp(*f, sim, {core});
+}
+
+TEST(FaultsSimTest, LinksFlappingDuringASweepEndInAConsistentFabric) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::SimOptions so;
+  so.io = &io;
+  so.seed = 3;
+  sim::Simulator sim(*f, so);
+  sim.SetLatency(200us, 100us);  // a sweep long enough to flap links inside it
+  // Three spine-core and leaf-spine cables go down and come back while the first sweep runs.
+  std::vector<PortId> flapping;
+  for (const char* name : {"pod01-spine-01", "pod03-leaf-02", "pod05-spine-04"}) {
+    NodeId n = *f->FindNodeByName(name);
+    flapping.push_back(f->port_id(n, PortNum{static_cast<uint8_t>(f->node(n).num_ports)}));
+  }
+  std::vector<std::unique_ptr<boost::asio::steady_timer>> timers;
+  int k = 0;
+  for (PortId p : flapping) {
+    for (bool up : {false, true}) {
+      auto t = std::make_unique<boost::asio::steady_timer>(io, std::chrono::milliseconds(5 + 7 * k++));
+      t->async_wait([&sim, p, up](boost::system::error_code ec) {
+        if (!ec) (void)(up ? sim.LinkUp(p) : sim.LinkDown(p));
+      });
+      timers.push_back(std::move(t));
+    }
+  }
+  SmRun r(*f, sim, io, Options());
+  int sweeps = 0;
+  SweepStats s = RunUntil(io, r, [&](const SweepStats& st) {
+    ++sweeps;
+    if (sweeps == 1) {
+      r.sm.RequestHeavySweep("test: after the flaps");
+      return false;
+    }
+    return st.subnet_up || sweeps >= 6;
+  });
+  EXPECT_TRUE(s.subnet_up);
+  ExpectFabricUp(*f, sim);
+}
+
+TEST(FaultsSimTest, ASwitchRebootAndNodesLeavingAndComingBackKeepEveryLid) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::SimOptions so;
+  so.io = &io;
+  sim::Simulator sim(*f, so);
+  SmRun r(*f, sim, io, Options());
+  NodeId spine = *f->FindNodeByName("pod02-spine-02");
+  NodeId host = f->port(f->port(f->port_id(*f->FindNodeByName("pod04-leaf-03"), PortNum{1})).peer).node;
+  std::vector<std::pair<uint64_t, uint16_t>> first;
+  int sweeps = 0;
+  SweepStats s = RunUntil(io, r, [&](const SweepStats& st) {
+    ++sweeps;
+    EXPECT_TRUE(st.subnet_up) << "sweep " << sweeps;
+    switch (sweeps) {
+      case 1:
+        first = PortLids(*f, sim);
+        EXPECT_TRUE(sim.RebootSwitch(spine).ok());  // tables cleared, ports back to INIT
+        r.sm.RequestHeavySweep("test: switch rebooted");
+        return false;
+      case 2:
+        EXPECT_EQ(PortLids(*f, sim), first) << "the rebooted switch got its LID back";
+        EXPECT_GT(st.lft_blocks_sent, 0u) << "its table was written again";
+        EXPECT_TRUE(sim.RemoveNode(host).ok());
+        r.sm.RequestHeavySweep("test: host removed");
+        return false;
+      case 3:
+        EXPECT_EQ(st.cas, f->ca_count() - 1);
+        EXPECT_TRUE(sim.AddNode(host).ok());
+        r.sm.RequestHeavySweep("test: host back");
+        return false;
+      default:
+        return true;
+    }
+  });
+  EXPECT_EQ(sweeps, 4);
+  EXPECT_EQ(s.cas, f->ca_count());
+  EXPECT_EQ(PortLids(*f, sim), first) << "the host came back with its LID";
+  ExpectFabricUp(*f, sim);
+}
+
+}  // namespace
+}  // namespace ibsm::sm
