@@ -16,14 +16,9 @@ namespace ibsm::sm {
 namespace {
 
 using simcheck::ExpectFabricUp;
+using simcheck::FirstCaPort;
 using simcheck::PortLids;
 using namespace std::chrono_literals;
-
-PortId FirstCaPort(const Fabric& f) {
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).kind == NodeKind::kCa) return f.port_id(n, PortNum{1});
-  return kNoPort;
-}
 
 SubnetManagerOptions Options() {
   SubnetManagerOptions o;

@@ -13,6 +13,13 @@
 
 namespace ibsm::sm::simcheck {
 
+// The first CA's port 1: where tests attach the SM, as ibsim attaches its first client.
+inline PortId FirstCaPort(const Fabric& f) {
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).kind == NodeKind::kCa) return f.port_id(n, PortNum{1});
+  return kNoPort;
+}
+
 // Follows the simulator's LFTs from `src` (a CA port of `f`) toward `dlid`; true when the
 // walk ends at the port owning `dlid`.
 inline bool Reaches(const Fabric& f, const sim::Simulator& sim, PortId src, uint16_t dlid) {

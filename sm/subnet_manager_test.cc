@@ -12,15 +12,14 @@
 #include "ha/state_store.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
+#include "sm/sim_test_util.h"
 
 namespace ibsm::sm {
 namespace {
 
-PortId FirstCaPort(const Fabric& f) {
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).kind == NodeKind::kCa) return f.port_id(n, PortNum{1});
-  return kNoPort;
-}
+using simcheck::ExpectFabricUp;
+using simcheck::FirstCaPort;
+using simcheck::Reaches;
 
 SubnetManagerOptions Once() {
   SubnetManagerOptions o;
@@ -53,26 +52,6 @@ SweepStats RunSm(boost::asio::io_context& io, sim::Simulator& sim, PortId at,
   return last;
 }
 
-// Follows the simulator's LFTs from `src` (a CA port of `f`) toward `dlid`; true when the
-// walk ends at the port owning `dlid`.
-bool Reaches(const Fabric& f, const sim::Simulator& sim, PortId src, uint16_t dlid) {
-  PortId at = f.port(src).peer;
-  for (int hops = 0; hops < 64 && at != kNoPort; ++hops) {
-    NodeId n = f.port(at).node;
-    if (!f.node(n).is_switch()) {
-      const mad::PortInfo& pi = sim.port_info(at);
-      return dlid >= pi.lid && dlid < pi.lid + (1u << pi.lmc);
-    }
-    uint8_t out = sim.lft_entry(n, Lid{dlid});
-    if (out == 0) return sim.port_info(f.port_id(n, PortNum{0})).lid == dlid;
-    if (out > f.node(n).num_ports) return false;
-    PortId egress = f.port_id(n, PortNum{out});
-    if (sim.port_info(egress).port_state != 4) return false;
-    at = f.port(egress).peer;
-  }
-  return false;
-}
-
 std::vector<uint16_t> CaLids(const Fabric& f, const sim::Simulator& sim) {
   std::vector<uint16_t> lids;
   for (NodeId n = 0; n < f.node_count(); ++n)
@@ -80,34 +59,6 @@ std::vector<uint16_t> CaLids(const Fabric& f, const sim::Simulator& sim) {
   return lids;
 }
 
-void ExpectFabricUp(const Fabric& f, const sim::Simulator& sim) {
-  std::set<uint16_t> lids;
-  for (NodeId n = 0; n < f.node_count(); ++n) {
-    const Node& node = f.node(n);
-    for (uint32_t p = node.is_switch() ? 0 : 1; p <= node.num_ports; ++p) {
-      PortId id = f.port_id(n, PortNum{static_cast<uint8_t>(p)});
-      const mad::PortInfo& pi = sim.port_info(id);
-      if (p == 0 || !node.is_switch()) {
-        EXPECT_NE(pi.lid, 0) << node.name << " port " << p << " has no LID";
-        EXPECT_TRUE(lids.insert(pi.lid).second) << "LID " << pi.lid << " assigned twice";
-      }
-      if (p != 0 && f.port(id).connected()) {
-        EXPECT_EQ(pi.port_state, 4) << node.name << " port " << p << " is not ACTIVE";
-      }
-    }
-  }
-  // Every CA reaches every CA through the programmed tables.
-  std::vector<uint16_t> ca_lids = CaLids(f, sim);
-  for (NodeId n = 0; n < f.node_count(); ++n) {
-    if (f.node(n).kind != NodeKind::kCa) continue;
-    PortId src = f.port_id(n, PortNum{1});
-    for (uint16_t d : ca_lids) {
-      if (d != sim.port_info(src).lid) {
-        EXPECT_TRUE(Reaches(f, sim, src, d)) << f.node(n).name << " cannot reach LID " << d;
-      }
-    }
-  }
-}
 
 TEST(SubnetManagerTest, ColdFabricComesUpWithUniqueLidsActiveLinksAndFullReachability) {
   for (auto fabric : {FatTree2(8), FatTree3(8), RandomGraph(24, 8, 2, 5)}) {
