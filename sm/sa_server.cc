@@ -180,16 +180,24 @@ void CollectLfts(const SaSnapshot& s, const Query& q, Collector<mad::LftRecord>&
   }
 }
 
-void CollectSmInfos(const SaSnapshot& s, const Query& q, Collector<mad::SmInfoRecord>& c) {
-  if (s.sm_lid.value() == 0) return;
-  mad::SmInfoRecord r;
-  r.lid = s.sm_lid.value();
-  r.sm_info.guid = s.sm_port_guid.value();
-  r.sm_info.sm_key = q.trusted ? s.sm_key : 0;  // IBA 14.4.1: the key only to the trusted
-  r.sm_info.act_count = s.act_count;
-  r.sm_info.priority = s.sm_priority;
-  r.sm_info.sm_state = s.sm_state;
-  c.Add(r);
+// The serving SM's own record first, then every other SM it knows (OpenSM's order).
+void CollectSmInfos(const SaSnapshot& s, const Query& q,
+                    const std::vector<mad::SmInfoRecord>& others,
+                    Collector<mad::SmInfoRecord>& c) {
+  if (s.sm_lid.value() != 0) {
+    mad::SmInfoRecord r;
+    r.lid = s.sm_lid.value();
+    r.sm_info.guid = s.sm_port_guid.value();
+    r.sm_info.sm_key = q.trusted ? s.sm_key : 0;  // IBA 14.4.1: the key only to the trusted
+    r.sm_info.act_count = s.act_count;
+    r.sm_info.priority = s.sm_priority;
+    r.sm_info.sm_state = s.sm_state;
+    if (!c.Add(r)) return;
+  }
+  for (mad::SmInfoRecord r : others) {
+    if (!q.trusted) r.sm_info.sm_key = 0;
+    if (!c.Add(r)) return;
+  }
 }
 
 void CollectLinks(const SaSnapshot& s, const Query& q, Collector<mad::LinkRecord>& c) {
@@ -325,10 +333,10 @@ struct Found {
   std::vector<uint8_t> payload;
 };
 
-template <typename R>
-Found Run(const SaSnapshot& s, const Query& q, CollectFn<R> fn) {
+template <typename R, typename Fn = CollectFn<R>>
+Found Run(const SaSnapshot& s, const Query& q, Fn fn) {
   Collector<R> c(q);
-  if (fn) fn(s, q, c);
+  fn(s, q, c);
   Found f;
   f.attr_offset = SaRecord<R>::kAttrOffset;
   f.count = c.count();
@@ -887,7 +895,12 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
       f = Run<mad::SwitchInfoRecord>(s, q, CollectSwitchInfos);
       break;
     case mad::sa_attr::kLftRecord: f = Run<mad::LftRecord>(s, q, CollectLfts); break;
-    case mad::sa_attr::kSmInfoRecord: f = Run<mad::SmInfoRecord>(s, q, CollectSmInfos); break;
+    case mad::sa_attr::kSmInfoRecord:
+      f = Run<mad::SmInfoRecord>(s, q, [this](const SaSnapshot& snap, const Query& query,
+                                              Collector<mad::SmInfoRecord>& c) {
+        CollectSmInfos(snap, query, other_sms_, c);
+      });
+      break;
     case mad::sa_attr::kLinkRecord: f = Run<mad::LinkRecord>(s, q, CollectLinks); break;
     case mad::sa_attr::kGuidInfoRecord:
       f = Run<mad::GuidInfoRecord>(s, q, CollectGuidInfos);

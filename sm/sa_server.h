@@ -154,6 +154,10 @@ class SaServer {
   // MCMemberRecord and MFTRecord are served from `groups` (sm/sa_multicast.cc); null: not
   // served. REQUIRES: outlives the server, same thread.
   void AttachMulticast(MulticastManager* groups) { mcast_ = groups; }
+  // The other SMs the SM knows (matching SM_Key, not NOTACTIVE), as SMInfoRecords with
+  // their keys: served beside the SM's own record (OpenSM's sm_guid_tbl), keys only to
+  // the trusted. Replaces the previous list.
+  void SetOtherSms(std::vector<mad::SmInfoRecord> records) { other_sms_ = std::move(records); }
   void set_options(const SaServerOptions& options) { options_ = options; }
 
   // Event subscriptions (InformInfo Set, InformInfoRecord) and the Reports sent to them:
@@ -186,6 +190,7 @@ class SaServer {
   std::vector<Service> services_;
   MulticastManager* mcast_ = nullptr;
   std::shared_ptr<const SaSnapshot> snapshot_;
+  std::vector<mad::SmInfoRecord> other_sms_;
   SaCounters counters_;
   InformManager inform_;
 };

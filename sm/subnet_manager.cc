@@ -1029,10 +1029,28 @@ void SubnetManager::LightSweep() {
   for (const auto& [guid, peer] : peers_) {
     Guid pg = guid;
     pipeline_.Get(peer.path, mad::attr::kSmInfo, 0, [this, pg, change](Result<mad::Smp> r) {
-      if (!change->empty() || !r.ok()) return;
-      auto info = mad::Decode<mad::SmInfo>(r->data);
-      if (!info.ok() || info->guid != pg.value()) return;
-      if (options_.sm_key != 0 && info->sm_key != options_.sm_key) return;
+      auto known = peers_.find(pg);
+      auto info = r.ok() ? mad::Decode<mad::SmInfo>(r->data) : Result<mad::SmInfo>(r.status());
+      bool valid = info.ok() && info->guid == pg.value() &&
+                   (options_.sm_key == 0 || info->sm_key == options_.sm_key) &&
+                   info->sm_state != mad::SmState::kNotActive;
+      // The SA's SMInfoRecords follow what the known SMs answer now: a state that changed is
+      // shown, an SM that stopped answering (or went NOTACTIVE) is no longer listed.
+      if (known != peers_.end()) {
+        if (!valid) {
+          Log(LogName::kHa).info("SM {} no longer answers as an active SM: {}", ToString(pg),
+                                 info.ok() ? ha::SmStateName(info->sm_state)
+                                           : std::string_view(info.status().message()));
+          peers_.erase(known);
+          PublishKnownSms();
+        } else if (known->second.info.sm_state != info->sm_state ||
+                   known->second.info.priority != info->priority ||
+                   known->second.info.act_count != info->act_count) {
+          known->second.info = *info;
+          PublishKnownSms();
+        }
+      }
+      if (!change->empty() || !valid) return;
       bool better = PeerBeats(*info, OwnSmInfo(state(), false));
       if (info->sm_state == mad::SmState::kMaster ||
           (better && info->sm_state == mad::SmState::kStandby)) {
@@ -1325,7 +1343,22 @@ void SubnetManager::QueryOtherSms() {
   });
 }
 
+void SubnetManager::PublishKnownSms() {
+  std::vector<mad::SmInfoRecord> records;
+  for (const auto& [g, p] : peers_) {
+    mad::SmInfoRecord r;
+    if (discovered_) {
+      if (auto port = discovered_->fabric.FindPort(g))
+        r.lid = discovered_->fabric.port(*port).lid.value();
+    }
+    r.sm_info = p.info;
+    records.push_back(r);
+  }
+  sa_.SetOtherSms(std::move(records));
+}
+
 void SubnetManager::DecideRole() {
+  PublishKnownSms();
   const mad::SmInfo me = OwnSmInfo(state(), false);
   const PeerSm* master = nullptr;  // the best SM claiming MASTER
   const PeerSm* better = nullptr;  // the best SM better than us, any state
@@ -1609,6 +1642,7 @@ void SubnetManager::PublishSaSnapshot() {
   s->pkeys = pkey_plan_;
   s->partitioned = options_.partitions.config != nullptr;
   sa_.Publish(std::move(s));
+  PublishKnownSms();  // their LIDs as this sweep left them
 }
 
 void SubnetManager::WriteDumps() {

@@ -235,6 +235,8 @@ class SubnetManager {
     mad::SmInfo info;
   };
   void QueryOtherSms();
+  // Hands the SA the other SMs of peers_ (SMInfoRecord), LIDs from the last sweep.
+  void PublishKnownSms();
   void DecideRole();
   void SendHandover(const PeerSm& to);
   void ApplyActions(uint32_t actions, const std::string& why);

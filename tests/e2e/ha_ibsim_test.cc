@@ -14,7 +14,9 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <algorithm>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -72,6 +74,27 @@ std::string WaitFor(const std::string& path, Pred done, std::chrono::seconds dea
 std::string After(const std::string& text, const std::string& marker) {
   size_t at = text.find(marker);
   return at == std::string::npos ? std::string() : text.substr(at);
+}
+
+// saquery's "Key.....value" values of `key`, in the order printed.
+std::vector<std::string> Values(const std::string& out, const std::string& key) {
+  std::regex re("(^|\\s)" + key + ":?\\.+:?(.*)$");
+  std::vector<std::string> v;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, re)) continue;
+    std::string s = m[2];
+    while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.pop_back();
+    v.push_back(s);
+  }
+  return v;
+}
+
+std::string Hex16(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
 }
 
 struct SmInfoSeen {
@@ -163,16 +186,24 @@ class HaIbsimTest : public ::testing::Test {
     std::vector<std::string> argv = {"sminfo"};
     if (!lid.empty()) argv.push_back(lid);
     SmInfoSeen seen;
-    auto r = sim_->Run(argv, kToolTimeout, ProbeHost());
-    if (!r.ok()) return seen;
-    seen.raw = r->out + r->err;
     static const std::regex re(
         R"(sm guid (0x[0-9a-f]+), activity count \d+ priority (\d+) state \d+ (\w+))");
-    std::smatch m;
-    if (std::regex_search(seen.raw, m, re)) {
-      seen.guid = std::stoull(m[1], nullptr, 16);
-      seen.priority = std::stoi(m[2]);
-      seen.state = m[3];
+    // sminfo under libumad2sim now and then dies of SIGSEGV in its own receive thread (seen
+    // in dmesg); such a run says nothing about the SM and is run once more.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      auto r = sim_->Run(argv, kToolTimeout, ProbeHost());
+      if (!r.ok()) return seen;
+      seen.raw = r->out + r->err;
+      std::smatch m;
+      if (std::regex_search(seen.raw, m, re)) {
+        seen.guid = std::stoull(m[1], nullptr, 16);
+        seen.priority = std::stoi(m[2]);
+        seen.state = m[3];
+        return seen;
+      }
+      if (r->exit_code < 128) return seen;
+      std::printf("[ retry ] sminfo %s killed by signal %d; run again\n",
+                  lid.empty() ? "(master)" : lid.c_str(), r->exit_code - 128);
     }
     return seen;
   }
@@ -190,7 +221,14 @@ class HaIbsimTest : public ::testing::Test {
   // without its header comment (which carries the time).
   std::string Topology() {
     auto r = sim_->Run({"ibnetdiscover"}, kToolTimeout, ProbeHost());
-    if (!r.ok() || r->exit_code != 0) return "ibnetdiscover failed";
+    for (int attempt = 1; attempt < 3 && r.ok() && r->exit_code >= 128; ++attempt) {
+      // Killed by a signal (libumad2sim's receive thread, as with sminfo): run again.
+      std::printf("[ retry ] ibnetdiscover killed by signal %d; run again\n", r->exit_code - 128);
+      r = sim_->Run({"ibnetdiscover"}, kToolTimeout, ProbeHost());
+    }
+    if (!r.ok() || r->exit_code != 0)
+      return "ibnetdiscover failed: " + (r.ok() ? std::to_string(r->exit_code) + " " + r->err
+                                                : r.status().ToString());
     std::istringstream in(r->out);
     std::string line, out;
     while (std::getline(in, line))
@@ -204,6 +242,23 @@ class HaIbsimTest : public ::testing::Test {
           fabric_.node(n).name != last_host_)
         return fabric_.node(n).name;
     return first_host_;
+  }
+
+  // The CA hosts of the fabric in node order.
+  std::vector<std::string> Hosts() const {
+    std::vector<std::string> out;
+    for (NodeId n = 0; n < fabric_.node_count(); ++n)
+      if (fabric_.node(n).kind == NodeKind::kCa) out.push_back(fabric_.node(n).name);
+    return out;
+  }
+
+  // `saquery args...` from the probe host (it asks the master its port points at).
+  std::string Saquery(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"saquery"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = sim_->Run(argv, kToolTimeout, ProbeHost());
+    if (!r.ok()) return r.status().ToString();
+    return r->out + r->err;
   }
 
   uint64_t PortGuidOf(const std::string& host) const {
@@ -293,6 +348,95 @@ TEST_F(HaIbsimTest, TwoIbsmdElectOneMasterAndTheStandbyTakesOverAfterKill9Keepin
   auto digests = (*store)->LoadLftDigests();
   ASSERT_TRUE(digests.ok());
   EXPECT_EQ(digests->size(), fabric_.switch_count());
+}
+
+// SMInfoRecords as saquery prints them: port GUID -> "priority/state".
+std::map<std::string, std::string> SmirByGuid(const std::string& out) {
+  auto guids = Values(out, "GUID");
+  auto prios = Values(out, "Priority");
+  auto states = Values(out, "SMState");
+  std::map<std::string, std::string> m;
+  if (guids.size() != prios.size() || guids.size() != states.size()) return m;
+  for (size_t i = 0; i < guids.size(); ++i) m[guids[i]] = prios[i] + "/" + states[i];
+  return m;
+}
+
+TEST_F(HaIbsimTest, ThreeIbsmdShowOneMasterTwoStandbysAndTheBestStandbyTakesOverAfterKill9) {
+  StartFabric(FatTree2(4));
+  std::vector<std::string> hosts = Hosts();
+  ASSERT_GE(hosts.size(), 4u);
+  const std::string host_a = hosts.front(), host_b = hosts.back(), host_c = hosts[hosts.size() - 2];
+  ASSERT_NE(host_c, ProbeHost());
+  // Light sweeps every second keep the master's view of the standbys' states fresh.
+  std::string conf = std::string(kFastPolling) + "sweep_interval 1\n";
+  size_t a = StartIbsmd("a", host_a, "sm_priority 5\n" + conf);
+  ASSERT_TRUE(Has(WaitFor(LogPath("a"), SubnetUp), "SUBNET UP")) << Log("a");
+  StartIbsmd("b", host_b, "sm_priority 4\n" + conf);
+  StartIbsmd("c", host_c, "sm_priority 3\n" + conf);
+  ASSERT_TRUE(Has(WaitFor(LogPath("b"), Standby), "Entering STANDBY state")) << Log("b");
+  ASSERT_TRUE(Has(WaitFor(LogPath("c"), Standby), "Entering STANDBY state")) << Log("c");
+
+  const std::string ga = Hex16(PortGuidOf(host_a)), gb = Hex16(PortGuidOf(host_b)),
+                    gc = Hex16(PortGuidOf(host_c));
+  // The master's SA lists every SM it knows, with the state each is in.
+  const std::map<std::string, std::string> want = {{ga, "5/3"}, {gb, "4/2"}, {gc, "3/2"}};
+  std::string smir;
+  for (auto until = std::chrono::steady_clock::now() + 30s;
+       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(250ms)) {
+    smir = Saquery({"SMIR"});
+    if (SmirByGuid(smir) == want) break;
+  }
+  EXPECT_EQ(SmirByGuid(smir), want) << smir;
+  EXPECT_EQ(Values(smir, "SM_Key"), std::vector<std::string>(3, Hex16(0)))
+      << "keys are shown only to the trusted\n" << smir;
+  // `saquery -s`: the PortInfoRecords of the ports that claim IsSM. Three of them (72 bytes
+  // each) do not fit the 256 bytes ibsim carries, so saquery sees the first two here.
+  std::string issm = Saquery({"-s"});
+  std::vector<std::string> sm_lids = Values(issm, "EndPortLid");
+  std::set<std::string> lids = {LidOf(host_a), LidOf(host_b), LidOf(host_c)};
+  EXPECT_GE(sm_lids.size(), 2u) << issm;
+  for (const auto& l : sm_lids) EXPECT_TRUE(lids.count(l)) << "LID " << l << " is no SM's\n" << issm;
+
+  SmInfoSeen master = Sminfo();
+  EXPECT_EQ(master.state, "SMINFO_MASTER") << master.raw;
+  EXPECT_EQ(master.guid, PortGuidOf(host_a)) << master.raw;
+  EXPECT_EQ(Sminfo(LidOf(host_b)).state, "SMINFO_STANDBY");
+  EXPECT_EQ(Sminfo(LidOf(host_c)).state, "SMINFO_STANDBY");
+
+  std::string before = Topology();
+  auto killed = std::chrono::steady_clock::now();
+  Kill9(a);
+  std::string log_b = WaitFor(LogPath("b"), [](const std::string& l) {
+    return Has(After(l, "Entering MASTER state"), "SUBNET UP");
+  });
+  auto up = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Has(After(log_b, "Entering MASTER state"), "SUBNET UP")) << log_b;
+  std::printf("[ figure ] 3 SMs, 2-tier k=4: master killed -> best standby SUBNET UP in %.2f s "
+              "(polling 1000 ms x 2, bound 3 s + one sweep)\n",
+              std::chrono::duration<double>(up - killed).count());
+  std::string sweep = TakeoverSweepLine(log_b, "Entering MASTER state");
+  EXPECT_TRUE(Has(sweep, " 0 LID changes")) << sweep;
+  EXPECT_TRUE(Has(sweep, " 0 LFT blocks sent")) << sweep;
+  // The third SM never becomes master: it follows the new one.
+  std::string log_c = WaitFor(LogPath("c"), [&](const std::string& l) {
+    return Has(l, "polling master SM " + gb);
+  });
+  EXPECT_TRUE(Has(log_c, "polling master SM " + gb)) << log_c;
+  EXPECT_FALSE(Has(log_c, "Entering MASTER state")) << log_c;
+
+  EXPECT_EQ(Topology(), before) << "LIDs or links changed over the failover";
+  SmInfoSeen after = Sminfo();
+  EXPECT_EQ(after.state, "SMINFO_MASTER") << after.raw;
+  EXPECT_EQ(after.guid, PortGuidOf(host_b)) << after.raw;
+  EXPECT_EQ(Sminfo(LidOf(host_c)).state, "SMINFO_STANDBY");
+  // The new master's SA: itself and the standby; the dead SM does not answer and is gone.
+  const std::map<std::string, std::string> want_after = {{gb, "4/3"}, {gc, "3/2"}};
+  for (auto until = std::chrono::steady_clock::now() + 30s;
+       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(250ms)) {
+    smir = Saquery({"SMIR"});
+    if (SmirByGuid(smir) == want_after) break;
+  }
+  EXPECT_EQ(SmirByGuid(smir), want_after) << smir;
 }
 
 TEST_F(HaIbsimTest, AHigherPrioritySmJoiningTakesOverByHandoverWithoutLftSets) {
