@@ -83,15 +83,26 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
     sm_lid_ = local->lid;  // until the first sweep assigns it
   }
   LoadPersistedLids();
+  // Whether this SM was the subnet's master when it stopped (read before this start
+  // records DISCOVERING): only then are the registrations in its state file all there are.
+  bool was_master = false;
+  if (store_) {
+    auto last = store_->GetValue("sm_state");
+    was_master = last.ok() && last->has_value() && **last == ha::SmStateName(mad::SmState::kMaster);
+  }
+  bool restored = store_ != nullptr;
   if (Status st = sa_.LoadServices(); !st.ok()) {
+    restored = false;
     Log(LogName::kSm).warn("SM-STATE-005 cannot read ServiceRecords from the state file: {}",
                            st.ToString());
   }
   if (Status st = sa_.inform().Load(); !st.ok()) {
+    restored = false;
     Log(LogName::kSm).warn("SM-STATE-006 cannot read event subscriptions from the state file: {}",
                            st.ToString());
   }
-  LoadMulticastGroups();
+  if (!LoadMulticastGroups()) restored = false;
+  sa_state_complete_ = was_master && restored;
   mcast_.CreateDefaultGroups();
   mcast_.set_on_change([this] { OnMulticastChange(); });
   sa_.AttachMulticast(&mcast_);
@@ -473,9 +484,24 @@ void SubnetManager::ConfigureLids() {
     const mad::PortInfo& now = dn.port_info[port.num.value()];
     mad::PortInfo want = DesiredPortInfo(p);
     bool is_ca = !f.node(port.node).is_switch();
-    bool rereg = is_ca && !options_.no_clients_rereg &&
-                 (first_master_sweep_ || !known.count(port.guid));
+    // ClientReregister only where SA state was lost (issue 6). A CA port's clients hold SA
+    // registrations (ServiceRecords, multicast joins, InformInfo) with the master that
+    // configured the port, and each SM keeps its own, in its own state file. So:
+    // - on the first sweep as master (start, or takeover after another master served),
+    //   the port keeps its registrations only if this SM holds all of them
+    //   (sa_state_complete_: restored from its state file, master when it stopped, no
+    //   other master since) AND the port still names this SM (MasterSMBaseLID = our LID):
+    //   a port configured by another SM may have registered with that SM;
+    // - on later sweeps, only ports this SM has not seen before (new or back from a link
+    //   loss: their registrations were dropped when they left) lose anything.
+    // OpenSM sets ClientReregister on every port on its first master sweep.
+    bool lost = first_master_sweep_
+                    ? !(sa_state_complete_ && !took_over_ &&
+                        now.master_sm_base_lid == sm_lid_.value())
+                    : !known.count(port.guid);
+    bool rereg = is_ca && !options_.no_clients_rereg && lost;
     want.client_reregister = rereg ? 1 : 0;
+    if (rereg) ++current_.client_reregisters;
     // Some agents (ibsim's among them) do not keep SubnetTimeout or M_KeyLeasePeriod; what
     // they answered to our last Set counts as in sync, or every sweep would Set again.
     auto echo = echo_.find(port.guid);
@@ -782,21 +808,22 @@ void SubnetManager::PushMfts(std::function<void()> then) {
   }
 }
 
-void SubnetManager::LoadMulticastGroups() {
-  if (!store_) return;
+bool SubnetManager::LoadMulticastGroups() {
+  if (!store_) return true;
   auto rows = store_->LoadMulticastGroups();
   Result<std::vector<McGroup>> groups =
       rows.ok() ? FromRows(*rows) : Result<std::vector<McGroup>>(rows.status());
   if (!groups.ok()) {
     Log(LogName::kSm).warn("SM-STATE-008 cannot read multicast groups from the state file: {}",
                            groups.status().ToString());
-    return;
+    return false;
   }
   size_t skipped = mcast_.Restore(std::move(*groups));
   Log(LogName::kSm).info("{} multicast group(s) restored from the state file{}",
                          mcast_.groups().size(),
                          skipped ? fmt::format(", {} skipped (MLID clash or out of range)", skipped)
                                  : std::string());
+  return true;
 }
 
 void SubnetManager::OnMulticastChange() {
@@ -902,18 +929,31 @@ void SubnetManager::FinishHeavySweep() {
   }
   Log(LogName::kSm)
       .info("heavy sweep {} done in {:.3f} s: {} nodes ({} switches, {} CAs), {} links; {} "
-            "SMPs ({} failed); {} LID changes, {} PortInfo Sets, {} LFT blocks sent ({} read), "
+            "SMPs ({} failed); {} LID changes, {} PortInfo Sets ({} ClientReregister), {} LFT "
+            "blocks sent ({} read), "
             "{} P_Key blocks sent ({} read), {} ports armed, {} activated; engine {}",
             current_.number, current_.duration.count() / 1e6, current_.nodes,
             current_.switches, current_.cas, current_.links, current_.smps,
             current_.smps_failed, current_.lid_changes, current_.portinfo_sets,
+            current_.client_reregisters,
             current_.lft_blocks_sent, current_.lft_blocks_read, current_.pkey_blocks_sent,
             current_.pkey_blocks_read, current_.ports_armed,
             current_.ports_activated, current_.engine.empty() ? "-" : current_.engine);
   if (current_.subnet_up) {
+    if (first_master_sweep_) {
+      Log(LogName::kHa).info("first master sweep: ClientReregister on {} CA ports ({})",
+                             current_.client_reregisters,
+                             sa_state_complete_ && !took_over_
+                                 ? "this SM's state file holds the SA registrations of the "
+                                   "ports that still name it master"
+                                 : "this SM does not hold the SA registrations clients made "
+                                   "with the last master");
+    }
     failed_sweeps_in_a_row_ = 0;
     first_master_sweep_ = false;
     took_over_ = false;
+    // Clients told to re-register now register here: from now on this SM holds them all.
+    if (state() == mad::SmState::kMaster) sa_state_complete_ = true;
     Log(LogName::kSm).info("SUBNET UP");
   } else {
     Log(LogName::kSm).warn("SM-SWEEP-001 sweep {} finished with {} issues; the subnet is not "
@@ -1162,6 +1202,7 @@ void SubnetManager::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg
   if (shown != state()) {
     Log(LogName::kSm).info("Entering {} state ({})", ha::SmStateName(state()), why);
     RecordStateChange(shown, why);
+    if (shown == mad::SmState::kMaster) sa_state_complete_ = false;  // another SM serves
   } else {
     Log(LogName::kHa).info("{} in state {}", why, ha::SmStateName(state()));
   }
@@ -1201,6 +1242,7 @@ void SubnetManager::SetSmState(ha::SmEvent event, const std::string& why) {
   if (before != state()) {
     Log(LogName::kSm).info("Entering {} state ({})", ha::SmStateName(state()), why);
     RecordStateChange(before, why);
+    if (before == mad::SmState::kMaster) sa_state_complete_ = false;  // another SM serves
   }
   if (state() == mad::SmState::kMaster && before != mad::SmState::kMaster) {
     ++act_count_;

@@ -90,6 +90,7 @@ struct SweepStats {
   size_t nodes = 0, switches = 0, cas = 0, links = 0;
   uint32_t lid_changes = 0;
   uint64_t portinfo_sets = 0;
+  uint64_t client_reregisters = 0;  // CA ports told to register with the SA again
   uint64_t lft_blocks_sent = 0;
   uint64_t lft_blocks_read = 0;
   uint64_t switchinfo_sets = 0;
@@ -222,7 +223,8 @@ class SubnetManager {
   void PushMfts(std::function<void()> then);
   // A join or leave changed a group: program the MFTs now, or after the running sweep.
   void OnMulticastChange();
-  void LoadMulticastGroups();
+  // False when the state file's groups could not be read.
+  bool LoadMulticastGroups();
   void ActivateLinks(int pass);
   void FinishHeavySweep();
   void ReadNewQosTables();
@@ -297,6 +299,11 @@ class SubnetManager {
   std::string pending_reason_;
   std::string queued_reason_;  // why sweep_again_ was set (the first request while sweeping)
   bool first_master_sweep_ = true;
+  // This SM holds every SA registration (ServiceRecords, multicast joins, InformInfo) that
+  // clients made with the subnet's master since this SM last was master: it restored them
+  // from its own state file, having been the master when it stopped, and no other master
+  // has served since. See ConfigureLids (ClientReregister).
+  bool sa_state_complete_ = false;
   bool stopped_ = false;
   std::function<void(const SweepStats&)> on_sweep_;
 

@@ -143,6 +143,92 @@ TEST(SubnetManagerTest, StateFileGivesEveryPortItsLidBackOnAFreshFabric) {
   std::filesystem::remove_all(dir);
 }
 
+// ClientReregister only where SA state was lost (issue 6): a client re-registers its
+// ServiceRecords, multicast joins and subscriptions when told to; an SM that restarts with
+// the state file it kept as master holds them all, so nobody needs telling.
+class ClientReregisterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto f = FatTree2(4);
+    ASSERT_TRUE(f.ok());
+    fabric_ = std::move(*f);
+    sim_ = std::make_unique<sim::Simulator>(fabric_);
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ibsm-rereg-test-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // One SM run (once) at `at` with the state file `db` (empty: none). Returns how many CA
+  // ports it told to re-register, as the CAs saw it.
+  uint64_t Run(PortId at, const std::string& db, SweepStats* stats = nullptr) {
+    uint64_t before = sim_->client_reregisters();
+    std::unique_ptr<ha::StateStore> store;
+    if (!db.empty()) {
+      auto s = ha::StateStore::Open((dir_ / db).string(), clock_);
+      EXPECT_TRUE(s.ok());
+      if (s.ok()) store = std::move(*s);
+    }
+    boost::asio::io_context io;
+    SweepStats s = RunSm(io, *sim_, at, Once(), store.get());
+    EXPECT_TRUE(s.subnet_up);
+    EXPECT_EQ(s.client_reregisters, sim_->client_reregisters() - before);
+    if (stats) *stats = s;
+    return sim_->client_reregisters() - before;
+  }
+
+  std::vector<PortId> Cas() const {
+    std::vector<PortId> out;
+    for (NodeId n = 0; n < fabric_.node_count(); ++n)
+      if (fabric_.node(n).kind == NodeKind::kCa) out.push_back(fabric_.port_id(n, PortNum{1}));
+    return out;
+  }
+
+  Fabric fabric_;
+  std::unique_ptr<sim::Simulator> sim_;
+  std::filesystem::path dir_;
+  SystemClock clock_;
+};
+
+TEST_F(ClientReregisterTest, AMasterRestartedWithItsStateFileTellsNoClientToReregister) {
+  PortId at = Cas().front();
+  EXPECT_EQ(Run(at, "a.db"), fabric_.ca_count()) << "a fresh SM holds nothing";
+  EXPECT_EQ(Run(at, "a.db"), 0u) << "its state file holds every registration";
+}
+
+TEST_F(ClientReregisterTest, AMasterRestartedWithoutItsStateFileTellsEveryClient) {
+  PortId at = Cas().front();
+  EXPECT_EQ(Run(at, "a.db"), fabric_.ca_count());
+  EXPECT_EQ(Run(at, ""), fabric_.ca_count());
+  EXPECT_EQ(Run(at, "fresh.db"), fabric_.ca_count());
+}
+
+TEST_F(ClientReregisterTest, AfterAnotherSmWasMasterEveryClientIsToldAgain) {
+  PortId a = Cas().front(), b = Cas().back();
+  EXPECT_EQ(Run(a, "a.db"), fabric_.ca_count());
+  // "b" masters the subnet meanwhile (its own state file): clients registered with it.
+  EXPECT_EQ(Run(b, "b.db"), fabric_.ca_count());
+  // "a" comes back with a state file that says it was master, but every port names "b":
+  // what clients registered with "b" is not in "a"'s file.
+  EXPECT_EQ(Run(a, "a.db"), fabric_.ca_count());
+  // Now "a" has told them all: the next restart owes nobody anything.
+  EXPECT_EQ(Run(a, "a.db"), 0u);
+}
+
+TEST_F(ClientReregisterTest, AnSmThatStoodByDoesNotCountItsFileAsComplete) {
+  PortId a = Cas().front();
+  EXPECT_EQ(Run(a, "a.db"), fabric_.ca_count());
+  {
+    // The state file says STANDBY (another master served meanwhile).
+    auto store = ha::StateStore::Open((dir_ / "a.db").string(), clock_);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->SetValue("sm_state", "STANDBY").ok());
+  }
+  EXPECT_EQ(Run(a, "a.db"), fabric_.ca_count());
+}
+
 TEST(SubnetManagerTest, LinkDownTrapReroutesAroundTheLinkWithinOneSweep) {
   auto f = FatTree2(8);
   ASSERT_TRUE(f.ok());

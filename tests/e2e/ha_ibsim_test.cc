@@ -319,6 +319,9 @@ TEST_F(HaIbsimTest, TwoIbsmdElectOneMasterAndTheStandbyTakesOverAfterKill9Keepin
   EXPECT_TRUE(Has(sweep, " 0 LID changes")) << sweep;
   EXPECT_TRUE(Has(sweep, " 0 LFT blocks sent")) << sweep;
   EXPECT_TRUE(Has(log_b, "SM-HA-005")) << "the lost polls are logged\n" << log_b;
+  // The clients registered with "a" (SA state is per SM): every CA is told to re-register.
+  EXPECT_TRUE(Has(sweep, "(" + std::to_string(fabric_.ca_count()) + " ClientReregister)"))
+      << sweep;
 
   EXPECT_EQ(Topology(), before) << "LIDs or links changed over the failover";
   SmInfoSeen after = Sminfo();
