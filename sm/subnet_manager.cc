@@ -49,6 +49,16 @@ SaServerOptions SaOptions(const SubnetManagerOptions& o) {
 
 }  // namespace
 
+std::string HaCounterSummary(const SmCounters& c) {
+  return fmt::format(
+      "state changes {}, takeovers {}, handovers sent {} received {}, acknowledges sent {}, "
+      "polls sent {} missed {}, SMInfo Sets refused {}, SMs seen {}, SMs ignored for sm_key "
+      "{}, trap 144 sent {}, ClientReregister {}",
+      c.state_changes, c.takeovers, c.handovers_sent, c.handovers_received,
+      c.acknowledges_sent, c.polls_sent, c.polls_missed, c.sminfo_sets_refused,
+      c.other_sms_seen, c.sm_key_mismatches, c.trap144_sent, c.client_reregisters);
+}
+
 SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transport,
                              const Clock& clock, ha::StateStore* store,
                              SubnetManagerOptions options)
@@ -501,7 +511,7 @@ void SubnetManager::ConfigureLids() {
                     : !known.count(port.guid);
     bool rereg = is_ca && !options_.no_clients_rereg && lost;
     want.client_reregister = rereg ? 1 : 0;
-    if (rereg) ++current_.client_reregisters;
+    if (rereg) ++current_.client_reregisters, ++counters_.client_reregisters;
     // Some agents (ibsim's among them) do not keep SubnetTimeout or M_KeyLeasePeriod; what
     // they answered to our last Set counts as in sync, or every sweep would Set again.
     auto echo = echo_.find(port.guid);
@@ -1199,18 +1209,18 @@ void SubnetManager::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg
   // A legal Set: the answer is out; now act on it.
   pipeline_.set_fenced(state() != mad::SmState::kMaster);
   std::string why = fmt::format("SMInfo Set {} from SM {}", req.attr_mod, from);
+  if (req.attr_mod == mad::sminfo_mod::kHandover) ++counters_.handovers_received;
+  if (shown == mad::SmState::kStandby && state() == mad::SmState::kMaster) {
+    ++counters_.takeovers;
+    ++act_count_;
+    took_over_ = true;
+  }
   if (shown != state()) {
     Log(LogName::kSm).info("Entering {} state ({})", ha::SmStateName(state()), why);
     RecordStateChange(shown, why);
     if (shown == mad::SmState::kMaster) sa_state_complete_ = false;  // another SM serves
   } else {
     Log(LogName::kHa).info("{} in state {}", why, ha::SmStateName(state()));
-  }
-  if (req.attr_mod == mad::sminfo_mod::kHandover) ++counters_.handovers_received;
-  if (shown == mad::SmState::kStandby && state() == mad::SmState::kMaster) {
-    ++counters_.takeovers;
-    ++act_count_;
-    took_over_ = true;
   }
   if (shown == mad::SmState::kStandby && state() == mad::SmState::kDiscovering) took_over_ = true;
   if (t.actions & ha::sm_action::kSendAcknowledge) SendAcknowledge(Guid{in->guid});
@@ -1239,20 +1249,23 @@ void SubnetManager::SetSmState(ha::SmEvent event, const std::string& why) {
     return;
   }
   pipeline_.set_fenced(state() != mad::SmState::kMaster);
+  if (state() == mad::SmState::kMaster && before != mad::SmState::kMaster) {
+    ++act_count_;
+    if (took_over_) ++counters_.takeovers;
+  }
   if (before != state()) {
     Log(LogName::kSm).info("Entering {} state ({})", ha::SmStateName(state()), why);
     RecordStateChange(before, why);
     if (before == mad::SmState::kMaster) sa_state_complete_ = false;  // another SM serves
-  }
-  if (state() == mad::SmState::kMaster && before != mad::SmState::kMaster) {
-    ++act_count_;
-    if (took_over_) ++counters_.takeovers;
   }
   if (before == mad::SmState::kStandby && state() == mad::SmState::kDiscovering) took_over_ = true;
   ApplyActions(t.actions, why);
 }
 
 void SubnetManager::RecordStateChange(mad::SmState before, const std::string& why) {
+  ++counters_.state_changes;
+  Log(LogName::kHa).info("SM-HA-010 {} -> {}; HA counters: {}", ha::SmStateName(before),
+                         ha::SmStateName(state()), HaCounterSummary(counters_));
   if (!store_) return;
   Status s = store_->SetValue("sm_state", ha::SmStateName(state()));
   ha::EventRow e;

@@ -125,9 +125,15 @@ struct SmCounters {
   uint64_t polls_missed = 0;
   uint64_t takeovers = 0;              // STANDBY -> MASTER (master lost or handed over)
   uint64_t trap144_sent = 0;           // standby telling a worse master to hand over
+  uint64_t state_changes = 0;          // SM state transitions (NOTACTIVE -> DISCOVERING, ...)
+  uint64_t client_reregisters = 0;     // PortInfo Sets with ClientReregister (SA state lost)
   // Every problem a sweep reported and went on past, by stable log ID ("SM-DISC-003").
   std::map<std::string, uint64_t> issues_by_id;
 };
+
+// The HA counters in one line, as logged on every SM state change (log ID SM-HA-010) and
+// shown by the control socket: "state changes 3, handovers sent 0 received 1, ...".
+std::string HaCounterSummary(const SmCounters& c);
 
 class SubnetManager {
  public:

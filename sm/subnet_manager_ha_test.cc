@@ -163,6 +163,13 @@ TEST(SubnetManagerHaTest, HandoverToAMasterIsAcceptedAndForcesAHeavySweep) {
         EXPECT_EQ(sm.state(), mad::SmState::kMaster);
         EXPECT_EQ(sm.counters().handovers_received, 1u);
         EXPECT_GE(sm.counters().heavy_sweeps, 2u);
+        // NOTACTIVE -> DISCOVERING -> MASTER; a HANDOVER to a master changes no state.
+        EXPECT_EQ(sm.counters().state_changes, 2u);
+        EXPECT_EQ(sm.counters().takeovers, 0u);
+        EXPECT_NE(HaCounterSummary(sm.counters())
+                      .find("state changes 2, takeovers 0, handovers sent 0 received 1,"),
+                  std::string::npos)
+            << HaCounterSummary(sm.counters());
       },
       /*extra_sweeps=*/1);
   ASSERT_TRUE(replies["handover"].answered);

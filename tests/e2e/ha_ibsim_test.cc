@@ -319,6 +319,13 @@ TEST_F(HaIbsimTest, TwoIbsmdElectOneMasterAndTheStandbyTakesOverAfterKill9Keepin
   EXPECT_TRUE(Has(sweep, " 0 LID changes")) << sweep;
   EXPECT_TRUE(Has(sweep, " 0 LFT blocks sent")) << sweep;
   EXPECT_TRUE(Has(log_b, "SM-HA-005")) << "the lost polls are logged\n" << log_b;
+  // The HA counters, logged on every state change for operators (and the control socket).
+  std::smatch counters;
+  EXPECT_TRUE(std::regex_search(
+      log_b, counters,
+      std::regex(R"(SM-HA-010 DISCOVERING -> MASTER; HA counters: state changes 4, takeovers 1, )"
+                 R"(handovers sent 0 received 0, acknowledges sent 0, polls sent \d+ missed 2,)")))
+      << log_b;
   // The clients registered with "a" (SA state is per SM): every CA is told to re-register.
   EXPECT_TRUE(Has(sweep, "(" + std::to_string(fabric_.ca_count()) + " ClientReregister)"))
       << sweep;
