@@ -419,7 +419,9 @@ Result<json> ControlCommands::Ha(const json&) const {
            {"polls_missed", c.polls_missed},
            {"takeovers", c.takeovers},
            {"trap144_sent", c.trap144_sent},
-           {"sminfo_sets_refused", c.sminfo_sets_refused}}}};
+           {"sminfo_sets_refused", c.sminfo_sets_refused},
+           {"state_changes", c.state_changes},
+           {"client_reregisters", c.client_reregisters}}}};
   json peers = json::array();
   if (ctx_.store) {
     if (auto rows = ctx_.store->Peers(); rows.ok()) {

@@ -252,6 +252,7 @@ TEST_F(ControlCommandsTest, HaAndEventsComeFromTheRunningSmAndItsStateFile) {
   EXPECT_EQ(ha["state"], "MASTER");
   EXPECT_EQ(ha["peers"].size(), 0u);
   EXPECT_EQ(ha["counters"]["takeovers"], 0);
+  EXPECT_EQ(ha["counters"]["state_changes"], 2) << "NOTACTIVE -> DISCOVERING -> MASTER";
   json ev = Result("events", {{"limit", 1000}});
   bool master = false;
   for (const auto& e : ev["events"])
