@@ -77,6 +77,19 @@ struct SmConfig {
   // --- Performance manager
   bool perfmgr = false;
   uint32_t perfmgr_sweep_time_s = 180;
+  uint32_t perfmgr_max_outstanding_queries = 500;
+  bool perfmgr_ignore_cas = false;
+  bool perfmgr_query_cpi = true;
+  // ibsm's own PerfMgr and health keys (sm/perf_manager.h, sm/health.h).
+  bool perfmgr_clear_near_overflow = true;
+  uint32_t perfmgr_history_sweeps = 1000;
+  uint32_t health_symbol_errors_threshold = 10;
+  uint32_t health_link_error_recovery_threshold = 1;
+  uint32_t health_link_downed_threshold = 1;
+  uint32_t health_port_rcv_errors_threshold = 10;
+  uint32_t health_excessive_buffer_overruns_threshold = 1;
+  uint32_t health_vl15_dropped_threshold = 100;
+  bool health_degraded_links = true;
   // --- Debug / logging
   uint8_t log_flags = 0x03;             // OpenSM bits: 0x01 ERROR, 0x02 INFO, 0x04 VERBOSE...
   bool force_log_flush = false;

@@ -70,6 +70,7 @@ inline constexpr std::string_view kEventLinkChange = "link_change";
 inline constexpr std::string_view kEventStateChange = "state_change";
 inline constexpr std::string_view kEventLidChange = "lid_change";
 inline constexpr std::string_view kEventError = "error";
+inline constexpr std::string_view kEventHealth = "health";  // PerfMgr health findings
 
 // The LIDs of one end port (or switch port 0): min_lid .. max_lid = min_lid + 2^LMC - 1.
 struct Guid2LidEntry {
@@ -190,6 +191,31 @@ struct McGroupRow {
   bool operator==(const McGroupRow&) const = default;
 };
 
+// Port counter deltas of one PerfMgr sweep (sm/perf_manager.h). FROZEN: the order of
+// kPerfCounterNames is the column order of perf_history and the index into `deltas`.
+inline constexpr size_t kPerfCounterCount = 17;
+inline constexpr std::array<std::string_view, kPerfCounterCount> kPerfCounterNames = {
+    "symbol_errors",          "link_error_recovery",         "link_downed",
+    "rcv_errors",             "rcv_remote_physical_errors",  "rcv_switch_relay_errors",
+    "xmit_discards",          "xmit_constraint_errors",      "rcv_constraint_errors",
+    "local_link_integrity_errors", "excessive_buffer_overruns", "vl15_dropped",
+    "xmit_wait",              "xmit_data",                   "rcv_data",
+    "xmit_pkts",              "rcv_pkts"};
+// FROZEN: perf_history.flags bits.
+inline constexpr uint32_t kPerfFlagReset = 1u << 0;      // a counter read lower than before
+inline constexpr uint32_t kPerfFlagSaturated = 1u << 1;  // a counter stuck at its maximum
+inline constexpr uint32_t kPerfFlagCleared = 1u << 2;    // the PerfMgr cleared the counters
+struct PerfHistoryRow {
+  int64_t sweep = 0;  // PerfMgr sweep number, >= 1, increasing across restarts
+  int64_t time_us = 0;
+  Guid node_guid{0};
+  PortNum port_num{0};
+  uint32_t flags = 0;
+  std::array<uint64_t, kPerfCounterCount> deltas{};
+
+  bool operator==(const PerfHistoryRow&) const = default;
+};
+
 class StateStore {
  public:
   // Opens or creates the file at `path` (its directory must exist), switches it to WAL,
@@ -266,6 +292,14 @@ class StateStore {
 
   // PRAGMA user_version of the open file.
   Result<int> SchemaVersion();
+
+  // PerfMgr history: inserts the rows (one sweep's, usually) and drops every row older than
+  // the newest `keep_sweeps` sweeps, in one transaction.
+  Status RecordPerfHistory(const std::vector<PerfHistoryRow>& rows, size_t keep_sweeps);
+  // Newest sweep first, then by node GUID (as the int64 it is stored as) and port; `node`: only that node's ports.
+  Result<std::vector<PerfHistoryRow>> LoadPerfHistory(std::optional<Guid> node, size_t limit);
+  // The highest sweep number stored, 0 for none (sweep numbers continue after a restart).
+  Result<int64_t> LastPerfSweep();
 
  private:
   class Txn;

@@ -518,7 +518,7 @@ TEST_F(StateStoreTest, AVersionThreeFileIsMigratedKeepingItsServicesAndGainsSubs
     ASSERT_TRUE(store->SaveServiceRecords({SampleService(1, std::nullopt)}, {}).ok());
   }
   // Back to what a version-3 ibsm left: no subscriptions table (nor the later multicast ones).
-  RawExec(path_, "DROP TABLE mcast_members; DROP TABLE mcast_groups; "
+  RawExec(path_, "DROP TABLE perf_history; DROP TABLE mcast_members; DROP TABLE mcast_groups; "
                  "DROP TABLE inform_subscriptions; PRAGMA user_version = 3;");
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
@@ -853,6 +853,68 @@ TEST_F(StateStoreTest, AWriterKilledAtARandomMomentLosesNoCommittedRow) {
   EXPECT_GT(sweep_seqs.size(), 20u);
   RecordProperty("committed_guid2lid_batches", static_cast<int>(guid2lid_seqs.size()));
   RecordProperty("committed_sweeps", static_cast<int>(sweep_seqs.size()));
+}
+
+}  // namespace
+}  // namespace ibsm::ha
+
+namespace ibsm::ha {
+namespace {
+
+PerfHistoryRow PerfRow(int64_t sweep, uint64_t node, uint8_t port, uint64_t symbol_errors) {
+  PerfHistoryRow r;
+  r.sweep = sweep;
+  r.time_us = 1'700'000'000'000'000 + sweep;
+  r.node_guid = Guid{node};
+  r.port_num = PortNum{port};
+  r.deltas[0] = symbol_errors;
+  r.deltas[13] = 0xFFFF'FFFF'FFFF'FFF0ull;  // xmit_data: the full 64 bits survive
+  r.flags = kPerfFlagReset;
+  return r;
+}
+
+TEST_F(StateStoreTest, PerfHistoryRoundTripsNewestFirstAndKeepsOnlyTheNewestSweeps) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->LastPerfSweep(), 0);
+  for (int64_t sweep = 1; sweep <= 5; ++sweep) {
+    ASSERT_TRUE(store->RecordPerfHistory({PerfRow(sweep, 0x8000000000000001ull, 3, sweep),
+                                          PerfRow(sweep, 0x2, 1, 100 + sweep)},
+                                         /*keep_sweeps=*/3)
+                    .ok());
+  }
+  EXPECT_EQ(*store->LastPerfSweep(), 5);
+  auto all = store->LoadPerfHistory(std::nullopt, 100);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 6u) << "sweeps 3, 4 and 5 kept, two rows each";
+  // Within a sweep by node GUID as stored (two's-complement): 0x8000... comes first.
+  EXPECT_EQ((*all)[0], PerfRow(5, 0x8000000000000001ull, 3, 5));
+  EXPECT_EQ((*all)[1], PerfRow(5, 0x2, 1, 105));
+  EXPECT_EQ(all->back().sweep, 3);
+  auto one = store->LoadPerfHistory(Guid{0x8000000000000001ull}, 2);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 2u);
+  EXPECT_EQ((*one)[0].sweep, 5);
+  EXPECT_EQ((*one)[1].sweep, 4);
+}
+
+TEST_F(StateStoreTest, AVersionFiveFileIsMigratedKeepingItsEventsAndGainsPerfHistory) {
+  auto migrations = StateStoreMigrations();
+  ASSERT_GE(migrations.size(), 6u);
+  std::string sql;
+  for (size_t i = 0; i < 5; ++i) sql += migrations[i].sql;
+  RawExec(path_, sql +
+                     "INSERT INTO events (time_us, kind, severity, message) "
+                     "VALUES (1, 'trap', 1, 'kept');"
+                     "PRAGMA user_version = 5;");
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->SchemaVersion(), StateStoreSchemaVersion());
+  ASSERT_EQ(store->RecentEvents(10)->size(), 1u);
+  EXPECT_TRUE(store->LoadPerfHistory(std::nullopt, 10)->empty());
+  ASSERT_TRUE(store->RecordPerfHistory({PerfRow(1, 7, 1, 9)}, 10).ok());
+  EXPECT_EQ(store->LoadPerfHistory(std::nullopt, 10)->size(), 1u);
+  EXPECT_TRUE(store->CheckIntegrity().ok());
 }
 
 }  // namespace

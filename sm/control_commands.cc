@@ -12,7 +12,9 @@
 #include "ha/state_store.h"
 #include "routing/quality.h"
 #include "routing/verify.h"
+#include "sm/health.h"
 #include "sm/link_health.h"
+#include "sm/perf_manager.h"
 #include "sm/subnet_manager.h"
 
 namespace ibsm::sm {
@@ -190,8 +192,12 @@ ControlCommands::ControlCommands(boost::asio::io_context& io, ControlServer& ser
                   [this](const json& a) { return Status(a); });
   server.Register("nodes", A::kRead, "every node with its GUID, kind, LIDs and ports",
                   [this](const json& a) { return Nodes(a); });
-  server.Register("links", A::kRead, "every cable with both ends; args: degraded (bool)",
+  server.Register("links", A::kRead,
+                  "every cable with both ends; args: degraded (bool), errors (bool)",
                   [this](const json& a) { return Links(a); });
+  server.Register("health", A::kRead,
+                  "cables with PerfMgr or link findings, worst first, with both ends",
+                  [this](const json& a) { return Health(a); });
   server.Register("route", A::kRead, "hop-by-hop path; args: from, to (LID, GUID or name)",
                   [this](const json& a) { return Route(a); });
   server.Register("lft", A::kRead, "one switch's unicast table; args: switch",
@@ -305,6 +311,21 @@ Result<json> ControlCommands::Links(const json& args) const {
   const Fabric* f = NeedFabric(*ctx_.sm, &why);
   if (!f) return why;
   IBSM_ASSIGN_OR_RETURN(bool only_degraded, Arg<bool>(args, "degraded", false));
+  IBSM_ASSIGN_OR_RETURN(bool only_errors, Arg<bool>(args, "errors", false));
+  if (only_errors && !ctx_.perf)
+    return Unavailable("the PerfMgr is off (perfmgr FALSE): no error counters are read");
+  // Error counters (kPerfCounterNames[0..11]) that moved at a port in the last PerfMgr sweep.
+  auto errors_at = [&](PortId p) -> json {
+    if (!ctx_.perf) return json();
+    const Port& port = f->port(p);
+    auto it = ctx_.perf->ports().find({f->node(port.node).guid, port.num.value()});
+    if (it == ctx_.perf->ports().end() || it->second.delta_sweep != ctx_.perf->sweep_number())
+      return json::object();
+    json e = json::object();
+    for (size_t i = 0; i < 12; ++i)
+      if (it->second.delta[i] != 0) e[std::string(ha::kPerfCounterNames[i])] = it->second.delta[i];
+    return e;
+  };
   const DiscoveryResult* d = ctx_.sm->discovered();
   auto info = [&](PortId p) -> const mad::PortInfo* {
     const Port& port = f->port(p);
@@ -327,15 +348,61 @@ Result<json> ControlCommands::Links(const json& args) const {
     if (ia && ib) reason = DegradedReason(*ia, *ib);
     if (reason) ++degraded;
     if (only_degraded && !reason) continue;
+    json errors_a = errors_at(a), errors_b = errors_at(pa.peer);
+    const bool has_errors = (errors_a.is_object() && !errors_a.empty()) ||
+                            (errors_b.is_object() && !errors_b.empty());
+    if (only_errors && !has_errors) continue;
     auto state = static_cast<size_t>(pa.state);
     links.push_back({{"a", EndJson(*f, a)},
                      {"b", EndJson(*f, pa.peer)},
                      {"width", std::string(LinkWidthName(pa.width))},
                      {"speed", std::string(LinkSpeedName(pa.speed))},
                      {"state", state < std::size(kStates) ? kStates[state] : "?"},
-                     {"degraded", reason ? json(*reason) : json(false)}});
+                     {"degraded", reason ? json(*reason) : json(false)},
+                     {"errors", ctx_.perf ? json{{"a", errors_a}, {"b", errors_b}} : json()}});
   }
-  return json{{"links", links}, {"degraded", degraded}};
+  return json{{"links", links},
+              {"degraded", degraded},
+              {"perfmgr_sweep", ctx_.perf ? json(ctx_.perf->sweep_number()) : json()}};
+}
+
+// Findings of the last PerfMgr sweep (degraded links included), grouped by cable, worst
+// first. Without the PerfMgr: the degraded links of the last heavy sweep only.
+Result<json> ControlCommands::Health(const json&) const {
+  ibsm::Status why;
+  if (!NeedFabric(*ctx_.sm, &why)) return why;
+  std::vector<HealthFinding> findings;
+  json perf;
+  if (ctx_.perf) {
+    const PerfManager& pm = *ctx_.perf;
+    findings = pm.findings();
+    const PerfCountersStats& c = pm.counters();
+    json by_rule = json::object();
+    for (size_t r = 0; r < kHealthRuleCount; ++r)
+      by_rule[std::string(RuleInfo(static_cast<HealthRule>(r)).name)] = c.findings_by_rule[r];
+    perf = {{"enabled", true},
+            {"sweep", pm.sweep_number()},
+            {"sweep_time_s", pm.options().sweep_time.count()},
+            {"ports", pm.ports().size()},
+            {"counters",
+             {{"sweeps", c.sweeps},
+              {"queries_sent", c.queries_sent},
+              {"timeouts", c.timeouts},
+              {"bad_answers", c.bad_answers},
+              {"resets_seen", c.resets_seen},
+              {"clears_sent", c.clears_sent},
+              {"history_errors", c.history_errors}}},
+            {"findings_by_rule", by_rule}};
+    if (auto end = pm.last_sweep_end())
+      perf["last_sweep_age_s"] =
+          std::chrono::duration<double>(std::chrono::system_clock::now() - *end).count();
+  } else {
+    perf = {{"enabled", false}};
+    if (const DiscoveryResult* d = ctx_.sm->discovered()) findings = DegradedLinkFindings(*d);
+  }
+  json cables = json::array();
+  for (const CableHealth& c : GroupByCable(findings)) cables.push_back(CableHealthJson(c));
+  return json{{"perfmgr", perf}, {"healthy", cables.empty()}, {"cables", cables}};
 }
 
 Result<json> ControlCommands::Route(const json& args) const {

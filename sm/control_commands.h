@@ -3,7 +3,9 @@
 //
 //   status                      SM state, identity, last sweep, counts, engine, counters
 //   nodes                       every node: GUID, name, kind, LIDs, ports
-//   links [degraded]            every cable with both ends; degraded = below what both support
+//   links [degraded errors]     every cable with both ends; degraded = below what both support;
+//                               errors = error counters moved in the last PerfMgr sweep
+//   health                      cables with health findings, worst first, both ends named
 //   route {from, to}            hop by hop from the programmed tables (LID, GUID or name)
 //   lft {switch}                one switch's unicast table
 //   check [permutations seed]   route verification, deadlock proof, balance figures
@@ -37,10 +39,12 @@ class StateStore;
 namespace ibsm::sm {
 
 class SubnetManager;
+class PerfManager;
 
 struct ControlContext {
   SubnetManager* sm = nullptr;    // REQUIRED; outlives the commands
   ha::StateStore* store = nullptr;  // may be null (no state file)
+  const PerfManager* perf = nullptr;  // may be null (perfmgr FALSE)
   std::string config_file;
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
   std::function<void(spdlog::level::level_enum)> set_log_level;  // default: SetLogLevel
@@ -71,6 +75,7 @@ class ControlCommands {
   Result<nlohmann::json> Status(const nlohmann::json& args) const;
   Result<nlohmann::json> Nodes(const nlohmann::json& args) const;
   Result<nlohmann::json> Links(const nlohmann::json& args) const;
+  Result<nlohmann::json> Health(const nlohmann::json& args) const;
   Result<nlohmann::json> Route(const nlohmann::json& args) const;
   Result<nlohmann::json> Lft(const nlohmann::json& args) const;
   Result<nlohmann::json> Events(const nlohmann::json& args) const;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
@@ -206,6 +207,32 @@ TEST_F(ControlCommandsTest, ADegradedCableIsNamedWithBothEnds) {
   const std::string g = GuidText(host_guid);
   EXPECT_TRUE(l["a"]["guid"] == g || l["b"]["guid"] == g) << l.dump();
   EXPECT_EQ(l["degraded"], "width 1x of 4x");
+}
+
+TEST_F(ControlCommandsTest, HealthWithoutThePerfMgrNamesTheDegradedCableByBothEnds) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  PortId host = kNoPort;
+  for (NodeId n = 0; n < f->node_count() && host == kNoPort; ++n)
+    if (!f->node(n).is_switch()) host = f->port_id(n, PortNum{1});
+  f->mutable_port(host).width = LinkWidth::k1x;
+  f->mutable_port(f->port(host).peer).width = LinkWidth::k1x;
+  const Guid host_guid = f->node(f->port(host).node).guid;
+  const Guid leaf_guid = f->node(f->port(f->port(host).peer).node).guid;
+  Bring(std::move(*f));
+  json h = Result("health");
+  EXPECT_EQ(h["perfmgr"]["enabled"], false);
+  EXPECT_EQ(h["healthy"], false);
+  ASSERT_EQ(h["cables"].size(), 1u) << h.dump();
+  const json& c = h["cables"][0];
+  std::set<std::string> ends = {c["a"]["guid"], c["b"]["guid"]};
+  EXPECT_EQ(ends, (std::set<std::string>{GuidText(host_guid), GuidText(leaf_guid)}));
+  EXPECT_EQ(c["findings"][0]["rule"], "degraded_link");
+  EXPECT_EQ(c["findings"][0]["id"], "SM-PERF-007");
+  EXPECT_EQ(c["findings"][0]["detail"], "width 1x of 4x");
+  // No PerfMgr, no error counters: links --errors says so instead of listing nothing.
+  json r = Ask({{"cmd", "links"}, {"args", {{"errors", true}}}});
+  EXPECT_EQ(r["ok"], false) << r.dump();
 }
 
 TEST_F(ControlCommandsTest, CheckReportsTheProofsAndBalanceOfTheProgrammedRoutes) {

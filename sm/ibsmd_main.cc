@@ -37,6 +37,7 @@
 #include "sm/metrics_server.h"
 #include "sm/sm_metrics.h"
 #include "sm/discovery.h"
+#include "sm/perf_manager.h"
 #include "sm/subnet_manager.h"
 
 namespace ibsm::sm {
@@ -157,6 +158,26 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   while (o.dump_dir.size() > 1 && o.dump_dir.back() == '/') o.dump_dir.pop_back();
   o.guid2lid_file = c.guid2lid_file;
   o.no_clients_rereg = c.no_clients_rereg;
+  return o;
+}
+
+PerfManagerOptions MakePerfOptions(const conf::SmConfig& c) {
+  PerfManagerOptions o;
+  o.sweep_time = std::chrono::seconds(c.perfmgr_sweep_time_s);
+  o.max_outstanding = c.perfmgr_max_outstanding_queries;
+  o.ignore_cas = c.perfmgr_ignore_cas;
+  o.query_cpi = c.perfmgr_query_cpi;
+  o.clear_near_overflow = c.perfmgr_clear_near_overflow;
+  o.history_sweeps = c.perfmgr_history_sweeps;
+  o.send.timeout = std::chrono::milliseconds(c.transaction_timeout);
+  o.send.retries = static_cast<int>(c.transaction_retries);
+  o.thresholds.symbol_errors = c.health_symbol_errors_threshold;
+  o.thresholds.link_error_recovery = c.health_link_error_recovery_threshold;
+  o.thresholds.link_downed = c.health_link_downed_threshold;
+  o.thresholds.port_rcv_errors = c.health_port_rcv_errors_threshold;
+  o.thresholds.excessive_buffer_overruns = c.health_excessive_buffer_overruns_threshold;
+  o.thresholds.vl15_dropped = c.health_vl15_dropped_threshold;
+  o.thresholds.degraded_links = c.health_degraded_links;
   return o;
 }
 
@@ -301,6 +322,17 @@ int Main(int argc, char** argv) {
 
   int exit_code = 0;
   SubnetManager sm(io, *transport, clock, store.get(), *options);
+  // The PerfMgr polls only while this SM is master, from its last heavy sweep.
+  std::unique_ptr<PerfManager> perf;
+  if (config.perfmgr && !extras.once) {
+    perf = std::make_unique<PerfManager>(io, *transport, clock, store.get(), MakePerfOptions(config),
+                                         [&sm]() -> const DiscoveryResult* {
+                                           return sm.state() == mad::SmState::kMaster
+                                                      ? sm.discovered()
+                                                      : nullptr;
+                                         });
+    perf->Start();
+  }
   // The control socket (not for -o runs). A socket that cannot be served (another daemon on
   // it, no permission) is reported and the SM runs without it: the fabric needs the SM more
   // than the operator needs ibsmctl.
@@ -319,6 +351,7 @@ int Main(int argc, char** argv) {
       ControlContext ctx;
       ctx.sm = &sm;
       ctx.store = store.get();
+      ctx.perf = perf.get();
       ctx.config_file = extras.config_file;
       commands = std::make_unique<ControlCommands>(io, *control, ctx);
       Log(LogName::kSm).info("control socket {}", config.control_socket);
@@ -348,7 +381,8 @@ int Main(int argc, char** argv) {
   boost::asio::steady_timer drain_timer(io);
   std::chrono::steady_clock::time_point drain_deadline;
   std::function<void()> drain = [&] {
-    if (sm.quiescent() || std::chrono::steady_clock::now() >= drain_deadline) {
+    if ((sm.quiescent() && (!perf || perf->idle())) ||
+        std::chrono::steady_clock::now() >= drain_deadline) {
       transport->Close();
       io.stop();
       return;
@@ -361,6 +395,7 @@ int Main(int argc, char** argv) {
       if (ec) return;
       Log(LogName::kSm).info("signal {}: exiting", sig);
       sm.Stop();
+      if (perf) perf->Stop();
       drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
       drain();
     });
@@ -405,6 +440,7 @@ int Main(int argc, char** argv) {
 
   sm.Start([&](const SweepStats& s) {
     if (extras.print_fabric && sm.fabric()) fmt::print("{}", FormatFabric(*sm.fabric()));
+    if (perf && s.subnet_up) perf->OnSubnetUp();
     std::fflush(stdout);
     if (!extras.once) return;
     exit_code = s.subnet_up ? 0 : 1;

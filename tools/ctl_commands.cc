@@ -106,8 +106,10 @@ Result<json> LinksArgs(const std::vector<std::string>& words) {
   for (const auto& w : words) {
     if (w == "--degraded") {
       a["degraded"] = true;
+    } else if (w == "--errors") {
+      a["errors"] = true;
     } else {
-      return InvalidArgument("links takes --degraded, not '" + w + "'");
+      return InvalidArgument("links takes --degraded and --errors, not '" + w + "'");
     }
   }
   return a;
@@ -117,15 +119,78 @@ std::string End(const json& e) {
   return fmt::format("{} ({}) port {}", Get(e, "name"), Get(e, "guid"), Get(e, "port"));
 }
 
+// "a: symbol_errors +5; b: link_downed +1" from a link's error deltas of the last PerfMgr
+// sweep.
+std::string ErrorText(const json& errors) {
+  std::string out;
+  if (!errors.is_object()) return out;
+  for (const char* side : {"a", "b"}) {
+    auto it = errors.find(side);
+    if (it == errors.end() || !it->is_object()) continue;
+    for (const auto& [name, v] : it->items())
+      out += fmt::format("{}{}: {} +{}", out.empty() ? "" : "; ", side, name, Cell(v));
+  }
+  return out;
+}
+
 std::string FormatLinks(const json& r) {
   std::vector<std::vector<std::string>> rows;
+  size_t with_errors = 0;
   for (const auto& l : r.value("links", json::array())) {
     const json& d = l["degraded"];
+    std::string health = d.is_string() ? "DEGRADED: " + d.get<std::string>() : "";
+    std::string errors = ErrorText(l.value("errors", json()));
+    if (!errors.empty()) {
+      ++with_errors;
+      health += (health.empty() ? "ERRORS: " : "; ERRORS: ") + errors;
+    }
     rows.push_back({End(l["a"]), End(l["b"]), Get(l, "width"), Get(l, "speed"), Get(l, "state"),
-                    d.is_string() ? "DEGRADED: " + d.get<std::string>() : ""});
+                    health});
+  }
+  if (!r.value("perfmgr_sweep", json()).is_null()) {
+    return AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
+           fmt::format("{} links, {} degraded, {} with errors in PerfMgr sweep {}\n", rows.size(),
+                       Get(r, "degraded"), with_errors, Get(r, "perfmgr_sweep"));
   }
   return AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
          fmt::format("{} links, {} degraded\n", rows.size(), Get(r, "degraded"));
+}
+
+// ---- health ---------------------------------------------------------------------------
+std::string FindingText(const json& f) {
+  if (f.contains("detail")) return Get(f, "rule") + ": " + Get(f, "detail");
+  const json& at = f["at"];
+  return fmt::format("{} +{} at {} port {} (now {}, threshold {})", Get(f, "rule"),
+                     Get(f, "delta"), Get(at, "name"), Get(at, "port"), Get(f, "value"),
+                     Get(f, "threshold"));
+}
+
+std::string FormatHealth(const json& r) {
+  const json& pm = r["perfmgr"];
+  std::string out;
+  if (pm.value("enabled", false)) {
+    const json& c = pm["counters"];
+    out += fmt::format("PerfMgr sweep {} ({} ports, every {} s; {} queries, {} timeouts, {} bad "
+                       "answers, {} resets seen)\n",
+                       Get(pm, "sweep"), Get(pm, "ports"), Get(pm, "sweep_time_s"),
+                       Get(c, "queries_sent"), Get(c, "timeouts"), Get(c, "bad_answers"),
+                       Get(c, "resets_seen"));
+  } else {
+    out += "PerfMgr off (perfmgr FALSE): degraded links only\n";
+  }
+  std::vector<std::vector<std::string>> rows;
+  size_t rank = 0;
+  for (const auto& c : r.value("cables", json::array())) {
+    const auto& findings = c.value("findings", json::array());
+    for (size_t i = 0; i < findings.size(); ++i) {
+      rows.push_back({i == 0 ? std::to_string(++rank) : "",
+                      i == 0 ? End(c["a"]) : "", i == 0 && !c["b"].is_null() ? End(c["b"]) : "",
+                      FindingText(findings[i])});
+    }
+  }
+  if (rows.empty()) return out + "healthy: no findings\n";
+  return out + AlignedTable({"#", "END A", "END B", "FINDING"}, rows) +
+         fmt::format("{} cables with findings, worst first\n", rank);
 }
 
 // ---- route ----------------------------------------------------------------------------
@@ -444,8 +509,12 @@ const std::vector<CtlCommand>& CtlCommands() {
       {"status", "", "SM state, GUID, priority, last sweep, counts, engine, LMC", NoArgs,
        FormatStatus},
       {"nodes", "", "every node with its GUID, kind, LIDs and ports", NoArgs, FormatNodes},
-      {"links", "[--degraded]", "every cable with both ends; --degraded: only those below "
-                                "what both ends support", LinksArgs, FormatLinks},
+      {"links", "[--degraded] [--errors]",
+       "every cable with both ends; --degraded: only those below what both ends support; "
+       "--errors: only those whose error counters moved in the last PerfMgr sweep",
+       LinksArgs, FormatLinks},
+      {"health", "", "cables with health findings (PerfMgr counters, degraded links), worst "
+                     "first, both ends named", NoArgs, FormatHealth},
       {"route", "SRC DST", "the hop-by-hop path from the tables (LID, GUID or node name)",
        RouteArgs, FormatRoute},
       {"lft", "SWITCH", "one switch's unicast forwarding table", LftArgs, FormatLft},

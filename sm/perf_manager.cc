@@ -1,0 +1,518 @@
+#include "sm/perf_manager.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "base/log.h"
+#include "mad/attr/class_port_info.h"
+#include "sm/link_health.h"
+
+namespace ibsm::sm {
+namespace {
+
+// PerfMgt ClassPortInfo CapabilityMask bits (IBA 16.1.2, table 231).
+constexpr uint16_t kCapExtendedWidth = 1u << 9;        // IsExtendedWidthSupported
+constexpr uint16_t kCapExtendedWidthNoIetf = 1u << 10; // IsExtendedWidthSupportedNoIETF
+constexpr uint16_t kCapXmitWait = 1u << 12;            // IsPortXmitWaitSupported
+
+constexpr size_t kErrorCounters = 12;  // kPerfCounterNames[0..11] are the error counters
+constexpr size_t kXmitWait = 12;
+
+std::string EndName(const Node& n) {
+  if (!n.name.empty()) return n.name;
+  if (!n.description.empty()) return n.description;
+  return fmt::format("{:#018x}", n.guid.value());
+}
+
+PortEnd MakeEnd(const Fabric& f, PortId p) {
+  const Port& port = f.port(p);
+  const Node& n = f.node(port.node);
+  PortEnd e;
+  e.node_guid = n.guid;
+  e.name = EndName(n);
+  e.description = n.description;
+  e.port = port.num;
+  e.lid = n.is_switch() ? f.port(n.first_port).lid : port.lid;
+  e.is_switch = n.is_switch();
+  return e;
+}
+
+mad::MadMessage PerfMad(uint8_t method, uint16_t attr_id, Lid lid) {
+  mad::MadMessage m;
+  m.bytes.assign(mad::kMadSize, 0);
+  mad::MadHeader h;
+  h.mgmt_class = static_cast<uint8_t>(mad::MgmtClass::kPerfMgt);
+  h.class_version = 1;
+  h.method = method;
+  h.attr_id = attr_id;
+  mad::EncodeTo(h, m.bytes);
+  m.addr.lid = lid;
+  return m;
+}
+
+template <typename S>
+mad::MadMessage PerfMad(uint8_t method, const S& body, Lid lid) {
+  mad::MadMessage m = PerfMad(method, S::kAttrId, lid);
+  mad::EncodeTo(body, std::span<uint8_t>(m.bytes).subspan(mad::kPerfDataOffset));
+  return m;
+}
+
+// The answer's body, or why there is none.
+template <typename S>
+Result<S> Answer(const Result<mad::MadMessage>& r) {
+  if (!r.ok()) return r.status();
+  auto h = r->header();
+  if (!h.ok()) return h.status();
+  if (!h->is_response() || h->mgmt_class != static_cast<uint8_t>(mad::MgmtClass::kPerfMgt))
+    return InvalidArgument("not a PerfMgt response");
+  if ((h->status & 0x7FFF) != 0)
+    return InvalidArgument(fmt::format("MAD status {:#06x}", h->status));
+  if (r->bytes.size() < mad::kPerfDataOffset + mad::Layout<S>::kSize)
+    return InvalidArgument("short answer");
+  S out;
+  IBSM_RETURN_IF_ERROR(
+      mad::DecodeFrom(std::span<const uint8_t>(r->bytes).subspan(mad::kPerfDataOffset), &out));
+  return out;
+}
+
+}  // namespace
+
+const std::array<uint8_t, ha::kPerfCounterCount>& PortCountersWidths() {
+  static constexpr std::array<uint8_t, ha::kPerfCounterCount> kWidths = {
+      16, 8, 8, 16, 16, 16, 16, 8, 8, 4, 4, 16, 32, 32, 32, 32, 32};
+  return kWidths;
+}
+
+PerfCounters FromPortCounters(const mad::PortCounters& pc) {
+  return {pc.symbol_error_counter,
+          pc.link_error_recovery_counter,
+          pc.link_downed_counter,
+          pc.port_rcv_errors,
+          pc.port_rcv_remote_physical_errors,
+          pc.port_rcv_switch_relay_errors,
+          pc.port_xmit_discards,
+          pc.port_xmit_constraint_errors,
+          pc.port_rcv_constraint_errors,
+          pc.local_link_integrity_errors,
+          pc.excessive_buffer_overrun_errors,
+          pc.vl15_dropped,
+          pc.port_xmit_wait,
+          pc.port_xmit_data,
+          pc.port_rcv_data,
+          pc.port_xmit_pkts,
+          pc.port_rcv_pkts};
+}
+
+void TakeExtendedData(const mad::PortCountersExtended& x, PerfCounters* c) {
+  (*c)[kPerfXmitData] = x.port_xmit_data;
+  (*c)[kPerfXmitData + 1] = x.port_rcv_data;
+  (*c)[kPerfXmitData + 2] = x.port_xmit_pkts;
+  (*c)[kPerfXmitData + 3] = x.port_rcv_pkts;
+}
+
+PerfDelta ComputeDelta(const PerfCounters& before, const PerfCounters& now,
+                       const std::array<uint8_t, ha::kPerfCounterCount>& widths) {
+  PerfDelta d;
+  bool reset = false;
+  for (size_t i = 0; i < now.size(); ++i) {
+    const uint64_t max = widths[i] >= 64 ? UINT64_MAX : (uint64_t{1} << widths[i]) - 1;
+    if (now[i] < before[i]) reset = true;
+    if (widths[i] < 64 && now[i] >= max) d.flags |= ha::kPerfFlagSaturated;
+    // OpenSM's clearing point (osm_perfmgr.c counter_overflow_*): 3/4 of the maximum, 10
+    // for the 4-bit counters.
+    const uint64_t near = widths[i] == 4 ? 10 : max - max / 4;
+    if (widths[i] < 64 && now[i] >= near) d.near_overflow = true;
+  }
+  if (reset) {
+    // Counters never wrap (they saturate), so any counter going down means the port's
+    // counters were reset since the last reading: count from zero.
+    d.flags |= ha::kPerfFlagReset;
+    d.delta = now;
+    return d;
+  }
+  for (size_t i = 0; i < now.size(); ++i) d.delta[i] = now[i] - before[i];
+  return d;
+}
+
+PerfManager::PerfManager(boost::asio::io_context& io, mad::Transport& transport,
+                         const Clock& clock, ha::StateStore* store, PerfManagerOptions options,
+                         FabricSource fabric)
+    : io_(io),
+      transport_(transport),
+      clock_(clock),
+      store_(store),
+      options_(std::move(options)),
+      fabric_(std::move(fabric)),
+      timer_(io) {
+  if (options_.max_outstanding == 0) options_.max_outstanding = 1;
+}
+
+PerfManager::~PerfManager() { *alive_ = false; }
+
+void PerfManager::Start() {
+  started_ = true;
+  stopped_ = false;
+  if (store_) {
+    // Sweep numbers continue across restarts so that retention by sweep stays right.
+    if (auto last = store_->LastPerfSweep(); last.ok() && *last > 0)
+      sweep_number_ = static_cast<uint64_t>(*last);
+  }
+  Log(LogName::kSm).info("PerfMgr enabled: every {} s, at most {} queries in flight",
+                         options_.sweep_time.count(), options_.max_outstanding);
+}
+
+void PerfManager::OnSubnetUp() {
+  if (!started_ || stopped_ || first_done_) return;
+  first_done_ = true;
+  SweepNow();
+}
+
+void PerfManager::SweepNow(std::function<void()> done) {
+  if (done) waiters_.push_back(std::move(done));
+  if (sweeping_) {
+    again_ = true;
+    return;
+  }
+  BeginSweep();
+}
+
+void PerfManager::Stop() {
+  stopped_ = true;
+  timer_.cancel();
+  pending_ -= std::min(pending_, queue_.size());
+  queue_.clear();
+}
+
+void PerfManager::ScheduleNext() {
+  if (!started_ || stopped_) return;
+  timer_.expires_after(options_.sweep_time);
+  timer_.async_wait([this, alive = alive_](boost::system::error_code ec) {
+    if (ec || !*alive || stopped_) return;
+    if (!sweeping_) BeginSweep();
+  });
+}
+
+void PerfManager::BeginSweep() {
+  timer_.cancel();
+  const DiscoveryResult* d = fabric_ ? fabric_() : nullptr;
+  if (!d || stopped_) {
+    Log(LogName::kSm).debug("PerfMgr sweep skipped: {}", stopped_ ? "stopped" : "no fabric (not master, or no sweep yet)");
+    auto waiters = std::move(waiters_);
+    waiters_.clear();
+    for (auto& w : waiters) w();
+    ScheduleNext();
+    return;
+  }
+  sweeping_ = true;
+  again_ = false;
+  ++sweep_number_;
+  ++counters_.sweeps;
+  sweep_started_us_ = clock_.UnixMicros();
+  sweep_timeouts_ = 0;
+  sweep_ports_read_ = 0;
+  findings_next_.clear();
+  if (options_.thresholds.degraded_links) findings_next_ = DegradedLinkFindings(*d);
+
+  // The targets, copied out of the discovery result: it may be replaced by the next heavy
+  // sweep while the answers come in.
+  const Fabric& f = d->fabric;
+  std::map<Guid, std::vector<Target>> by_node;
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    const Node& node = f.node(n);
+    if (options_.ignore_cas && !node.is_switch()) continue;
+    for (uint32_t p = 1; p <= node.num_ports; ++p) {
+      PortId id = f.port_id(n, PortNum{static_cast<uint8_t>(p)});
+      const Port& port = f.port(id);
+      if (!port.connected()) continue;
+      PortEnd end = MakeEnd(f, id);
+      if (end.lid.value() == 0) continue;
+      std::pair<Guid, uint8_t> key{node.guid, static_cast<uint8_t>(p)};
+      PortPerf& pp = ports_[key];
+      pp.end = end;
+      pp.peer = MakeEnd(f, port.peer);
+      by_node[node.guid].push_back({key, end.lid});
+    }
+  }
+  pending_ = 1;  // held until every node is queued
+  for (auto& [guid, targets] : by_node) QueryNode(guid, std::move(targets));
+  OpDone();
+}
+
+void PerfManager::QueryNode(Guid node, std::vector<Target> targets) {
+  NodeCaps& caps = caps_[node];
+  if (!options_.query_cpi) caps.known = true;
+  if (caps.known) {
+    for (const Target& t : targets) QueryPort(t, caps.extended);
+    return;
+  }
+  Lid lid = targets.front().lid;
+  Issue(PerfMad(mad::method::kGet, mad::attr::kClassPortInfo, lid),
+        [this, node, targets = std::move(targets)](Result<mad::MadMessage> r) {
+          auto cpi = Answer<mad::ClassPortInfo>(r);
+          NodeCaps& caps = caps_[node];
+          if (cpi.ok()) {
+            caps.known = true;
+            caps.extended =
+                (cpi->capability_mask & (kCapExtendedWidth | kCapExtendedWidthNoIetf)) != 0;
+            caps.xmit_wait = (cpi->capability_mask & kCapXmitWait) != 0;
+          } else if (r.ok()) {
+            // A PMA that does not answer ClassPortInfo still has PortCounters (mandatory).
+            ++counters_.bad_answers;
+            caps.known = true;
+          } else if (r.status().code() == StatusCode::kTimeout) {
+            // The node does not answer: its ports will each time out and be counted.
+            ++counters_.timeouts;
+            ++sweep_timeouts_;
+          }
+          for (const Target& t : targets) QueryPort(t, caps.extended);
+        });
+}
+
+void PerfManager::QueryPort(const Target& t, bool extended) {
+  mad::PortCounters req;
+  req.port_select = t.key.second;
+  Issue(PerfMad(mad::method::kGet, req, t.lid), [this, t, extended](Result<mad::MadMessage> r) {
+    OnPortCounters(t, extended, std::move(r));
+  });
+}
+
+void PerfManager::OnPortCounters(const Target& t, bool extended, Result<mad::MadMessage> r) {
+  PortPerf& pp = ports_[t.key];
+  auto pc = Answer<mad::PortCounters>(r);
+  if (!pc.ok()) {
+    if (!r.ok() && r.status().code() == StatusCode::kTimeout) {
+      ++counters_.timeouts;
+      ++sweep_timeouts_;
+      ++pp.timeouts;
+      Log(LogName::kSm).debug("SM-PERF-010 no PortCounters answer from {} port {} (LID {})",
+                              pp.end.name, t.key.second, t.lid.value());
+    } else {
+      ++counters_.bad_answers;
+      Log(LogName::kSm).debug("SM-PERF-011 PortCounters of {} port {}: {}", pp.end.name,
+                              t.key.second, pc.status().ToString());
+    }
+    return;
+  }
+  PerfCounters reading = FromPortCounters(*pc);
+  if (!extended) {
+    Record(t, reading, false);
+    return;
+  }
+  mad::PortCountersExtended req;
+  req.port_select = t.key.second;
+  Issue(PerfMad(mad::method::kGet, req, t.lid),
+        [this, t, reading](Result<mad::MadMessage> r) { OnExtended(t, reading, std::move(r)); });
+}
+
+void PerfManager::OnExtended(const Target& t, PerfCounters reading, Result<mad::MadMessage> r) {
+  auto x = Answer<mad::PortCountersExtended>(r);
+  if (!x.ok()) {
+    if (!r.ok() && r.status().code() == StatusCode::kTimeout) {
+      ++counters_.timeouts;
+      ++sweep_timeouts_;
+    } else {
+      ++counters_.bad_answers;
+    }
+    // The error counters of PortCounters are still good; the data counters then are the
+    // 32-bit ones.
+    Record(t, reading, false);
+    return;
+  }
+  TakeExtendedData(*x, &reading);
+  Record(t, reading, true);
+}
+
+void PerfManager::Record(const Target& t, const PerfCounters& reading, bool extended) {
+  PortPerf& pp = ports_[t.key];
+  ++sweep_ports_read_;
+  auto widths = PortCountersWidths();
+  if (extended)
+    for (size_t i = kPerfXmitData; i < widths.size(); ++i) widths[i] = 64;
+  pp.flags = 0;
+  pp.delta = {};
+  if (pp.last && pp.extended == extended) {
+    PerfDelta d = ComputeDelta(*pp.last, reading, widths);
+    pp.delta = d.delta;
+    pp.flags = d.flags;
+    if (d.flags & ha::kPerfFlagReset) {
+      ++counters_.resets_seen;
+      Log(LogName::kSm).info("SM-PERF-012 counters of {} ({:#018x}) port {} went down since the "
+                             "last PerfMgr sweep (cleared or rebooted); counting from zero",
+                             pp.end.name, t.key.first.value(), t.key.second);
+    }
+    if (d.near_overflow && options_.clear_near_overflow) ClearCounters(t, extended);
+  }
+  // The first reading (or one from another attribute) is the baseline: no deltas yet.
+  pp.delta_sweep = sweep_number_;
+  pp.last = reading;
+  pp.extended = extended;
+}
+
+// PortCounters Set with CounterSelect (16.1.3.5): clears the error counters, and the 32-bit
+// data counters when those are the ones we read (OpenSM: 0x0fff with 64-bit counters, else
+// 0xffff; CounterSelect2 bit 0 for PortXmitWait).
+void PerfManager::ClearCounters(const Target& t, bool extended) {
+  mad::PortCounters req;
+  req.port_select = t.key.second;
+  req.counter_select = extended ? 0x0FFF : 0xFFFF;
+  req.counter_select2 = caps_[t.key.first].xmit_wait ? 1 : 0;
+  Issue(PerfMad(mad::method::kSet, req, t.lid), [this, t, req](Result<mad::MadMessage> r) {
+    PortPerf& pp = ports_[t.key];
+    auto answer = Answer<mad::PortCounters>(r);
+    if (!answer.ok()) {
+      ++counters_.bad_answers;
+      Log(LogName::kSm).warn("SM-PERF-013 clearing the counters of {} port {} failed: {}",
+                             pp.end.name, t.key.second, answer.status().ToString());
+      return;
+    }
+    ++counters_.clears_sent;
+    pp.flags |= ha::kPerfFlagCleared;
+    if (pp.last) {
+      for (size_t i = 0; i < kErrorCounters; ++i) (*pp.last)[i] = 0;
+      if (req.counter_select2 & 1) (*pp.last)[kXmitWait] = 0;
+      if (req.counter_select & mad::pc_select::kPortXmitData)
+        for (size_t i = kPerfXmitData; i < pp.last->size(); ++i) (*pp.last)[i] = 0;
+    }
+    Log(LogName::kSm).info("SM-PERF-013 counters of {} ({:#018x}) port {} near their maximum: "
+                           "cleared",
+                           pp.end.name, t.key.first.value(), t.key.second);
+  });
+}
+
+void PerfManager::Issue(mad::MadMessage msg, std::function<void(Result<mad::MadMessage>)> cb) {
+  ++pending_;
+  queue_.emplace_back(std::move(msg), std::move(cb));
+  Pump();
+}
+
+void PerfManager::Pump() {
+  while (!stopped_ && in_flight_ < options_.max_outstanding && !queue_.empty()) {
+    auto [msg, cb] = std::move(queue_.front());
+    queue_.pop_front();
+    ++in_flight_;
+    ++counters_.queries_sent;
+    transport_.Send(std::move(msg), options_.send,
+                    [this, alive = alive_, cb = std::move(cb)](Result<mad::MadMessage> r) {
+                      if (!*alive) return;
+                      --in_flight_;
+                      if (!stopped_) cb(std::move(r));
+                      OpDone();
+                    });
+  }
+}
+
+void PerfManager::OpDone() {
+  if (pending_ > 0) --pending_;
+  Pump();
+  if (pending_ == 0 && sweeping_) FinishSweep();
+}
+
+std::vector<HealthFinding> DegradedLinkFindings(const DiscoveryResult& d) {
+  std::vector<HealthFinding> out;
+  const Fabric& f = d.fabric;
+  auto info = [&](PortId p) -> const mad::PortInfo* {
+    const Port& port = f.port(p);
+    if (port.node >= d.nodes.size()) return nullptr;
+    const auto& dn = d.nodes[port.node];
+    size_t num = port.num.value();
+    return num < dn.port_info.size() && num < dn.port_info_valid.size() && dn.port_info_valid[num]
+               ? &dn.port_info[num]
+               : nullptr;
+  };
+  for (PortId a = 0; a < f.port_count(); ++a) {
+    const Port& pa = f.port(a);
+    if (!pa.connected() || pa.num.value() == 0 || pa.peer < a) continue;
+    const mad::PortInfo* ia = info(a);
+    const mad::PortInfo* ib = info(pa.peer);
+    if (!ia || !ib) continue;
+    auto reason = DegradedReason(*ia, *ib);
+    if (!reason) continue;
+    HealthFinding h;
+    h.rule = HealthRule::kDegradedLink;
+    h.port = MakeEnd(f, a);
+    h.peer = MakeEnd(f, pa.peer);
+    h.threshold = 1;
+    h.detail = *reason;
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+void PerfManager::FinishSweep() {
+  sweeping_ = false;
+  std::vector<HealthFinding> findings = std::move(findings_next_);
+  findings_next_.clear();
+  std::vector<ha::PerfHistoryRow> rows;
+  for (const auto& [key, pp] : ports_) {
+    if (pp.delta_sweep != sweep_number_) continue;
+    bool moved = pp.flags != 0;
+    for (uint64_t v : pp.delta) moved = moved || v != 0;
+    if (moved) {
+      ha::PerfHistoryRow row;
+      row.sweep = static_cast<int64_t>(sweep_number_);
+      row.time_us = sweep_started_us_;
+      row.node_guid = key.first;
+      row.port_num = PortNum{key.second};
+      row.flags = pp.flags;
+      row.deltas = pp.delta;
+      rows.push_back(row);
+    }
+    for (size_t r = 0; r < kHealthRuleCount; ++r) {
+      const HealthRuleInfo& info = RuleInfo(static_cast<HealthRule>(r));
+      if (info.counter < 0) continue;
+      const uint64_t threshold = options_.thresholds.For(info.rule);
+      const uint64_t delta = pp.delta[static_cast<size_t>(info.counter)];
+      if (threshold == 0 || delta < threshold) continue;
+      HealthFinding h;
+      h.rule = info.rule;
+      h.port = pp.end;
+      h.peer = pp.peer;
+      h.delta = delta;
+      h.value = pp.last ? (*pp.last)[static_cast<size_t>(info.counter)] : 0;
+      h.threshold = threshold;
+      findings.push_back(std::move(h));
+    }
+  }
+  std::vector<ha::EventRow> events;
+  for (const HealthFinding& h : findings) {
+    ++counters_.findings_by_rule[static_cast<size_t>(h.rule)];
+    std::string msg = h.Message();
+    Log(LogName::kSm).warn("{}", msg);
+    ha::EventRow e;
+    e.time_us = clock_.UnixMicros();
+    e.kind = std::string(ha::kEventHealth);
+    e.severity = ha::EventSeverity::kWarning;
+    e.node_guid = h.port.node_guid;
+    e.port_num = h.port.port;
+    e.message = std::move(msg);
+    events.push_back(std::move(e));
+  }
+  if (store_) {
+    Status st = rows.empty() ? Status() : store_->RecordPerfHistory(rows, options_.history_sweeps);
+    if (st.ok() && !events.empty()) st = store_->RecordEvents(events);
+    if (!st.ok()) {
+      ++counters_.history_errors;
+      Log(LogName::kSm).warn("SM-PERF-014 PerfMgr sweep {} not stored: {}", sweep_number_,
+                             st.ToString());
+    }
+  }
+  findings_ = std::move(findings);
+  last_end_ = std::chrono::system_clock::now();
+  Log(LogName::kSm).info("PerfMgr sweep {} done: {} ports read, {} without an answer, {} with "
+                         "moving counters, {} health findings",
+                         sweep_number_, sweep_ports_read_, sweep_timeouts_, rows.size(),
+                         findings_.size());
+  auto waiters = std::move(waiters_);
+  waiters_.clear();
+  if (again_ && !stopped_) {
+    again_ = false;
+    waiters_ = std::move(waiters);
+    BeginSweep();
+    return;
+  }
+  ScheduleNext();
+  for (auto& w : waiters) w();
+}
+
+}  // namespace ibsm::sm
