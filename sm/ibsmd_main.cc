@@ -365,7 +365,8 @@ int Main(int argc, char** argv) {
     mo.address = config.metrics_address;
     mo.port = static_cast<uint16_t>(config.metrics_port);
     auto started = MetricsServer::Start(io, mo, [&] {
-      return RenderSmMetrics(sm, control.get(), metrics ? &metrics->counters() : nullptr);
+      return RenderSmMetrics(sm, control.get(), metrics ? &metrics->counters() : nullptr) +
+             (perf ? RenderPerfMetrics(*perf) : std::string());
     });
     if (!started.ok()) {
       Log(LogName::kSm).warn("SM-MET-002 {}; running without metrics", started.status().message());

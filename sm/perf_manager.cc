@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "mad/attr/class_port_info.h"
+#include "sm/metrics_server.h"
 #include "sm/link_health.h"
 
 namespace ibsm::sm {
@@ -513,6 +514,39 @@ void PerfManager::FinishSweep() {
   }
   ScheduleNext();
   for (auto& w : waiters) w();
+}
+
+std::string RenderPerfMetrics(const PerfManager& pm) {
+  MetricsText m;
+  using L = MetricsText;
+  const PerfCountersStats& c = pm.counters();
+  m.Family("ibsm_perfmgr_sweeps_total", "counter", "PerfMgr sweeps run");
+  m.Sample(c.sweeps);
+  m.Family("ibsm_perfmgr_ports", "gauge", "ports the PerfMgr polls");
+  m.Sample(uint64_t{pm.ports().size()});
+  m.Family("ibsm_perfmgr_queries_total", "counter", "PerfMgt queries sent (Gets and clears)");
+  m.Sample(c.queries_sent);
+  m.Family("ibsm_perfmgr_timeouts_total", "counter", "PerfMgt queries with no answer");
+  m.Sample(c.timeouts);
+  m.Family("ibsm_perfmgr_bad_answers_total", "counter",
+           "PerfMgt answers with an error status or that did not decode");
+  m.Sample(c.bad_answers);
+  m.Family("ibsm_perfmgr_counter_resets_total", "counter",
+           "ports whose counters went down between sweeps (cleared elsewhere, rebooted)");
+  m.Sample(c.resets_seen);
+  m.Family("ibsm_perfmgr_counter_clears_total", "counter",
+           "PortCounters cleared by the PerfMgr near their maximum");
+  m.Sample(c.clears_sent);
+  std::array<uint64_t, kHealthRuleCount> now{};
+  for (const HealthFinding& h : pm.findings()) ++now[static_cast<size_t>(h.rule)];
+  m.Family("ibsm_health_findings_total", "counter", "health findings, by kind");
+  for (size_t r = 0; r < kHealthRuleCount; ++r)
+    m.Sample(c.findings_by_rule[r],
+             L::Labels({{"kind", std::string(RuleInfo(static_cast<HealthRule>(r)).name)}}));
+  m.Family("ibsm_health_findings", "gauge", "health findings of the last PerfMgr sweep, by kind");
+  for (size_t r = 0; r < kHealthRuleCount; ++r)
+    m.Sample(now[r], L::Labels({{"kind", std::string(RuleInfo(static_cast<HealthRule>(r)).name)}}));
+  return m.text();
 }
 
 }  // namespace ibsm::sm

@@ -186,4 +186,8 @@ class PerfManager {
   PerfCountersStats counters_;
 };
 
+// Prometheus text for the PerfMgr (sm/metrics_server.h): sweeps, queries, timeouts, resets,
+// clears, ports polled, and health findings by kind (total and in the last sweep).
+std::string RenderPerfMetrics(const PerfManager& pm);
+
 }  // namespace ibsm::sm
