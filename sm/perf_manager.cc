@@ -235,6 +235,15 @@ void PerfManager::BeginSweep() {
       by_node[node.guid].push_back({key, end.lid});
     }
   }
+  // Ports no longer in the fabric are forgotten (OpenSM's perfmgr_rm_nodes): a port that
+  // comes back starts from a fresh baseline.
+  for (auto it = ports_.begin(); it != ports_.end();) {
+    auto node = by_node.find(it->first.first);
+    bool seen = node != by_node.end() &&
+                std::any_of(node->second.begin(), node->second.end(),
+                            [&](const Target& t) { return t.key == it->first; });
+    it = seen ? std::next(it) : ports_.erase(it);
+  }
   pending_ = 1;  // held until every node is queued
   for (auto& [guid, targets] : by_node) QueryNode(guid, std::move(targets));
   OpDone();
