@@ -153,6 +153,14 @@ CREATE TABLE perf_history (
 ) WITHOUT ROWID;
 CREATE INDEX perf_history_by_port ON perf_history (node_guid, port_num, sweep);
 )sql"},
+    // Version 7: adaptive-routing group IDs (routing/ar_groups.h), one per destination leaf
+    // switch, the same on every switch and kept across restarts.
+    {7, R"sql(
+CREATE TABLE ar_group_ids (
+  leaf_guid INTEGER PRIMARY KEY,  -- uint64 as two's-complement int64
+  group_id  INTEGER NOT NULL UNIQUE CHECK (group_id BETWEEN 0 AND 4095)
+);
+)sql"},
 }};
 
 // FROZEN: PRAGMA application_id of an ibsm state file ("ibsm" in ASCII), so the SM never
@@ -1064,6 +1072,48 @@ Result<std::vector<InformRow>> StateStore::LoadInformSubscriptions() {
     out.push_back(std::move(r));
   }
   if (rc != SQLITE_DONE) return SqlError("read inform subscriptions");
+  return out;
+}
+
+Status StateStore::SaveArGroupIds(const std::map<Guid, uint16_t>& ids) {
+  for (const auto& [g, id] : ids) {
+    if (id > 4095) return InvalidArgument(fmt::format("AR group ID {} of {} is above 4095", id, ToString(g)));
+  }
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * clear, Prepare("DELETE FROM ar_group_ids"));
+  {
+    StmtScope scope(clear);
+    if (sqlite3_step(clear) != SQLITE_DONE) return SqlError("clear AR group IDs");
+  }
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * ins,
+                        Prepare("INSERT INTO ar_group_ids (leaf_guid, group_id) VALUES (?1, ?2)"));
+  for (const auto& [g, id] : ids) {
+    StmtScope scope(ins);
+    Bind(ins, 1, ToDb(g));
+    Bind(ins, 2, int64_t{id});
+    if (sqlite3_step(ins) != SQLITE_DONE) {
+      return SqlError(fmt::format("save AR group ID of {}", ToString(g)));
+    }
+  }
+  return txn.Commit();
+}
+
+Result<std::map<Guid, uint16_t>> StateStore::LoadArGroupIds() {
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                        Prepare("SELECT leaf_guid, group_id FROM ar_group_ids ORDER BY leaf_guid"));
+  StmtScope scope(s);
+  std::map<Guid, uint16_t> out;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    const Guid g = GuidFromDb(sqlite3_column_int64(s, 0));
+    const int64_t id = sqlite3_column_int64(s, 1);
+    if (id < 0 || id > 4095) {
+      return Corrupt(fmt::format("state file {}: AR group ID {} of {}", path_, id, ToString(g)));
+    }
+    out[g] = static_cast<uint16_t>(id);
+  }
+  if (rc != SQLITE_DONE) return SqlError("read AR group IDs");
   return out;
 }
 

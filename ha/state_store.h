@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -283,6 +284,11 @@ class StateStore {
   Status SaveMulticastGroups(const std::vector<McGroupRow>& groups);
   // Ordered by MLID, members by port GUID. Corrupt for a malformed row.
   Result<std::vector<McGroupRow>> LoadMulticastGroups();
+
+  // Adaptive-routing group IDs by destination leaf switch GUID (routing/ar_groups.h):
+  // replaces the whole map in one transaction. InvalidArgument for an ID above 4095.
+  Status SaveArGroupIds(const std::map<Guid, uint16_t>& ids);
+  Result<std::map<Guid, uint16_t>> LoadArGroupIds();
 
   // Keeps the newest keep_sweeps sweeps and keep_events events, in one transaction.
   Status Prune(size_t keep_sweeps, size_t keep_events);

@@ -2,6 +2,7 @@
 // fallback chain.
 #include <fmt/format.h>
 
+#include "routing/ar_engine.h"
 #include "routing/ftree_engine.h"
 #include "routing/minhop_engine.h"
 #include "routing/routing_engine.h"
@@ -36,6 +37,8 @@ const std::vector<EngineEntry>& EngineRegistry() {
       {"ftree", MakeFTree},
       {"updn", MakeUpDn},
       {"dnup", MakeDnUp},
+      {"ar_updn", MakeArUpDn},
+      {"ar_ftree", MakeArFTree},
   };
   return kRegistry;
 }

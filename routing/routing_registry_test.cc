@@ -33,7 +33,7 @@ TEST_F(RouteChainTest, AnUnknownEngineIsRejectedByNameWithTheKnownEngines) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(r.status().message(),
-            "unknown routing engine 'bogus' (known: minhop, ftree, updn, dnup; and no_fallback)");
+            "unknown routing engine 'bogus' (known: minhop, ftree, updn, dnup, ar_updn, ar_ftree; and no_fallback)");
   EXPECT_FALSE(RouteChain("minhop, updn-ish", fabric_, lids, {}).ok());
 }
 

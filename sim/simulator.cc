@@ -136,7 +136,7 @@ std::string_view DropReasonName(DropReason r) {
   static constexpr std::string_view kNames[] = {
       "malformed", "bad_source", "bad_path",  "link_down", "not_switch",
       "mixed_dr",  "no_route",   "loop",      "port_state", "wrong_dest",
-      "random",    "node_drop",  "m_key",     "no_agent"};
+      "random",    "node_drop",  "m_key",     "no_agent",   "vendor_attr"};
   static_assert(std::size(kNames) == static_cast<size_t>(DropReason::kCount));
   auto i = static_cast<size_t>(r);
   return i < std::size(kNames) ? kNames[i] : "unknown";
@@ -251,6 +251,7 @@ void Simulator::ResetNodeState(NodeId n) {
     sw.mft.clear();
     sw.mft.shrink_to_fit();
     sw.traps.clear();
+    if (sw.ar) sw.ar->Reset();
   }
 }
 
@@ -713,10 +714,21 @@ bool Simulator::Sma(PortId arrival, std::span<uint8_t> b) {
 
   uint16_t status = mad::mad_status::kOk;
   std::span<uint8_t> data = SmpData(b);
+  // Vendor attributes: answered by the node's vendor agents; a node without one drops the
+  // SMP without an answer, as ibsim and legacy switches do (the SM reads a timeout as "not
+  // supported").
+  const bool vendor = attr_id >= 0xFF00;
+  ArSwitch* ar = sn.sw != kNoSwitch ? switches_[sn.sw].ar.get() : nullptr;
+  if (vendor && ar == nullptr) {
+    Drop(DropReason::kVendorAttr);
+    return false;
+  }
   if (Get(b, kClassVersion) != 1) {
     status = mad::mad_status::kBadVersion;
   } else if (method != mad::method::kGet && method != mad::method::kSet) {
     status = mad::mad_status::kMethodUnsupported;
+  } else if (vendor) {
+    status = ar->Handle(attr_id, method, mod, data);
   } else {
     switch (attr_id) {
       case mad::attr::kNodeInfo: status = SmaNodeInfo(arrival, method, data); break;
@@ -912,6 +924,7 @@ uint16_t Simulator::SmaLft(PortId arrival, uint8_t method, uint32_t mod,
       sw.lft.resize(first + mad::kLftBlockSize, mad::kLftDropPort);
     }
     std::copy(blk.port.begin(), blk.port.end(), sw.lft.begin() + static_cast<ptrdiff_t>(first));
+    if (sw.ar) sw.ar->OnLftSet();
   } else {
     for (size_t i = 0; i < mad::kLftBlockSize; ++i) {
       blk.port[i] = first + i < sw.lft.size() ? sw.lft[first + i] : mad::kLftDropPort;
@@ -919,6 +932,24 @@ uint16_t Simulator::SmaLft(PortId arrival, uint8_t method, uint32_t mod,
   }
   mad::EncodeTo(blk, data);
   return mad::mad_status::kOk;
+}
+
+Status Simulator::SetArCapable(NodeId node, bool capable, ArSwitchCaps caps) {
+  if (node >= nodes_.size() || nodes_[node].sw == kNoSwitch) {
+    return InvalidArgument("SIM-AR-001 not a switch");
+  }
+  SimSwitch& sw = switches_[nodes_[node].sw];
+  if (!capable) {
+    sw.ar.reset();
+  } else {
+    sw.ar = std::make_unique<ArSwitch>(nodes_[node].num_ports, options_.linear_fdb_cap, caps);
+  }
+  return Status::Ok();
+}
+
+const ArSwitch* Simulator::ar_switch(NodeId node) const {
+  if (node >= nodes_.size() || nodes_[node].sw == kNoSwitch) return nullptr;
+  return switches_[nodes_[node].sw].ar.get();
 }
 
 Simulator::PortTables& Simulator::Tables(PortId p) {
@@ -1383,7 +1414,10 @@ size_t Simulator::state_bytes() const {
   size_t n = nodes_.capacity() * sizeof(SimNode) + ports_.capacity() * sizeof(SimPort) +
              switches_.capacity() * sizeof(SimSwitch) + endpoints_.capacity() * sizeof(Endpoint*);
   for (const auto& nd : nodes_) n += nd.description.capacity() > 15 ? nd.description.capacity() : 0;
-  for (const auto& sw : switches_) n += sw.lft.capacity() + sw.mft.capacity() * 2;
+  for (const auto& sw : switches_) {
+    n += sw.lft.capacity() + sw.mft.capacity() * 2;
+    if (sw.ar) n += sw.ar->state_bytes();
+  }
   for (const auto& p : ports_) {
     if (p.pm) n += sizeof(PmState);
     if (p.tables) {

@@ -34,6 +34,7 @@
 #include "mad/attr/switch_info.h"
 #include "mad/attr/vl_arbitration_table.h"
 #include "mad/mad.h"
+#include "sim/ar_switch.h"
 
 namespace ibsm::sim {
 
@@ -64,6 +65,7 @@ enum class DropReason : uint8_t {
   kNodeDrop,        // SetNodeDropRate
   kMKey,            // M_Key check failed (14.2.4)
   kNoAgent,         // no endpoint bound where one was needed
+  kVendorAttr,      // vendor SMP attribute (0xFFxx) at a node without that agent (ibsim too)
   kCount,
 };
 
@@ -158,6 +160,12 @@ class Simulator {
   // The ports a switch forwards multicast LID `mlid` to (its MFT entry, all positions);
   // empty for a CA, an MLID below 0xC000 or an entry never set.
   std::vector<uint8_t> mft_ports(NodeId node, Lid mlid) const;
+  // Adaptive routing (issue 7): makes a switch AR-capable (or legacy again). A capable switch
+  // answers GeneralInfo and the AR attributes; a legacy one drops them. InvalidArgument for
+  // a node that is not a switch.
+  Status SetArCapable(NodeId node, bool capable, ArSwitchCaps caps = {});
+  // The AR agent of a capable switch (its state as the SM programmed it), else nullptr.
+  const ArSwitch* ar_switch(NodeId node) const;
   // Trap sends still waiting for a TrapRepress.
   size_t pending_traps() const;
 
@@ -231,6 +239,7 @@ class Simulator {
     // multicast_fdb_cap MLIDs. Unset entries read 0.
     std::vector<uint16_t> mft;
     std::vector<PendingTrap> traps;
+    std::unique_ptr<ArSwitch> ar;  // set when AR-capable
   };
   struct SimNode {
     NodeKind kind = NodeKind::kCa;

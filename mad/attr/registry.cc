@@ -4,7 +4,9 @@
 
 #include <array>
 
+#include "mad/attr/adaptive_routing.h"
 #include "mad/attr/class_port_info.h"
+#include "mad/attr/general_info.h"
 #include "mad/attr/guid_info.h"
 #include "mad/attr/linear_forwarding_table.h"
 #include "mad/attr/multicast_forwarding_table.h"
@@ -125,6 +127,11 @@ constexpr std::array kEntries = {
     E<LinearForwardingTable>(ClassGroup::kSmp, attr::kLinearForwardingTable),
     E<MulticastForwardingTable>(ClassGroup::kSmp, attr::kMulticastForwardingTable),
     E<SmInfo>(ClassGroup::kSmp, attr::kSmInfo),
+    E<GeneralInfoCapabilities>(ClassGroup::kSmp, attr::kGeneralInfo),
+    E<ArInfo>(ClassGroup::kSmp, attr::kArInfo),
+    E<ArGroupTable>(ClassGroup::kSmp, attr::kArGroupTable),
+    E<ArLinearForwardingTable>(ClassGroup::kSmp, attr::kArLinearForwardingTable),
+    E<ArGroupTableCopy>(ClassGroup::kSmp, attr::kArGroupTableCopy),
     Entry{ClassGroup::kSa, attr::kNotice, Layout<Notice>::kName, &DumpGmpNotice},
     E<PortCounters>(ClassGroup::kPerf, attr::kPortCounters),
     E<PortCountersExtended>(ClassGroup::kPerf, attr::kPortCountersExtended),

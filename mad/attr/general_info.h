@@ -1,0 +1,49 @@
+// GeneralInfo (vendor SMP attribute 0xFF17, ar-sharp.md "Adaptive routing"): with modifier 4
+// a switch answers its capability bits. Bit N sits in big-endian dword N / 32 under mask
+// 1 << (N % 32). Legacy switches (and ibsim) drop vendor attributes without an answer, so a
+// timeout means "no capability".
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "mad/field.h"
+
+namespace ibsm::mad {
+
+namespace attr {
+inline constexpr uint16_t kGeneralInfo = 0xFF17;
+}  // namespace attr
+
+inline constexpr uint32_t kGeneralInfoCapabilityModifier = 4;
+
+// Capability bit numbers (frozen: wire values).
+namespace general_cap {
+inline constexpr unsigned kAdaptiveRouting = 1;
+inline constexpr unsigned kAdaptiveRoutingRevision = 2;
+inline constexpr unsigned kSharpAggregationNode = 18;
+}  // namespace general_cap
+
+struct GeneralInfoCapabilities {
+  static constexpr uint16_t kAttrId = attr::kGeneralInfo;
+  std::array<uint32_t, 4> capability{};  // dword i holds bits 32i .. 32i + 31
+
+  bool Has(unsigned bit) const {
+    return bit < 128 && (capability[bit / 32] >> (bit % 32) & 1u) != 0;
+  }
+  void Set(unsigned bit) {
+    if (bit < 128) capability[bit / 32] |= uint32_t{1} << (bit % 32);
+  }
+};
+
+template <>
+struct Layout<GeneralInfoCapabilities> {
+  static constexpr std::string_view kName = "GeneralInfoCapabilities";
+  static constexpr size_t kSize = 16;
+  static constexpr std::array kFields = {
+      A<&GeneralInfoCapabilities::capability>("capability", 0, 32, 32, FieldFormat::kHex),
+  };
+};
+static_assert(LayoutIsValid<GeneralInfoCapabilities>());
+
+}  // namespace ibsm::mad

@@ -1,0 +1,171 @@
+#include "sim/ar_switch.h"
+
+#include "mad/attr/general_info.h"
+#include "mad/mad.h"
+
+namespace ibsm::sim {
+namespace {
+
+constexpr mad::ArLftEntry kUnsetEntry{static_cast<uint8_t>(mad::ArLidState::kStatic), 0, 0xFF,
+                                      0xFF};
+
+}  // namespace
+
+ArSwitch::ArSwitch(uint8_t num_ports, uint16_t lft_cap, ArSwitchCaps caps)
+    : num_ports_(num_ports), lft_cap_(lft_cap), caps_(caps) {
+  Reset();
+}
+
+void ArSwitch::Reset() {
+  info_ = mad::ArInfo{};
+  info_.by_sl_cap = caps_.by_sl_cap;
+  info_.group_table_copy_sup = caps_.group_table_copy_sup;
+  info_.group_cap = caps_.group_cap;
+  info_.group_table_cap = 1;
+  info_.num_directions = 1;
+  info_.ar_version_cap = caps_.ar_version_cap;
+  info_.enable_by_sl_mask = 0xFFFF;
+  info_.ageing_time = 30;
+  groups_.clear();
+  groups_.shrink_to_fit();
+  lft_.clear();
+  lft_.shrink_to_fit();
+}
+
+void ArSwitch::OnLftSet() {
+  ++lft_sets_seen_;
+  if (info_.no_fallback == 0) info_.e = 0;
+}
+
+mad::ArLftEntry ArSwitch::lft_entry(Lid lid) const {
+  return lid.value() < lft_.size() ? lft_[lid.value()] : kUnsetEntry;
+}
+
+size_t ArSwitch::state_bytes() const {
+  return sizeof(*this) + groups_.capacity() * sizeof(mad::ArPortMask) +
+         lft_.capacity() * sizeof(mad::ArLftEntry);
+}
+
+uint16_t ArSwitch::Handle(uint16_t attr_id, uint8_t method, uint32_t mod,
+                          std::span<uint8_t> data) {
+  switch (attr_id) {
+    case mad::attr::kGeneralInfo: return HandleGeneralInfo(method, mod, data);
+    case mad::attr::kArInfo: return HandleInfo(method, data);
+    case mad::attr::kArGroupTable: return HandleGroupTable(method, mod, data);
+    case mad::attr::kArLinearForwardingTable: return HandleLft(method, mod, data);
+    case mad::attr::kArGroupTableCopy: return HandleCopy(method, mod, data);
+    default: return mad::mad_status::kMethodAttrUnsupported;
+  }
+}
+
+uint16_t ArSwitch::HandleGeneralInfo(uint8_t method, uint32_t mod, std::span<uint8_t> data) {
+  if (method != mad::method::kGet) return mad::mad_status::kMethodAttrUnsupported;
+  if (mod != mad::kGeneralInfoCapabilityModifier) return mad::mad_status::kInvalidField;
+  mad::GeneralInfoCapabilities caps;
+  caps.Set(mad::general_cap::kAdaptiveRouting);
+  caps.Set(mad::general_cap::kAdaptiveRoutingRevision);
+  mad::EncodeTo(caps, data);
+  return mad::mad_status::kOk;
+}
+
+// Set writes the SM's settings (E, by-SL, no_fallback, GroupTop, transports, ageing time);
+// capability fields are the switch's own and ignored in a Set. Get with or without the
+// capability modifier bit answers both.
+uint16_t ArSwitch::HandleInfo(uint8_t method, std::span<uint8_t> data) {
+  if (method == mad::method::kSet) {
+    mad::ArInfo req{};
+    if (!mad::DecodeFrom(data, &req).ok()) return mad::mad_status::kInvalidField;
+    if (req.by_sl_enabled && !info_.by_sl_cap) return mad::mad_status::kInvalidField;
+    if (req.group_top >= info_.group_cap && req.group_top != 0)
+      return mad::mad_status::kInvalidField;
+    info_.e = req.e;
+    info_.by_sl_enabled = req.by_sl_enabled;
+    info_.enable_by_sl_mask = req.enable_by_sl_mask;
+    info_.no_fallback = req.no_fallback;
+    info_.group_top = req.group_top;
+    info_.by_transport_disable = req.by_transport_disable;
+    info_.ageing_time = req.ageing_time;
+  }
+  mad::EncodeTo(info_, data);
+  return mad::mad_status::kOk;
+}
+
+bool ArSwitch::ValidMask(const mad::ArPortMask& m) const {
+  if (m.Has(0)) return false;  // the switch itself is never a member
+  for (unsigned p = num_ports_ + 1u; p < 256; ++p)
+    if (m.Has(p)) return false;
+  return true;
+}
+
+uint16_t ArSwitch::HandleGroupTable(uint8_t method, uint32_t mod, std::span<uint8_t> data) {
+  auto m = mad::DecodeModifier<mad::ArGroupTableModifier>(mod);
+  const size_t first = size_t{m.block} * mad::kArGroupsPerBlock;
+  if (m.table != 0 || first + 1 >= info_.group_cap) return mad::mad_status::kInvalidField;
+  mad::ArGroupTable blk;
+  if (method == mad::method::kSet) {
+    if (!mad::DecodeFrom(data, &blk).ok()) return mad::mad_status::kInvalidField;
+    for (size_t g = 0; g < mad::kArGroupsPerBlock; ++g)
+      if (!ValidMask(blk.Group(g))) return mad::mad_status::kInvalidField;
+    if (groups_.size() < first + mad::kArGroupsPerBlock) groups_.resize(first + mad::kArGroupsPerBlock);
+    for (size_t g = 0; g < mad::kArGroupsPerBlock; ++g) groups_[first + g] = blk.Group(g);
+  }
+  for (size_t g = 0; g < mad::kArGroupsPerBlock; ++g)
+    blk.SetGroup(g, group(static_cast<uint16_t>(first + g)));
+  mad::EncodeTo(blk, data);
+  return mad::mad_status::kOk;
+}
+
+uint16_t ArSwitch::HandleLft(uint8_t method, uint32_t mod, std::span<uint8_t> data) {
+  auto m = mad::DecodeModifier<mad::ArLftModifier>(mod);
+  const size_t first = size_t{m.block} * mad::kArLftBlockSize;
+  if (first >= lft_cap_) return mad::mad_status::kInvalidField;
+  mad::ArLinearForwardingTable blk;
+  if (method == mad::method::kSet) {
+    if (!mad::DecodeFrom(data, &blk).ok()) return mad::mad_status::kInvalidField;
+    for (size_t i = 0; i < mad::kArLftBlockSize; ++i) {
+      const mad::ArLftEntry e = blk.Entry(i);
+      if (e.lid_state > static_cast<uint8_t>(mad::ArLidState::kStatic) || e.table_number != 0)
+        return mad::mad_status::kInvalidField;
+      if (e.default_port > num_ports_ && e.default_port != 0xFF)
+        return mad::mad_status::kInvalidField;
+      const bool is_static = e.lid_state == static_cast<uint8_t>(mad::ArLidState::kStatic);
+      if (is_static ? (e.group_number > num_ports_ && e.group_number != 0xFF)
+                    : e.group_number >= info_.group_cap)
+        return mad::mad_status::kInvalidField;
+    }
+    if (lft_.size() < first + mad::kArLftBlockSize) lft_.resize(first + mad::kArLftBlockSize, kUnsetEntry);
+    for (size_t i = 0; i < mad::kArLftBlockSize; ++i) lft_[first + i] = blk.Entry(i);
+  }
+  for (size_t i = 0; i < mad::kArLftBlockSize; ++i)
+    blk.SetEntry(i, lft_entry(Lid{static_cast<uint16_t>(first + i)}));
+  mad::EncodeTo(blk, data);
+  return mad::mad_status::kOk;
+}
+
+// Copies the source group into every range [first, last]; a range with first > last, or
+// 0..0, is unused. Validated whole before any group changes.
+uint16_t ArSwitch::HandleCopy(uint8_t method, uint32_t mod, std::span<uint8_t> data) {
+  if (method != mad::method::kSet) return mad::mad_status::kMethodAttrUnsupported;
+  if (!info_.group_table_copy_sup) return mad::mad_status::kMethodAttrUnsupported;
+  const uint16_t src = mad::DecodeModifier<mad::ArGroupTableCopyModifier>(mod).source_group;
+  mad::ArGroupTableCopy req;
+  if (!mad::DecodeFrom(data, &req).ok()) return mad::mad_status::kInvalidField;
+  if (src >= info_.group_cap) return mad::mad_status::kInvalidField;
+  uint16_t top = 0;
+  for (size_t i = 0; i < mad::kArCopyRanges; ++i) {
+    const mad::ArCopyRange r = req.Range(i);
+    if (r.first > r.last || (r.first == 0 && r.last == 0)) continue;
+    if (r.last >= info_.group_cap) return mad::mad_status::kInvalidField;
+    top = std::max(top, r.last);
+  }
+  const mad::ArPortMask source = group(src);
+  if (groups_.size() < size_t{top} + 1) groups_.resize(size_t{top} + 1);
+  for (size_t i = 0; i < mad::kArCopyRanges; ++i) {
+    const mad::ArCopyRange r = req.Range(i);
+    if (r.first > r.last || (r.first == 0 && r.last == 0)) continue;
+    for (size_t g = r.first; g <= r.last; ++g) groups_[g] = source;
+  }
+  return mad::mad_status::kOk;
+}
+
+}  // namespace ibsm::sim
