@@ -17,6 +17,7 @@ constexpr std::string_view kSpace = " \t\r\v\f";
 constexpr size_t kMaxWarnings = 100;
 
 constexpr std::array<std::string_view, 4> kPartEnforceValues = {"both", "in", "out", "off"};
+constexpr std::array<std::string_view, 2> kArLidModeValues = {"bounded", "free"};
 
 using SC = SmConfig;
 
@@ -289,6 +290,11 @@ const OptionDesc kOptions[] = {
         "SLs on which adaptive routing is enabled (bit n = SL n)"),
     Hex("ar_transport_mask", &SC::ar_transport_mask, "0xa", 0, 0xF, 1,
         "Transports that may use adaptive routing (0x2 RC, 0x8 DC; default RC and DC)"),
+    Enum("ar_lid_mode", &SC::ar_lid_mode, "bounded", kArLidModeValues,
+         "Adaptive routing per LID: bounded (a burst stays on one port until the ageing\n"
+         "time passes) or free (every packet may take another port of its group)"),
+    Uint("ar_ageing_time_us", &SC::ar_ageing_time_us, "30", 0, 0xFFFFFFFF,
+         "Adaptive routing ageing time in microseconds (bounded mode burst end)"),
     Bool("sharp_enable", &SC::sharp_enable, "FALSE",
          "If TRUE configure SHARP aggregation nodes on capable switches"),
 };

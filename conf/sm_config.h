@@ -112,6 +112,8 @@ struct SmConfig {
   uint8_t ar_mode = 0;                  // 0 off, 1 on, 2 with notifications, 3 auto
   uint16_t ar_sl_mask = 0xFFFF;
   uint8_t ar_transport_mask = 0xA;      // RC and DC
+  std::string ar_lid_mode = "bounded";  // bounded | free
+  uint32_t ar_ageing_time_us = 30;
   bool sharp_enable = false;
 
   // Options OpenSM 3.3.23 knows that ibsm does not use, as read (key, value), in file order.

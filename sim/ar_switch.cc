@@ -1,5 +1,11 @@
 #include "sim/ar_switch.h"
 
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <string>
+
 #include "mad/attr/general_info.h"
 #include "mad/mad.h"
 
@@ -166,6 +172,65 @@ uint16_t ArSwitch::HandleCopy(uint8_t method, uint32_t mod, std::span<uint8_t> d
     for (size_t g = r.first; g <= r.last; ++g) groups_[g] = source;
   }
   return mad::mad_status::kOk;
+}
+
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  const auto a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string_view::npos) return {};
+  return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
+}
+
+Status AddGuid(const Fabric& f, std::string_view text, std::vector<NodeId>& out) {
+  text = Trim(text);
+  if (text.empty()) return Status::Ok();
+  std::string_view digits = text;
+  if (digits.starts_with("0x") || digits.starts_with("0X")) digits.remove_prefix(2);
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, 16);
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty())
+    return InvalidArgument("'" + std::string(text) + "' is not a GUID");
+  auto n = f.FindNode(Guid{v});
+  if (!n || !f.node(*n).is_switch())
+    return InvalidArgument("GUID " + std::string(text) + " names no switch of the fabric");
+  if (std::find(out.begin(), out.end(), *n) == out.end()) out.push_back(*n);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<NodeId>> SelectSwitches(const Fabric& fabric, std::string_view spec) {
+  std::vector<NodeId> out;
+  spec = Trim(spec);
+  if (spec.empty() || spec == "none") return out;
+  if (spec == "all") {
+    for (NodeId n = 0; n < fabric.node_count(); ++n)
+      if (fabric.node(n).is_switch()) out.push_back(n);
+    return out;
+  }
+  std::ifstream in{std::string(spec)};
+  if (in) {
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line)) {
+      ++number;
+      std::string_view l = line;
+      if (auto hash = l.find('#'); hash != std::string_view::npos) l = l.substr(0, hash);
+      Status st = AddGuid(fabric, l, out);
+      if (!st.ok())
+        return InvalidArgument(std::string(spec) + ":" + std::to_string(number) + ": " +
+                               st.message());
+    }
+    return out;
+  }
+  while (!spec.empty()) {
+    const size_t comma = spec.find(',');
+    IBSM_RETURN_IF_ERROR(AddGuid(fabric, spec.substr(0, comma), out));
+    if (comma == std::string_view::npos) break;
+    spec.remove_prefix(comma + 1);
+  }
+  return out;
 }
 
 }  // namespace ibsm::sim

@@ -11,9 +11,12 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "base/types.h"
+#include "fabric/fabric.h"
 #include "mad/attr/adaptive_routing.h"
 
 namespace ibsm::sim {
@@ -66,5 +69,11 @@ class ArSwitch {
   std::vector<mad::ArLftEntry> lft_;     // grows to the highest block written
   uint64_t lft_sets_seen_ = 0;
 };
+
+// The switches an `ibsmd --sim-ar-switches` (or --sim-sharp-switches) value names: "all",
+// "none", a comma-separated list of node GUIDs, or the path of a file with one GUID per line
+// ('#' comments). InvalidArgument for a GUID that names no switch or a file that cannot be
+// read; the value is operator input, never trusted.
+Result<std::vector<NodeId>> SelectSwitches(const Fabric& fabric, std::string_view spec);
 
 }  // namespace ibsm::sim

@@ -2,6 +2,7 @@
 // sends them.
 #include "sim/ar_switch.h"
 
+#include <fstream>
 #include <optional>
 #include <vector>
 
@@ -184,6 +185,38 @@ TEST_F(ArFixture, RebootClearsArTablesButKeepsTheCapability) {
   ASSERT_TRUE(sim->RebootSwitch(s0).ok());
   ASSERT_NE(sim->ar_switch(s0), nullptr);
   EXPECT_EQ(sim->ar_switch(s0)->info().e, 0);
+}
+
+}  // namespace
+}  // namespace ibsm::sim
+
+namespace ibsm::sim {
+namespace {
+
+TEST(SelectSwitchesTest, AllNoneGuidListsAndFilesNameSwitchesOnly) {
+  Fabric f;
+  NodeId s0 = *f.AddNode(NodeKind::kSwitch, Guid{0x100}, 8, "s0", "");
+  NodeId s1 = *f.AddNode(NodeKind::kSwitch, Guid{0x101}, 8, "s1", "");
+  (void)*f.AddNode(NodeKind::kCa, Guid{0x200}, 1, "h0", "");
+  EXPECT_EQ(*SelectSwitches(f, "all"), (std::vector<NodeId>{s0, s1}));
+  EXPECT_TRUE(SelectSwitches(f, "none")->empty());
+  EXPECT_TRUE(SelectSwitches(f, "")->empty());
+  EXPECT_EQ(*SelectSwitches(f, "0x101, 0x101"), (std::vector<NodeId>{s1}));
+  EXPECT_FALSE(SelectSwitches(f, "0x200").ok());  // a CA
+  EXPECT_FALSE(SelectSwitches(f, "0x100,bogus").ok());
+  const std::string path = ::testing::TempDir() + "/ar_switches.txt";
+  {
+    std::ofstream out(path);
+    out << "# AR-capable\n0x100\n\n101  # the other one\n";
+  }
+  EXPECT_EQ(*SelectSwitches(f, path), (std::vector<NodeId>{s0, s1}));
+  {
+    std::ofstream out(path);
+    out << "0x100\nnot-a-guid\n";
+  }
+  auto bad = SelectSwitches(f, path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(":2:"), std::string::npos);
 }
 
 }  // namespace

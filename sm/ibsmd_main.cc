@@ -158,6 +158,11 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   while (o.dump_dir.size() > 1 && o.dump_dir.back() == '/') o.dump_dir.pop_back();
   o.guid2lid_file = c.guid2lid_file;
   o.no_clients_rereg = c.no_clients_rereg;
+  o.ar.mode = c.ar_mode;
+  o.ar.sl_mask = c.ar_sl_mask;
+  o.ar.transport_mask = c.ar_transport_mask;
+  o.ar.lid_mode = c.ar_lid_mode == "free" ? routing::ArLidMode::kFree : routing::ArLidMode::kBounded;
+  o.ar.ageing_time_us = c.ar_ageing_time_us;
   return o;
 }
 
@@ -295,6 +300,16 @@ int Main(int argc, char** argv) {
     sim::SimOptions so;
     so.io = &io;
     simulator = std::make_unique<sim::Simulator>(*fabric, so);
+    auto ar_switches = sim::SelectSwitches(*fabric, extras.sim_ar_switches);
+    if (!ar_switches.ok()) {
+      fmt::print(stderr, "ibsmd: --sim-ar-switches: {}\n", ar_switches.status().message());
+      return 1;
+    }
+    for (NodeId n : *ar_switches) (void)simulator->SetArCapable(n, true);
+    if (!ar_switches->empty()) {
+      Log(LogName::kSm).info("simulated fabric: {} of {} switches AR-capable",
+                             ar_switches->size(), fabric->switch_count());
+    }
     auto t = std::make_unique<sim::SimTransport>(io, *simulator, *port);
     if (!t->bind_status().ok()) {
       fmt::print(stderr, "ibsmd: {}\n", t->bind_status().message());

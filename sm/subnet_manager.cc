@@ -137,6 +137,7 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.dump_lfts = o.dump_lfts;
   options_.no_clients_rereg = o.no_clients_rereg;
   options_.partitions = o.partitions;
+  options_.ar = o.ar;
 }
 
 void SubnetManager::RequestHeavySweep(const std::string& reason) {
@@ -776,7 +777,12 @@ void SubnetManager::PushLfts() {
     return false;
   });
   pipeline_.WhenIdle([this] {
-    if (!stopped_) PushMfts([this] { ActivateLinks(0); });
+    if (stopped_) return;
+    // Adaptive routing after the plain LFT (an LFT Set turns AR off), before multicast.
+    ar_.Run(discovered_->fabric, discovered_->nodes,
+            std::make_shared<const routing::LidMap>(*lid_map_), tables_, options_.ar, [this] {
+              if (!stopped_) PushMfts([this] { ActivateLinks(0); });
+            });
   });
 }
 

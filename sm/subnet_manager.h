@@ -29,6 +29,7 @@
 #include "routing/quality.h"
 #include "routing/routing_engine.h"
 #include "routing/verify.h"
+#include "sm/ar_manager.h"
 #include "sm/discovery.h"
 #include "sm/lid_manager.h"
 #include "sm/pkey_manager.h"
@@ -78,6 +79,7 @@ struct SubnetManagerOptions {
   bool no_clients_rereg = false;
   // partitions.conf as last loaded well, part_enforce, allow_both_pkeys (SIGHUP reloads).
   PartitionPolicy partitions;
+  ArConfig ar;  // adaptive routing (ar_mode, ar_sl_mask, ...); needs engine ar_updn/ar_ftree
 };
 
 struct SweepStats {
@@ -196,6 +198,8 @@ class SubnetManager {
   MulticastManager& multicast() { return mcast_; }
   const MulticastManager& multicast() const { return mcast_; }
   const MftCounters& mft_counters() const { return mft_.counters(); }
+  // Adaptive routing: what each switch runs, the tables behind it (sm/ar_manager.h).
+  const ArManager& ar() const { return ar_; }
 
  private:
   struct SwitchCache {
@@ -284,6 +288,7 @@ class SubnetManager {
   SaServer sa_;
   MulticastManager mcast_;
   MftProgrammer mft_{pipeline_};
+  ArManager ar_{pipeline_, store_};
   bool mcast_dirty_ = false;  // groups changed since the MFTs were last planned
   boost::asio::steady_timer light_timer_;
   boost::asio::thread_pool routing_pool_{1};
