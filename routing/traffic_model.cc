@@ -58,6 +58,7 @@ class Model {
       }
     }
     load_.assign(f.port_count(), 0.0);
+    slot_.assign(f.node_count(), -1);
   }
 
   size_t hosts() const { return hosts_.size(); }
@@ -158,6 +159,11 @@ class Model {
     choice_.push_back({s && lid < s->lft.size() ? s->lft[lid] : kDropPort, amount});
   }
 
+  bool Fail() {
+    for (const auto& x : next_) slot_[x.first] = -1;
+    return false;
+  }
+
   bool Place(const Host& src, const Host& dst, double amount, bool use_ar) {
     Add(src.port, amount);
     frontier_.assign(1, {src.leaf, amount});
@@ -167,23 +173,24 @@ class Model {
         Choose(sw, dst.lid, a, use_ar);
         const Node& node = f_.node(sw);
         for (const auto& [p, share] : choice_) {
-          if (p == 0 || p > node.num_ports) return false;
+          if (p == 0 || p > node.num_ports) return Fail();
           const PortId c = node.first_port + p;
           const Port& out = f_.port(c);
-          if (!out.connected()) return false;
+          if (!out.connected()) return Fail();
           Add(c, share);
           if (out.peer == dst.port) continue;
           const NodeId nn = f_.port(out.peer).node;
-          if (!f_.node(nn).is_switch()) return false;
-          auto it = std::find_if(next_.begin(), next_.end(),
-                                 [nn](const auto& x) { return x.first == nn; });
-          if (it == next_.end()) {
+          if (!f_.node(nn).is_switch()) return Fail();
+          int32_t& slot = slot_[nn];
+          if (slot < 0) {
+            slot = static_cast<int32_t>(next_.size());
             next_.push_back({nn, share});
           } else {
-            it->second += share;
+            next_[slot].second += share;
           }
         }
       }
+      for (const auto& x : next_) slot_[x.first] = -1;
       frontier_.swap(next_);
     }
     return frontier_.empty();
@@ -200,6 +207,7 @@ class Model {
   std::vector<std::pair<uint8_t, double>> choice_;
   std::vector<uint8_t> order_;
   std::vector<std::pair<NodeId, double>> frontier_, next_;
+  std::vector<int32_t> slot_;  // by NodeId: index in next_, -1 when absent
 };
 
 }  // namespace

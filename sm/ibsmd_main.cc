@@ -31,6 +31,7 @@
 #include "mad/umad_transport.h"
 #include "routing/routing_engine.h"
 #include "sim/sim_transport.h"
+#include "sm/ar_commands.h"
 #include "sim/simulator.h"
 #include "sm/control_commands.h"
 #include "sm/control_server.h"
@@ -353,6 +354,7 @@ int Main(int argc, char** argv) {
   // than the operator needs ibsmctl.
   std::unique_ptr<ControlServer> control;
   std::unique_ptr<ControlCommands> commands;
+  std::unique_ptr<ArCommands> ar_commands;
   if (!extras.once && !config.control_socket.empty() && config.control_socket != "none") {
     ControlServer::Options co;
     co.path = config.control_socket;
@@ -369,6 +371,7 @@ int Main(int argc, char** argv) {
       ctx.perf = perf.get();
       ctx.config_file = extras.config_file;
       commands = std::make_unique<ControlCommands>(io, *control, ctx);
+      ar_commands = std::make_unique<ArCommands>(io, *control, sm);
       Log(LogName::kSm).info("control socket {}", config.control_socket);
     }
   }

@@ -13,6 +13,7 @@
 #include "ha/sm_state_machine.h"
 #include "ha/state_store.h"
 #include "tools/control_client.h"
+#include "tools/ctl_ar.h"
 #include "tools/topology_view.h"
 
 namespace ibsm::tools {
@@ -521,6 +522,11 @@ const std::vector<CtlCommand>& CtlCommands() {
       {"check", "[--permutations N] [--seed S]",
        "completeness, deadlock proof and balance of the programmed routes", CheckArgs,
        FormatCheck},
+      {"ar", "", "adaptive routing per switch (capable, enabled, SLs, mode, groups, why not) "
+                 "and per destination leaf", ArArgs, FormatAr},
+      {"traffic", "--pattern shift|random|alltoall [--count N] [--seed S]",
+       "traffic model on the live tables: max link load and EBB, static vs AR", TrafficArgs,
+       FormatTraffic},
       {"events", "[--since AGE] [--limit N]", "the event log (AGE: 600, 10m, 2h, 1d)",
        EventsArgs, FormatEvents},
       {"ha", "", "SM state, master, peer SMs and HA counters", NoArgs, FormatHa},
