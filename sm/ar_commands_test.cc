@@ -26,7 +26,9 @@ class ArCommandsTest : public ::testing::Test {
     sim_ = std::make_unique<sim::Simulator>(*fabric_);
     PortId at = kNoPort;
     for (NodeId n = 0; n < fabric_->node_count(); ++n) {
-      if (fabric_->node(n).is_switch() && n % 2 == 0) ASSERT_TRUE(sim_->SetArCapable(n, true).ok());
+      if (fabric_->node(n).is_switch() && n % 2 == 0) {
+        ASSERT_TRUE(sim_->SetArCapable(n, true).ok());
+      }
       if (!fabric_->node(n).is_switch() && at == kNoPort) at = fabric_->port_id(n, PortNum{1});
     }
     transport_ = std::make_unique<sim::SimTransport>(io_, *sim_, at);
