@@ -6,6 +6,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "routing/split_mix.h"
+
 namespace ibsm::routing {
 
 SwitchGraph SwitchGraph::Build(const Fabric& fabric) {
@@ -97,21 +99,6 @@ std::vector<Destination> Destinations(const Fabric& fabric, const LidMap& lids,
 struct Remote {
   Guid node{0};
   Guid system_image{0};
-};
-
-// SplitMix64: a tiny, well-mixed stream; one per switch for scatter_ports.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-
- private:
-  uint64_t state_;
 };
 
 // One distinct candidate set of the switch being routed, with the state of the fast

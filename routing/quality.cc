@@ -10,6 +10,8 @@
 #include <thread>
 #include <utility>
 
+#include "routing/split_mix.h"
+
 namespace ibsm::routing {
 namespace {
 
@@ -306,26 +308,6 @@ struct Host {
   uint16_t lid = 0;
 };
 
-// SplitMix64 (Steele, Lea, Flood 2014): fixed output on every platform, unlike the
-// standard distributions.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t state) : state_(state) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, n) by multiply-shift (bias below 2^-32 for n < 2^32).
-  uint32_t Below(uint32_t n) {
-    return static_cast<uint32_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
-  }
-
- private:
-  uint64_t state_;
-};
-
 class QualityMeter {
  public:
   QualityMeter(const Fabric& fabric, const LidMap& lids, const RoutingTables& tables,
@@ -564,9 +546,7 @@ class QualityMeter {
           const uint32_t shift = static_cast<uint32_t>(item) + 1;
           for (uint32_t i = 0; i < N; ++i) dst[i] = (i + shift) % N;
         } else {
-          for (uint32_t i = 0; i < N; ++i) dst[i] = i;
-          SplitMix64 rng(options_.seed ^ (0xD1B54A32D192ED03ull * (item - shifts + 1)));
-          for (uint32_t i = N - 1; i > 0; --i) std::swap(dst[i], dst[rng.Below(i + 1)]);
+          RandomPermutation(options_.seed, item - shifts, &dst);
         }
         path.clear();
         offsets.assign(1, 0);

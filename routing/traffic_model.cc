@@ -4,30 +4,13 @@
 #include <numeric>
 #include <vector>
 
+#include "routing/split_mix.h"
+
 namespace ibsm::routing {
 namespace {
 
 constexpr int kMaxSwitches = 64;
 constexpr double kTiny = 1e-12;
-
-// SplitMix64 (the permutation stream of routing/quality.cc, so the static figures of the
-// same seed describe the same permutations).
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t state) : state_(state) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  uint32_t Below(uint32_t n) {
-    return static_cast<uint32_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
-  }
-
- private:
-  uint64_t state_;
-};
 
 struct Host {
   PortId port = kNoPort;
@@ -255,9 +238,7 @@ TrafficReport RunTraffic(const Fabric& fabric, const LidMap& lids,
       if (options.pattern == TrafficPattern::kShift) {
         for (uint32_t i = 0; i < N; ++i) dst[i] = (i + m + 1) % N;
       } else {
-        std::iota(dst.begin(), dst.end(), 0u);
-        SplitMix64 rng(options.seed ^ (0xD1B54A32D192ED03ull * (m + 1)));
-        for (uint32_t i = N - 1; i > 0; --i) std::swap(dst[i], dst[rng.Below(i + 1)]);
+        RandomPermutation(options.seed, m, &dst);
       }
       for (uint32_t i = 0; i < N; ++i)
         if (dst[i] != i) flows.push_back({i, dst[i], 1.0});
