@@ -1,0 +1,297 @@
+// SHARP (Scalable Hierarchical Aggregation and Reduction Protocol) wire formats: the
+// aggregation-management MAD (class 0x0B) and its attributes, and the two SMP attributes the
+// SM uses to find and enable aggregation nodes (shared/docs/ar-sharp.md "SHARP").
+//
+// What the public sources fix is declared at their offsets. Where they fix nothing the
+// layouts below are "ibsm encoding v1", chosen here and frozen (marked so per field); a
+// hardware quirk is added behind these layouts, never at the call sites.
+//
+// ibsm encoding v1, in one place:
+//  - TreeConfig parent/child QPNs name the aggregation node's *own* QP for that tree edge
+//    (from QPAllocation); the QP's QPCConfig names the far end (LID, QPN, port GUID).
+//  - QPAllocation: byte 0 bits 7-4 opcode (0 allocate, 1 release), bytes 2-3 tree id,
+//    byte 15 count (1..44), bytes 16.. 44 x BE32 QPN (low 24 bits); the response lists the
+//    QPNs allocated (release: the QPNs to free).
+//  - QPCConfig: bytes 1-3 QPN (the AN's QP), byte 4 bits 7-4 state (0 reset, 1 ready),
+//    bytes 5-7 remote QPN (0 = the host's SHARP daemon binds it later), bytes 8-9 remote
+//    LID, bytes 10-11 tree id, byte 12 bits 3-0 SL, bytes 16-23 remote port GUID.
+//  - ResourceCleanup: byte 0 bits 7-4 scope (0 everything, 1 one tree, 2 one QP),
+//    bytes 2-3 tree id, bytes 5-7 QPN.
+//  - TreeConfig Get: modifier = tree id; answers the tree as the last writes left it
+//    (opcode 2, all children; more than 44 children are read with modifier bits 31-24 =
+//    index of the first child wanted).
+//  - MlnxExtendedPortInfo is addressed to the switch port cabled to the aggregation node
+//    (modifier = that port number).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "mad/field.h"
+#include "mad/mad.h"
+
+namespace ibsm::mad {
+
+// Aggregation-management class (0x0B) attribute IDs (ar-sharp.md). Frozen wire values.
+namespace am_attr {
+inline constexpr uint16_t kAmKeyInfo = 0x0010;
+inline constexpr uint16_t kAnInfo = 0x0020;
+inline constexpr uint16_t kQpAllocation = 0x0021;
+inline constexpr uint16_t kQpcConfig = 0x0022;
+inline constexpr uint16_t kTreeConfig = 0x0023;
+inline constexpr uint16_t kQuotaConfig = 0x0024;
+inline constexpr uint16_t kResourceCleanup = 0x0040;
+inline constexpr uint16_t kPerformanceCounters = 0x0050;
+}  // namespace am_attr
+
+// Vendor SMP attributes the SHARP code uses (classes 0x01/0x81). Frozen wire values.
+namespace vendor_attr {
+inline constexpr uint16_t kGeneralInfo = 0xFF17;
+inline constexpr uint16_t kMlnxExtendedPortInfo = 0xFF90;
+}  // namespace vendor_attr
+
+inline constexpr uint8_t kAmClassVersion = 1;
+inline constexpr size_t kAmDataOffset = 64;
+inline constexpr size_t kAmDataSize = 192;
+inline constexpr uint32_t kGeneralInfoCapabilityModifier = 4;
+inline constexpr uint32_t kCapabilitySharpAn = 18;  // GeneralInfo capability bit
+inline constexpr size_t kTreeConfigMaxChildren = 44;
+inline constexpr size_t kQpAllocationMax = 44;
+
+// The class 0x0B MAD: common header (bytes 0-23), AM_Key at 24, data 192 bytes at 64.
+struct AmMad {
+  MadHeader hdr;
+  uint64_t am_key = 0;
+  std::array<uint8_t, kAmDataSize> data{};
+};
+
+template <>
+struct Layout<AmMad> {
+  static constexpr std::string_view kName = "AmMad";
+  static constexpr size_t kSize = kMadSize;
+  static constexpr std::array kFields = {
+      F<&AmMad::am_key>("am_key", 192, 64, FieldFormat::kHex),
+      A<&AmMad::data>("data", 512, 8, 8, FieldFormat::kBytes),
+  };
+};
+static_assert(LayoutIsValid<AmMad>());
+
+// REQUIRES: out.size() >= kMadSize.
+inline void EncodeAm(const AmMad& m, std::span<uint8_t> out) {
+  EncodeTo(m, out);  // zero-fills, then am_key and data
+  MadHeader h = m.hdr;
+  std::array<uint8_t, 24> hb{};
+  EncodeTo(h, hb);
+  std::copy(hb.begin(), hb.end(), out.begin());
+}
+inline Status DecodeAm(std::span<const uint8_t> in, AmMad* m) {
+  IBSM_RETURN_IF_ERROR(DecodeFrom(in, m));
+  return DecodeFrom(in, &m->hdr);
+}
+inline AmMad MakeAmRequest(uint8_t method, uint16_t attr_id, uint32_t attr_mod) {
+  AmMad m;
+  m.hdr.mgmt_class = static_cast<uint8_t>(MgmtClass::kAggMgmt);
+  m.hdr.class_version = kAmClassVersion;
+  m.hdr.method = method;
+  m.hdr.attr_id = attr_id;
+  m.hdr.attr_mod = attr_mod;
+  return m;
+}
+
+// ANInfo (0x20), data bytes as ar-sharp.md lists them.
+struct AnInfo {
+  static constexpr uint16_t kAttrId = am_attr::kAnInfo;
+  uint16_t tree_table_size = 0;  // trees this AN can be part of
+  uint8_t tree_radix_used = 0;
+  uint8_t tree_radix = 0;        // children per tree node
+  uint16_t sharp_version_active = 0;
+  uint16_t sharp_version_supported = 0;
+  uint32_t max_groups = 0;
+  uint16_t max_qps = 0;
+  uint16_t line_size = 0;
+};
+template <>
+struct Layout<AnInfo> {
+  using S = AnInfo;
+  static constexpr std::string_view kName = "ANInfo";
+  static constexpr size_t kSize = kAmDataSize;
+  static constexpr std::array kFields = {
+      F<&S::tree_table_size>("tree_table_size", 48, 16),
+      F<&S::tree_radix_used>("tree_radix_used", 72, 8),
+      F<&S::tree_radix>("tree_radix", 88, 8),
+      F<&S::sharp_version_active>("sharp_version_active", 96, 16, FieldFormat::kHex),
+      F<&S::sharp_version_supported>("sharp_version_supported", 112, 16, FieldFormat::kHex),
+      F<&S::max_groups>("max_groups", 160, 32),
+      F<&S::max_qps>("max_qps", 336, 16),
+      F<&S::line_size>("line_size", 368, 16),
+  };
+};
+static_assert(LayoutIsValid<AnInfo>());
+
+// TreeConfig opcodes and states (ar-sharp.md). Frozen wire values.
+namespace tree_op {
+inline constexpr uint8_t kAddChildren = 0;
+inline constexpr uint8_t kRemoveChildren = 1;
+inline constexpr uint8_t kWriteTree = 2;
+inline constexpr uint8_t kSetParent = 3;
+}  // namespace tree_op
+namespace tree_state {
+inline constexpr uint8_t kDisabled = 0;
+inline constexpr uint8_t kEnabled = 1;
+inline constexpr uint8_t kError = 2;
+}  // namespace tree_state
+
+// TreeConfig (0x23). Children: {u8 child index, u24 child QPN} x 44 from byte 16.
+struct TreeConfig {
+  static constexpr uint16_t kAttrId = am_attr::kTreeConfig;
+  uint8_t opcode = 0;
+  uint8_t state = 0;
+  uint16_t tree_id = 0;
+  uint8_t mode = 0;  // 0 low-latency, 1 streaming
+  uint32_t parent_qpn = 0;  // 0: this AN is the root
+  uint8_t num_children = 0;
+  std::array<uint8_t, kTreeConfigMaxChildren> child_index{};
+  std::array<uint32_t, kTreeConfigMaxChildren> child_qpn{};
+};
+template <>
+struct Layout<TreeConfig> {
+  using S = TreeConfig;
+  static constexpr std::string_view kName = "TreeConfig";
+  static constexpr size_t kSize = kAmDataSize;
+  static constexpr std::array kFields = {
+      F<&S::opcode>("opcode", 0, 4),
+      F<&S::state>("state", 4, 4),
+      F<&S::tree_id>("tree_id", 16, 16),
+      F<&S::mode>("mode", 32, 4),
+      F<&S::parent_qpn>("parent_qpn", 72, 24, FieldFormat::kHex),
+      F<&S::num_children>("num_children", 120, 8),
+      A<&S::child_index>("child_index", 128, 8, 32),
+      A<&S::child_qpn>("child_qpn", 136, 24, 32, FieldFormat::kHex),
+  };
+};
+// child_index and child_qpn interleave; check their extents by hand (LayoutIsValid checks
+// overall extents only).
+static_assert(128 + 43 * 32 + 32 == kAmDataSize * 8);
+
+// QPAllocation (0x21), ibsm encoding v1.
+namespace qp_alloc_op {
+inline constexpr uint8_t kAllocate = 0;
+inline constexpr uint8_t kRelease = 1;
+}  // namespace qp_alloc_op
+struct QpAllocation {
+  static constexpr uint16_t kAttrId = am_attr::kQpAllocation;
+  uint8_t opcode = 0;
+  uint16_t tree_id = 0;
+  uint8_t count = 0;
+  std::array<uint32_t, kQpAllocationMax> qpn{};
+};
+template <>
+struct Layout<QpAllocation> {
+  using S = QpAllocation;
+  static constexpr std::string_view kName = "QPAllocation";
+  static constexpr size_t kSize = kAmDataSize;
+  static constexpr std::array kFields = {
+      F<&S::opcode>("opcode", 0, 4),
+      F<&S::tree_id>("tree_id", 16, 16),
+      F<&S::count>("count", 120, 8),
+      A<&S::qpn>("qpn", 136, 24, 32, FieldFormat::kHex),
+  };
+};
+static_assert(LayoutIsValid<QpAllocation>());
+
+// QPCConfig (0x22), ibsm encoding v1.
+namespace qp_state {
+inline constexpr uint8_t kReset = 0;
+inline constexpr uint8_t kReady = 1;
+}  // namespace qp_state
+struct QpcConfig {
+  static constexpr uint16_t kAttrId = am_attr::kQpcConfig;
+  uint32_t qpn = 0;
+  uint8_t state = 0;
+  uint32_t remote_qpn = 0;
+  uint16_t remote_lid = 0;
+  uint16_t tree_id = 0;
+  uint8_t sl = 0;
+  uint64_t remote_guid = 0;
+};
+template <>
+struct Layout<QpcConfig> {
+  using S = QpcConfig;
+  static constexpr std::string_view kName = "QPCConfig";
+  static constexpr size_t kSize = kAmDataSize;
+  static constexpr std::array kFields = {
+      F<&S::qpn>("qpn", 8, 24, FieldFormat::kHex),
+      F<&S::state>("state", 32, 4),
+      F<&S::remote_qpn>("remote_qpn", 40, 24, FieldFormat::kHex),
+      F<&S::remote_lid>("remote_lid", 64, 16),
+      F<&S::tree_id>("tree_id", 80, 16),
+      F<&S::sl>("sl", 100, 4),
+      F<&S::remote_guid>("remote_guid", 128, 64, FieldFormat::kGuid),
+  };
+};
+static_assert(LayoutIsValid<QpcConfig>());
+
+// ResourceCleanup (0x40), ibsm encoding v1.
+namespace cleanup_scope {
+inline constexpr uint8_t kAll = 0;
+inline constexpr uint8_t kTree = 1;
+inline constexpr uint8_t kQp = 2;
+}  // namespace cleanup_scope
+struct ResourceCleanup {
+  static constexpr uint16_t kAttrId = am_attr::kResourceCleanup;
+  uint8_t scope = 0;
+  uint16_t tree_id = 0;
+  uint32_t qpn = 0;
+};
+template <>
+struct Layout<ResourceCleanup> {
+  using S = ResourceCleanup;
+  static constexpr std::string_view kName = "ResourceCleanup";
+  static constexpr size_t kSize = kAmDataSize;
+  static constexpr std::array kFields = {
+      F<&S::scope>("scope", 0, 4),
+      F<&S::tree_id>("tree_id", 16, 16),
+      F<&S::qpn>("qpn", 40, 24, FieldFormat::kHex),
+  };
+};
+static_assert(LayoutIsValid<ResourceCleanup>());
+
+// MlnxExtendedPortInfo (SMP 0xFF90): only the bit SHARP needs; the rest is left alone by a
+// read-modify-write of the raw 64 bytes.
+struct MlnxExtendedPortInfo {
+  static constexpr uint16_t kAttrId = vendor_attr::kMlnxExtendedPortInfo;
+  uint8_t sharp_an_en = 0;  // byte 0 bit 6 "SHArPANEn"
+};
+template <>
+struct Layout<MlnxExtendedPortInfo> {
+  static constexpr std::string_view kName = "MlnxExtendedPortInfo";
+  static constexpr size_t kSize = kSmpDataSize;
+  static constexpr std::array kFields = {
+      F<&MlnxExtendedPortInfo::sharp_an_en>("sharp_an_en", 1, 1),
+  };
+};
+static_assert(LayoutIsValid<MlnxExtendedPortInfo>());
+
+// GeneralInfo (SMP 0xFF17) with modifier 4: capability bits, bit N in big-endian dword N/32
+// with mask 1 << (N % 32). Named for SHARP's use so it cannot clash with a fuller GeneralInfo
+// layout elsewhere.
+struct SharpCapabilityMask {
+  std::array<uint32_t, 4> dword{};
+
+  bool has(uint32_t bit) const { return bit < 128 && (dword[bit / 32] >> (bit % 32)) & 1u; }
+  void set(uint32_t bit) {
+    if (bit < 128) dword[bit / 32] |= 1u << (bit % 32);
+  }
+};
+template <>
+struct Layout<SharpCapabilityMask> {
+  static constexpr std::string_view kName = "GeneralInfoCapabilities";
+  static constexpr size_t kSize = 16;
+  static constexpr std::array kFields = {
+      A<&SharpCapabilityMask::dword>("capability", 0, 32, 32, FieldFormat::kHex),
+  };
+};
+static_assert(LayoutIsValid<SharpCapabilityMask>());
+
+}  // namespace ibsm::mad

@@ -1,0 +1,210 @@
+// Golden bytes and round trips for the SHARP wire formats (mad/attr/sharp.h). Offsets come
+// from shared/docs/ar-sharp.md; the ibsm encoding v1 ones from the header's own table.
+#include "mad/attr/sharp.h"
+
+#include <gtest/gtest.h>
+
+namespace ibsm::mad {
+namespace {
+
+TEST(SharpCodecTest, AmMadPutsHeaderKeyAndDataWhereTheClassSays) {
+  AmMad m = MakeAmRequest(method::kSet, am_attr::kTreeConfig, 0x01020304);
+  m.hdr.tid = 0x1122334455667788ull;
+  m.am_key = 0xA1A2A3A4A5A6A7A8ull;
+  m.data[0] = 0x5A;
+  m.data[191] = 0xC3;
+  MadBytes b{};
+  EncodeAm(m, b);
+  EXPECT_EQ(b[0], 1);     // base version
+  EXPECT_EQ(b[1], 0x0B);  // class
+  EXPECT_EQ(b[2], 1);     // class version
+  EXPECT_EQ(b[3], method::kSet);
+  EXPECT_EQ(b[16], 0x00);
+  EXPECT_EQ(b[17], 0x23);  // attribute ID
+  EXPECT_EQ(b[20], 0x01);
+  EXPECT_EQ(b[23], 0x04);  // modifier
+  EXPECT_EQ(b[24], 0xA1);
+  EXPECT_EQ(b[31], 0xA8);  // AM_Key
+  for (size_t i = 32; i < 64; ++i) EXPECT_EQ(b[i], 0) << "reserved byte " << i;
+  EXPECT_EQ(b[64], 0x5A);
+  EXPECT_EQ(b[255], 0xC3);
+
+  AmMad back;
+  ASSERT_TRUE(DecodeAm(b, &back).ok());
+  EXPECT_EQ(back.hdr.tid, m.hdr.tid);
+  EXPECT_EQ(back.hdr.attr_id, am_attr::kTreeConfig);
+  EXPECT_EQ(back.hdr.attr_mod, 0x01020304u);
+  EXPECT_EQ(back.am_key, m.am_key);
+  EXPECT_EQ(back.data, m.data);
+}
+
+TEST(SharpCodecTest, AmMadShorterThanAMadIsCorrupt) {
+  std::vector<uint8_t> shortb(100, 0);
+  AmMad m;
+  EXPECT_FALSE(DecodeAm(shortb, &m).ok());
+}
+
+TEST(SharpCodecTest, AnInfoFieldsSitAtTheDocumentedBytes) {
+  AnInfo a;
+  a.tree_table_size = 0x0102;
+  a.tree_radix_used = 7;
+  a.tree_radix = 48;
+  a.sharp_version_active = 0x0203;
+  a.sharp_version_supported = 0x0405;
+  a.max_groups = 0x0A0B0C0D;
+  a.max_qps = 0x1234;
+  a.line_size = 0x0080;
+  std::array<uint8_t, kAmDataSize> d{};
+  EncodeTo(a, d);
+  EXPECT_EQ(d[6], 0x01);
+  EXPECT_EQ(d[7], 0x02);
+  EXPECT_EQ(d[9], 7);
+  EXPECT_EQ(d[11], 48);
+  EXPECT_EQ(d[12], 0x02);
+  EXPECT_EQ(d[13], 0x03);
+  EXPECT_EQ(d[14], 0x04);
+  EXPECT_EQ(d[15], 0x05);
+  EXPECT_EQ(d[20], 0x0A);
+  EXPECT_EQ(d[23], 0x0D);
+  EXPECT_EQ(d[42], 0x12);
+  EXPECT_EQ(d[43], 0x34);
+  EXPECT_EQ(d[46], 0x00);
+  EXPECT_EQ(d[47], 0x80);
+  auto back = Decode<AnInfo>(d);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->tree_table_size, 0x0102);
+  EXPECT_EQ(back->tree_radix, 48);
+  EXPECT_EQ(back->max_groups, 0x0A0B0C0Du);
+  EXPECT_EQ(back->line_size, 0x80);
+}
+
+TEST(SharpCodecTest, TreeConfigPacksOpcodeStateAndChildren) {
+  TreeConfig t;
+  t.opcode = tree_op::kWriteTree;
+  t.state = tree_state::kEnabled;
+  t.tree_id = 0x0102;
+  t.mode = 1;
+  t.parent_qpn = 0xABCDEF;
+  t.num_children = 2;
+  t.child_index[0] = 0;
+  t.child_qpn[0] = 0x000123;
+  t.child_index[1] = 1;
+  t.child_qpn[1] = 0x000456;
+  t.child_index[43] = 43;
+  t.child_qpn[43] = 0xFEDCBA;
+  std::array<uint8_t, kAmDataSize> d{};
+  EncodeTo(t, d);
+  EXPECT_EQ(d[0], 0x21);  // opcode 2 in bits 7-4, state 1 in bits 3-0
+  EXPECT_EQ(d[2], 0x01);
+  EXPECT_EQ(d[3], 0x02);
+  EXPECT_EQ(d[4], 0x10);  // mode in bits 7-4
+  EXPECT_EQ(d[9], 0xAB);
+  EXPECT_EQ(d[10], 0xCD);
+  EXPECT_EQ(d[11], 0xEF);
+  EXPECT_EQ(d[15], 2);
+  EXPECT_EQ(d[16], 0);
+  EXPECT_EQ(d[17], 0x00);
+  EXPECT_EQ(d[18], 0x01);
+  EXPECT_EQ(d[19], 0x23);
+  EXPECT_EQ(d[20], 1);
+  EXPECT_EQ(d[22], 0x04);
+  EXPECT_EQ(d[23], 0x56);
+  EXPECT_EQ(d[188], 43);  // the 44th child fills the last four bytes
+  EXPECT_EQ(d[189], 0xFE);
+  EXPECT_EQ(d[191], 0xBA);
+  auto back = Decode<TreeConfig>(d);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->opcode, tree_op::kWriteTree);
+  EXPECT_EQ(back->state, tree_state::kEnabled);
+  EXPECT_EQ(back->parent_qpn, 0xABCDEFu);
+  EXPECT_EQ(back->child_qpn, t.child_qpn);
+  EXPECT_EQ(back->child_index, t.child_index);
+}
+
+TEST(SharpCodecTest, QpAllocationQpcConfigAndCleanupFollowEncodingV1) {
+  QpAllocation q;
+  q.opcode = qp_alloc_op::kRelease;
+  q.tree_id = 9;
+  q.count = 3;
+  q.qpn[0] = 0x10203;
+  std::array<uint8_t, kAmDataSize> d{};
+  EncodeTo(q, d);
+  EXPECT_EQ(d[0], 0x10);
+  EXPECT_EQ(d[3], 9);
+  EXPECT_EQ(d[15], 3);
+  EXPECT_EQ(d[16], 0);
+  EXPECT_EQ(d[17], 0x01);
+  EXPECT_EQ(d[19], 0x03);
+
+  QpcConfig c;
+  c.qpn = 0x000102;
+  c.state = qp_state::kReady;
+  c.remote_qpn = 0x030405;
+  c.remote_lid = 0x0607;
+  c.tree_id = 0x0809;
+  c.sl = 5;
+  c.remote_guid = 0x0002c90300000010ull;
+  d.fill(0xFF);
+  EncodeTo(c, d);
+  EXPECT_EQ(d[0], 0);
+  EXPECT_EQ(d[2], 0x01);
+  EXPECT_EQ(d[3], 0x02);
+  EXPECT_EQ(d[4], 0x10);
+  EXPECT_EQ(d[5], 0x03);
+  EXPECT_EQ(d[7], 0x05);
+  EXPECT_EQ(d[8], 0x06);
+  EXPECT_EQ(d[9], 0x07);
+  EXPECT_EQ(d[10], 0x08);
+  EXPECT_EQ(d[11], 0x09);
+  EXPECT_EQ(d[12], 0x05);
+  EXPECT_EQ(d[16], 0x00);
+  EXPECT_EQ(d[18], 0xc9);
+  EXPECT_EQ(d[23], 0x10);
+  auto cb = Decode<QpcConfig>(d);
+  ASSERT_TRUE(cb.ok());
+  EXPECT_EQ(cb->remote_guid, c.remote_guid);
+  EXPECT_EQ(cb->remote_qpn, c.remote_qpn);
+
+  ResourceCleanup r;
+  r.scope = cleanup_scope::kQp;
+  r.tree_id = 0x0A0B;
+  r.qpn = 0x0C0D0E;
+  EncodeTo(r, d);
+  EXPECT_EQ(d[0], 0x20);
+  EXPECT_EQ(d[2], 0x0A);
+  EXPECT_EQ(d[3], 0x0B);
+  EXPECT_EQ(d[5], 0x0C);
+  EXPECT_EQ(d[7], 0x0E);
+}
+
+TEST(SharpCodecTest, SharpAnEnableIsByteZeroBitSix) {
+  std::array<uint8_t, kSmpDataSize> d{};
+  EncodeTo(MlnxExtendedPortInfo{1}, d);
+  EXPECT_EQ(d[0], 0x40);
+  d[0] = 0xBF;  // every other bit set
+  auto m = Decode<MlnxExtendedPortInfo>(d);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->sharp_an_en, 0);
+}
+
+TEST(SharpCodecTest, CapabilityBitNIsInBigEndianDwordNOver32) {
+  SharpCapabilityMask caps;
+  caps.set(kCapabilitySharpAn);
+  caps.set(1);   // adaptive routing
+  caps.set(33);  // second dword
+  std::array<uint8_t, kSmpDataSize> d{};
+  EncodeTo(caps, d);
+  EXPECT_EQ(d[0], 0x00);
+  EXPECT_EQ(d[1], 0x04);  // 1 << 18
+  EXPECT_EQ(d[3], 0x02);  // 1 << 1
+  EXPECT_EQ(d[7], 0x02);  // bit 33 = dword 1, 1 << 1
+  auto back = Decode<SharpCapabilityMask>(d);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->has(kCapabilitySharpAn));
+  EXPECT_TRUE(back->has(1));
+  EXPECT_FALSE(back->has(2));
+  EXPECT_FALSE(back->has(200));
+}
+
+}  // namespace
+}  // namespace ibsm::mad
