@@ -9,6 +9,8 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "fabric/aggregation_node.h"
+
 namespace ibsm::routing {
 namespace {
 
@@ -126,6 +128,8 @@ class Planner {
 
  private:
   bool IsComputeNode(const Port& ca_port) const {
+    // A SHARP aggregation node sits on every tier: it never makes a switch a leaf.
+    if (IsAggregationNode(fabric_.node(ca_port.node))) return false;
     const Guid node_guid = fabric_.node(ca_port.node).guid;
     auto listed = [&](const std::unordered_set<uint64_t>& set) {
       return set.count(ca_port.guid.value()) || set.count(node_guid.value());

@@ -10,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include "fabric/aggregation_node.h"
 #include "routing/split_mix.h"
 
 namespace ibsm::routing {
@@ -104,7 +105,8 @@ class CreditLoopChecker {
       const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
       if (owner == kNoPort) continue;
       owned_[lid] = 1;
-      if (fabric.node(fabric.port(owner).node).is_switch()) switch_lid_[lid] = switch_lids_++;
+      const Node& on = fabric.node(fabric.port(owner).node);
+      if (on.is_switch() || IsAggregationNode(on)) switch_lid_[lid] = switch_lids_++;
     }
     MarkHostRoutesToSwitches();
   }
@@ -154,7 +156,8 @@ class CreditLoopChecker {
     for (uint32_t s = 0; s < S; ++s)
       for (uint32_t p = 1; p <= view_.num_ports[s]; ++p) {
         const PortId c = view_.first_port[s] + p;
-        if (view_.peer[c] != kNoPort && view_.peer_sw[c] == kNone) {
+        if (view_.peer[c] != kNoPort && view_.peer_sw[c] == kNone &&
+            !IsAggregationNode(fabric_.node(fabric_.port(view_.peer[c]).node))) {
           leaves.push_back(s);
           break;
         }

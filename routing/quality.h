@@ -26,7 +26,9 @@ namespace ibsm::routing {
 // (hosts query switches; switches do not talk to each other on data VLs). SMPs travel on
 // VL15, which has no credit flow control, so the down-and-up-again routes between switch LIDs
 // that minhop uses in a fat tree are not dependencies. (ibdmchk checks the routes from every
-// CA to every LID; the switch-to-CA routes are added here.)
+// CA to every LID; the switch-to-CA routes are added here.) A SHARP aggregation node
+// (fabric/aggregation_node.h) counts like a switch LID and is not a host: hosts talk to it,
+// and ANs talk only to their tree neighbours one cable away, which adds no dependency.
 //
 // Only LIDs that `lids` assigns count (a table entry for a LID nobody owns carries no
 // traffic). Entries that lead nowhere (kDropPort, port out of range, uncabled port, port 0)

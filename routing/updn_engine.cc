@@ -6,6 +6,7 @@
 #include <atomic>
 #include <thread>
 
+#include "fabric/aggregation_node.h"
 #include "routing/lft_builder.h"
 
 namespace ibsm::routing {
@@ -131,7 +132,9 @@ class UpDnPlanner {
       const Node& node = fabric_.node(graph_.node(s));
       for (uint32_t num = 1; num <= node.num_ports && !leaf_[s]; ++num) {
         const Port& p = fabric_.port(node.first_port + num);
-        leaf_[s] = p.connected() && !fabric_.node(fabric_.port(p.peer).node).is_switch();
+        // A SHARP aggregation node (on every tier) does not make a switch a leaf.
+        leaf_[s] = p.connected() && !fabric_.node(fabric_.port(p.peer).node).is_switch() &&
+                   !IsAggregationNode(fabric_.node(fabric_.port(p.peer).node));
       }
       if (leaf_[s]) height_[s] = 0, queue.push_back(s);
     }

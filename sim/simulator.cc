@@ -232,6 +232,7 @@ void Simulator::ResetPort(PortId p) {
 
 void Simulator::ResetNodeState(NodeId n) {
   SimNode& sn = nodes_[n];
+  for (NodeExtension* ext : extensions_) ext->OnNodeReset(n);
   for (uint32_t p = 0; p <= sn.num_ports; ++p) ResetPort(sn.first_port + p);
   if (sn.sw != kNoSwitch) {
     SimSwitch& sw = switches_[sn.sw];
@@ -646,6 +647,22 @@ void Simulator::ArriveAt(PortId dest, mad::MadMessage& msg, uint16_t slid, uint3
     DeliverTo(back, msg, hops + back_hops);
     return;
   }
+  if (!is_smp && (method & mad::method::kResponseBit) == 0 && method != mad::method::kTrap &&
+      !extensions_.empty()) {
+    // A class the simulator does not model itself (SHARP's 0x0B): the node's extension
+    // answers; its answer is a GMP and needs an ACTIVE path back.
+    NodeId dn = ports_[dest].node;
+    PortNum at{ports_[dest].info.local_port_num};
+    for (NodeExtension* ext : extensions_) {
+      if (!ext->HandleGmp(dn, at, b)) continue;
+      uint32_t back_hops = 0;
+      PortId back = RouteLid(dest, slid, false, &back_hops);
+      if (back == kNoPort) return;
+      msg.addr.lid = Lid{ports_[dest].info.lid};
+      DeliverTo(back, msg, hops + back_hops);
+      return;
+    }
+  }
   bool to_endpoint = (method & mad::method::kResponseBit) != 0 || !is_smp ||
                      method == mad::method::kTrap || attr_id == mad::attr::kSmInfo;
   if (to_endpoint) {
@@ -741,7 +758,18 @@ bool Simulator::Sma(PortId arrival, std::span<uint8_t> b) {
       case mad::attr::kSlToVlTable: status = SmaSlToVl(arrival, method, mod, data); break;
       case mad::attr::kVlArbitrationTable: status = SmaVlArb(arrival, method, mod, data); break;
       case mad::attr::kGuidInfo: status = SmaGuidInfo(arrival, method, mod, data); break;
-      default: status = mad::mad_status::kMethodAttrUnsupported; break;
+      default: {
+        status = mad::mad_status::kMethodAttrUnsupported;
+        for (NodeExtension* ext : extensions_) {
+          auto st = ext->HandleSmp(ports_[arrival].node, PortNum{ports_[arrival].info.local_port_num},
+                                   method, attr_id, mod, data);
+          if (st) {
+            status = *st;
+            break;
+          }
+        }
+        break;
+      }
     }
   }
   Put(b, kMethod, mad::method::kGetResp);

@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <random>
 #include <string>
 #include <vector>
@@ -47,6 +49,26 @@ class Endpoint {
   // directed-route SMP whose sender has none). Called synchronously from inside the
   // Simulator: must not re-enter it.
   virtual void Deliver(mad::MadMessage msg, std::chrono::nanoseconds latency) = 0;
+};
+
+// Answers what the core SMA and PMA do not model, for the nodes it claims: vendor SMP
+// attributes and other management classes (SHARP aggregation nodes: sim/sharp_an.h). Runs
+// synchronously inside Simulator calls; must not call back into the Simulator.
+class NodeExtension {
+ public:
+  virtual ~NodeExtension() = default;
+  // An SMP Get/Set of an attribute the SMA does not know reached `node` at port `arrival`.
+  // Returns the MAD status with `data` (64 bytes) holding the answer, or nullopt when the
+  // attribute is not this extension's (the SMA then answers "unsupported").
+  virtual std::optional<uint16_t> HandleSmp(NodeId node, PortNum arrival, uint8_t method,
+                                            uint16_t attr_id, uint32_t attr_mod,
+                                            std::span<uint8_t> data) = 0;
+  // A GMP request (not SMP, not PerfMgt) reached `node` at port `arrival`. True when `mad`
+  // (256 bytes) now holds the response to route back; false when the extension does not
+  // answer it (it goes on to an endpoint bound there, if any).
+  virtual bool HandleGmp(NodeId node, PortNum arrival, std::span<uint8_t> mad) = 0;
+  // `node` came back as a freshly powered node (AddNode, RebootSwitch): forget its state.
+  virtual void OnNodeReset(NodeId node) = 0;
 };
 
 // Why a MAD was lost. Frozen order: tests and dumps index counters by it.
@@ -136,6 +158,9 @@ class Simulator {
   // Every MAD that enters `node` is lost with probability `p` (1.0: a dead switch).
   Status SetNodeDropRate(NodeId node, double p);
   void SetLatency(std::chrono::nanoseconds per_hop, std::chrono::nanoseconds jitter);
+
+  // Extensions are consulted in the order added. REQUIRES: `ext` outlives the Simulator.
+  void AddExtension(NodeExtension* ext) { extensions_.push_back(ext); }
 
   // Resends every trap not yet repressed (and under the send cap). Returns how many.
   size_t ResendTraps();
@@ -339,6 +364,7 @@ class Simulator {
   std::vector<SimPort> ports_;
   std::vector<SimSwitch> switches_;
   std::vector<Endpoint*> endpoints_;  // by PortId
+  std::vector<NodeExtension*> extensions_;
   SimCounters counters_;
   uint64_t client_reregisters_ = 0;
   uint64_t next_trap_tid_ = 0x5100000000000000ull;

@@ -9,7 +9,10 @@
 #include <csignal>
 #include <cstring>
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <unordered_set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +33,8 @@
 #include "ha/state_store.h"
 #include "mad/umad_transport.h"
 #include "routing/routing_engine.h"
+#include "fabric/aggregation_node.h"
+#include "sim/sharp_an.h"
 #include "sim/sim_transport.h"
 #include "sm/ar_commands.h"
 #include "sim/simulator.h"
@@ -285,6 +290,7 @@ int Main(int argc, char** argv) {
   }
 
   boost::asio::io_context io;
+  std::unique_ptr<sim::SharpSim> sharp_sim;  // outlives the simulator that calls it
   std::unique_ptr<sim::Simulator> simulator;
   std::unique_ptr<mad::Transport> transport;
   if (!extras.sim_topology.empty()) {
@@ -298,6 +304,24 @@ int Main(int argc, char** argv) {
       fmt::print(stderr, "ibsmd: {}\n", port.status().message());
       return 1;
     }
+    auto sharp_switches = sim::SelectSwitches(*fabric, extras.sim_sharp_switches);
+    if (!sharp_switches.ok()) {
+      fmt::print(stderr, "ibsmd: --sim-sharp-switches: {}\n", sharp_switches.status().message());
+      return 1;
+    }
+    if (!sharp_switches->empty()) {
+      std::unordered_set<Guid> sharp_guids;
+      for (NodeId n : *sharp_switches) sharp_guids.insert(fabric->node(n).guid);
+      auto with_ans = WithAggregationNodes(
+          *fabric, [&](const Node& n) { return sharp_guids.count(n.guid) > 0; });
+      if (!with_ans.ok()) {
+        fmt::print(stderr, "ibsmd: {}\n", with_ans.status().message());
+        return 1;
+      }
+      *fabric = std::move(*with_ans);
+      port = PickSimPort(*fabric, extras.sim_host);  // PortIds moved
+      if (!port.ok()) return 1;
+    }
     sim::SimOptions so;
     so.io = &io;
     simulator = std::make_unique<sim::Simulator>(*fabric, so);
@@ -310,6 +334,12 @@ int Main(int argc, char** argv) {
     if (!ar_switches->empty()) {
       Log(LogName::kSm).info("simulated fabric: {} of {} switches AR-capable",
                              ar_switches->size(), fabric->switch_count());
+    }
+    if (!sharp_switches->empty()) {
+      sharp_sim = std::make_unique<sim::SharpSim>(*fabric);
+      simulator->AddExtension(sharp_sim.get());
+      Log(LogName::kSim).info("{} simulated switches expose a SHARP aggregation node",
+                              sharp_sim->ans().size());
     }
     auto t = std::make_unique<sim::SimTransport>(io, *simulator, *port);
     if (!t->bind_status().ok()) {
