@@ -1,0 +1,184 @@
+#include "sim/sharp_an.h"
+
+#include <gtest/gtest.h>
+
+#include "fabric/generators.h"
+
+namespace ibsm::sim {
+namespace {
+
+class SharpSimTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto base = FatTree2(4);
+    ASSERT_TRUE(base.ok());
+    auto f = WithAggregationNodes(*base, [](const Node& n) { return n.name != "leaf-002"; });
+    ASSERT_TRUE(f.ok());
+    fabric_ = std::move(*f);
+    SimAnOptions o;
+    o.tree_radix = 3;
+    o.tree_table_size = 2;
+    o.max_qps = 8;
+    sharp_ = std::make_unique<SharpSim>(fabric_, o);
+    sw_ = *fabric_.FindNodeByName("leaf-001");
+    an_ = *fabric_.FindNodeByName("leaf-001-an");
+    an_guid_ = fabric_.node(an_).guid;
+  }
+
+  uint16_t Smp(NodeId n, uint8_t method, uint16_t attr, uint32_t mod,
+               std::array<uint8_t, 64>& data, bool* handled = nullptr) {
+    auto st = sharp_->HandleSmp(n, PortNum{1}, method, attr, mod, data);
+    if (handled) *handled = st.has_value();
+    return st.value_or(0xFFFF);
+  }
+  void Enable() {
+    std::array<uint8_t, 64> d{};
+    mad::EncodeTo(mad::MlnxExtendedPortInfo{1}, d);
+    ASSERT_EQ(Smp(sw_, mad::method::kSet, mad::vendor_attr::kMlnxExtendedPortInfo,
+                  fabric_.node(sw_).num_ports, d),
+              0);
+  }
+  // Sends a class 0x0B request to the AN; returns the response (nullopt: no answer).
+  template <typename A>
+  std::optional<mad::AmMad> Am(uint8_t method, uint32_t mod, const A& attr,
+                               uint8_t version = mad::kAmClassVersion) {
+    mad::AmMad m = mad::MakeAmRequest(method, A::kAttrId, mod);
+    m.hdr.class_version = version;
+    m.hdr.tid = 42;
+    mad::EncodeTo(attr, m.data);
+    mad::MadBytes b{};
+    mad::EncodeAm(m, b);
+    if (!sharp_->HandleGmp(an_, PortNum{1}, b)) return std::nullopt;
+    mad::AmMad r;
+    EXPECT_TRUE(mad::DecodeAm(b, &r).ok());
+    EXPECT_EQ(r.hdr.tid, 42u);
+    EXPECT_EQ(r.hdr.method, mad::method::kGetResp);
+    return r;
+  }
+  std::vector<uint32_t> Alloc(uint16_t tree, uint8_t count) {
+    mad::QpAllocation q;
+    q.tree_id = tree;
+    q.count = count;
+    auto r = Am(mad::method::kSet, 0, q);
+    if (!r || r->hdr.status != 0) return {};
+    auto got = mad::Decode<mad::QpAllocation>(r->data);
+    return std::vector<uint32_t>(got->qpn.begin(), got->qpn.begin() + count);
+  }
+
+  Fabric fabric_;
+  std::unique_ptr<SharpSim> sharp_;
+  NodeId sw_ = kNoNode, an_ = kNoNode;
+  Guid an_guid_{0};
+};
+
+TEST_F(SharpSimTest, SharpSwitchAdvertisesCapabilityAndLegacySwitchDoesNot) {
+  std::array<uint8_t, 64> d{};
+  EXPECT_EQ(Smp(sw_, mad::method::kGet, mad::vendor_attr::kGeneralInfo, 4, d), 0);
+  auto caps = mad::Decode<mad::SharpCapabilityMask>(d);
+  EXPECT_TRUE(caps->has(mad::kCapabilitySharpAn));
+  bool handled = true;
+  Smp(*fabric_.FindNodeByName("leaf-002"), mad::method::kGet, mad::vendor_attr::kGeneralInfo, 4,
+      d, &handled);
+  EXPECT_FALSE(handled);  // the SMA answers "unsupported attribute"
+  EXPECT_EQ(sharp_->ans().size(), fabric_.switch_count() - 1);
+}
+
+TEST_F(SharpSimTest, DisabledAnAnswersNothingUntilSharpAnEnIsSet) {
+  EXPECT_FALSE(Am(mad::method::kGet, 0, mad::AnInfo{}).has_value());
+  EXPECT_EQ(sharp_->counters().ignored, 1u);
+  std::array<uint8_t, 64> d{};
+  // Only the AN-facing port can enable it.
+  mad::EncodeTo(mad::MlnxExtendedPortInfo{1}, d);
+  EXPECT_EQ(Smp(sw_, mad::method::kSet, mad::vendor_attr::kMlnxExtendedPortInfo, 1, d),
+            mad::mad_status::kInvalidField);
+  Enable();
+  d.fill(0);
+  EXPECT_EQ(Smp(sw_, mad::method::kGet, mad::vendor_attr::kMlnxExtendedPortInfo,
+                fabric_.node(sw_).num_ports, d),
+            0);
+  EXPECT_EQ(d[0], 0x40);
+  auto r = Am(mad::method::kGet, 0, mad::AnInfo{});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->hdr.status, 0);
+  auto info = mad::Decode<mad::AnInfo>(r->data);
+  EXPECT_EQ(info->tree_radix, 3);
+  EXPECT_EQ(info->tree_table_size, 2);
+}
+
+TEST_F(SharpSimTest, ConfiguredTreeReadsBackAndBadRequestsChangeNothing) {
+  Enable();
+  auto qps = Alloc(5, 3);
+  ASSERT_EQ(qps.size(), 3u);
+  mad::QpcConfig c;
+  c.qpn = qps[1];
+  c.state = mad::qp_state::kReady;
+  c.tree_id = 5;
+  c.remote_lid = 9;
+  c.remote_guid = 0x1234;
+  EXPECT_EQ(Am(mad::method::kSet, 0, c)->hdr.status, 0);
+  c.tree_id = 6;  // a QP of tree 5 cannot serve tree 6
+  EXPECT_EQ(Am(mad::method::kSet, 0, c)->hdr.status, mad::mad_status::kInvalidField);
+
+  mad::TreeConfig t;
+  t.opcode = mad::tree_op::kWriteTree;
+  t.state = mad::tree_state::kEnabled;
+  t.tree_id = 5;
+  t.parent_qpn = qps[0];
+  t.num_children = 2;
+  t.child_index = {0, 1};
+  t.child_qpn = {qps[1], qps[2]};
+  EXPECT_EQ(Am(mad::method::kSet, 0, t)->hdr.status, 0);
+
+  auto got = Am(mad::method::kGet, 5, mad::TreeConfig{});
+  auto back = mad::Decode<mad::TreeConfig>(got->data);
+  EXPECT_EQ(back->parent_qpn, qps[0]);
+  EXPECT_EQ(back->num_children, 2);
+  EXPECT_EQ(back->child_qpn[1], qps[2]);
+  auto qpc = mad::Decode<mad::QpcConfig>(Am(mad::method::kGet, qps[1], mad::QpcConfig{})->data);
+  EXPECT_EQ(qpc->remote_guid, 0x1234u);
+  EXPECT_EQ(qpc->remote_lid, 9);
+
+  // Refused: a child QPN never allocated, a child index past the radix, a wrong version.
+  mad::TreeConfig bad = t;
+  bad.child_qpn[1] = 0x777777;
+  EXPECT_EQ(Am(mad::method::kSet, 0, bad)->hdr.status, mad::mad_status::kInvalidField);
+  bad = t;
+  bad.opcode = mad::tree_op::kAddChildren;
+  bad.num_children = 1;
+  bad.child_index[0] = 3;
+  EXPECT_EQ(Am(mad::method::kSet, 0, bad)->hdr.status, mad::mad_status::kInvalidField);
+  EXPECT_EQ(Am(mad::method::kSet, 0, t, /*version=*/2)->hdr.status, mad::mad_status::kBadVersion);
+  const SharpSim::An* an = sharp_->FindAn(an_guid_);
+  ASSERT_NE(an, nullptr);
+  ASSERT_EQ(an->trees.count(5), 1u);
+  EXPECT_EQ(an->trees.at(5).child_qpn, (std::vector<uint32_t>{qps[1], qps[2]}));
+
+  // Tree table of 2: a third tree is refused; QPs beyond max_qps too.
+  auto qa = Alloc(6, 1), qb = Alloc(7, 1);
+  ASSERT_EQ(qa.size() + qb.size(), 2u);
+  EXPECT_TRUE(Alloc(8, 4).empty());  // 5 + 4 > 8
+  mad::TreeConfig t6;
+  t6.opcode = mad::tree_op::kWriteTree;
+  t6.tree_id = 6;
+  EXPECT_EQ(Am(mad::method::kSet, 0, t6)->hdr.status, 0);
+  t6.tree_id = 7;
+  EXPECT_EQ(Am(mad::method::kSet, 0, t6)->hdr.status, mad::mad_status::kInvalidField);
+
+  mad::ResourceCleanup all;
+  EXPECT_EQ(Am(mad::method::kSet, 0, all)->hdr.status, 0);
+  EXPECT_TRUE(an->trees.empty());
+  EXPECT_TRUE(an->qps.empty());
+}
+
+TEST_F(SharpSimTest, SwitchPowerCycleClearsItsAn) {
+  Enable();
+  ASSERT_EQ(Alloc(1, 2).size(), 2u);
+  sharp_->OnNodeReset(sw_);
+  const SharpSim::An* an = sharp_->FindAn(an_guid_);
+  EXPECT_FALSE(an->enabled);
+  EXPECT_TRUE(an->qps.empty());
+  EXPECT_FALSE(Am(mad::method::kGet, 0, mad::AnInfo{}).has_value());
+}
+
+}  // namespace
+}  // namespace ibsm::sim
