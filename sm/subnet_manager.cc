@@ -73,6 +73,7 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
       light_timer_(io),
       poll_timer_(io) {
   pipeline_.set_fenced(true);  // nothing is written before the election says MASTER
+  sharp_ = std::make_unique<SharpManager>(transport_, pipeline_, SharpOptions{options_.send});
   // Traps 66/67 for groups created and deleted go to the InformInfo subscribers.
   mcast_.set_on_event([this](uint16_t trap, const mad::Gid& mgid) {
     ReportMulticastGroup(trap == mad::trap::kMcastGroupCreated, mad::ToGidBytes(mgid));
@@ -138,6 +139,7 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.no_clients_rereg = o.no_clients_rereg;
   options_.partitions = o.partitions;
   options_.ar = o.ar;
+  options_.sharp_enable = o.sharp_enable;
 }
 
 void SubnetManager::RequestHeavySweep(const std::string& reason) {
@@ -916,6 +918,12 @@ void SubnetManager::ActivateLinks(int pass) {
     if (stopped_) return;
     if (pass == 0) {
       ActivateLinks(1);
+    } else if (options_.sharp_enable && discovered_ && state() == mad::SmState::kMaster) {
+      // SHARP needs ACTIVE links (class 0x0B MADs are GMPs); it never delays SUBNET UP's
+      // verdict: its problems are its own log lines.
+      sharp_->Run(*discovered_, [this] {
+        if (!stopped_) FinishHeavySweep();
+      });
     } else {
       FinishHeavySweep();
     }

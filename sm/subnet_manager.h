@@ -37,6 +37,7 @@
 #include "sm/multicast.h"
 #include "sm/qos_tables.h"
 #include "sm/sa_server.h"
+#include "sm/sharp_manager.h"
 #include "sm/smp_pipeline.h"
 
 namespace ibsm::ha {
@@ -80,6 +81,7 @@ struct SubnetManagerOptions {
   // partitions.conf as last loaded well, part_enforce, allow_both_pkeys (SIGHUP reloads).
   PartitionPolicy partitions;
   ArConfig ar;  // adaptive routing (ar_mode, ar_sl_mask, ...); needs engine ar_updn/ar_ftree
+  bool sharp_enable = false;  // SHARP aggregation trees (sm/sharp_manager.h)
 };
 
 struct SweepStats {
@@ -200,6 +202,8 @@ class SubnetManager {
   const MftCounters& mft_counters() const { return mft_.counters(); }
   // Adaptive routing: what each switch runs, the tables behind it (sm/ar_manager.h).
   const ArManager& ar() const { return ar_; }
+  // SHARP trees (sharp_enable): what the last heavy sweep built and programmed.
+  const SharpManager& sharp() const { return *sharp_; }
 
  private:
   struct SwitchCache {
@@ -289,6 +293,7 @@ class SubnetManager {
   MulticastManager mcast_;
   MftProgrammer mft_{pipeline_};
   ArManager ar_{pipeline_, store_};
+  std::unique_ptr<SharpManager> sharp_;
   bool mcast_dirty_ = false;  // groups changed since the MFTs were last planned
   boost::asio::steady_timer light_timer_;
   boost::asio::thread_pool routing_pool_{1};

@@ -1,0 +1,129 @@
+// The SHARP stage of a heavy sweep (issue 7 "SM"; shared/docs/ar-sharp.md). With
+// sharp_enable, after LIDs, LFTs and link activation:
+//  1. every switch with an aggregation node (AN) cabled to it is asked for GeneralInfo
+//     capability bit 18 (no answer = not SHARP capable), and its AN port's
+//     MlnxExtendedPortInfo SHArPANEn is set if clear;
+//  2. every enabled AN with a LID is asked for ANInfo (radix, tree table size) over class
+//     0x0B, LID-routed like any GMP (so it needs its LID and the routes the LFTs give it);
+//  3. routing/sharp_trees builds the trees (tree IDs kept per root switch GUID);
+//  4. the trees whose placement changed, or whose ANs no longer hold what was written (read
+//     back every sweep), are rewritten: ResourceCleanup of the tree, QPAllocation, QPCConfig
+//     per tree edge, TreeConfig (write tree, then add children past 44), and read back;
+//     trees that vanished are cleaned up on the ANs that still answer.
+// A failed switch or link changes the next sweep's fabric, so the affected trees are rebuilt
+// then; hosts that lose coverage are logged (SM-SHARP-001). Nothing here blocks SUBNET UP.
+//
+// Threading: the SM's io_context thread; `done` of Run runs on it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mad/attr/sharp.h"
+#include "mad/transport.h"
+#include "routing/sharp_trees.h"
+#include "sm/discovery.h"
+#include "sm/smp_pipeline.h"
+
+namespace ibsm::sm {
+
+struct SharpOptions {
+  mad::SendOptions send;
+  size_t window = 32;  // class 0x0B MADs in flight
+  uint8_t sl = 0;      // SL written into every tree QP's context
+};
+
+// What one AN holds for one tree, by GUIDs (the intent) and the QPNs that carry it.
+struct SharpAnTree {
+  Guid parent{0};               // parent AN's port GUID; 0 at the root
+  std::vector<Guid> children;   // child AN port GUIDs, then host port GUIDs, in index order
+  uint32_t parent_qpn = 0;      // as programmed (0 until then)
+  std::vector<uint32_t> child_qpn;
+  bool operator==(const SharpAnTree& o) const {
+    return parent == o.parent && children == o.children;
+  }
+};
+
+// The operator's view of one tree (and what `ibsmctl sharp` prints).
+struct SharpTreeSummary {
+  uint16_t id = 0;
+  Guid root_switch{0};
+  std::string root_name;
+  Guid root_an{0};
+  uint32_t depth = 0;  // switch tiers
+  size_t hosts = 0;
+  size_t switches = 0;
+  std::vector<Guid> missing_hosts;  // host port GUIDs this tree does not reach
+  bool programmed = false;          // written and read back equal
+};
+
+struct SharpSummary {
+  bool ran = false;
+  size_t sharp_switches = 0;  // switches with an AN that advertise capability bit 18
+  size_t ans = 0;             // ANs found in the fabric
+  size_t ans_enabled = 0;
+  size_t ans_usable = 0;      // enabled, with a LID, answered ANInfo
+  uint32_t switch_tiers = 0;
+  size_t hosts = 0;
+  std::vector<SharpTreeSummary> trees;
+  std::vector<Guid> uncovered;      // host port GUIDs some tree misses
+  std::vector<Guid> never_covered;  // host port GUIDs no tree reaches
+  std::vector<std::string> notes;
+};
+
+struct SharpCounters {
+  uint64_t mads_sent = 0;
+  uint64_t mads_failed = 0;       // no answer, bad status or undecodable answer
+  uint64_t ans_enabled = 0;       // SHArPANEn Sets that took
+  uint64_t trees_written = 0;     // (tree, AN) configurations written
+  uint64_t trees_removed = 0;
+  uint64_t readback_mismatches = 0;
+};
+
+class SharpManager {
+ public:
+  // REQUIRES: transport and pipeline outlive this.
+  SharpManager(mad::Transport& transport, SmpPipeline& pipeline, SharpOptions options);
+  ~SharpManager();
+
+  // Runs the stage on this sweep's fabric (LIDs assigned, LFTs written, links ACTIVE).
+  // `sweep` must stay alive until `done` runs. One Run at a time.
+  void Run(const DiscoveryResult& sweep, std::function<void()> done);
+
+  const SharpSummary& summary() const { return summary_; }
+  const SharpCounters& counters() const { return counters_; }
+  // Tree -> AN port GUID -> what the SM wrote there (after the last Run).
+  const std::map<uint16_t, std::map<Guid, SharpAnTree>>& programmed() const { return programmed_; }
+  // Tree IDs by root switch GUID: kept across sweeps; seeded from the state file.
+  const std::map<Guid, uint16_t>& tree_ids() const { return tree_ids_; }
+  void SetTreeIds(std::map<Guid, uint16_t> ids) { tree_ids_ = std::move(ids); }
+
+ private:
+  struct Run_;
+  class GmpWindow;
+  void Probe();
+  void QueryAnInfo();
+  void Plan();
+  void Verify(bool after_write);
+  void Write();
+  void Finish();
+  void Note(const std::string& id, const std::string& text);
+
+  mad::Transport& transport_;
+  SmpPipeline& pipeline_;
+  SharpOptions options_;
+  std::unique_ptr<GmpWindow> gmp_;
+  std::unique_ptr<Run_> run_;
+  SharpSummary summary_;
+  SharpCounters counters_;
+  std::map<uint16_t, std::map<Guid, SharpAnTree>> programmed_;
+  std::map<Guid, uint16_t> tree_ids_;
+};
+
+}  // namespace ibsm::sm

@@ -1,0 +1,333 @@
+// The SM's SHARP stage on the in-process simulator (issue 7 "Must hold"): the trees read back
+// from the simulated aggregation nodes are what the SM intended, and on their own (from the
+// ANs' tables alone) every tree is acyclic, spans every host, has depth = switch tiers and
+// respects the radix; after a spine link or a switch fails the trees are rebuilt.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include <boost/asio/io_context.hpp>
+
+#include "fabric/aggregation_node.h"
+#include "fabric/generators.h"
+#include "sim/sharp_an.h"
+#include "sim/sim_transport.h"
+#include "sim/simulator.h"
+#include "sm/subnet_manager.h"
+
+namespace ibsm::sm {
+namespace {
+
+struct Bed {
+  Fabric fabric;
+  boost::asio::io_context io;
+  std::unique_ptr<sim::SharpSim> sharp;
+  std::unique_ptr<sim::Simulator> sim;
+  PortId sm_port = kNoPort;
+
+  Bed(Result<Fabric> base, std::function<bool(const Node&)> capable, sim::SimAnOptions an = {}) {
+    EXPECT_TRUE(base.ok());
+    auto f = WithAggregationNodes(*base, capable);
+    EXPECT_TRUE(f.ok());
+    fabric = std::move(*f);
+    sim::SimOptions so;
+    so.io = &io;
+    sharp = std::make_unique<sim::SharpSim>(fabric, an);
+    sim = std::make_unique<sim::Simulator>(fabric, so);
+    sim->AddExtension(sharp.get());
+    for (PortId p = 0; p < fabric.port_count() && sm_port == kNoPort; ++p)
+      if (IsHostPort(fabric, p)) sm_port = p;
+  }
+
+  std::set<Guid> HostGuids() const {
+    std::set<Guid> s;
+    for (PortId p = 0; p < fabric.port_count(); ++p)
+      if (IsHostPort(fabric, p) && sim->port_info(p).port_state >= 2) s.insert(fabric.port(p).guid);
+    return s;
+  }
+  Guid AnPortGuid(NodeId an) const { return fabric.port(fabric.port_id(an, PortNum{1})).guid; }
+};
+
+SubnetManagerOptions SharpOn() {
+  SubnetManagerOptions o;
+  o.send.timeout = std::chrono::milliseconds(20);
+  o.send.retries = 4;
+  o.sweep_interval = std::chrono::seconds(0);
+  o.routing_engine = "ftree,updn";
+  o.sharp_enable = true;
+  return o;
+}
+
+struct Seen {
+  SweepStats stats;
+  SharpSummary summary;
+  std::map<uint16_t, std::map<Guid, SharpAnTree>> programmed;
+  std::string engine;
+};
+
+// Runs the SM; `after` runs after each heavy sweep (1-based) and returns true to stop.
+std::vector<Seen> RunSharpSm(Bed& bed, SubnetManagerOptions o,
+                      std::function<bool(int, SubnetManager&)> after = {}) {
+  sim::SimTransport t(bed.io, *bed.sim, bed.sm_port);
+  EXPECT_TRUE(t.bind_status().ok());
+  SystemClock clock;
+  SubnetManager sm(bed.io, t, clock, nullptr, o);
+  std::vector<Seen> seen;
+  sm.Start([&](const SweepStats& s) {
+    seen.push_back({s, sm.sharp().summary(), sm.sharp().programmed(), s.engine});
+    if (!after || after(static_cast<int>(seen.size()), sm)) {
+      sm.Stop();
+      t.Close();
+      bed.io.stop();
+    }
+  });
+  bed.io.restart();
+  bed.io.run();
+  return seen;
+}
+
+// One tree as the ANs hold it, rebuilt from their tables alone.
+struct AnView {
+  size_t ans = 0;
+  uint32_t depth = 0;
+  size_t max_children = 0;
+  std::set<Guid> hosts;
+  std::vector<std::string> problems;
+  std::map<Guid, SharpAnTree> by_an;  // parent/children GUIDs as the QP contexts name them
+};
+
+AnView ReadTree(const Bed& bed, uint16_t id) {
+  AnView v;
+  std::map<Guid, const sim::SharpSim::An*> holders;
+  for (const auto& an : bed.sharp->ans())
+    if (an.trees.count(id)) holders[bed.AnPortGuid(an.an)] = &an;
+  auto remote = [](const sim::SharpSim::An& an, uint32_t qpn) {
+    auto q = an.qps.find(qpn);
+    return q == an.qps.end() ? Guid{0} : Guid{q->second.qpc.remote_guid};
+  };
+  Guid root{0};
+  for (const auto& [g, an] : holders) {
+    const auto& t = an->trees.at(id);
+    SharpAnTree& at = v.by_an[g];
+    at.parent = t.parent_qpn ? remote(*an, t.parent_qpn) : Guid{0};
+    for (uint32_t q : t.child_qpn) at.children.push_back(remote(*an, q));
+    v.max_children = std::max(v.max_children, t.child_qpn.size());
+    if (t.state != mad::tree_state::kEnabled) v.problems.push_back("tree not enabled on an AN");
+    if (!t.parent_qpn) {
+      if (root.value()) v.problems.push_back("two roots");
+      root = g;
+    }
+  }
+  if (!root.value()) {
+    v.problems.push_back("no root");
+    return v;
+  }
+  std::set<Guid> visited;
+  std::vector<std::pair<Guid, uint32_t>> stack = {{root, 1}};
+  while (!stack.empty()) {
+    auto [g, level] = stack.back();
+    stack.pop_back();
+    if (!visited.insert(g).second) {
+      v.problems.push_back("an AN reached twice: not a tree");
+      continue;
+    }
+    v.depth = std::max(v.depth, level);
+    for (Guid c : v.by_an[g].children) {
+      if (holders.count(c)) {
+        if (v.by_an[c].parent != g) v.problems.push_back("child does not name its parent");
+        stack.push_back({c, level + 1});
+      } else if (c.value()) {
+        if (!v.hosts.insert(c).second) v.problems.push_back("a host twice");
+      } else {
+        v.problems.push_back("a child QP with no context");
+      }
+    }
+  }
+  if (visited.size() != holders.size()) v.problems.push_back("ANs hold the tree but are not in it");
+  v.ans = holders.size();
+  return v;
+}
+
+// Every tree the SM reports: what the ANs hold equals what the SM wrote, and the tree checks
+// hold on the ANs' own tables.
+void ExpectTreesHold(const Bed& bed, const Seen& s, uint32_t tiers, bool full_span) {
+  const std::set<Guid> hosts = bed.HostGuids();
+  ASSERT_FALSE(s.summary.trees.empty());
+  for (const SharpTreeSummary& t : s.summary.trees) {
+    SCOPED_TRACE(::testing::Message() << "tree " << t.id);
+    EXPECT_TRUE(t.programmed);
+    const AnView v = ReadTree(bed, t.id);
+    EXPECT_TRUE(v.problems.empty()) << v.problems.front();
+    EXPECT_EQ(v.depth, tiers);
+    EXPECT_EQ(t.depth, tiers);
+    EXPECT_LE(v.max_children, 48u);  // the simulated ANs' radix
+    EXPECT_EQ(v.hosts.size(), t.hosts);
+    EXPECT_EQ(v.ans, t.switches);
+    ASSERT_TRUE(s.programmed.count(t.id));
+    EXPECT_EQ(v.by_an, s.programmed.at(t.id));
+    // Spans every host, or exactly those the SM reports missing.
+    std::set<Guid> expect = hosts;
+    for (Guid m : t.missing_hosts) expect.erase(m);
+    EXPECT_EQ(v.hosts, expect);
+    if (full_span) {
+      EXPECT_TRUE(t.missing_hosts.empty());
+    }
+  }
+}
+
+auto All() {
+  return [](const Node&) { return true; };
+}
+
+TEST(SharpSmTest, TwoTierK16TreesReadBackAsIntendedAndSpanEveryHost) {
+  Bed bed(FatTree2(16), All());
+  auto seen = RunSharpSm(bed, SharpOn());
+  ASSERT_EQ(seen.size(), 1u);
+  const Seen& s = seen[0];
+  EXPECT_TRUE(s.stats.subnet_up);
+  EXPECT_EQ(s.engine, "ftree");
+  EXPECT_EQ(s.summary.ans, 24u);  // 16 leaves + 8 spines
+  EXPECT_EQ(s.summary.ans_usable, 24u);
+  EXPECT_EQ(s.summary.switch_tiers, 2u);
+  EXPECT_EQ(s.summary.hosts, 128u);
+  EXPECT_EQ(s.summary.trees.size(), 8u);
+  EXPECT_TRUE(s.summary.uncovered.empty());
+  ExpectTreesHold(bed, s, 2, true);
+  for (const auto& an : bed.sharp->ans()) EXPECT_TRUE(an.enabled);
+}
+
+TEST(SharpSmTest, ThreeTierK8TreesReadBackAsIntendedAndSpanEveryHost) {
+  Bed bed(FatTree3(8), All());
+  auto seen = RunSharpSm(bed, SharpOn());
+  ASSERT_EQ(seen.size(), 1u);
+  const Seen& s = seen[0];
+  EXPECT_TRUE(s.stats.subnet_up);
+  EXPECT_EQ(s.summary.switch_tiers, 3u);
+  EXPECT_EQ(s.summary.trees.size(), 16u);
+  ExpectTreesHold(bed, s, 3, true);
+}
+
+TEST(SharpSmTest, SpineLinkDownRebuildsThatTreeAndReportsTheHostsItLost) {
+  Bed bed(FatTree2(16), All());
+  // Not on the SM's own DR paths (it sits on leaf-001, reached through spine-01 first): the
+  // post-SUBNET-UP QoS reads would otherwise time out on the dead link for seconds.
+  const NodeId leaf = *bed.fabric.FindNodeByName("leaf-002");
+  const NodeId spine = *bed.fabric.FindNodeByName("spine-02");
+  PortId uplink = kNoPort;
+  for (uint32_t p = 1; p <= bed.fabric.node(leaf).num_ports; ++p) {
+    PortId id = bed.fabric.port_id(leaf, PortNum{static_cast<uint8_t>(p)});
+    if (bed.fabric.port(id).connected() && bed.fabric.port(bed.fabric.port(id).peer).node == spine)
+      uplink = id;
+  }
+  ASSERT_NE(uplink, kNoPort);
+  auto seen = RunSharpSm(bed, SharpOn(), [&](int n, SubnetManager& sm) {
+    if (n == 1) {
+      EXPECT_TRUE(bed.sim->LinkDown(uplink).ok());
+      sm.RequestHeavySweep("test: spine link down");
+      return false;
+    }
+    return true;
+  });
+  ASSERT_EQ(seen.size(), 2u);
+  const Seen& after = seen[1];
+  EXPECT_TRUE(after.stats.subnet_up);
+  ASSERT_EQ(after.summary.trees.size(), 8u);
+  std::set<Guid> leaf_hosts;
+  for (uint32_t p = 1; p <= bed.fabric.node(leaf).num_ports; ++p) {
+    PortId id = bed.fabric.port_id(leaf, PortNum{static_cast<uint8_t>(p)});
+    if (bed.fabric.port(id).connected() && IsHostPort(bed.fabric, bed.fabric.port(id).peer))
+      leaf_hosts.insert(bed.fabric.port(bed.fabric.port(id).peer).guid);
+  }
+  ASSERT_EQ(leaf_hosts.size(), 8u);
+  for (const auto& t : after.summary.trees) {
+    if (t.root_switch == bed.fabric.node(spine).guid) {
+      EXPECT_EQ(t.hosts, 120u);
+      EXPECT_EQ(std::set<Guid>(t.missing_hosts.begin(), t.missing_hosts.end()), leaf_hosts);
+    } else {
+      EXPECT_EQ(t.hosts, 128u);
+    }
+  }
+  EXPECT_EQ(std::set<Guid>(after.summary.uncovered.begin(), after.summary.uncovered.end()), leaf_hosts);
+  EXPECT_TRUE(after.summary.never_covered.empty());
+  ExpectTreesHold(bed, after, 2, false);
+  // Tree IDs stay with their roots.
+  std::map<Guid, uint16_t> before_ids, after_ids;
+  for (const auto& t : seen[0].summary.trees) before_ids[t.root_switch] = t.id;
+  for (const auto& t : after.summary.trees) after_ids[t.root_switch] = t.id;
+  EXPECT_EQ(before_ids, after_ids);
+}
+
+TEST(SharpSmTest, RemovedCoreSwitchTakesItsTreeAwayAndTheRestStillSpanEveryHost) {
+  Bed bed(FatTree3(8), All());
+  NodeId core = kNoNode;  // the last core: the SM's DR paths run through the first ones
+  for (NodeId n = 0; n < bed.fabric.node_count(); ++n)
+    if (bed.fabric.node(n).is_switch() && bed.fabric.node(n).name.rfind("core", 0) == 0) core = n;
+  ASSERT_NE(core, kNoNode);
+  uint16_t gone_id = 0;
+  auto seen = RunSharpSm(bed, SharpOn(), [&](int n, SubnetManager& sm) {
+    if (n == 1) {
+      for (const auto& t : sm.sharp().summary().trees)
+        if (t.root_switch == bed.fabric.node(core).guid) gone_id = t.id;
+      EXPECT_TRUE(bed.sim->RemoveNode(core).ok());
+      sm.RequestHeavySweep("test: core switch removed");
+      return false;
+    }
+    return true;
+  });
+  ASSERT_EQ(seen.size(), 2u);
+  ASSERT_NE(gone_id, 0);
+  const Seen& after = seen[1];
+  EXPECT_TRUE(after.stats.subnet_up);
+  EXPECT_EQ(after.summary.trees.size(), 15u);
+  for (const auto& t : after.summary.trees) EXPECT_NE(t.id, gone_id);
+  ExpectTreesHold(bed, after, 3, true);
+  // The vanished tree was cleaned up on every AN still on the fabric.
+  for (const auto& an : bed.sharp->ans())
+    if (an.sw != core) {
+      EXPECT_EQ(an.trees.count(gone_id), 0u) << an.an;
+    }
+}
+
+TEST(SharpSmTest, MixedFabricUsesCapableSwitchesAndReportsHostsOfLegacyLeaves) {
+  Bed bed(FatTree2(16), [](const Node& n) { return n.name != "leaf-003"; });
+  auto seen = RunSharpSm(bed, SharpOn());
+  ASSERT_EQ(seen.size(), 1u);
+  const Seen& s = seen[0];
+  EXPECT_TRUE(s.stats.subnet_up);
+  EXPECT_EQ(s.summary.ans, 23u);
+  EXPECT_EQ(s.summary.trees.size(), 8u);
+  EXPECT_EQ(s.summary.never_covered.size(), 8u);
+  for (const auto& t : s.summary.trees) EXPECT_EQ(t.hosts, 120u);
+  ExpectTreesHold(bed, s, 2, false);
+}
+
+TEST(SharpSmTest, LegacyFabricWithSharpEnabledComesUpWithNoTrees) {
+  Bed bed(FatTree2(8), [](const Node&) { return false; });
+  auto seen = RunSharpSm(bed, SharpOn());
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(seen[0].stats.subnet_up);
+  EXPECT_EQ(seen[0].summary.ans, 0u);
+  EXPECT_TRUE(seen[0].summary.trees.empty());
+}
+
+TEST(SharpSmTest, SwitchRebootLosesTheTreesAndTheNextSweepWritesThemBack) {
+  Bed bed(FatTree2(8), All());
+  const NodeId spine = *bed.fabric.FindNodeByName("spine-02");
+  auto seen = RunSharpSm(bed, SharpOn(), [&](int n, SubnetManager& sm) {
+    if (n == 1) {
+      EXPECT_TRUE(bed.sim->RebootSwitch(spine).ok());
+      sm.RequestHeavySweep("test: spine rebooted");
+      return false;
+    }
+    return true;
+  });
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_TRUE(seen[1].stats.subnet_up);
+  EXPECT_EQ(seen[1].summary.trees.size(), 4u);
+  ExpectTreesHold(bed, seen[1], 2, true);
+}
+
+}  // namespace
+}  // namespace ibsm::sm
