@@ -15,6 +15,7 @@
 #include "sm/health.h"
 #include "sm/link_health.h"
 #include "sm/perf_manager.h"
+#include "sm/sharp_view.h"
 #include "sm/subnet_manager.h"
 
 namespace ibsm::sm {
@@ -206,6 +207,10 @@ ControlCommands::ControlCommands(boost::asio::io_context& io, ControlServer& ser
                   [this](const json& a) { return Events(a); });
   server.Register("ha", A::kRead, "SM state, master, peers and HA counters",
                   [this](const json& a) { return Ha(a); });
+  server.Register("sharp", A::kRead, "SHARP trees: roots, depth, hosts reached, coverage",
+                  [this](const json&) -> Result<json> {
+                    return SharpTreesJson(ctx_.sm->sharp().summary());
+                  });
   server.RegisterAsync("check", A::kRead,
                        "route verification, deadlock proof, balance; args: permutations, seed",
                        [this](const json& a, ControlServer::Reply r) { Check(a, std::move(r)); });

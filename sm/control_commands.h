@@ -11,6 +11,7 @@
 //   check [permutations seed]   route verification, deadlock proof, balance figures
 //   events [since_us limit]     the state file's event log
 //   ha                          SM state, master, peers, HA counters
+//   sharp                       SHARP trees (sm/sharp_view.h)
 //   resweep (change)            queue a heavy sweep
 //   log-level {level} (change)  trace|debug|info|warn|error
 #pragma once

@@ -365,6 +365,34 @@ std::string FormatHa(const json& r) {
   return out + "counters: " + counters + "\n";
 }
 
+// ---- sharp ----------------------------------------------------------------------------
+std::string FormatSharp(const json& r) {
+  if (!r.value("enabled", false)) return "SHARP is off (sharp_enable 0)\n";
+  std::string out = fmt::format(
+      "SHARP: {} aggregation nodes ({} enabled, {} usable), {} switch tiers, {} hosts\n",
+      Get(r, "aggregation_nodes"), Get(r, "enabled_nodes"), Get(r, "usable_nodes"),
+      Get(r, "switch_tiers"), Get(r, "hosts"));
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& t : r.value("trees", json::array()))
+    rows.push_back({Get(t, "id"), Get(t, "root"), Get(t, "root_name"), Get(t, "depth"),
+                    Get(t, "hosts"), Get(t, "switches"), t.value("programmed", false) ? "yes" : "NO"});
+  if (!rows.empty())
+    out += AlignedTable({"TREE", "ROOT", "ROOT NAME", "DEPTH", "HOSTS", "SWITCHES", "PROGRAMMED"}, rows);
+  const auto never = r.value("never_covered", json::array());
+  const auto some = r.value("uncovered", json::array());
+  if (rows.empty()) {
+    out += "no trees\n";
+  } else if (some.empty()) {
+    out += fmt::format("coverage: every tree reaches all {} hosts\n", Get(r, "hosts"));
+  } else {
+    out += fmt::format("coverage: {} hosts missing from some tree, {} in none\n", some.size(),
+                       never.size());
+    for (const auto& h : some) out += "  missing: " + Cell(h) + "\n";
+  }
+  for (const auto& n : r.value("notes", json::array())) out += "note: " + Cell(n) + "\n";
+  return out;
+}
+
 // ---- resweep / log-level / help --------------------------------------------------------
 std::string FormatQueued(const json&) { return "heavy sweep queued\n"; }
 
@@ -530,6 +558,7 @@ const std::vector<CtlCommand>& CtlCommands() {
       {"events", "[--since AGE] [--limit N]", "the event log (AGE: 600, 10m, 2h, 1d)",
        EventsArgs, FormatEvents},
       {"ha", "", "SM state, master, peer SMs and HA counters", NoArgs, FormatHa},
+      {"sharp", "", "SHARP trees: roots, depth, hosts reached, coverage", NoArgs, FormatSharp},
       {"resweep", "", "queue a heavy sweep (root only)", NoArgs, FormatQueued},
       {"log-level", "LEVEL", "set the daemon's log level (root only)", LevelArgs, FormatLevel},
       {"topo", "[--format dot|svg|json]",
