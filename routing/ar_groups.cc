@@ -7,6 +7,7 @@
 #include <bit>
 #include <set>
 
+#include "fabric/aggregation_node.h"
 #include "routing/hop_table.h"
 
 namespace ibsm::routing {
@@ -16,9 +17,14 @@ constexpr uint32_t kNone = UINT32_MAX;
 constexpr size_t kMaxProblems = 20;
 
 // The leaf switch that delivers end port `p` (a CA or router port), or kNoNode.
+// The leaf switch of a host port; kNoNode for a switch port and for a SHARP aggregation node,
+// whose LID stays static like a switch LID: only hosts and the ANs one cable away talk to it
+// (routing/quality.h), and a group towards a spine's AN would spread traffic over
+// down-then-up routes.
 NodeId LeafOf(const Fabric& f, PortId p) {
   const Port& port = f.port(p);
-  if (f.node(port.node).is_switch() || !port.connected()) return kNoNode;
+  if (f.node(port.node).is_switch() || IsAggregationNode(f.node(port.node)) || !port.connected())
+    return kNoNode;
   const NodeId peer = f.port(port.peer).node;
   return f.node(peer).is_switch() ? peer : kNoNode;
 }
@@ -277,7 +283,8 @@ class ArDependencyGraph {
       const Node& node = f_.node(snode_[s]);
       for (uint32_t p = 1; p <= node.num_ports; ++p) {
         const Port& port = f_.port(node.first_port + p);
-        if (port.connected() && sidx_[f_.port(port.peer).node] == kNone) {
+        if (port.connected() && sidx_[f_.port(port.peer).node] == kNone &&
+            !IsAggregationNode(f_.node(f_.port(port.peer).node))) {
           host_switches.push_back(s);
           break;
         }
@@ -286,7 +293,8 @@ class ArDependencyGraph {
     for (uint32_t lid = 1; lid <= lids_.max_lid(); ++lid) {
       const PortId owner = lids_.owner(Lid(static_cast<uint16_t>(lid)));
       if (owner == kNoPort) continue;
-      if (f_.node(f_.port(owner).node).is_switch()) {
+      const Node& on = f_.node(f_.port(owner).node);
+      if (on.is_switch() || IsAggregationNode(on)) {
         AddSwitchLid(lid, host_switches);
       } else {
         AddHostLid(lid);

@@ -55,7 +55,6 @@ size_t ArSwitch::state_bytes() const {
 uint16_t ArSwitch::Handle(uint16_t attr_id, uint8_t method, uint32_t mod,
                           std::span<uint8_t> data) {
   switch (attr_id) {
-    case mad::attr::kGeneralInfo: return HandleGeneralInfo(method, mod, data);
     case mad::attr::kArInfo: return HandleInfo(method, data);
     case mad::attr::kArGroupTable: return HandleGroupTable(method, mod, data);
     case mad::attr::kArLinearForwardingTable: return HandleLft(method, mod, data);
@@ -64,14 +63,9 @@ uint16_t ArSwitch::Handle(uint16_t attr_id, uint8_t method, uint32_t mod,
   }
 }
 
-uint16_t ArSwitch::HandleGeneralInfo(uint8_t method, uint32_t mod, std::span<uint8_t> data) {
-  if (method != mad::method::kGet) return mad::mad_status::kMethodAttrUnsupported;
-  if (mod != mad::kGeneralInfoCapabilityModifier) return mad::mad_status::kInvalidField;
-  mad::GeneralInfoCapabilities caps;
+void ArSwitch::AddCapabilities(mad::GeneralInfoCapabilities& caps) const {
   caps.Set(mad::general_cap::kAdaptiveRouting);
   caps.Set(mad::general_cap::kAdaptiveRoutingRevision);
-  mad::EncodeTo(caps, data);
-  return mad::mad_status::kOk;
 }
 
 // Set writes the SM's settings (E, by-SL, no_fallback, GroupTop, transports, ageing time);

@@ -18,6 +18,7 @@
 #include "base/types.h"
 #include "fabric/fabric.h"
 #include "mad/attr/adaptive_routing.h"
+#include "mad/attr/general_info.h"
 
 namespace ibsm::sim {
 
@@ -42,6 +43,8 @@ class ArSwitch {
   void OnLftSet();
   // Power cycle: settings and tables back to their defaults; capabilities stay.
   void Reset();
+  // Its GeneralInfo capability bits (the simulator merges those of every agent on the node).
+  void AddCapabilities(mad::GeneralInfoCapabilities& caps) const;
 
   // --- inspection (tests) ---
   const mad::ArInfo& info() const { return info_; }
@@ -54,7 +57,6 @@ class ArSwitch {
   size_t state_bytes() const;
 
  private:
-  uint16_t HandleGeneralInfo(uint8_t method, uint32_t mod, std::span<uint8_t> data);
   uint16_t HandleInfo(uint8_t method, std::span<uint8_t> data);
   uint16_t HandleGroupTable(uint8_t method, uint32_t mod, std::span<uint8_t> data);
   uint16_t HandleLft(uint8_t method, uint32_t mod, std::span<uint8_t> data);

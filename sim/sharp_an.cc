@@ -53,6 +53,10 @@ void SharpSim::OnNodeReset(NodeId node) {
   if (auto it = by_an_.find(node); it != by_an_.end()) reset(ans_[it->second]);
 }
 
+void SharpSim::AddCapabilities(NodeId node, mad::GeneralInfoCapabilities& caps) const {
+  if (by_sw_.count(node) > 0) caps.Set(mad::general_cap::kSharpAggregationNode);
+}
+
 std::optional<uint16_t> SharpSim::HandleSmp(NodeId node, PortNum arrival, uint8_t method,
                                             uint16_t attr_id, uint32_t attr_mod,
                                             std::span<uint8_t> data) {
@@ -60,15 +64,6 @@ std::optional<uint16_t> SharpSim::HandleSmp(NodeId node, PortNum arrival, uint8_
   auto it = by_sw_.find(node);
   if (it == by_sw_.end()) return std::nullopt;  // legacy switch or CA: not ours
   An& an = ans_[it->second];
-  if (attr_id == mad::vendor_attr::kGeneralInfo) {
-    if (method != mad::method::kGet) return kUnsupported;
-    if (attr_mod != mad::kGeneralInfoCapabilityModifier) return kInvalid;
-    mad::SharpCapabilityMask caps;
-    caps.set(mad::kCapabilitySharpAn);
-    std::fill(data.begin(), data.end(), uint8_t{0});
-    mad::EncodeTo(caps, data);
-    return kOk;
-  }
   if (attr_id == mad::vendor_attr::kMlnxExtendedPortInfo) {
     // Only the AN-facing port has an AN to enable; other ports answer the bit clear.
     const bool an_port = attr_mod == an.sw_port.value();

@@ -69,6 +69,8 @@ class SharpSim : public NodeExtension {
                                     std::span<uint8_t> data) override;
   bool HandleGmp(NodeId node, PortNum arrival, std::span<uint8_t> mad) override;
   void OnNodeReset(NodeId node) override;
+  // A switch with an aggregation node reports GeneralInfo capability bit 18.
+  void AddCapabilities(NodeId node, mad::GeneralInfoCapabilities& caps) const override;
 
   // Inspection (tests): the AN with node GUID `an_guid`, or nullptr.
   const An* FindAn(Guid an_guid) const;

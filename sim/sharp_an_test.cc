@@ -72,14 +72,12 @@ class SharpSimTest : public ::testing::Test {
 };
 
 TEST_F(SharpSimTest, SharpSwitchAdvertisesCapabilityAndLegacySwitchDoesNot) {
-  std::array<uint8_t, 64> d{};
-  EXPECT_EQ(Smp(sw_, mad::method::kGet, mad::vendor_attr::kGeneralInfo, 4, d), 0);
-  auto caps = mad::Decode<mad::SharpCapabilityMask>(d);
-  EXPECT_TRUE(caps->has(mad::kCapabilitySharpAn));
-  bool handled = true;
-  Smp(*fabric_.FindNodeByName("leaf-002"), mad::method::kGet, mad::vendor_attr::kGeneralInfo, 4,
-      d, &handled);
-  EXPECT_FALSE(handled);  // the SMA answers "unsupported attribute"
+  mad::GeneralInfoCapabilities caps;
+  sharp_->AddCapabilities(sw_, caps);
+  EXPECT_TRUE(caps.Has(mad::general_cap::kSharpAggregationNode));
+  mad::GeneralInfoCapabilities legacy;
+  sharp_->AddCapabilities(*fabric_.FindNodeByName("leaf-002"), legacy);
+  EXPECT_FALSE(legacy.Has(mad::general_cap::kSharpAggregationNode));
   EXPECT_EQ(sharp_->ans().size(), fabric_.switch_count() - 1);
 }
 

@@ -736,7 +736,15 @@ bool Simulator::Sma(PortId arrival, std::span<uint8_t> b) {
   // supported").
   const bool vendor = attr_id >= 0xFF00;
   ArSwitch* ar = sn.sw != kNoSwitch ? switches_[sn.sw].ar.get() : nullptr;
-  if (vendor && ar == nullptr) {
+  std::optional<uint16_t> vendor_status;
+  if (vendor && Get(b, kClassVersion) == 1 &&
+      (method == mad::method::kGet || method == mad::method::kSet)) {
+    vendor_status = VendorSmp(ports_[arrival].node, arrival, ar, method, attr_id, mod, data);
+    if (!vendor_status) {
+      Drop(DropReason::kVendorAttr);
+      return false;
+    }
+  } else if (vendor && ar == nullptr) {
     Drop(DropReason::kVendorAttr);
     return false;
   }
@@ -745,7 +753,7 @@ bool Simulator::Sma(PortId arrival, std::span<uint8_t> b) {
   } else if (method != mad::method::kGet && method != mad::method::kSet) {
     status = mad::mad_status::kMethodUnsupported;
   } else if (vendor) {
-    status = ar->Handle(attr_id, method, mod, data);
+    status = *vendor_status;
   } else {
     switch (attr_id) {
       case mad::attr::kNodeInfo: status = SmaNodeInfo(arrival, method, data); break;
@@ -784,6 +792,29 @@ bool Simulator::Sma(PortId arrival, std::span<uint8_t> b) {
               attr_id, mod, method, status);
   }
   return true;
+}
+
+std::optional<uint16_t> Simulator::VendorSmp(NodeId node, PortId arrival, ArSwitch* ar,
+                                             uint8_t method, uint16_t attr_id, uint32_t mod,
+                                             std::span<uint8_t> data) {
+  if (attr_id == mad::attr::kGeneralInfo) {
+    mad::GeneralInfoCapabilities caps;
+    if (ar != nullptr) ar->AddCapabilities(caps);
+    for (const NodeExtension* ext : extensions_) ext->AddCapabilities(node, caps);
+    if (caps.capability == mad::GeneralInfoCapabilities{}.capability) return std::nullopt;
+    if (method != mad::method::kGet) return mad::mad_status::kMethodAttrUnsupported;
+    if (mod != mad::kGeneralInfoCapabilityModifier) return mad::mad_status::kInvalidField;
+    std::fill(data.begin(), data.end(), uint8_t{0});
+    mad::EncodeTo(caps, data);
+    return mad::mad_status::kOk;
+  }
+  for (NodeExtension* ext : extensions_) {
+    auto st = ext->HandleSmp(node, PortNum{ports_[arrival].info.local_port_num}, method, attr_id,
+                             mod, data);
+    if (st) return st;
+  }
+  if (ar != nullptr) return ar->Handle(attr_id, method, mod, data);
+  return std::nullopt;
 }
 
 uint16_t Simulator::SmaNodeInfo(PortId arrival, uint8_t method, std::span<uint8_t> data) {

@@ -29,6 +29,7 @@
 #include "base/status.h"
 #include "base/types.h"
 #include "fabric/fabric.h"
+#include "mad/attr/general_info.h"
 #include "mad/attr/port_counters.h"
 #include "mad/attr/port_counters_extended.h"
 #include "mad/attr/port_info.h"
@@ -69,6 +70,12 @@ class NodeExtension {
   virtual bool HandleGmp(NodeId node, PortNum arrival, std::span<uint8_t> mad) = 0;
   // `node` came back as a freshly powered node (AddNode, RebootSwitch): forget its state.
   virtual void OnNodeReset(NodeId node) = 0;
+  // GeneralInfo (capability modifier) reached `node`: set the bits this extension gives it.
+  // The simulator answers the union over the node's agents, or nothing when no bit is set.
+  virtual void AddCapabilities(NodeId node, mad::GeneralInfoCapabilities& caps) const {
+    (void)node;
+    (void)caps;
+  }
 };
 
 // Why a MAD was lost. Frozen order: tests and dumps index counters by it.
@@ -352,6 +359,12 @@ class Simulator {
   // LRH 8 + BTH 12 + DETH 8 + MAD 256 + ICRC 4 bytes.
   static constexpr uint64_t kMadWireWords = (8 + 12 + 8 + 256 + 4) / 4;
   void SmaTrapRepress(PortId arrival, uint64_t tid);
+  // A vendor SMP Get/Set: GeneralInfo answers the union of the capability bits of the node's
+  // agents (its AR switch, the extensions); other attributes go to the extensions, then to
+  // the AR switch. nullopt: no agent on the node knows it (the SMP is dropped, as on a
+  // legacy switch).
+  std::optional<uint16_t> VendorSmp(NodeId node, PortId arrival, ArSwitch* ar, uint8_t method,
+                                    uint16_t attr_id, uint32_t mod, std::span<uint8_t> data);
 
   void SendTrap128(NodeId sw);
   void SendTrap(NodeId n, PendingTrap& t);

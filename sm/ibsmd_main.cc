@@ -169,6 +169,7 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   o.ar.transport_mask = c.ar_transport_mask;
   o.ar.lid_mode = c.ar_lid_mode == "free" ? routing::ArLidMode::kFree : routing::ArLidMode::kBounded;
   o.ar.ageing_time_us = c.ar_ageing_time_us;
+  o.sharp_enable = c.sharp_enable;
   return o;
 }
 
@@ -189,7 +190,6 @@ PerfManagerOptions MakePerfOptions(const conf::SmConfig& c) {
   o.thresholds.excessive_buffer_overruns = c.health_excessive_buffer_overruns_threshold;
   o.thresholds.vl15_dropped = c.health_vl15_dropped_threshold;
   o.thresholds.degraded_links = c.health_degraded_links;
-  o.sharp_enable = c.sharp_enable;
   return o;
 }
 

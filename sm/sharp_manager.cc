@@ -168,11 +168,11 @@ void SharpManager::Probe() {
     const Run_::An& an = run_->ans[i];
     const DrPath path = run_->sweep->nodes[an.sw].path;
     const std::string sw = fmt::format("{} ({})", ToString(f.node(an.sw).guid), f.node(an.sw).description);
-    pipeline_.Get(path, mad::vendor_attr::kGeneralInfo, mad::kGeneralInfoCapabilityModifier,
+    pipeline_.Get(path, mad::attr::kGeneralInfo, mad::kGeneralInfoCapabilityModifier,
                   [this, i, path, sw](Result<mad::Smp> r) {
-                    auto caps = r.ok() ? mad::Decode<mad::SharpCapabilityMask>(r->data)
-                                       : Result<mad::SharpCapabilityMask>(r.status());
-                    if (!caps.ok() || !caps->has(mad::kCapabilitySharpAn)) {
+                    auto caps = r.ok() ? mad::Decode<mad::GeneralInfoCapabilities>(r->data)
+                                       : Result<mad::GeneralInfoCapabilities>(r.status());
+                    if (!caps.ok() || !caps->Has(mad::general_cap::kSharpAggregationNode)) {
                       Note("SM-SHARP-002",
                            fmt::format("switch {} has an aggregation node but does not report "
                                        "SHARP capability (GeneralInfo bit 18: {}): not used",

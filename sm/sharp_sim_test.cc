@@ -198,6 +198,40 @@ TEST(SharpSmTest, TwoTierK16TreesReadBackAsIntendedAndSpanEveryHost) {
   for (const auto& an : bed.sharp->ans()) EXPECT_TRUE(an.enabled);
 }
 
+// The production setting (ar_enable and sharp_enable on switches that have both): the
+// simulator answers GeneralInfo with both capability bits, AR is enabled on every switch and
+// the SHARP trees still span every host.
+TEST(SharpSmTest, AdaptiveRoutingAndSharpOnTheSameSwitches) {
+  Bed bed(FatTree2(8), All());
+  size_t switches = 0;
+  for (NodeId n = 0; n < bed.fabric.node_count(); ++n)
+    if (bed.fabric.node(n).is_switch()) {
+      ASSERT_TRUE(bed.sim->SetArCapable(n, true).ok());
+      ++switches;
+    }
+  SubnetManagerOptions o = SharpOn();
+  o.routing_engine = "ar_ftree";
+  o.ar.mode = 1;
+  ArCounters ar;
+  auto seen = RunSharpSm(bed, o, [&](int, SubnetManager& sm) {
+    ar = sm.ar().counters();
+    return true;
+  });
+  ASSERT_EQ(seen.size(), 1u);
+  const Seen& s = seen[0];
+  EXPECT_TRUE(s.stats.subnet_up);
+  EXPECT_EQ(s.summary.sharp_switches, switches);
+  EXPECT_EQ(s.summary.ans_usable, switches);
+  EXPECT_EQ(ar.not_capable, 0u);
+  EXPECT_EQ(ar.set_failures, 0u);
+  for (NodeId n = 0; n < bed.fabric.node_count(); ++n) {
+    if (!bed.fabric.node(n).is_switch()) continue;
+    ASSERT_NE(bed.sim->ar_switch(n), nullptr);
+    EXPECT_EQ(bed.sim->ar_switch(n)->info().e, 1) << bed.fabric.node(n).name;
+  }
+  ExpectTreesHold(bed, s, 2, true);
+}
+
 TEST(SharpSmTest, ThreeTierK8TreesReadBackAsIntendedAndSpanEveryHost) {
   Bed bed(FatTree3(8), All());
   auto seen = RunSharpSm(bed, SharpOn());

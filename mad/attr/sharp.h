@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <span>
 
+#include "mad/attr/general_info.h"
 #include "mad/field.h"
 #include "mad/mad.h"
 
@@ -45,17 +46,15 @@ inline constexpr uint16_t kResourceCleanup = 0x0040;
 inline constexpr uint16_t kPerformanceCounters = 0x0050;
 }  // namespace am_attr
 
-// Vendor SMP attributes the SHARP code uses (classes 0x01/0x81). Frozen wire values.
+// Vendor SMP attributes the SHARP code uses (classes 0x01/0x81). Frozen wire values;
+// GeneralInfo is attr::kGeneralInfo (mad/attr/general_info.h).
 namespace vendor_attr {
-inline constexpr uint16_t kGeneralInfo = 0xFF17;
 inline constexpr uint16_t kMlnxExtendedPortInfo = 0xFF90;
 }  // namespace vendor_attr
 
 inline constexpr uint8_t kAmClassVersion = 1;
 inline constexpr size_t kAmDataOffset = 64;
 inline constexpr size_t kAmDataSize = 192;
-inline constexpr uint32_t kGeneralInfoCapabilityModifier = 4;
-inline constexpr uint32_t kCapabilitySharpAn = 18;  // GeneralInfo capability bit
 inline constexpr size_t kTreeConfigMaxChildren = 44;
 inline constexpr size_t kQpAllocationMax = 44;
 
@@ -273,25 +272,7 @@ struct Layout<MlnxExtendedPortInfo> {
 };
 static_assert(LayoutIsValid<MlnxExtendedPortInfo>());
 
-// GeneralInfo (SMP 0xFF17) with modifier 4: capability bits, bit N in big-endian dword N/32
-// with mask 1 << (N % 32). Named for SHARP's use so it cannot clash with a fuller GeneralInfo
-// layout elsewhere.
-struct SharpCapabilityMask {
-  std::array<uint32_t, 4> dword{};
-
-  bool has(uint32_t bit) const { return bit < 128 && (dword[bit / 32] >> (bit % 32)) & 1u; }
-  void set(uint32_t bit) {
-    if (bit < 128) dword[bit / 32] |= 1u << (bit % 32);
-  }
-};
-template <>
-struct Layout<SharpCapabilityMask> {
-  static constexpr std::string_view kName = "GeneralInfoCapabilities";
-  static constexpr size_t kSize = 16;
-  static constexpr std::array kFields = {
-      A<&SharpCapabilityMask::dword>("capability", 0, 32, 32, FieldFormat::kHex),
-  };
-};
-static_assert(LayoutIsValid<SharpCapabilityMask>());
+// GeneralInfo's capability bits (SHARP: general_cap::kSharpAggregationNode) are in
+// mad/attr/general_info.h, shared with adaptive routing.
 
 }  // namespace ibsm::mad

@@ -188,22 +188,22 @@ TEST(SharpCodecTest, SharpAnEnableIsByteZeroBitSix) {
 }
 
 TEST(SharpCodecTest, CapabilityBitNIsInBigEndianDwordNOver32) {
-  SharpCapabilityMask caps;
-  caps.set(kCapabilitySharpAn);
-  caps.set(1);   // adaptive routing
-  caps.set(33);  // second dword
+  GeneralInfoCapabilities caps;
+  caps.Set(general_cap::kSharpAggregationNode);
+  caps.Set(general_cap::kAdaptiveRouting);
+  caps.Set(33);  // second dword
   std::array<uint8_t, kSmpDataSize> d{};
   EncodeTo(caps, d);
   EXPECT_EQ(d[0], 0x00);
   EXPECT_EQ(d[1], 0x04);  // 1 << 18
   EXPECT_EQ(d[3], 0x02);  // 1 << 1
   EXPECT_EQ(d[7], 0x02);  // bit 33 = dword 1, 1 << 1
-  auto back = Decode<SharpCapabilityMask>(d);
+  auto back = Decode<GeneralInfoCapabilities>(d);
   ASSERT_TRUE(back.ok());
-  EXPECT_TRUE(back->has(kCapabilitySharpAn));
-  EXPECT_TRUE(back->has(1));
-  EXPECT_FALSE(back->has(2));
-  EXPECT_FALSE(back->has(200));
+  EXPECT_TRUE(back->Has(general_cap::kSharpAggregationNode));
+  EXPECT_TRUE(back->Has(1));
+  EXPECT_FALSE(back->Has(2));
+  EXPECT_FALSE(back->Has(200));
 }
 
 }  // namespace
