@@ -370,5 +370,46 @@ TEST(PartitionsSimTest, ServiceRecordsAreSeenOnlyByHoldersOfTheirPKey) {
   EXPECT_EQ(b.Table<mad::ServiceRecord>(h[7], 0, {}, /*sm_key=*/1).size(), 1u);
 }
 
+TEST(PartitionsSimTest, AServiceIsRegisteredOnlyByAMemberOfItsPartition) {
+  PartitionBed b({});
+  ASSERT_TRUE(b.Reload(Policy(Parse(TwoPartitions(b)))).subnet_up);
+  const auto& h = b.hosts();
+  namespace sr = mad::sr_comp;
+  const uint64_t mask = sr::kServiceId | sr::kServiceGid | sr::kServicePKey;
+  auto service_on = [&](PortId port, uint16_t pkey) {
+    mad::ServiceRecord r;
+    r.service_id = 0x43;
+    const uint64_t prefix = 0xfe80000000000000ull;
+    const uint64_t guid = b.fabric().port(port).guid.value();
+    for (int i = 0; i < 8; ++i) {
+      r.service_gid[i] = static_cast<uint8_t>(prefix >> (56 - 8 * i));
+      r.service_gid[8 + i] = static_cast<uint8_t>(guid >> (56 - 8 * i));
+    }
+    r.service_p_key = pkey;
+    r.service_lease = mad::kServiceLeaseInfinite;
+    std::vector<uint8_t> buf(mad::Layout<mad::ServiceRecord>::kSize);
+    mad::EncodeRecord(r, buf);
+    return buf;
+  };
+  // Host 4 is in "blue" only: it cannot register into "red" (0x0001), for itself or for a
+  // red host, nor can a red host register a service of host 4 into red.
+  EXPECT_EQ(b.Ask(h[4], mad::method::kSet, mad::sa_attr::kServiceRecord, mask,
+                  service_on(h[4], 0x8001)).status,
+            mad::sa_status::kReqInvalid);
+  EXPECT_EQ(b.Ask(h[4], mad::method::kSet, mad::sa_attr::kServiceRecord, mask,
+                  service_on(h[1], 0x8001)).status,
+            mad::sa_status::kReqInvalid);
+  EXPECT_EQ(b.Ask(h[1], mad::method::kSet, mad::sa_attr::kServiceRecord, mask,
+                  service_on(h[4], 0x8001)).status,
+            mad::sa_status::kReqInvalid);
+  EXPECT_EQ(b.sm().sa().counters().service_pkey_refused, 3u);
+  EXPECT_TRUE(b.sm().sa().services().empty());
+  // In its own partition it may.
+  EXPECT_EQ(b.Ask(h[4], mad::method::kSet, mad::sa_attr::kServiceRecord, mask,
+                  service_on(h[4], 0x8002)).status,
+            0);
+  EXPECT_EQ(b.sm().sa().services().size(), 1u);
+}
+
 }  // namespace
 }  // namespace ibsm::sm

@@ -359,7 +359,7 @@ mad::MadMessage Frame(const mad::MadMessage& req_msg, const mad::SaMad& req, uin
   out.bytes.resize(mad::kMadSize);
   mad::EncodeSa(resp, out.bytes);
   out.addr = req_msg.addr;
-  out.addr.qkey = 0x80010000;  // the GSI Q_Key
+  out.addr.qkey = mad::kQp1QKey;
   if (out.addr.qpn == 0) out.addr.qpn = 1;
   return out;
 }
@@ -454,6 +454,13 @@ std::vector<uint8_t> LinkMtus(const Fabric& fabric, const std::vector<Discovered
     out[p] = m;
   }
   return out;
+}
+
+uint8_t RespTimeValueFor(std::chrono::milliseconds transaction_timeout) {
+  const double want_us = static_cast<double>(transaction_timeout.count()) * 1000.0;
+  uint8_t v = 8;
+  while (v < 31 && 4.096 * static_cast<double>(1ull << v) < want_us) ++v;
+  return v;
 }
 
 bool SaSnapshot::SharePartition(PortId a, PortId b) const {
@@ -599,6 +606,41 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
   auto decoded = mad::DecodeRecord<mad::ServiceRecord>(data);
   if (!decoded.ok()) return error(mad::sa_status::kReqInvalid);
   const mad::ServiceRecord& want = *decoded;
+  const bool trusted = options_.sa_key != 0 && req.sm_key == options_.sa_key;
+  const PortId requester = s.lids ? s.lids->owner(msg.addr.lid) : kNoPort;
+
+  // Set and Delete (OpenSM validate_sr): a ServiceP_Key in the mask must be held by the
+  // requester and by the service's port, so no host registers into or removes from a
+  // partition it is not in.
+  if ((req.hdr.method == mad::method::kSet || req.hdr.method == mad::method::kDelete) &&
+      (req.comp_mask & mad::sr_comp::kServicePKey) && s.partitioned && !trusted) {
+    auto port = want.GidGuid() == 0 ? std::nullopt : s.fabric.FindPort(Guid{want.GidGuid()});
+    if (requester == kNoPort || !s.HoldsPKey(requester, want.service_p_key) ||
+        (port && !s.HoldsPKey(*port, want.service_p_key))) {
+      ++counters_.service_pkey_refused;
+      Log(LogName::kSa).info("SA-SR-004 ServiceRecord {:#x} {} from LID {} refused: ServiceP_Key "
+                             "{:#06x} is not held by the requester or the service port",
+                             want.service_id,
+                             req.hdr.method == mad::method::kSet ? "Set" : "Delete",
+                             msg.addr.lid.value(), want.service_p_key);
+      return error(mad::sa_status::kReqInvalid);
+    }
+  }
+  // A registration with a ServiceKey belongs to whoever knows the key: replacing or
+  // deleting it takes the same key (or the SA key). A zero key protects nothing.
+  auto key_refused = [&](const mad::ServiceRecord& held) {
+    if (trusted) return false;
+    bool keyed = std::any_of(held.service_key.begin(), held.service_key.end(),
+                             [](uint8_t b) { return b != 0; });
+    if (!keyed || held.service_key == want.service_key) return false;
+    ++counters_.service_key_refused;
+    Log(LogName::kSa).info("SA-SR-005 ServiceRecord {:#x} {} from LID {} refused: another "
+                           "ServiceKey than the registration's",
+                           held.service_id,
+                           req.hdr.method == mad::method::kSet ? "Set" : "Delete",
+                           msg.addr.lid.value());
+    return true;
+  };
 
   if (req.hdr.method == mad::method::kSet) {
     // The service must live on a port of this subnet.
@@ -611,6 +653,10 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
     std::optional<int64_t> expires;
     if (want.service_lease != mad::kServiceLeaseInfinite)
       expires = now + int64_t{want.service_lease} * 1'000'000;
+    for (const Service& sv : services_) {
+      if (KeyOf(sv.record) == KeyOf(want) && key_refused(sv.record))
+        return error(mad::sa_status::kReqDenied);
+    }
     if (store_) {
       auto wire = ServiceWire(want);
       ha::ServiceRow row{KeyOf(want), std::vector<uint8_t>(wire.begin(), wire.end()), expires};
@@ -642,6 +688,7 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
       return mad::Matches<mad::ServiceRecord>(req.comp_mask, data, wire);
     });
     if (it == services_.end()) return error(mad::sa_status::kNoRecords);
+    if (key_refused(it->record)) return error(mad::sa_status::kReqDenied);
     if (store_) {
       Status st = store_->SaveServiceRecords({}, {KeyOf(it->record)});
       if (!st.ok()) {
@@ -663,15 +710,25 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
   q.mad = req;
   q.data = data;
   q.get = req.hdr.method == mad::method::kGet;
-  q.trusted = options_.sa_key != 0 && req.sm_key == options_.sa_key;
-  const PortId requester = s.lids ? s.lids->owner(msg.addr.lid) : kNoPort;
+  q.trusted = trusted;
   Collector<mad::ServiceRecord> c(q);
   for (const Service& sv : services_) {
     // OpenSM: a requester sees a service only if it holds the service's P_Key.
     if (s.partitioned && !q.trusted && sv.record.service_p_key != 0 &&
         (requester == kNoPort || !s.HoldsPKey(requester, sv.record.service_p_key)))
       continue;
-    if (!c.Add(sv.record)) break;
+    // The ServiceKey is shown only to the trusted (15.2.5.14; OpenSM sr_rcv_respond), so
+    // no one learns the key that guards a registration by reading it. Matching (a Get by
+    // ServiceKey) still compares the real key.
+    mad::ServiceRecord shown = sv.record;
+    uint64_t matched = 0;
+    if (!q.trusted) {
+      auto wire = ServiceWire(sv.record);
+      if (!mad::Matches<mad::ServiceRecord>(req.comp_mask, data, wire)) continue;
+      shown.service_key.fill(0);
+      matched = ~uint64_t{0};  // compared above, against the real key
+    }
+    if (!c.Add(shown, matched)) break;
   }
   if (q.get) {
     if (c.count() == 0) return error(mad::sa_status::kNoRecords);
@@ -787,6 +844,19 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
     ++counters_.malformed;
     return std::nullopt;
   }
+  // C15-0.1.5: a request's SM_Key is 0 (untrusted) or the SA key (trusted); any other key
+  // is an impostor or a misconfigured client, and is dropped unanswered (OpenSM ERR 1A04).
+  // Logged for the first ten and then every thousandth, so a flood cannot fill the log.
+  if (req.sm_key != 0 && req.sm_key != options_.sa_key) {
+    uint64_t n = ++counters_.sa_key_mismatches;
+    if (n <= 10 || n % 1000 == 0) {
+      Log(LogName::kSa).warn("SA-KEY-001 method {:#04x} attribute {:#06x} from LID {} carries "
+                             "SM_Key {:#018x}, not the SA key: dropped ({} so far)",
+                             req.hdr.method, req.hdr.attr_id, msg.addr.lid.value(), req.sm_key,
+                             n);
+    }
+    return std::nullopt;
+  }
   q.data = std::span<const uint8_t>(msg.bytes).subspan(mad::kSaHeaderSize,
                                                         mad::kSaDataSize);
   q.get = req.hdr.method == mad::method::kGet;
@@ -879,7 +949,18 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
                           mad::sa_cap::kIsMultiPathSupported |
                           mad::sa_cap::kIsSubnGetSetNoticeSupported |
                           mad::sa_cap::kIsUdMulticastSupported;
+    // CapabilityMask2 (15.2.1.3): what this SA does and OpenSM 3.3.23 also claims: the whole
+    // PortInfo in PortInfoRecord, its extended speed fields, SendOnlyFullMember joins.
+    // (OpenSM also claims alias GUIDs, multicast ServiceRecords, CapabilityMask2 matching,
+    // 2x width and HDR, which ibsmd does not serve or has not been checked against.)
+    cpi.capability_mask2 = mad::sa_cap2::kIsFullPortInfoRecordSupported |
+                           mad::sa_cap2::kIsExtendedSpeedsSupported |
+                           mad::sa_cap2::kIsSendOnlyFullMemberSupported;
     cpi.resp_time_value = options_.resp_time_value;
+    // No redirection: requests stay on QP1 with the GSI Q_Key; Reports come from QP1 too.
+    cpi.redirect_qp = 1;
+    cpi.redirect_qkey = mad::kQp1QKey;
+    cpi.trap_qkey = mad::kQp1QKey;
     mad::MadMessage out = Frame(msg, req, resp_method, kNoStatus, 0);
     mad::EncodeTo(cpi, std::span<uint8_t>(out.bytes).subspan(mad::kSaHeaderSize));
     return out;

@@ -24,6 +24,7 @@
 // immutable once published, so a PathRecord worker may read one from any thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -91,6 +92,10 @@ struct SaSnapshot {
 // min(its MTUCap, its neighbour's MTUCap when known). 0 for the rest.
 std::vector<uint8_t> LinkMtus(const Fabric& fabric, const std::vector<DiscoveredNode>& nodes);
 
+// ClassPortInfo RespTimeValue for a transaction timeout, as OpenSM computes it: the
+// smallest v (8..31) with 4.096 us * 2^v >= timeout (200 ms -> 16).
+uint8_t RespTimeValueFor(std::chrono::milliseconds transaction_timeout);
+
 struct SaServerOptions {
   // Requests whose SM_Key field equals this are trusted (see M_Key and SM_Key in answers);
   // opensm.conf sa_key. 0: nobody is trusted.
@@ -115,6 +120,13 @@ struct SaCounters {
   uint64_t services_deleted = 0;     // ServiceRecords removed by a Delete
   uint64_t services_expired = 0;     // ServiceRecords dropped when their lease ran out
   uint64_t service_state_failures = 0;  // state-file writes that failed (request refused)
+  // SA_Key (C15-0.1.5, opensm.conf sa_key): requests whose SM_Key is neither 0 nor the SA
+  // key are dropped unanswered, as OpenSM does (its ERR 1A04).
+  uint64_t sa_key_mismatches = 0;
+  // ServiceRecord Set/Delete refused: another ServiceKey than the registration's (REQ_DENIED),
+  // or a ServiceP_Key the requester or the service port does not hold (REQ_INVALID).
+  uint64_t service_key_refused = 0;
+  uint64_t service_pkey_refused = 0;
   std::map<uint16_t, uint64_t> by_attribute;  // every request with a decodable header
   std::map<uint16_t, uint64_t> by_error;      // answers with a non-zero status
 };

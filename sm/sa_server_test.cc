@@ -337,6 +337,23 @@ TEST(SaServerTest, ClassPortInfoAdvertisesTheSaClassVersion) {
   ASSERT_TRUE(cpi.ok());
   EXPECT_EQ(cpi->class_version, 2);
   EXPECT_TRUE(cpi->capability_mask & mad::sa_cap::kIsPortInfoCapMaskMatchSupported);
+  // As OpenSM answers: no redirection (QP1, the GSI Q_Key), RespTimeValue from the SM's
+  // transaction timeout (20 ms here: 4.096 us * 2^13 = 33.6 ms is the first that covers it).
+  EXPECT_EQ(cpi->redirect_qp, 1u);
+  EXPECT_EQ(cpi->redirect_qkey, 0x80010000u);
+  EXPECT_EQ(cpi->trap_qkey, 0x80010000u);
+  EXPECT_EQ(cpi->resp_time_value, 13);
+  EXPECT_TRUE(cpi->capability_mask2 & mad::sa_cap2::kIsSendOnlyFullMemberSupported);
+}
+
+TEST(SaServerTest, RespTimeValueCoversTheTransactionTimeoutAsOpenSmComputesIt) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(RespTimeValueFor(milliseconds(200)), 16);  // OpenSM's default answer
+  EXPECT_EQ(RespTimeValueFor(milliseconds(1)), 8);
+  EXPECT_EQ(RespTimeValueFor(milliseconds(268)), 16);
+  EXPECT_EQ(RespTimeValueFor(milliseconds(269)), 17);
+  EXPECT_EQ(RespTimeValueFor(milliseconds(600000)), 28);
+  EXPECT_EQ(RespTimeValueFor(milliseconds(100000000)), 31);
 }
 
 TEST(SaServerTest, UnservedAttributesAndMethodsGetMadStatusNotSilence) {
@@ -617,6 +634,35 @@ TEST(SaServerAloneTest, EmptySnapshotGivesEmptyTablesNotCrashes) {
   }
 }
 
+TEST(SaServerTest, ARequestWithAWrongSaKeyIsDroppedUnansweredAndCounted) {
+  RecordingTransport tr;
+  ManualClock clock;
+  SaServerOptions o;
+  o.sa_key = 0x1234;
+  SaServer sa(tr, o, clock);
+  sa.Publish(std::make_shared<SaSnapshot>());
+  auto with_key = [](uint64_t key) {
+    SaMad m;
+    m.hdr.mgmt_class = 3;
+    m.hdr.class_version = 2;
+    m.hdr.method = mad::method::kGetTable;
+    m.hdr.attr_id = mad::sa_attr::kNodeRecord;
+    m.sm_key = key;
+    MadMessage msg;
+    msg.bytes.resize(mad::kMadSize);
+    mad::EncodeSa(m, msg.bytes);
+    msg.addr.lid = Lid{9};
+    return msg;
+  };
+  sa.OnRequest(with_key(0x9999));
+  EXPECT_TRUE(tr.posted.empty()) << "C15-0.1.5: neither 0 nor the SA key: no answer";
+  EXPECT_EQ(sa.counters().sa_key_mismatches, 1u);
+  sa.OnRequest(with_key(0));       // untrusted
+  sa.OnRequest(with_key(0x1234));  // trusted
+  EXPECT_EQ(tr.posted.size(), 2u);
+  EXPECT_EQ(sa.counters().sa_key_mismatches, 1u);
+}
+
 // --- ServiceRecord -------------------------------------------------------------------
 
 namespace sr = mad::sr_comp;
@@ -684,6 +730,37 @@ TEST(SaServerTest, ASecondSetWithTheSameKeyReplacesTheRecord) {
                                                mad::sa_attr::kServiceRecord, 0));
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(NameOf(all[0]), "new");
+}
+
+TEST(SaServerTest, AServiceKeyIsHiddenFromTheUntrustedAndGuardsReplaceAndDelete) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  mad::ServiceRecord r = ServiceOn(t, t.client_port(), 0x51, "keyed");
+  r.service_key.fill(0xA5);
+  ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, r).status, 0);
+  auto plain = Decode<mad::ServiceRecord>(
+      t.Ask(mad::method::kGetTable, mad::sa_attr::kServiceRecord, 0));
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].service_key, (std::array<uint8_t, 16>{})) << "the key is not shown";
+  auto trusted = Decode<mad::ServiceRecord>(
+      t.Ask(mad::method::kGetTable, mad::sa_attr::kServiceRecord, 0, {}, 0, /*sm_key=*/1));
+  ASSERT_EQ(trusted.size(), 1u);
+  EXPECT_EQ(trusted[0].service_key, r.service_key);
+
+  // Someone without the key can neither replace nor delete the registration.
+  mad::ServiceRecord impostor = ServiceOn(t, t.client_port(), 0x51, "hijack");
+  EXPECT_EQ(t.AskFor(mad::method::kSet, kSrKey, impostor).status, mad::sa_status::kReqDenied);
+  EXPECT_EQ(t.AskFor(mad::method::kDelete, kSrKey, impostor).status, mad::sa_status::kReqDenied);
+  EXPECT_EQ(t.sm().sa().counters().service_key_refused, 2u);
+  ASSERT_EQ(t.sm().sa().services().size(), 1u);
+  EXPECT_EQ(NameOf(t.sm().sa().services()[0]), "keyed");
+  // The owner (the same key) replaces it, then deletes it.
+  mad::ServiceRecord update = r;
+  std::strcpy(reinterpret_cast<char*>(update.service_name.data()), "keyed-v2");
+  EXPECT_EQ(t.AskFor(mad::method::kSet, kSrKey, update).status, 0);
+  EXPECT_EQ(NameOf(t.sm().sa().services()[0]), "keyed-v2");
+  EXPECT_EQ(t.AskFor(mad::method::kDelete, kSrKey, update).status, 0);
+  EXPECT_TRUE(t.sm().sa().services().empty());
 }
 
 TEST(SaServerTest, AServiceOnAGidOutsideTheFabricIsRefused) {

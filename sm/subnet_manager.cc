@@ -43,6 +43,7 @@ MulticastOptions McOptions(const SubnetManagerOptions& o) {
 SaServerOptions SaOptions(const SubnetManagerOptions& o) {
   SaServerOptions s;
   s.sa_key = o.sa_key;
+  s.resp_time_value = RespTimeValueFor(o.send.timeout);  // transaction_timeout, as OpenSM
   s.inform.report = o.send;  // Reports time out and retry as OpenSM's transactions do
   return s;
 }

@@ -80,6 +80,16 @@ inline constexpr uint16_t kReqInsufficientComponents = 6 << 8;
 inline constexpr uint16_t kReqDenied = 7 << 8;
 }  // namespace sa_status
 
+// The GSI's well-known Q_Key (IBA 13.5.1).
+inline constexpr uint32_t kQp1QKey = 0x80010000;
+
+// ClassPortInfo CapabilityMask2 bits of the SA (15.2.1.3; OpenSM osm_base.h OSM_CAP2_*).
+namespace sa_cap2 {
+inline constexpr uint32_t kIsFullPortInfoRecordSupported = 1u << 6;
+inline constexpr uint32_t kIsExtendedSpeedsSupported = 1u << 7;
+inline constexpr uint32_t kIsSendOnlyFullMemberSupported = 1u << 12;
+}  // namespace sa_cap2
+
 // ClassPortInfo CapabilityMask bits of the SA (15.2.1.3, Table 196).
 namespace sa_cap {
 inline constexpr uint16_t kIsSubnGetSetNoticeSupported = 1 << 1;  // InformInfo and Reports
