@@ -15,6 +15,7 @@
 #include <infiniband/umad.h>
 
 #include "base/log.h"
+#include "mad/attr/sharp.h"
 
 namespace ibsm::mad {
 namespace {
@@ -186,6 +187,15 @@ Status UmadTransport::OpenPort() {
                                      Errno(*r.agent)));
     }
   }
+  // SHARP's class is optional: without it the SM runs, and sharp_enable reports every AN
+  // as not answering (SM-SHARP-00x) instead of failing the port.
+  agent_am_ = umad_register(port_id_, static_cast<int>(MgmtClass::kAggMgmt), kAmClassVersion, 0,
+                            none.bits);
+  if (agent_am_ < 0) {
+    Log(LogName::kMad).warn("umad_register(class 0x0b, SHARP aggregation management) on {}:{} "
+                            "failed: {}; SHARP MADs cannot be sent",
+                            ca_name_, port_num_, Errno(agent_am_));
+  }
 
   if (options_.claim_sm) {
     char path[256];
@@ -281,6 +291,10 @@ Status UmadTransport::WriteMad(std::span<const uint8_t> mad, const MadAddress& a
       break;
     case MgmtClass::kPerfMgt:
       agent = agent_perf_;
+      break;
+    case MgmtClass::kAggMgmt:
+      agent = agent_am_;
+      if (agent < 0) return Unavailable("class 0x0b (SHARP) is not registered on this port");
       break;
     default:
       return Unsupported(fmt::format("no agent registered for class {:#04x}", hdr->mgmt_class));

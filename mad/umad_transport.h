@@ -108,6 +108,7 @@ class UmadTransport final : public Transport {
   std::string ca_name_;
   int port_num_ = 0;
   int agent_smi_ = -1, agent_dr_ = -1, agent_sa_ = -1, agent_perf_ = -1;
+  int agent_am_ = -1;  // SHARP aggregation management (class 0x0B); -1 when refused
   std::atomic<bool> stop_{false};
   std::thread receiver_;
   bool closed_ = false;
