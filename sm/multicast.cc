@@ -1,6 +1,7 @@
 #include "sm/multicast.h"
 
 #include <algorithm>
+#include <set>
 #include <array>
 #include <utility>
 
@@ -180,38 +181,106 @@ std::optional<mad::Gid> MulticastManager::AssignMgid(uint8_t scope) {
   return std::nullopt;
 }
 
-void MulticastManager::CreateDefaultGroups() {
-  if (!options_.ipoib_broadcast) return;
-  mad::Gid mgid = IpoibBroadcastMgid(0xFFFF);
-  if (groups_.count(mgid)) {
-    groups_[mgid].permanent = true;
-    return;
+void MulticastManager::CreateDefaultGroups() { SetPartitionGroups(nullptr); }
+
+void MulticastManager::SetPartitionGroups(const conf::PartitionConfig* config) {
+  struct Want {
+    McGroup group;
+    std::string what;
+  };
+  std::vector<Want> wants;
+  // A partition's flags over the options' defaults (zero = not given).
+  auto group_for = [&](const mad::Gid& mgid, uint16_t p_key, const conf::GroupFlags& f,
+                       uint8_t scope, std::string what) {
+    Want w;
+    McGroup& g = w.group;
+    g.mgid = mgid;
+    g.p_key = p_key;
+    g.q_key = f.q_key ? f.q_key : options_.broadcast_q_key;
+    g.mtu = f.mtu ? f.mtu : options_.broadcast_mtu;
+    g.rate = f.rate ? f.rate : options_.broadcast_rate;
+    g.sl = f.sl ? f.sl : options_.broadcast_sl;
+    g.tclass = f.tclass;
+    g.flow_label = f.flow_label;
+    g.packet_life_time = options_.packet_life_time;
+    g.scope = scope;
+    g.hop_limit = 0;  // link-local scope (osm_prtn_add_mcgroup)
+    g.permanent = true;
+    w.what = std::move(what);
+    wants.push_back(std::move(w));
+  };
+  auto scopes = [](const conf::GroupFlags& f) {
+    std::vector<uint8_t> out;
+    for (uint8_t sc = 0; sc < 16; ++sc)
+      if (f.scope_mask >> sc & 1u) out.push_back(sc);
+    if (out.empty()) out.push_back(mad::mc_scope::kLinkLocal);
+    return out;
+  };
+  if (config == nullptr) {
+    if (options_.ipoib_broadcast)
+      group_for(IpoibBroadcastMgid(0xFFFF), 0xFFFF, {}, mad::mc_scope::kLinkLocal,
+                "IPoIB broadcast, default partition");
+  } else {
+    for (const conf::Partition& part : config->partitions) {
+      const uint16_t p_key = static_cast<uint16_t>(part.pkey | 0x8000);
+      if (part.ipoib && options_.ipoib_broadcast) {
+        for (uint8_t sc : scopes(part.flags))
+          group_for(IpoibBroadcastMgid(p_key, sc), p_key, part.flags, sc,
+                    fmt::format("IPoIB broadcast, partition {} {:#06x}", part.name, part.pkey));
+      }
+      for (const conf::MulticastGroupSpec& spec : part.groups) {
+        mad::Gid mgid;
+        for (int i = 0; i < 8; ++i) {
+          mgid.prefix = mgid.prefix << 8 | spec.mgid[static_cast<size_t>(i)];
+          mgid.guid = mgid.guid << 8 | spec.mgid[static_cast<size_t>(i + 8)];
+        }
+        group_for(mgid, p_key, spec.flags, MgidScope(mgid),
+                  fmt::format("partitions.conf line {}, partition {} {:#06x}", spec.line,
+                              part.name, part.pkey));
+      }
+    }
   }
-  auto mlid = FreeMlid();
-  if (!mlid) {
-    ++counters_.mlids_exhausted;
-    Log(LogName::kSm).warn("SA-MC-020 no free MLID for the IPoIB broadcast group");
-    return;
+  std::set<mad::Gid> wanted;
+  bool changed = false;
+  for (Want& w : wants) {
+    wanted.insert(w.group.mgid);
+    auto it = groups_.find(w.group.mgid);
+    if (it != groups_.end()) {
+      // Kept as it is (its members joined with these parameters); only pinned.
+      it->second.permanent = true;
+      continue;
+    }
+    auto mlid = FreeMlid();
+    if (!mlid) {
+      ++counters_.mlids_exhausted;
+      Log(LogName::kSm).warn("SA-MC-020 no free MLID for multicast group {} ({})",
+                             GidString(w.group.mgid), w.what);
+      continue;
+    }
+    w.group.mlid = *mlid;
+    const mad::Gid mgid = w.group.mgid;
+    groups_.emplace(mgid, std::move(w.group));
+    ++counters_.groups_created;
+    Log(LogName::kSa).info("multicast group {} created with MLID {:#06x} ({})", GidString(mgid),
+                           *mlid, w.what);
+    if (on_event_) on_event_(mad::trap::kMcastGroupCreated, mgid);
+    changed = true;
   }
-  McGroup g;
-  g.mgid = mgid;
-  g.mlid = *mlid;
-  g.q_key = options_.broadcast_q_key;
-  g.p_key = 0xFFFF;
-  g.mtu = options_.broadcast_mtu;
-  g.rate = options_.broadcast_rate;
-  g.packet_life_time = options_.packet_life_time;
-  g.sl = options_.broadcast_sl;
-  g.scope = mad::mc_scope::kLinkLocal;
-  g.hop_limit = 0;  // link-local scope (osm_prtn_add_mcgroup)
-  g.permanent = true;
-  groups_.emplace(mgid, g);
-  ++counters_.groups_created;
-  Log(LogName::kSa).info("multicast group {} created with MLID {:#06x} (IPoIB broadcast, "
-                         "default partition)",
-                         GidString(mgid), *mlid);
-  if (on_event_) on_event_(mad::trap::kMcastGroupCreated, mgid);
-  Changed();
+  // Permanent groups no longer asked for: ordinary groups from now on.
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    auto next = std::next(it);
+    if (it->second.permanent && !wanted.count(it->first)) {
+      it->second.permanent = false;
+      Log(LogName::kSa).info("multicast group {} is no longer in partitions.conf",
+                             GidString(it->first));
+      if (!it->second.HasFullMember()) {
+        Delete(it);
+      }
+      changed = true;
+    }
+    it = next;
+  }
+  if (changed) Changed();
 }
 
 McAnswer MulticastManager::Join(const mad::McMemberRecord& req_in, uint64_t mask,
@@ -258,6 +327,11 @@ McAnswer MulticastManager::Join(const mad::McMemberRecord& req_in, uint64_t mask
     return Refuse(true, mad::sa_status::kReqInvalid, "SA-MC-006",
                   fmt::format("join of {} with P_Key {:#06x}; the group has {:#06x}", name,
                               req.p_key, g.p_key));
+  }
+  if (port.holds_pkey && !port.holds_pkey(g.p_key)) {
+    return Refuse(true, mad::sa_status::kReqInvalid, "SA-MC-018",
+                  fmt::format("port {} is not in the partition of {} (P_Key {:#06x})",
+                              ToString(port.port_guid), name, g.p_key));
   }
   if (((mask & kMtuSelector) && (mask & kMtu) &&
        !SelectorHolds(req.mtu_selector, g.mtu, req.mtu)) ||
@@ -343,6 +417,11 @@ McAnswer MulticastManager::Create(const mad::McMemberRecord& req, uint64_t mask,
   if ((mask & kPKey) && (req.p_key & 0x7FFF) == 0) {
     return Refuse(true, mad::sa_status::kReqInvalid, "SA-MC-014", "P_Key 0 is invalid");
   }
+  if (port.holds_pkey && !port.holds_pkey(req.p_key)) {
+    return Refuse(true, mad::sa_status::kReqInvalid, "SA-MC-018",
+                  fmt::format("port {} cannot create {} in partition {:#06x}: not a member",
+                              ToString(port.port_guid), GidString(mgid), req.p_key));
+  }
   const bool mtu_given = (mask & kMtu) != 0;
   const uint8_t mtu_sel = (mask & kMtuSelector) ? req.mtu_selector : mad::selector::kExactly;
   auto mtu = Choose(mtu_given, mtu_sel, req.mtu, port.mtu ? port.mtu : -1, mad::mtu::k256,
@@ -411,7 +490,7 @@ void MulticastManager::Delete(std::map<mad::Gid, McGroup>::iterator it) {
 }
 
 McAnswer MulticastManager::Leave(const mad::McMemberRecord& req_in, uint64_t mask,
-                                 Guid requester) {
+                                 Guid requester, const PKeyFilter& requester_holds) {
   if ((mask & (kMgid | kPortGid)) != (kMgid | kPortGid)) {
     return Refuse(false, mad::sa_status::kReqInsufficientComponents, "SA-MC-030",
                   fmt::format("component mask {:#x} lacks MGID or PortGID", mask));
@@ -445,6 +524,11 @@ McAnswer MulticastManager::Leave(const mad::McMemberRecord& req_in, uint64_t mas
                   fmt::format("port {} may not end {}'s membership of {} (no ProxyJoin)",
                               ToString(requester), ToString(m->first), GidString(g.mgid)));
   }
+  if (requester_holds && !requester_holds(g.p_key)) {
+    return Refuse(false, mad::sa_status::kReqInvalid, "SA-MC-035",
+                  fmt::format("port {} is not in the partition of {} (P_Key {:#06x})",
+                              ToString(requester), GidString(g.mgid), g.p_key));
+  }
   m->second.join_state &= static_cast<uint8_t>(~bits);
   McAnswer a;
   a.record = g.Record(&m->second);
@@ -456,7 +540,8 @@ McAnswer MulticastManager::Leave(const mad::McMemberRecord& req_in, uint64_t mas
 }
 
 std::vector<mad::McMemberRecord> MulticastManager::Query(const mad::McMemberRecord& want,
-                                                         uint64_t mask, bool trusted) const {
+                                                         uint64_t mask, bool trusted,
+                                                         const PKeyFilter& requester_holds) const {
   // MTU, rate and lifetime compare through their selectors, not bit for bit.
   const uint64_t plain = mask & ~(kMtuSelector | kMtu | kRateSelector | kRate |
                                   mad::mcr_comp::kLifeSelector | kLife);
@@ -479,6 +564,7 @@ std::vector<mad::McMemberRecord> MulticastManager::Query(const mad::McMemberReco
   };
   std::vector<mad::McMemberRecord> out;
   for (const auto& [mgid, g] : groups_) {
+    if (requester_holds && !requester_holds(g.p_key)) continue;
     if ((mask & kPortGid) || trusted) {
       for (const auto& [guid, m] : g.members) {
         mad::McMemberRecord r = g.Record(&m);

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "base/types.h"
+#include "conf/partitions.h"
 #include "mad/attr/mc_member_record.h"
 
 namespace ibsm::sm {
@@ -56,7 +57,12 @@ struct McPortCaps {
   Guid port_guid{0};
   uint8_t mtu = 0;   // the port's link MTU (mad::mtu code); 0: unknown, not checked
   uint8_t rate = 0;  // its link rate (mad::rate code); 0: unknown, not checked
+  // Whether the port holds a P_Key (15-bit base compared); null: no partitions, not checked.
+  std::function<bool(uint16_t)> holds_pkey;
 };
+
+// Whether the requester of a Get or Leave holds a P_Key; null: everyone does.
+using PKeyFilter = std::function<bool(uint16_t)>;
 
 struct McMember {
   mad::Gid port_gid;
@@ -117,18 +123,27 @@ class MulticastManager {
 
   // Creates the permanent groups (the IPoIB broadcast group) unless present. Idempotent.
   void CreateDefaultGroups();
+  // The permanent groups partitions.conf asks for (OpenSM's osm_prtn_add_mcgroup): each
+  // partition with the `ipoib` flag gets its IPoIB broadcast group (P_Key with the full bit,
+  // its mtu/rate/sl/scope/Q_Key flags, one group per scope given), each `mgid=` line its
+  // group. Null config: the default partition's broadcast group alone. Groups that were
+  // permanent and are no longer asked for become ordinary groups (deleted when no full member
+  // is left). Idempotent; called at start and on every partitions.conf reload.
+  void SetPartitionGroups(const conf::PartitionConfig* config);
 
   // SubnAdmSet(MCMemberRecord). `requester`: the port GUID the request came from (0 unknown).
   McAnswer Join(const mad::McMemberRecord& req, uint64_t comp_mask, const McPortCaps& port,
                 Guid requester);
   // SubnAdmDelete(MCMemberRecord).
-  McAnswer Leave(const mad::McMemberRecord& req, uint64_t comp_mask, Guid requester);
+  McAnswer Leave(const mad::McMemberRecord& req, uint64_t comp_mask, Guid requester,
+                 const PKeyFilter& requester_holds = {});
 
   // SubnAdmGet/GetTable(MCMemberRecord): the records matching `want` under `comp_mask`,
   // selectors honoured. A trusted requester that names no PortGID sees every member's
   // record; anyone else one record per group (the named port's, or the group's own).
+  // Groups whose P_Key the requester does not hold are invisible (OpenSM's rule).
   std::vector<mad::McMemberRecord> Query(const mad::McMemberRecord& want, uint64_t comp_mask,
-                                         bool trusted) const;
+                                         bool trusted, const PKeyFilter& requester_holds = {}) const;
 
   // Removes every member whose port GUID `present` rejects; groups left without a full
   // member are deleted. Returns the number of members removed.

@@ -16,7 +16,7 @@ constexpr uint64_t kPrefix = 0xfe80000000000000ull;
 constexpr uint64_t kCreateMask = comp::kCreate;
 
 McPortCaps Caps(uint64_t guid, uint8_t mtu = mad::mtu::k2048, uint8_t rate = mad::rate::k10) {
-  return McPortCaps{Guid{guid}, mtu, rate};
+  return McPortCaps{Guid{guid}, mtu, rate, {}};
 }
 
 McMemberRecord Req(mad::Gid mgid, uint64_t port_guid, uint8_t join = mad::join_state::kFull) {

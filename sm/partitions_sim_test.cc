@@ -8,10 +8,12 @@
 #include <boost/asio/io_context.hpp>
 
 #include "fabric/generators.h"
+#include "mad/attr/mc_member_record.h"
 #include "mad/attr/path_record.h"
 #include "mad/attr/sa_records.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
+#include "sm/multicast.h"
 #include "sm/pkey_manager.h"
 #include "sm/subnet_manager.h"
 
@@ -409,6 +411,70 @@ TEST(PartitionsSimTest, AServiceIsRegisteredOnlyByAMemberOfItsPartition) {
                   service_on(h[4], 0x8002)).status,
             0);
   EXPECT_EQ(b.sm().sa().services().size(), 1u);
+}
+
+// partitions.conf's `ipoib` flag makes the partition's IPoIB broadcast group (P_Key with the
+// full bit), `mgid=` a group of its own; a port joins and sees only groups of its partitions.
+TEST(PartitionsSimTest, MulticastGroupsFollowThePartitionsAndTheirMembers) {
+  PartitionBed b({});
+  const auto& h = b.hosts();
+  const mad::Gid default_bcast = IpoibBroadcastMgid(0xFFFF);
+  const mad::Gid red_bcast = IpoibBroadcastMgid(0x8001);
+  const mad::Gid green_group{0xff12a01b00000000ull, 0x0000000000000077ull};
+  auto groups_seen_by = [&](PortId from) {
+    std::set<mad::Gid> seen;
+    for (const auto& r : b.Table<mad::McMemberRecord>(from)) seen.insert(r.mgid());
+    return seen;
+  };
+  EXPECT_EQ(groups_seen_by(h[1]), std::set<mad::Gid>{default_bcast});
+  const std::string conf = TwoPartitions(b) + "green=0x0003 : " + b.Guid(6) +
+                           "=full, SELF=full, mgid=ff12:a01b::77,mtu=5 ;\n";
+  ASSERT_TRUE(b.Reload(Policy(Parse(conf))).subnet_up);
+  // No Default line with ipoib: no default broadcast group, as in OpenSM with a config.
+  // (Host 0 is the SM's own port, which this bed cannot query from.)
+  EXPECT_EQ(groups_seen_by(h[1]), std::set<mad::Gid>{red_bcast});
+  EXPECT_EQ(groups_seen_by(h[5]), std::set<mad::Gid>{red_bcast});  // a limited member too
+  EXPECT_EQ(groups_seen_by(h[6]), std::set<mad::Gid>{green_group});
+  EXPECT_TRUE(groups_seen_by(h[4]).empty());
+  EXPECT_TRUE(groups_seen_by(h[7]).empty());
+  for (const auto& r : b.Table<mad::McMemberRecord>(h[1])) {
+    EXPECT_EQ(r.p_key, 0x8001);
+    EXPECT_EQ(r.q_key, 0x0B1Bu);
+  }
+  for (const auto& r : b.Table<mad::McMemberRecord>(h[6])) {
+    EXPECT_EQ(r.p_key, 0x8003);
+    EXPECT_EQ(r.mtu, 5);
+  }
+  EXPECT_EQ(b.sm().multicast().groups().count(default_bcast), 0u);
+
+  auto join = [&](PortId from, PortId port, const mad::Gid& mgid) {
+    mad::McMemberRecord r;
+    r.set_mgid(mgid);
+    r.set_port_gid({0xfe80000000000000ull, b.fabric().port(port).guid.value()});
+    r.join_state = mad::join_state::kFull;
+    std::vector<uint8_t> buf(mad::Layout<mad::McMemberRecord>::kSize);
+    mad::EncodeRecord(r, buf);
+    return b.Ask(from, mad::method::kSet, mad::sa_attr::kMcMemberRecord, mad::mcr_comp::kJoin,
+                 buf)
+        .status;
+  };
+  EXPECT_EQ(join(h[1], h[1], red_bcast), 0);
+  EXPECT_EQ(join(h[4], h[4], red_bcast), mad::sa_status::kReqInvalid);  // blue only
+  EXPECT_EQ(join(h[7], h[7], red_bcast), mad::sa_status::kReqInvalid);  // in no partition
+  // A proxy join for a port the requester shares no partition with (host 1 red, host 4
+  // blue; both limited in the default partition).
+  EXPECT_EQ(join(h[1], h[4], red_bcast), mad::sa_status::kReqInvalid);
+  EXPECT_EQ(b.sm().sa().counters().mc_partition_refusals, 1u);
+  EXPECT_EQ(b.sm().multicast().counters().rejected_by_id.at("SA-MC-018"), 2u);
+
+  // Red leaves the file: its group is no longer permanent but keeps its full member.
+  ASSERT_TRUE(b.Reload(Policy(Parse(conf.substr(conf.find("blue="))))).subnet_up);
+  const auto& groups = b.sm().multicast().groups();
+  ASSERT_EQ(groups.count(red_bcast), 1u);
+  EXPECT_FALSE(groups.at(red_bcast).permanent);
+  EXPECT_EQ(groups.at(red_bcast).members.size(), 1u);
+  EXPECT_TRUE(groups.at(green_group).permanent);
+  EXPECT_EQ(groups.count(default_bcast), 0u);
 }
 
 }  // namespace

@@ -83,10 +83,23 @@ std::optional<mad::MadMessage> SaServer::AnswerMcMember(const mad::MadMessage& m
   const SaSnapshot& s = *snapshot_;
   // The requester: the port the MAD came from (by its source LID).
   Guid requester{0};
-  if (auto p = s.fabric.FindPortByLid(msg.addr.lid)) requester = s.fabric.port(*p).guid;
+  PortId requester_port = kNoPort;
+  if (auto p = s.fabric.FindPortByLid(msg.addr.lid)) {
+    requester_port = *p;
+    requester = s.fabric.port(*p).guid;
+  }
+  // Partitions: a requester sees and leaves only groups of its partitions; a joining port
+  // must be a member of the group's partition (OpenSM's rules, ERR 1B14).
+  PKeyFilter requester_holds;
+  if (s.partitioned) {
+    requester_holds = [&s, requester_port](uint16_t pkey) {
+      return requester_port != kNoPort && s.HoldsPKey(requester_port, pkey);
+    };
+  }
 
   if (method == mad::method::kGet || method == mad::method::kGetTable) {
-    return Records(msg, req, mcast_->Query(*want, req.comp_mask, trusted), counters_);
+    return Records(msg, req, mcast_->Query(*want, req.comp_mask, trusted, requester_holds),
+                   counters_);
   }
   if (method != mad::method::kSet && method != mad::method::kDelete)
     return error(mad::mad_status::kMethodAttrUnsupported);
@@ -100,10 +113,20 @@ std::optional<mad::MadMessage> SaServer::AnswerMcMember(const mad::MadMessage& m
       if (*p < s.port_mtu.size()) caps.mtu = s.port_mtu[*p];
       // A switch port 0 has no link of its own: no rate to check.
       if (port.num.value() != 0) caps.rate = RateCode(port.width, port.speed);
+      if (s.partitioned) {
+        const PortId joining = *p;
+        caps.holds_pkey = [&s, joining](uint16_t pkey) { return s.HoldsPKey(joining, pkey); };
+        // A proxy join: the requester must share a partition with the port (OpenSM).
+        if (joining != requester_port &&
+            (requester_port == kNoPort || !s.SharePartition(joining, requester_port))) {
+          ++counters_.mc_partition_refusals;
+          return error(mad::sa_status::kReqInvalid);
+        }
+      }
     }
     a = mcast_->Join(*want, req.comp_mask, caps, requester);
   } else {
-    a = mcast_->Leave(*want, req.comp_mask, requester);
+    a = mcast_->Leave(*want, req.comp_mask, requester, requester_holds);
   }
   if (!a.ok()) return error(a.status);
   mad::MadMessage out = McFrame(msg, req,

@@ -127,6 +127,8 @@ struct SaCounters {
   // or a ServiceP_Key the requester or the service port does not hold (REQ_INVALID).
   uint64_t service_key_refused = 0;
   uint64_t service_pkey_refused = 0;
+  // MCMemberRecord proxy joins refused: requester and joining port share no partition.
+  uint64_t mc_partition_refusals = 0;
   std::map<uint16_t, uint64_t> by_attribute;  // every request with a decodable header
   std::map<uint16_t, uint64_t> by_error;      // answers with a non-zero status
 };

@@ -115,7 +115,7 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
   }
   if (!LoadMulticastGroups()) restored = false;
   sa_state_complete_ = was_master && restored;
-  mcast_.CreateDefaultGroups();
+  mcast_.SetPartitionGroups(options_.partitions.config.get());
   mcast_.set_on_change([this] { OnMulticastChange(); });
   sa_.AttachMulticast(&mcast_);
   // NOTACTIVE -> DISCOVERING: the first heavy sweep looks for other SMs before it writes.
@@ -138,7 +138,9 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.dump_dir = o.dump_dir;
   options_.dump_lfts = o.dump_lfts;
   options_.no_clients_rereg = o.no_clients_rereg;
+  const bool partitions_changed = options_.partitions.config != o.partitions.config;
   options_.partitions = o.partitions;
+  if (partitions_changed) mcast_.SetPartitionGroups(options_.partitions.config.get());
   options_.ar = o.ar;
   options_.sharp_enable = o.sharp_enable;
 }
