@@ -2,6 +2,12 @@
 // switch, link flaps mid-sweep, a switch reboot, nodes removed and added back. Seeded, so every
 // run is the same run. After each, the fabric as the simulated switches hold it passes the
 // checks of sim_test_util.h and no LID is duplicated.
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <filesystem>
+#include <map>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <gtest/gtest.h>
@@ -9,6 +15,7 @@
 #include "fabric/generators.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
+#include "ha/state_store.h"
 #include "sm/sim_test_util.h"
 #include "sm/subnet_manager.h"
 
@@ -31,8 +38,9 @@ SubnetManagerOptions Options() {
 
 // One SM on `sim` until `done` says stop after a sweep (default: after the first).
 struct SmRun {
-  SmRun(const Fabric& f, sim::Simulator& sim, boost::asio::io_context& io, SubnetManagerOptions o)
-      : transport(io, sim, FirstCaPort(f)), sm(io, transport, clock, nullptr, o) {}
+  SmRun(const Fabric& f, sim::Simulator& sim, boost::asio::io_context& io, SubnetManagerOptions o,
+        ha::StateStore* store = nullptr)
+      : transport(io, sim, FirstCaPort(f)), sm(io, transport, clock, store, o) {}
   SystemClock clock;
   sim::SimTransport transport;
   SubnetManager sm;
@@ -201,6 +209,81 @@ TEST(FaultsSimTest, ASwitchRebootAndNodesLeavingAndComingBackKeepEveryLid) {
   EXPECT_EQ(s.cas, f->ca_count());
   EXPECT_EQ(PortLids(*f, sim), first) << "the host came back with its LID";
   ExpectFabricUp(*f, sim);
+}
+
+// The state file stops taking writes (the file-size limit makes every file write fail, as a
+// full disk does; ibsmd ignores SIGXFSZ as this test does): sweeps go on and the fabric stays
+// up, the failures are counted and logged, and the guid2lid row of a host that arrived
+// meanwhile is written once the file takes writes again, so a restart keeps its LID.
+TEST(FaultsSimTest, AStateFileThatRefusesWritesStopsNothingAndCatchesUpLater) {
+  ::signal(SIGXFSZ, SIG_IGN);
+  const std::string dir = ::testing::TempDir() + "/ibsm_state_full_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/state.db";
+  SystemClock clock;
+  auto store = ha::StateStore::Open(path, clock);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::SimOptions so;
+  so.io = &io;
+  sim::Simulator sim(*f, so);
+  NodeId late = f->port(f->port(f->port_id(*f->FindNodeByName("leaf-004"), PortNum{1})).peer).node;
+  ASSERT_TRUE(sim.RemoveNode(late).ok());
+  const Guid late_port = f->port(f->port_id(late, PortNum{1})).guid;
+  rlimit unlimited{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &unlimited), 0);
+  auto saved_lids = [&] {
+    std::map<uint64_t, uint16_t> m;
+    auto ro = ha::StateStore::OpenReadOnly(path);
+    EXPECT_TRUE(ro.ok());
+    if (!ro.ok()) return m;
+    auto rows = (*ro)->LoadGuid2Lid();
+    EXPECT_TRUE(rows.ok());
+    if (rows.ok())
+      for (const auto& r : *rows) m[r.port_guid.value()] = r.min_lid.value();
+    return m;
+  };
+  SmRun r(*f, sim, io, Options(), store->get());
+  int sweeps = 0;
+  uint16_t late_lid = 0;
+  SweepStats s = RunUntil(io, r, [&](const SweepStats& st) {
+    ++sweeps;
+    EXPECT_TRUE(st.subnet_up) << "sweep " << sweeps;
+    if (sweeps == 1) {
+      EXPECT_EQ(r.sm.counters().state_write_failures, 0u);
+      EXPECT_EQ(saved_lids().count(late_port.value()), 0u);
+      rlimit full = unlimited;
+      full.rlim_cur = 1;  // no regular file can grow or be written past its first byte
+      EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &full), 0);
+      EXPECT_TRUE(sim.AddNode(late).ok());
+      r.sm.RequestHeavySweep("test: a host arrives while the disk is full");
+      return false;
+    }
+    if (sweeps == 2) {
+      EXPECT_GT(r.sm.counters().state_write_failures, 0u);
+      EXPECT_GT(r.sm.counters().issues_by_id.count("SM-STATE-002"), 0u);
+      late_lid = sim.port_info(f->port_id(late, PortNum{1})).lid;
+      EXPECT_NE(late_lid, 0) << "the new host is configured all the same";
+      ExpectFabricUp(*f, sim);
+      EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &unlimited), 0);  // space is back
+      r.sm.RequestHeavySweep("test: space is back");
+      return false;
+    }
+    return true;
+  });
+  ::setrlimit(RLIMIT_FSIZE, &unlimited);
+  EXPECT_EQ(sweeps, 3);
+  EXPECT_TRUE(s.subnet_up);
+  const auto lids = saved_lids();
+  ASSERT_EQ(lids.count(late_port.value()), 1u) << "the row refused during the outage is saved";
+  EXPECT_EQ(lids.at(late_port.value()), late_lid);
+  auto integrity = (*store)->CheckIntegrity();
+  EXPECT_TRUE(integrity.ok()) << integrity.ToString();
+  store->reset();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

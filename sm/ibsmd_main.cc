@@ -290,6 +290,9 @@ int Main(int argc, char** argv) {
     store = std::move(*opened);
   }
 
+  // A state file or log that hits a file-size limit gets EFBIG from write() (reported and
+  // retried like a full disk) instead of the default SIGXFSZ, which would kill the SM.
+  ::signal(SIGXFSZ, SIG_IGN);
   boost::asio::io_context io;
   std::unique_ptr<sim::SharpSim> sharp_sim;  // outlives the simulator that calls it
   std::unique_ptr<sim::Simulator> simulator;

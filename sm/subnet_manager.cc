@@ -850,11 +850,8 @@ bool SubnetManager::LoadMulticastGroups() {
 void SubnetManager::OnMulticastChange() {
   // The state file first, before the SA answers: a restart keeps what a client was told.
   if (store_) {
-    Status st = store_->SaveMulticastGroups(ToRows(mcast_.groups()));
-    if (!st.ok()) {
-      ++counters_.issues_by_id["SM-STATE-009"];
-      Log(LogName::kSm).error("SM-STATE-009 multicast groups not saved: {}", st.ToString());
-    }
+    mcast_save_pending_ = !NoteStateWrite(
+        "SM-STATE-009", store_->SaveMulticastGroups(ToRows(mcast_.groups())), "multicast groups");
   }
   if (sweeping_ || !discovered_ || stopped_) {
     mcast_dirty_ = true;
@@ -1291,7 +1288,7 @@ void SubnetManager::RecordStateChange(mad::SmState before, const std::string& wh
   e.node_guid = sm_port_guid_;
   e.message = fmt::format("{} -> {}: {}", ha::SmStateName(before), ha::SmStateName(state()), why);
   if (s.ok()) s = store_->RecordEvent(e);
-  if (!s.ok()) Log(LogName::kHa).warn("SM-STATE-006 SM state not saved: {}", s.ToString());
+  NoteStateWrite("SM-STATE-010", s, "SM state");
 }
 
 void SubnetManager::RecordPeer(const mad::SmInfo& info, bool key_match) {
@@ -1302,8 +1299,7 @@ void SubnetManager::RecordPeer(const mad::SmInfo& info, bool key_match) {
   row.state = static_cast<uint8_t>(info.sm_state);
   row.last_seen_us = clock_.UnixMicros();
   row.sm_key_match = key_match;
-  Status s = store_->UpsertPeer(row);
-  if (!s.ok()) Log(LogName::kHa).warn("SM-STATE-007 peer SM not saved: {}", s.ToString());
+  NoteStateWrite("SM-STATE-007", store_->UpsertPeer(row), "peer SM");
 }
 
 // What this master programmed, per switch (FNV-1a over the LFT up to LinearFDBTop), so the
@@ -1323,8 +1319,7 @@ void SubnetManager::SaveLftDigests() {
     }
     rows.push_back({f.node(n).guid, h, Lid{top}, 0});
   }
-  Status s = store_->SaveLftDigests(rows, {});
-  if (!s.ok()) Log(LogName::kHa).warn("SM-STATE-008 LFT digests not saved: {}", s.ToString());
+  NoteStateWrite("SM-STATE-011", store_->SaveLftDigests(rows, {}), "LFT digests");
 }
 
 void SubnetManager::ApplyActions(uint32_t actions, const std::string& why) {
@@ -1768,6 +1763,30 @@ void SubnetManager::LoadPersistedLids() {
   saved_guid2lid_ = guid2lid_;
 }
 
+bool SubnetManager::NoteStateWrite(const char* id, const Status& s, std::string_view what) {
+  if (s.ok()) {
+    if (state_write_failing_) {
+      state_write_failing_ = false;
+      Log(LogName::kSm).info("SM-STATE-012 the state file takes writes again ({}); what was "
+                             "not saved meanwhile is being written now",
+                             what);
+    }
+    return true;
+  }
+  ++counters_.state_write_failures;
+  ++counters_.issues_by_id[id];
+  if (!state_write_failing_) {
+    state_write_failing_ = true;
+    Log(LogName::kSm).error("{} {} not saved: {}; the fabric is still served from memory, and "
+                            "guid2lid and multicast groups are written again each sweep until "
+                            "the state file takes writes",
+                            id, what, s.ToString());
+  } else {
+    Log(LogName::kSm).debug("{} {} not saved: {}", id, what, s.ToString());
+  }
+  return false;
+}
+
 void SubnetManager::PersistState() {
   std::vector<ha::Guid2LidEntry> upserts;
   for (const auto& [guid, r] : guid2lid_) {
@@ -1777,10 +1796,16 @@ void SubnetManager::PersistState() {
       continue;
     upserts.push_back({guid, Lid{r.min_lid}, Lid{r.max_lid}});
   }
+  bool guid2lid_saved = true;
   if (store_) {
     if (!upserts.empty()) {
-      Status s = store_->SaveGuid2Lid(upserts, {});
-      if (!s.ok()) Log(LogName::kSm).error("SM-STATE-002 guid2lid not saved: {}", s.ToString());
+      guid2lid_saved = NoteStateWrite("SM-STATE-002", store_->SaveGuid2Lid(upserts, {}),
+                                      fmt::format("guid2lid ({} rows)", upserts.size()));
+    }
+    if (mcast_save_pending_) {
+      mcast_save_pending_ = !NoteStateWrite(
+          "SM-STATE-009", store_->SaveMulticastGroups(ToRows(mcast_.groups())),
+          "multicast groups");
     }
     ha::SweepRow row;
     row.kind = ha::SweepKind::kHeavy;
@@ -1798,7 +1823,7 @@ void SubnetManager::PersistState() {
     row.outcome = current_.subnet_up ? "ok" : "partial";
     row.note = fmt::format("{} issues", current_.issues);
     auto id = store_->RecordSweep(row);
-    if (!id.ok()) Log(LogName::kSm).error("SM-STATE-003 sweep row not saved: {}", id.status().ToString());
+    NoteStateWrite("SM-STATE-003", id.status(), "sweep row");
   }
   // OpenSM's format beside the other dumps, so a switch back to OpenSM keeps every LID.
   if (!upserts.empty() && !options_.dump_dir.empty()) {
@@ -1810,7 +1835,8 @@ void SubnetManager::PersistState() {
     Status s = conf::SaveGuid2LidFile(options_.dump_dir + "/guid2lid", all);
     if (!s.ok()) Log(LogName::kSm).warn("SM-STATE-004 guid2lid file not written: {}", s.ToString());
   }
-  saved_guid2lid_ = guid2lid_;
+  // Rows the state file refused stay unsaved, so the next sweep writes them again.
+  if (guid2lid_saved) saved_guid2lid_ = guid2lid_;
 }
 
 }  // namespace ibsm::sm

@@ -131,6 +131,9 @@ struct SmCounters {
   uint64_t trap144_sent = 0;           // standby telling a worse master to hand over
   uint64_t state_changes = 0;          // SM state transitions (NOTACTIVE -> DISCOVERING, ...)
   uint64_t client_reregisters = 0;     // PortInfo Sets with ClientReregister (SA state lost)
+  // State file writes that failed (disk full, read-only, I/O error). The fabric keeps being
+  // served from memory; guid2lid rows and multicast groups not saved are retried each sweep.
+  uint64_t state_write_failures = 0;
   // Every problem a sweep reported and went on past, by stable log ID ("SM-DISC-003").
   std::map<std::string, uint64_t> issues_by_id;
 };
@@ -277,6 +280,9 @@ class SubnetManager {
   void WriteDumps();
   void PublishSaSnapshot();
   void LoadPersistedLids();
+  // Counts and logs a failed state-file write (once per failing spell, at error level) or
+  // notes a successful one (ending a failing spell). Returns s.ok().
+  bool NoteStateWrite(const char* id, const Status& s, std::string_view what);
   void PersistState();
   void Issue(const std::string& id, const std::string& message);
   mad::PortInfo DesiredPortInfo(PortId p) const;
@@ -329,6 +335,10 @@ class SubnetManager {
   LidAssignment lids_;
   std::unordered_map<Guid, PersistedLid> guid2lid_;
   std::unordered_map<Guid, PersistedLid> saved_guid2lid_;  // as last written
+  // A state file write failed and no write has succeeded since (logged once, SM-STATE-0xx;
+  // the first good write afterwards logs SM-STATE-012).
+  bool state_write_failing_ = false;
+  bool mcast_save_pending_ = false;  // multicast groups changed but not yet saved
   std::shared_ptr<const routing::RoutingTables> tables_;  // last good tables
   std::unique_ptr<routing::LidMap> lid_map_;
   std::optional<RoutingCheck> last_check_;
