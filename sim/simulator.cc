@@ -717,14 +717,25 @@ bool Simulator::Sma(PortId arrival, std::span<uint8_t> b) {
     SmaTrapRepress(arrival, tid);
     return false;
   }
-  // M_Key check (14.2.4.1, basic model without lease): the key of the port the SMP
-  // entered, or a switch's port 0. Set with a wrong key fails at any protect level; Get
-  // fails at protect level 2 and up. Failure = no response.
+  // M_Key check (14.2.4.1): the key of the port the SMP entered, or a switch's port 0. Set
+  // with a wrong key fails at any protect level; Get fails at protect level 2 and up.
+  // Failure = no response. Lease (14.2.4.2): a failure starts the lease timer when the lease
+  // period is non-zero; if no SMP with the key arrives before it ends, the protect bits drop
+  // to 0 and any SM may configure the port (the key itself stays).
   PortId key_port = sn.sw != kNoSwitch ? sn.first_port : arrival;
-  mad::PortInfo& kpi = ports_[key_port].info;
+  SimPort& kp = ports_[key_port];
+  mad::PortInfo& kpi = kp.info;
+  const auto now = std::chrono::steady_clock::now();
+  if (kp.lease_ends && now >= *kp.lease_ends) {
+    kp.lease_ends.reset();
+    kpi.m_key_protect_bits = 0;
+  }
   bool key_ok = kpi.m_key == 0 || Get(b, kMKey) == kpi.m_key;
+  if (key_ok && kpi.m_key != 0) kp.lease_ends.reset();
   if (!key_ok && (method == mad::method::kSet || kpi.m_key_protect_bits >= 2)) {
     ++kpi.m_key_violations;
+    if (kpi.m_key_lease_period != 0 && !kp.lease_ends)
+      kp.lease_ends = now + std::chrono::seconds(kpi.m_key_lease_period);
     Drop(DropReason::kMKey);
     return false;
   }

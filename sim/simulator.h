@@ -258,6 +258,9 @@ class Simulator {
     Traffic traffic;
     std::unique_ptr<PortTables> tables;
     std::unique_ptr<PmState> pm;
+    // M_Key lease (14.2.4.2): running after a failed M_Key check with a non-zero lease
+    // period; when it ends the protect bits drop to 0. A passing check with the key stops it.
+    std::optional<std::chrono::steady_clock::time_point> lease_ends;
   };
   struct PendingTrap {
     uint64_t tid = 0;
