@@ -16,6 +16,9 @@
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "ha/state_store.h"
+#include "mad/attr/notice.h"
+#include "mad/attr/path_record.h"
+#include "mad/attr/sa_records.h"
 #include "sm/sim_test_util.h"
 #include "sm/subnet_manager.h"
 
@@ -284,6 +287,106 @@ TEST(FaultsSimTest, AStateFileThatRefusesWritesStopsNothingAndCatchesUpLater) {
   EXPECT_TRUE(integrity.ok()) << integrity.ToString();
   store->reset();
   std::filesystem::remove_all(dir);
+}
+
+// A storm of traps (1,000 port-health traps 129 naming one leaf port, and 500 copies of one
+// trap 128) while hosts ask the SA for paths: every PathRecord query is answered, the
+// repeats are ignored after the tenth (no sweep each, no Reports), the tracker stays small,
+// and with babbling_port_policy the port the traps name is disabled.
+TEST(FaultsSimTest, ATrapStormIsSilencedWhileTheSaKeepsAnswering) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::SimOptions so;
+  so.io = &io;
+  sim::Simulator sim(*f, so);
+  SubnetManagerOptions o = Options();
+  o.babbling_port_policy = true;
+  SmRun r(*f, sim, io, o);
+  int sweeps = 0;
+  r.sm.Start([&](const SweepStats&) {
+    ++sweeps;
+    io.stop();
+  });
+  io.run();
+  ASSERT_EQ(sweeps, 1);
+  const uint16_t sm_lid = r.sm.sm_lid().value();
+  const NodeId leaf = *f->FindNodeByName("leaf-002");
+  const PortId leaf0 = f->port_id(leaf, PortNum{0});
+  const uint16_t leaf_lid = sim.port_info(leaf0).lid;
+  const PortId noisy = f->port_id(leaf, PortNum{1});  // faces a host
+  ASSERT_TRUE(f->port(noisy).connected());
+  PortId asker = kNoPort, target = kNoPort;  // two hosts on other leaves
+  for (NodeId n = 0; n < f->node_count(); ++n) {
+    if (f->node(n).kind != NodeKind::kCa) continue;
+    const PortId p = f->port_id(n, PortNum{1});
+    if (f->port(f->port(p).peer).node == leaf || p == FirstCaPort(*f)) continue;
+    (asker == kNoPort ? asker : target) = p;
+  }
+  ASSERT_NE(target, kNoPort);
+  auto trap = [&](uint16_t num) {
+    mad::Smp smp = mad::MakeLidSmp(mad::method::kTrap, mad::attr::kNotice, 0);
+    mad::Notice n = mad::MakeTrap128(leaf_lid);
+    if (num != mad::trap::kLinkStateChanged) {
+      n.trap_number_or_device_id = num;
+      n.data_details = {};
+      n.data_details[2] = static_cast<uint8_t>(leaf_lid >> 8);
+      n.data_details[3] = static_cast<uint8_t>(leaf_lid);
+      n.data_details[5] = f->port(noisy).num.value();
+    }
+    mad::EncodeSmpNotice(n, smp.data);
+    return mad::ToMessage(smp, Lid{sm_lid});
+  };
+  sim::SimTransport client(io, sim, asker);
+  ASSERT_TRUE(client.bind_status().ok());
+  size_t answered = 0;
+  const uint64_t sweeps_before = r.sm.counters().heavy_sweeps;
+  for (int round = 0; round < 10; ++round) {
+    for (int i = 0; i < 100; ++i) sim.Inject(leaf0, trap(mad::trap::kLinkIntegrityThreshold));
+    for (int i = 0; i < 50; ++i) sim.Inject(leaf0, trap(mad::trap::kLinkStateChanged));
+    mad::SaMad q;
+    q.hdr.mgmt_class = static_cast<uint8_t>(mad::MgmtClass::kSubnAdm);
+    q.hdr.class_version = mad::kSaClassVersion;
+    q.hdr.method = mad::method::kGet;
+    q.hdr.attr_id = mad::sa_attr::kPathRecord;
+    q.comp_mask = mad::path_comp::kSlid | mad::path_comp::kDlid;
+    mad::PathRecord pr;
+    pr.slid = sim.port_info(asker).lid;
+    pr.dlid = sim.port_info(target).lid;
+    mad::EncodeTo(pr, std::span<uint8_t>(q.data));
+    mad::MadMessage m;
+    m.bytes.resize(mad::kMadSize);
+    mad::EncodeSa(q, m.bytes);
+    m.addr.lid = Lid{sm_lid};
+    bool done = false;
+    client.Send(std::move(m), mad::SendOptions{500ms, 2}, [&](Result<mad::MadMessage> a) {
+      if (a.ok()) {
+        mad::SaMad resp;
+        std::vector<uint8_t> b = a->bytes;
+        b.resize(mad::kMadSize, 0);
+        if (mad::DecodeSa(b, &resp).ok() && resp.hdr.status == 0) ++answered;
+      }
+      done = true;
+    });
+    for (int i = 0; i < 500 && !done; ++i) {
+      io.restart();
+      io.run_for(10ms);
+    }
+  }
+  for (int i = 0; i < 100; ++i) {  // let the sweeps the first traps asked for finish
+    io.restart();
+    io.run_for(10ms);
+  }
+  client.Close();
+  EXPECT_EQ(answered, 10u) << "every PathRecord query answered during the storm";
+  const SmCounters& c = r.sm.counters();
+  EXPECT_EQ(c.traps_received, 1500u);
+  EXPECT_EQ(c.traps_suppressed, 1500u - 2 * 10);  // ten of each kind got through
+  EXPECT_LE(c.heavy_sweeps - sweeps_before, 10u) << "not one sweep per trap";
+  EXPECT_EQ(c.issues_by_id.count("SM-TRAP-001"), 1u);
+  EXPECT_EQ(c.babbling_ports_disabled, 1u);
+  EXPECT_EQ(sim.port_info(noisy).port_phys_state, 3) << "the babbling port is disabled";
+  r.sm.Stop();
 }
 
 }  // namespace

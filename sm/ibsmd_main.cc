@@ -137,6 +137,7 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   o.sa_key = c.sa_key;
   o.sm_priority = c.sm_priority;
   o.ignore_other_sm = c.ignore_other_sm;
+  o.babbling_port_policy = c.babbling_port_policy;
   o.sminfo_polling_timeout = std::chrono::milliseconds(c.sminfo_polling_timeout);
   o.polling_retry_number = c.polling_retry_number;
   o.subnet_timeout = c.subnet_timeout;

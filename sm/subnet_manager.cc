@@ -134,6 +134,7 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.routing = o.routing;
   options_.sweep_interval = o.sweep_interval;
   options_.sweep_on_trap = o.sweep_on_trap;
+  options_.babbling_port_policy = o.babbling_port_policy;
   options_.subnet_timeout = o.subnet_timeout;
   options_.dump_dir = o.dump_dir;
   options_.dump_lfts = o.dump_lfts;
@@ -1621,6 +1622,24 @@ void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) 
   out.addr = msg.addr;
   (void)transport_.Post(std::move(out));
   uint16_t trap = notice->trap_number_or_device_id;
+  // A trap repeated within seconds says nothing new: after the 10th it is ignored until it
+  // pauses, so a flapping port cannot keep the SM sweeping or flood subscribers.
+  const bool port_health = notice->is_generic && TrapTracker::IsPortHealthTrap(trap);
+  const TrapKey key = TrapTracker::KeyOf(notice->issuer_lid, trap, notice->data_details);
+  const TrapVerdict v = trap_tracker_.Record(key, port_health, std::chrono::steady_clock::now());
+  if (v.disable_port && options_.babbling_port_policy) DisableBabblingPort(key, v.consecutive);
+  if (v.suppressed) {
+    ++counters_.traps_suppressed;
+    if (v.first_suppressed) {
+      ++counters_.issues_by_id["SM-TRAP-001"];
+      Log(LogName::kSm).warn("SM-TRAP-001 {}", fmt::format("trap {} from LID {} (port {}) repeated {} times within {} s: ignored "
+                        "until it pauses that long",
+                        trap, key.lid, key.port, v.consecutive - 1, port_health ? 60 : 5));
+    }
+    Log(LogName::kSm).debug("trap {} from LID {} suppressed ({} in a row)", trap,
+                            notice->issuer_lid, v.consecutive);
+    return;
+  }
   Log(LogName::kSm).info("trap {} from LID {}", trap, notice->issuer_lid);
   bool sweep_trap = trap == mad::trap::kLinkStateChanged || trap == mad::trap::kLocalChanges ||
                     trap == mad::trap::kGidInService || trap == mad::trap::kGidOutOfService;
@@ -1646,6 +1665,42 @@ void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) 
       notice->issuer_gid = PortGid(discovered_->fabric.port(*p).guid);
   }
   sa_.inform().Publish(*notice);
+}
+
+// babbling_port_policy: the port a health trap keeps naming is disabled (OpenSM's
+// shutup_noisy_port); the link goes down, so the next heavy sweep routes around it.
+void SubnetManager::DisableBabblingPort(const TrapKey& key, uint32_t count) {
+  if (state() != mad::SmState::kMaster || !discovered_) return;
+  const Fabric& f = discovered_->fabric;
+  auto owner = f.FindPortByLid(Lid{key.lid});
+  if (!owner) return;
+  const NodeId node = f.port(*owner).node;
+  const Node& n = f.node(node);
+  if (key.port > n.num_ports || (key.port == 0 && n.is_switch())) return;
+  const PortId p = n.is_switch() ? f.port_id(node, PortNum{key.port}) : *owner;
+  const DiscoveredNode& dn = discovered_->nodes[node];
+  const uint8_t num = f.port(p).num.value();
+  if (!dn.port_info_valid[num]) return;
+  mad::PortInfo want = dn.port_info[num];
+  want.port_state = 0;       // no change
+  want.port_phys_state = 3;  // Disabled
+  std::array<uint8_t, 64> data{};
+  mad::EncodeTo(want, data);
+  const std::string what = fmt::format("{} ({}) port {}", n.description, ToString(n.guid), num);
+  pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data,
+                [this, what, count](Result<mad::Smp> r) {
+                  if (!r.ok()) {
+                    ++counters_.issues_by_id["SM-TRAP-003"];
+                    Log(LogName::kSm).warn("SM-TRAP-003 disabling babbling {} failed: {}", what,
+                                           r.status().ToString());
+                    return;
+                  }
+                  ++counters_.babbling_ports_disabled;
+                  ++counters_.issues_by_id["SM-TRAP-002"];
+                  Log(LogName::kSm).warn("SM-TRAP-002 {} disabled: its health trap came {} "
+                                         "times without a pause (babbling_port_policy)",
+                                         what, count);
+                });
 }
 
 // --- notices the SM issues (IBA 13.4.8.2 traps 64-67) --------------------------------

@@ -39,6 +39,7 @@
 #include "sm/sa_server.h"
 #include "sm/sharp_manager.h"
 #include "sm/smp_pipeline.h"
+#include "sm/trap_tracker.h"
 
 namespace ibsm::ha {
 class StateStore;
@@ -57,6 +58,9 @@ struct SubnetManagerOptions {
   uint8_t sm_priority = 0;
   // HA (opensm.conf names): other SMs are not looked for and never obeyed when set.
   bool ignore_other_sm = false;
+  // A port whose health trap (129-131) repeats 250 times without a 60 s pause is disabled
+  // (PortPhysicalState Disabled), as OpenSM's babbling_port_policy does.
+  bool babbling_port_policy = false;
   std::chrono::milliseconds sminfo_polling_timeout{10000};
   uint32_t polling_retry_number = 4;
   uint8_t subnet_timeout = 18;
@@ -134,6 +138,9 @@ struct SmCounters {
   // State file writes that failed (disk full, read-only, I/O error). The fabric keeps being
   // served from memory; guid2lid rows and multicast groups not saved are retried each sweep.
   uint64_t state_write_failures = 0;
+  // Traps repeated 10+ times within 5 s (port-health traps: 60 s) ignored: no sweep, no Report.
+  uint64_t traps_suppressed = 0;
+  uint64_t babbling_ports_disabled = 0;
   // Every problem a sweep reported and went on past, by stable log ID ("SM-DISC-003").
   std::map<std::string, uint64_t> issues_by_id;
 };
@@ -339,6 +346,8 @@ class SubnetManager {
   // the first good write afterwards logs SM-STATE-012).
   bool state_write_failing_ = false;
   bool mcast_save_pending_ = false;  // multicast groups changed but not yet saved
+  TrapTracker trap_tracker_;
+  void DisableBabblingPort(const TrapKey& key, uint32_t count);
   std::shared_ptr<const routing::RoutingTables> tables_;  // last good tables
   std::unique_ptr<routing::LidMap> lid_map_;
   std::optional<RoutingCheck> last_check_;
