@@ -270,12 +270,45 @@ Result<json> ControlCommands::Status(const json&) const {
         {"declined", s.declined}};
     j["counts"] = {{"nodes", s.nodes}, {"switches", s.switches}, {"cas", s.cas}, {"links", s.links}};
   }
+  // Adaptive routing and SHARP in one line each (ibsmctl ar / sharp have the details).
+  {
+    const ArConfig& ar = sm.options().ar;
+    json a{{"configured", ar.on()}};
+    if (auto snap = sm.ar().snapshot()) {
+      size_t capable = 0, enabled = 0;
+      for (const ArSwitchStatus& sw : snap->switches) {
+        capable += sw.capable;
+        enabled += sw.enabled;
+      }
+      a["switches"] = snap->switches.size();
+      a["capable"] = capable;
+      a["enabled"] = enabled;
+      a["summary"] = snap->summary;
+    }
+    j["ar"] = std::move(a);
+    const SharpSummary& sh = sm.sharp().summary();
+    json sj{{"configured", sm.options().sharp_enable}, {"ran", sh.ran}};
+    if (sh.ran) {
+      size_t programmed = 0;
+      for (const SharpTreeSummary& t : sh.trees) programmed += t.programmed;
+      sj["aggregation_nodes"] = sh.ans;
+      sj["usable"] = sh.ans_usable;
+      sj["trees"] = sh.trees.size();
+      sj["programmed"] = programmed;
+      sj["hosts"] = sh.hosts;
+      sj["hosts_not_covered"] = sh.never_covered.size();
+    }
+    j["sharp"] = std::move(sj);
+  }
   json issues = json::object();
   for (const auto& [id, n] : c.issues_by_id) issues[id] = n;
   j["counters"] = {{"heavy_sweeps", c.heavy_sweeps},
                    {"light_sweeps", c.light_sweeps},
                    {"traps_received", c.traps_received},
                    {"traps_malformed", c.traps_malformed},
+                   {"traps_suppressed", c.traps_suppressed},
+                   {"babbling_ports_disabled", c.babbling_ports_disabled},
+                   {"state_write_failures", c.state_write_failures},
                    {"routing_failures", c.routing_failures},
                    {"credit_loops_found", c.credit_loops_found},
                    {"unsolicited_ignored", c.unsolicited_ignored},

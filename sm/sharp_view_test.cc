@@ -23,7 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-json AskSharp(bool sharp_enable) {
+json AskSharp(bool sharp_enable, const std::string& cmd = "sharp") {
   auto base = FatTree2(8);
   EXPECT_TRUE(base.ok());
   auto fabric = WithAggregationNodes(*base, [](const Node& n) { return n.name != "leaf-004"; });
@@ -56,7 +56,7 @@ json AskSharp(bool sharp_enable) {
   sm.Start([&](const SweepStats&) { io.stop(); });
   io.run();
   std::optional<std::string> line;
-  (*server)->Dispatch(R"({"cmd": "sharp"})", geteuid(), [&](std::string l) { line = l; });
+  (*server)->Dispatch(json{{"cmd", cmd}}.dump(), geteuid(), [&](std::string l) { line = l; });
   commands.reset();
   server->reset();
   sm.Stop();
@@ -85,6 +85,20 @@ TEST(SharpViewTest, ControlSocketAnswersTheProgrammedTreesWithDepthHostsAndSwitc
     EXPECT_EQ(t["root"].get<std::string>().substr(0, 2), "0x");
   }
   EXPECT_EQ(s["never_covered"].size(), 4u);
+}
+
+TEST(SharpViewTest, StatusSumsUpTheTreesAndTheHostsInNone) {
+  const json r = AskSharp(true, "status");
+  ASSERT_TRUE(r.value("ok", false)) << r.dump();
+  const json& s = r["result"]["sharp"];
+  EXPECT_TRUE(s["configured"].get<bool>());
+  EXPECT_EQ(s["trees"], 4);
+  EXPECT_EQ(s["programmed"], 4);
+  EXPECT_EQ(s["usable"], 11);
+  EXPECT_EQ(s["hosts"], 32);
+  EXPECT_EQ(s["hosts_not_covered"], 4);
+  EXPECT_FALSE(r["result"]["ar"]["configured"].get<bool>());
+  EXPECT_EQ(AskSharp(false, "status")["result"]["sharp"]["configured"], false);
 }
 
 TEST(SharpViewTest, SharpOffSaysSo) {

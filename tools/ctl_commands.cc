@@ -74,15 +74,37 @@ std::string FormatStatus(const json& r) {
   if (r.contains("counters")) {
     const json& c = r["counters"];
     line("sweeps", fmt::format("{} heavy, {} light", Get(c, "heavy_sweeps"), Get(c, "light_sweeps")));
-    line("traps", fmt::format("{} received, {} malformed", Get(c, "traps_received"),
-                              Get(c, "traps_malformed")));
+    line("traps", fmt::format("{} received, {} malformed, {} ignored as repeats",
+                              Get(c, "traps_received"), Get(c, "traps_malformed"),
+                              c.contains("traps_suppressed") ? Get(c, "traps_suppressed") : "0"));
+    if (c.value("state_write_failures", 0) > 0)
+      line("state file", Get(c, "state_write_failures") + " writes failed (see SM-STATE-0xx)");
   }
-  for (const char* k : {"ar", "sharp"})
-    if (r.contains(k) && r[k].is_object()) {
-      std::string v;
-      for (const auto& [name, val] : r[k].items()) v += (v.empty() ? "" : ", ") + name + " " + Cell(val);
-      line(k, v);
+  if (r.contains("ar") && r["ar"].is_object()) {
+    const json& a = r["ar"];
+    if (!a.value("configured", false)) {
+      line("adaptive routing", "off");
+    } else if (a.contains("switches")) {
+      line("adaptive routing", fmt::format("on {} of {} switches ({} capable)", Get(a, "enabled"),
+                                           Get(a, "switches"), Get(a, "capable")));
+    } else {
+      line("adaptive routing", "configured, not programmed yet");
     }
+  }
+  if (r.contains("sharp") && r["sharp"].is_object()) {
+    const json& s = r["sharp"];
+    if (!s.value("configured", false)) {
+      line("SHARP", "off");
+    } else if (s.value("ran", false)) {
+      line("SHARP", fmt::format("{} of {} trees programmed, {} of {} aggregation nodes usable, {} "
+                                "of {} hosts in no tree",
+                                Get(s, "programmed"), Get(s, "trees"), Get(s, "usable"),
+                                Get(s, "aggregation_nodes"), Get(s, "hosts_not_covered"),
+                                Get(s, "hosts")));
+    } else {
+      line("SHARP", "configured, no trees built yet");
+    }
+  }
   if (r.contains("uptime_s")) line("uptime", Get(r, "uptime_s") + " s");
   return out;
 }
