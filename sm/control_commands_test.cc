@@ -307,6 +307,11 @@ TEST_F(ControlCommandsTest, MetricsDescribeTheRunningSm) {
   EXPECT_TRUE(has("ibsm_sweeps_total{kind=\"heavy\"} 1"));
   EXPECT_TRUE(has("ibsm_control_requests_total{outcome=\"all\"} 1"));
   EXPECT_NE(text.find("ibsm_smps_total{method=\"get\"} "), std::string::npos);
+  // HA: NOTACTIVE -> DISCOVERING -> MASTER; every CA port told to re-register once.
+  EXPECT_TRUE(has("ibsm_ha_events_total{event=\"state_change\"} 2")) << text;
+  EXPECT_TRUE(has(fmt::format("ibsm_client_reregisters_total {}", fabric_->ca_count()))) << text;
+  EXPECT_TRUE(has("ibsm_traps_suppressed_total 0"));
+  EXPECT_TRUE(has("ibsm_state_write_failures_total 0"));
 }
 
 }  // namespace

@@ -73,6 +73,15 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
   m.Sample(c.traps_received);
   m.Family("ibsm_traps_malformed_total", "counter", "traps that could not be decoded");
   m.Sample(c.traps_malformed);
+  m.Family("ibsm_traps_suppressed_total", "counter",
+           "traps ignored as repeats (10+ within 5 s; port-health traps 60 s)");
+  m.Sample(c.traps_suppressed);
+  m.Family("ibsm_babbling_ports_disabled_total", "counter",
+           "ports disabled by babbling_port_policy");
+  m.Sample(c.babbling_ports_disabled);
+  m.Family("ibsm_state_write_failures_total", "counter",
+           "state file writes that failed (disk full, read-only, I/O error)");
+  m.Sample(c.state_write_failures);
   m.Family("ibsm_routing_failures_total", "counter",
            "routings refused (failed, unverifiable or with a credit loop)");
   m.Sample(c.routing_failures);
@@ -101,6 +110,34 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
   m.Sample(c.polls_missed, L::Labels({{"event", "poll_missed"}}));
   m.Sample(c.sm_key_mismatches, L::Labels({{"event", "sm_key_mismatch"}}));
   m.Sample(c.sminfo_sets_refused, L::Labels({{"event", "sminfo_set_refused"}}));
+  m.Sample(c.state_changes, L::Labels({{"event", "state_change"}}));
+  m.Sample(c.acknowledges_sent, L::Labels({{"event", "acknowledge_sent"}}));
+  m.Sample(c.trap144_sent, L::Labels({{"event", "trap144_sent"}}));
+  m.Sample(c.other_sms_seen, L::Labels({{"event", "other_sm_seen"}}));
+  m.Family("ibsm_client_reregisters_total", "counter",
+           "PortInfo Sets with ClientReregister (ports whose SA state was lost)");
+  m.Sample(c.client_reregisters);
+
+  if (auto ar = sm.ar().snapshot()) {
+    size_t capable = 0, enabled = 0;
+    for (const ArSwitchStatus& sw : ar->switches) {
+      capable += sw.capable;
+      enabled += sw.enabled;
+    }
+    m.Family("ibsm_ar_switches", "gauge", "switches by adaptive-routing state");
+    m.Sample(ar->switches.size(), L::Labels({{"state", "all"}}));
+    m.Sample(capable, L::Labels({{"state", "capable"}}));
+    m.Sample(enabled, L::Labels({{"state", "enabled"}}));
+  }
+  if (const SharpSummary& sh = sm.sharp().summary(); sh.ran) {
+    size_t programmed = 0;
+    for (const SharpTreeSummary& t : sh.trees) programmed += t.programmed;
+    m.Family("ibsm_sharp_trees", "gauge", "SHARP reduction trees, built and programmed");
+    m.Sample(sh.trees.size(), L::Labels({{"state", "built"}}));
+    m.Sample(programmed, L::Labels({{"state", "programmed"}}));
+    m.Family("ibsm_sharp_hosts_uncovered", "gauge", "hosts in no SHARP tree");
+    m.Sample(sh.never_covered.size());
+  }
 
   if (control) {
     const ControlCounters& cc = control->counters();
