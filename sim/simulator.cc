@@ -640,11 +640,7 @@ void Simulator::ArriveAt(PortId dest, mad::MadMessage& msg, uint16_t slid, uint3
     // The node's PMA answers, whoever is bound at the port (a real HCA's PMA sits beside
     // the user's QP1 agents); its answer is a GMP and needs an ACTIVE path back.
     if (!Pma(dest, b)) return;
-    uint32_t back_hops = 0;
-    PortId back = RouteLid(dest, slid, false, &back_hops);
-    if (back == kNoPort) return;
-    msg.addr.lid = Lid{ports_[dest].info.lid};
-    DeliverTo(back, msg, hops + back_hops);
+    ReturnGmp(dest, slid, msg, hops);
     return;
   }
   if (!is_smp && (method & mad::method::kResponseBit) == 0 && method != mad::method::kTrap &&
@@ -655,11 +651,7 @@ void Simulator::ArriveAt(PortId dest, mad::MadMessage& msg, uint16_t slid, uint3
     PortNum at{ports_[dest].info.local_port_num};
     for (NodeExtension* ext : extensions_) {
       if (!ext->HandleGmp(dn, at, b)) continue;
-      uint32_t back_hops = 0;
-      PortId back = RouteLid(dest, slid, false, &back_hops);
-      if (back == kNoPort) return;
-      msg.addr.lid = Lid{ports_[dest].info.lid};
-      DeliverTo(back, msg, hops + back_hops);
+      ReturnGmp(dest, slid, msg, hops);
       return;
     }
   }
@@ -689,6 +681,14 @@ void Simulator::ArriveAt(PortId dest, mad::MadMessage& msg, uint16_t slid, uint3
   if (back == kNoPort) return;
   uint16_t responder = ports_[dest].info.lid;
   msg.addr.lid = Lid{responder};
+  DeliverTo(back, msg, hops + back_hops);
+}
+
+void Simulator::ReturnGmp(PortId dest, uint16_t slid, mad::MadMessage& msg, uint32_t hops) {
+  uint32_t back_hops = 0;
+  PortId back = RouteLid(dest, slid, false, &back_hops);
+  if (back == kNoPort) return;
+  msg.addr.lid = Lid{ports_[dest].info.lid};
   DeliverTo(back, msg, hops + back_hops);
 }
 

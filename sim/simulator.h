@@ -322,6 +322,9 @@ class Simulator {
   void ArriveAt(PortId dest, mad::MadMessage& msg, uint16_t slid, uint32_t hops,
                 bool directed);
   void DeliverTo(PortId p, mad::MadMessage& msg, uint32_t hops);
+  // A GMP answer (PMA, extension) back from `dest` to `slid` through the LFTs, if a path is
+  // ACTIVE; `hops` so far (the request's) are added to the way back's for the latency.
+  void ReturnGmp(PortId dest, uint16_t slid, mad::MadMessage& msg, uint32_t hops);
 
   // The SMA. Returns false when the SMP is consumed without a response (M_Key drop,
   // TrapRepress); else the bytes now hold the response.
