@@ -18,6 +18,7 @@
 #include "mad/attr/port_counters_extended.h"
 #include "mad/attr/port_info.h"
 #include "mad/attr/sl_to_vl_table.h"
+#include "mad/attr/sharp.h"
 #include "mad/attr/sm_info.h"
 #include "mad/attr/switch_info.h"
 #include "mad/attr/vl_arbitration_table.h"
@@ -30,6 +31,7 @@ enum class ClassGroup : uint8_t {
   kSmp,      // SubnLid and SubnDirected
   kSa,       // SubnAdm
   kPerf,     // PerfMgt
+  kAm,       // SHARP aggregation management (0x0B)
   kAnyGmp,   // every class other than the SMP ones (ClassPortInfo)
 };
 
@@ -43,6 +45,8 @@ bool InGroup(ClassGroup g, uint8_t mgmt_class) {
       return mgmt_class == static_cast<uint8_t>(MgmtClass::kSubnAdm);
     case ClassGroup::kPerf:
       return mgmt_class == static_cast<uint8_t>(MgmtClass::kPerfMgt);
+    case ClassGroup::kAm:
+      return mgmt_class == static_cast<uint8_t>(MgmtClass::kAggMgmt);
     case ClassGroup::kAnyGmp:
       return !smp;
   }
@@ -132,6 +136,12 @@ constexpr std::array kEntries = {
     E<ArGroupTable>(ClassGroup::kSmp, attr::kArGroupTable),
     E<ArLinearForwardingTable>(ClassGroup::kSmp, attr::kArLinearForwardingTable),
     E<ArGroupTableCopy>(ClassGroup::kSmp, attr::kArGroupTableCopy),
+    E<MlnxExtendedPortInfo>(ClassGroup::kSmp, vendor_attr::kMlnxExtendedPortInfo),
+    E<AnInfo>(ClassGroup::kAm, am_attr::kAnInfo),
+    E<TreeConfig>(ClassGroup::kAm, am_attr::kTreeConfig),
+    E<QpAllocation>(ClassGroup::kAm, am_attr::kQpAllocation),
+    E<QpcConfig>(ClassGroup::kAm, am_attr::kQpcConfig),
+    E<ResourceCleanup>(ClassGroup::kAm, am_attr::kResourceCleanup),
     Entry{ClassGroup::kSa, attr::kNotice, Layout<Notice>::kName, &DumpGmpNotice},
     E<PortCounters>(ClassGroup::kPerf, attr::kPortCounters),
     E<PortCountersExtended>(ClassGroup::kPerf, attr::kPortCountersExtended),

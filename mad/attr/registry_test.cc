@@ -38,6 +38,11 @@ TEST(RegistryTest, TheSameAttributeIdMeansDifferentThingsInDifferentClasses) {
   EXPECT_EQ(AttributeName(kSa, 0x0001), "ClassPortInfo");
   EXPECT_EQ(AttributeName(kPerf, 0x0001), "ClassPortInfo");
   EXPECT_EQ(AttributeName(kSmpDr, 0x0001), "");
+  // SHARP's aggregation management class has its own attribute space.
+  EXPECT_EQ(AttributeName(0x0B, 0x0020), "ANInfo");
+  EXPECT_EQ(AttributeName(0x0B, 0x0023), "TreeConfig");
+  EXPECT_EQ(AttributeName(kPerf, 0x0020), "");
+  EXPECT_EQ(AttributeName(kSmpDr, 0xFF90), "MlnxExtendedPortInfo");
 }
 
 TEST(RegistryTest, SmpNoticeShowsTheTrapDetails) {
