@@ -429,7 +429,10 @@ void SharpManager::Write() {
       for (uint16_t id : run.dirty) {
         if (run.failed.count(id)) continue;
         auto& per_an = run.intent[id];
-        for (auto& [an_guid, at] : per_an) {
+        for (auto& entry : per_an) {
+          // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+          const Guid an_guid = entry.first;
+          auto& at = entry.second;
           const Lid lid = run.LidOf(an_guid);
           auto configure = [&](uint32_t qpn, Guid remote, uint32_t remote_qpn) {
             mad::AmMad m = mad::MakeAmRequest(mad::method::kSet, mad::am_attr::kQpcConfig, 0);

@@ -141,11 +141,13 @@ std::string TopologySvg(const json& topo, size_t max_hosts) {
     if ((*a)["tier"] == -1 && (*b)["kind"] == "SW") host_leaf[l["a"]] = l["b"], ++hosts_per_leaf[l["b"]];
     if ((*b)["tier"] == -1 && (*a)["kind"] == "SW") host_leaf[l["b"]] = l["a"], ++hosts_per_leaf[l["a"]];
   }
-  for (auto& [t, r] : rows)
+  for (auto& [tier, r] : rows) {
+    const int t = tier;  // clang before 16 cannot capture a structured binding
     std::stable_sort(r.begin(), r.end(), [&](const json* x, const json* y) {
       if (t == -1) return host_leaf[(*x)["guid"]] < host_leaf[(*y)["guid"]];
       return (*x)["name"].get<std::string>() < (*y)["name"].get<std::string>();
     });
+  }
   size_t widest = 1;
   for (const auto& [t, r] : rows)
     if (t >= 0 || draw_hosts) widest = std::max(widest, r.size());
