@@ -49,13 +49,13 @@ class ArCommandsTest : public ::testing::Test {
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
     commands_ = std::make_unique<ArCommands>(io_, *server_, *sm_);
-    bool up = false;
-    sm_->Start([&](const SweepStats& s) {
-      up = s.subnet_up;
+    // The callback outlives SetUp (every later sweep calls it): a member, not a local.
+    sm_->Start([this](const SweepStats& s) {
+      subnet_up_ = s.subnet_up;
       io_.stop();
     });
     io_.run();
-    ASSERT_TRUE(up);
+    ASSERT_TRUE(subnet_up_);
   }
   void TearDown() override {
     commands_.reset();
@@ -83,6 +83,7 @@ class ArCommandsTest : public ::testing::Test {
   std::unique_ptr<ControlServer> server_;
   std::unique_ptr<ArCommands> commands_;
   std::string dir_;
+  bool subnet_up_ = false;
 };
 
 TEST_F(ArCommandsTest, ArShowsEverySwitchAsTheSimulatorHoldsItAndEachDestinationsGroup) {

@@ -53,13 +53,13 @@ class ControlCommandsTest : public ::testing::Test {
     ctx.store = store_.get();
     ctx.set_log_level = [this](spdlog::level::level_enum l) { level_ = l; };
     commands_ = std::make_unique<ControlCommands>(io_, *server_, ctx);
-    bool up = false;
-    sm_->Start([&](const SweepStats& s) {
-      if (s.subnet_up) up = true;
+    // The callback outlives Bring (a resweep calls it again): it writes a member, not a local.
+    sm_->Start([this](const SweepStats& s) {
+      if (s.subnet_up) subnet_up_ = true;
       io_.stop();
     });
     io_.run();
-    ASSERT_TRUE(up);
+    ASSERT_TRUE(subnet_up_);
   }
   void TearDown() override {
     commands_.reset();
@@ -103,6 +103,7 @@ class ControlCommandsTest : public ::testing::Test {
   std::unique_ptr<ControlCommands> commands_;
   std::string dir_;
   std::optional<spdlog::level::level_enum> level_;
+  bool subnet_up_ = false;
 };
 
 TEST_F(ControlCommandsTest, StatusShowsTheMasterAndTheFabricItSwept) {
