@@ -21,18 +21,6 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string Bin(const std::string& name) {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return std::string(b ? b : IBSM_BIN_DIR) + "/" + name;
-}
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class ArDaemonTest : public ::testing::Test {
  protected:
   // `ar_switches`: the --sim-ar-switches value; the pod-1 leaves are legacy in the mixed case.
@@ -61,7 +49,7 @@ class ArDaemonTest : public ::testing::Test {
         dir_.string(), {});
     ASSERT_TRUE(child.ok()) << child.status().ToString();
     daemon_.emplace(std::move(*child));
-    ASSERT_TRUE(WaitForLog("SUBNET UP")) << Slurp(log_);
+    ASSERT_TRUE(WaitForLog("SUBNET UP")) << ReadFile(log_);
   }
   void TearDown() override {
     if (daemon_) {
@@ -71,12 +59,7 @@ class ArDaemonTest : public ::testing::Test {
     }
     fs::remove_all(dir_);
   }
-  bool WaitForLog(const std::string& what) {
-    for (auto end = std::chrono::steady_clock::now() + 60s;
-         std::chrono::steady_clock::now() < end; std::this_thread::sleep_for(50ms))
-      if (Slurp(log_).find(what) != std::string::npos) return true;
-    return false;
-  }
+  bool WaitForLog(const std::string& what) { return WaitForCount(log_, what, 1); }
   CommandResult Ctl(std::vector<std::string> args) {
     args.insert(args.begin(), {Bin("ibsmctl"), "--socket", sock_});
     auto r = RunCommand(args, 60s, dir_.string());
@@ -91,10 +74,10 @@ class ArDaemonTest : public ::testing::Test {
 
 TEST_F(ArDaemonTest, IbsmctlShowsArOnEverySwitchAndTrafficComparesItWithStatic) {
   Start("ar_ftree", "all");
-  EXPECT_NE(Slurp(log_).find("AR enabled on 80 of 80 switches, SLs 0x0001, mode free, engine "
+  EXPECT_NE(ReadFile(log_).find("AR enabled on 80 of 80 switches, SLs 0x0001, mode free, engine "
                              "ar_ftree; 0 switches not capable"),
             std::string::npos)
-      << Slurp(log_);
+      << ReadFile(log_);
   CommandResult js = Ctl({"--json", "ar"});
   ASSERT_EQ(js.exit_code, 0) << js.err;
   json r = json::parse(js.out);
@@ -126,9 +109,9 @@ TEST_F(ArDaemonTest, IbsmctlShowsArOnEverySwitchAndTrafficComparesItWithStatic) 
 
 TEST_F(ArDaemonTest, APlainEngineWithArEnableIsNamedAsTheReasonForZeroSwitches) {
   Start("ftree", "all");
-  EXPECT_NE(Slurp(log_).find("SM-AR-001 ar_enable is set but the routing engine is ftree"),
+  EXPECT_NE(ReadFile(log_).find("SM-AR-001 ar_enable is set but the routing engine is ftree"),
             std::string::npos)
-      << Slurp(log_);
+      << ReadFile(log_);
   CommandResult table = Ctl({"ar"});
   EXPECT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("AR enabled on 0 of 80 switches"), std::string::npos) << table.out;

@@ -21,28 +21,6 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-// Polls the log until `what` appears `times` times, or the deadline passes.
-bool WaitFor(const fs::path& log, const std::string& what, size_t times) {
-  for (auto end = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < end;
-       std::this_thread::sleep_for(50ms)) {
-    if (Count(Slurp(log), what) >= times) return true;
-  }
-  return false;
-}
-
 TEST(DaemonSignalsTest, HupRereadsTheConfigUsr1ReopensTheLogAndTermExitsCleanly) {
   const char* b = std::getenv("IBSM_BIN_DIR");
   std::string ibsmd = std::string(b ? b : IBSM_BIN_DIR) + "/ibsmd";
@@ -64,20 +42,20 @@ TEST(DaemonSignalsTest, HupRereadsTheConfigUsr1ReopensTheLogAndTermExitsCleanly)
   auto child = ChildProcess::Start({ibsmd, "-F", conf.string(), "--sim", topo},
                                    (dir / "run").string(), {});
   ASSERT_TRUE(child.ok()) << child.status().ToString();
-  ASSERT_TRUE(WaitFor(log, "SUBNET UP", 1)) << Slurp(log);
+  ASSERT_TRUE(WaitForCount(log, "SUBNET UP", 1)) << ReadFile(log);
 
   // An engine the operator misspelt: warned about, routed without, and a new sweep.
   std::ofstream(conf, std::ios::app) << "routing_engine bogus,minhop\n";
   ASSERT_EQ(kill(child->pid(), SIGHUP), 0);
-  ASSERT_TRUE(WaitFor(log, "SUBNET UP", 2)) << Slurp(log);
-  std::string text = Slurp(log);
+  ASSERT_TRUE(WaitForCount(log, "SUBNET UP", 2)) << ReadFile(log);
+  std::string text = ReadFile(log);
   EXPECT_NE(text.find("SM-ROUTE-004 routing engine 'bogus' is not known"), std::string::npos);
   EXPECT_NE(text.find("Entering heavy sweep 2 (SIGHUP)"), std::string::npos);
 
   // logrotate moved the file away; SIGUSR1 makes ibsmd write a new one.
   fs::rename(log, dir / "ibsmd.log.1");
   ASSERT_EQ(kill(child->pid(), SIGUSR1), 0);
-  ASSERT_TRUE(WaitFor(log, "log reopened", 1));
+  ASSERT_TRUE(WaitForCount(log, "log reopened", 1));
 
   ASSERT_EQ(kill(child->pid(), SIGTERM), 0);
   auto done = child->Wait(30s);

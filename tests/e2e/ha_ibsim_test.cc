@@ -37,18 +37,7 @@ using namespace std::chrono_literals;
 
 constexpr auto kToolTimeout = 20s;
 
-std::string BinDir() {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return b ? b : IBSM_BIN_DIR;
-}
 std::string Ibsmd() { return BinDir() + "/ibsmd"; }
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;

@@ -21,13 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string Tail(const std::string& s, size_t n) {
   return s.size() <= n ? s : s.substr(s.size() - n);
 }
@@ -107,6 +100,40 @@ int ExitCodeOf(int status) {
 }
 
 }  // namespace
+
+std::string BinDir() {
+  const char* b = std::getenv("IBSM_BIN_DIR");
+  return b ? b : IBSM_BIN_DIR;
+}
+
+std::string Bin(const std::string& name) { return BinDir() + "/" + name; }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t CountOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+bool WaitForCount(const std::string& path, const std::string& what, size_t times,
+                  std::chrono::milliseconds timeout) {
+  for (auto end = std::chrono::steady_clock::now() + timeout;;
+       std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    if (CountOf(ReadFile(path), what) >= times) return true;
+    if (std::chrono::steady_clock::now() >= end) return false;
+  }
+}
+
+std::string Describe(const CommandResult& r) {
+  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
+         "\nstdout:\n" + r.out.substr(0, 4000) + "\nstderr:\n" + r.err.substr(0, 4000);
+}
 
 // ---------------------------------------------------------------------------------------------
 

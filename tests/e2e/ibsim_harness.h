@@ -36,6 +36,23 @@ struct CommandResult {
   std::string err;
 };
 
+// Where the project's binaries are: $IBSM_BIN_DIR, else the build's bin directory.
+std::string BinDir();
+std::string Bin(const std::string& name);
+
+// The whole file; empty if it cannot be read.
+std::string ReadFile(const std::string& path);
+
+// How often `what` occurs in `text` (overlapping matches counted).
+size_t CountOf(const std::string& text, const std::string& what);
+
+// Polls the file until `what` occurs in it `times` times; false when `timeout` passes first.
+bool WaitForCount(const std::string& path, const std::string& what, size_t times,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+// Exit status and the heads of both outputs, for failure messages.
+std::string Describe(const CommandResult& r);
+
 // A started child. Output goes to files in the child's cwd (read by Wait).
 class ChildProcess {
  public:

@@ -21,18 +21,6 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string Bin(const std::string& name) {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return std::string(b ? b : IBSM_BIN_DIR) + "/" + name;
-}
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class IbsmctlDaemonTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -54,7 +42,7 @@ class IbsmctlDaemonTest : public ::testing::Test {
                                      dir_.string(), {});
     ASSERT_TRUE(child.ok()) << child.status().ToString();
     daemon_.emplace(std::move(*child));
-    ASSERT_TRUE(WaitForLog("SUBNET UP", 1)) << Slurp(log_);
+    ASSERT_TRUE(WaitForLog("SUBNET UP", 1)) << ReadFile(log_);
   }
   void TearDown() override {
     if (daemon_) {
@@ -66,16 +54,7 @@ class IbsmctlDaemonTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  bool WaitForLog(const std::string& what, size_t times) {
-    for (auto end = std::chrono::steady_clock::now() + 60s;
-         std::chrono::steady_clock::now() < end; std::this_thread::sleep_for(50ms)) {
-      std::string text = Slurp(log_);
-      size_t n = 0;
-      for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-      if (n >= times) return true;
-    }
-    return false;
-  }
+  bool WaitForLog(const std::string& what, size_t times) { return WaitForCount(log_, what, times); }
 
   CommandResult Ctl(std::vector<std::string> args) {
     args.insert(args.begin(), {Bin("ibsmctl"), "--socket", sock_});
@@ -133,7 +112,7 @@ TEST_F(IbsmctlDaemonTest, StatusAndRouteReadTheRunningDaemon) {
 TEST_F(IbsmctlDaemonTest, ResweepRunsASweepAndMistakesAreClearErrors) {
   CommandResult resweep = Ctl({"resweep"});
   EXPECT_EQ(resweep.exit_code, 0) << resweep.err;
-  EXPECT_TRUE(WaitForLog("SUBNET UP", 2)) << Slurp(log_);
+  EXPECT_TRUE(WaitForLog("SUBNET UP", 2)) << ReadFile(log_);
 
   CommandResult unknown = Ctl({"route", "nowhere", "node-0001 HCA-1"});
   EXPECT_EQ(unknown.exit_code, 2);

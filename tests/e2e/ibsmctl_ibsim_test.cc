@@ -28,23 +28,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string Bin(const std::string& name) {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return std::string(b ? b : IBSM_BIN_DIR) + "/" + name;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Describe(const CommandResult& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
-         "\nstdout:\n" + r.out.substr(0, 3000) + "\nstderr:\n" + r.err.substr(0, 3000);
-}
-
 // What ibnetdiscover shows: end-port GUIDs (switch GUIDs, CA port GUIDs) and the number of
 // port lines with a cable (every cable is listed from both ends).
 struct Discovered {

@@ -27,17 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string BinDir() {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return b ? b : IBSM_BIN_DIR;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Polls until `done()` or the deadline.
 template <typename Pred>

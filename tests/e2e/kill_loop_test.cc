@@ -22,11 +22,6 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-std::string Bin(const std::string& name) {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return std::string(b ? b : IBSM_BIN_DIR) + "/" + name;
-}
-
 // LIDs by port GUID (the time each row was written does not matter here).
 std::map<uint64_t, std::pair<uint16_t, uint16_t>> Lids(const std::string& db) {
   auto store = ha::StateStore::OpenReadOnly(db);

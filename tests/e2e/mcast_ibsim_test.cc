@@ -31,23 +31,6 @@ using namespace std::chrono_literals;
 
 constexpr auto kToolTimeout = 20s;
 
-std::string Bin(const std::string& name) {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return std::string(b ? b : IBSM_BIN_DIR) + "/" + name;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Describe(const CommandResult& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
-         "\nstdout:\n" + r.out.substr(0, 4000) + "\nstderr:\n" + r.err.substr(0, 4000);
-}
-
 class McastIbsimTest : public ::testing::Test {
  protected:
   void SetUp() override {

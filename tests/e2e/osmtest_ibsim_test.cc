@@ -28,19 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string Bin(const std::string& name) {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return std::string(b ? b : IBSM_BIN_DIR) + "/" + name;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Describe(const CommandResult& r) {
+std::string DescribeTails(const CommandResult& r) {
   auto tail = [](const std::string& s) { return s.size() > 3000 ? s.substr(s.size() - 3000) : s; };
   return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
          "\nstdout (tail):\n" + tail(r.out) + "\nstderr (tail):\n" + tail(r.err);
@@ -130,22 +118,22 @@ class OsmtestIbsimTest : public ::testing::Test {
 
 TEST_F(OsmtestIbsimTest, InventoryQosAndEventFlowsPass) {
   CommandResult c = Osmtest({"-f", "c", "-i", root_ + "/inventory.dat"}, 60s);
-  ASSERT_TRUE(Passed(c)) << Describe(c);
+  ASSERT_TRUE(Passed(c)) << DescribeTails(c);
   CommandResult q = Osmtest({"-f", "q", "-i", root_ + "/inventory.dat"}, 60s);
-  EXPECT_TRUE(Passed(q)) << Describe(q);
+  EXPECT_TRUE(Passed(q)) << DescribeTails(q);
   // osmtest writes every table it got to qos.txt: VLArb blocks and SL2VL maps.
   std::string qos = ReadFile(root_ + "/qos.txt");
   EXPECT_NE(qos.find("VL_ARBITRATION_TABLE"), std::string::npos) << qos.substr(0, 2000);
   EXPECT_NE(qos.find("SLtoVL"), std::string::npos) << qos.substr(0, 2000);
   CommandResult e = Osmtest({"-f", "e"}, 60s);
-  EXPECT_TRUE(Passed(e)) << Describe(e);
+  EXPECT_TRUE(Passed(e)) << DescribeTails(e);
 }
 
 TEST_F(OsmtestIbsimTest, StressFlowOfAHundredThousandQueriesPasses) {
   if (Sanitized()) GTEST_SKIP() << "the 100,000-query flood runs in the release build";
   CommandResult f = Osmtest({"-f", "f"}, 300s);
-  EXPECT_TRUE(Passed(f)) << Describe(f);
-  EXPECT_NE(f.out.find("Querying 100000"), std::string::npos) << Describe(f);
+  EXPECT_TRUE(Passed(f)) << DescribeTails(f);
+  EXPECT_NE(f.out.find("Querying 100000"), std::string::npos) << DescribeTails(f);
 }
 
 }  // namespace

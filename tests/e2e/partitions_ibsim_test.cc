@@ -34,18 +34,6 @@ std::string Ibsmd() {
   return std::string(b ? b : IBSM_BIN_DIR) + "/ibsmd";
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Describe(const CommandResult& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
-         "\nstdout:\n" + r.out.substr(0, 4000) + "\nstderr:\n" + r.err.substr(0, 4000);
-}
-
 // The values of `key` in saquery's "key......value" dump lines, one per record printed.
 std::vector<std::string> Values(const std::string& out, const std::string& key) {
   std::regex re("(^|\\s)" + key + ":?\\.+:?(.*)$");

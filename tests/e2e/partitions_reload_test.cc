@@ -22,27 +22,6 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-bool WaitFor(const fs::path& log, const std::string& what, size_t times) {
-  for (auto end = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < end;
-       std::this_thread::sleep_for(50ms)) {
-    if (Count(Slurp(log), what) >= times) return true;
-  }
-  return false;
-}
-
 // "N P_Key blocks sent" of heavy sweep `sweep` in the log; -1 if absent.
 int PKeyBlocksSent(const std::string& log, int sweep) {
   std::smatch m;
@@ -85,8 +64,8 @@ TEST_F(PartitionsReloadTest, HupAppliesAGoodFileAndKeepsTheSetInForceOverABadOne
   std::ofstream(parts_) << "Default=0x7fff : ALL=full ;\nred=0x0001 : ALL_CAS=full ;\n";
   auto child = Start();
   ASSERT_TRUE(child.ok()) << child.status().ToString();
-  ASSERT_TRUE(WaitFor(log_, "SUBNET UP", 1)) << Slurp(log_);
-  std::string text = Slurp(log_);
+  ASSERT_TRUE(WaitForCount(log_, "SUBNET UP", 1)) << ReadFile(log_);
+  std::string text = ReadFile(log_);
   EXPECT_NE(text.find("2 partition(s) loaded"), std::string::npos) << text;
   EXPECT_GT(PKeyBlocksSent(text, 1), 0) << text;
 
@@ -94,8 +73,8 @@ TEST_F(PartitionsReloadTest, HupAppliesAGoodFileAndKeepsTheSetInForceOverABadOne
   std::ofstream(parts_) << "Default=0x7fff : ALL=full ;\nred=0x0001 : ALL_CAS=full ;\n"
                         << "blue=0x0002 : 0xnotaguid ;\n";
   ASSERT_EQ(kill(child->pid(), SIGHUP), 0);
-  ASSERT_TRUE(WaitFor(log_, "SUBNET UP", 2)) << Slurp(log_);
-  text = Slurp(log_);
+  ASSERT_TRUE(WaitForCount(log_, "SUBNET UP", 2)) << ReadFile(log_);
+  text = ReadFile(log_);
   EXPECT_NE(text.find(parts_.string() + ":3: PART-004 bad PortGUID '0xnotaguid'"),
             std::string::npos)
       << text;
@@ -107,8 +86,8 @@ TEST_F(PartitionsReloadTest, HupAppliesAGoodFileAndKeepsTheSetInForceOverABadOne
   std::ofstream(parts_) << "Default=0x7fff : ALL=full ;\nred=0x0001 : ALL_CAS=full ;\n"
                         << "blue=0x0002 : ALL_CAS=full ;\n";
   ASSERT_EQ(kill(child->pid(), SIGHUP), 0);
-  ASSERT_TRUE(WaitFor(log_, "SUBNET UP", 3)) << Slurp(log_);
-  text = Slurp(log_);
+  ASSERT_TRUE(WaitForCount(log_, "SUBNET UP", 3)) << ReadFile(log_);
+  text = ReadFile(log_);
   EXPECT_EQ(PKeyBlocksSent(text, 3), PKeyBlocksSent(text, 1)) << text;
 
   ASSERT_EQ(kill(child->pid(), SIGTERM), 0);

@@ -30,23 +30,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-std::string Bin(const std::string& name) {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return std::string(b ? b : IBSM_BIN_DIR) + "/" + name;
-}
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Describe(const CommandResult& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
-         "\nstdout:\n" + r.out.substr(0, 3000) + "\nstderr:\n" + r.err.substr(0, 3000);
-}
-
 // The number of the last "PerfMgr sweep N done" line in `log`, 0 if none.
 uint64_t LastPerfSweep(const std::string& log) {
   static const std::regex re(R"(PerfMgr sweep (\d+) done)");
@@ -102,7 +85,7 @@ class PerfIbsimTest : public ::testing::Test {
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     daemon_.emplace(std::move(*d));
     ASSERT_TRUE(WaitFor([](const std::string& l) { return LastPerfSweep(l) >= 1; }))
-        << Slurp(log_);
+        << ReadFile(log_);
   }
   void TearDown() override {
     if (daemon_) {
@@ -118,7 +101,7 @@ class PerfIbsimTest : public ::testing::Test {
   bool WaitFor(Pred done, std::chrono::seconds deadline = 60s) {
     for (auto end = std::chrono::steady_clock::now() + deadline;
          std::chrono::steady_clock::now() < end; std::this_thread::sleep_for(50ms))
-      if (done(Slurp(log_))) return true;
+      if (done(ReadFile(log_))) return true;
     return false;
   }
 
@@ -169,7 +152,7 @@ TEST_F(PerfIbsimTest, PlantedErrorsAreExactlyTheTwoCablesHealthListsWorstFirstAs
     return fmt::format("{:#018x}", fabric_.node(fabric_.port(p).node).guid.value());
   };
 
-  const uint64_t before = LastPerfSweep(Slurp(log_));
+  const uint64_t before = LastPerfSweep(ReadFile(log_));
   // Symbol errors on a switch port, a link-downed count on a host port.
   ASSERT_TRUE(sim_->SendConsoleCommand("PerformanceSet \"" + name(sym_sw) + "\"[" +
                                        std::to_string(fabric_.port(sym_sw).num.value()) +
@@ -185,7 +168,7 @@ TEST_F(PerfIbsimTest, PlantedErrorsAreExactlyTheTwoCablesHealthListsWorstFirstAs
   json h;
   for (uint64_t n = before + 1; n <= before + 2; ++n) {
     ASSERT_TRUE(WaitFor([&](const std::string& l) { return LastPerfSweep(l) >= n; }))
-        << Slurp(log_) << "\nibsim:\n" << sim_->Log();
+        << ReadFile(log_) << "\nibsim:\n" << sim_->Log();
     js = Ctl({"--json", "health"});
     ASSERT_EQ(js.exit_code, 0) << Describe(js);
     h = json::parse(js.out);

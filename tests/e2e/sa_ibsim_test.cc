@@ -42,18 +42,6 @@ std::string Ibsmd() {
   return std::string(b ? b : IBSM_BIN_DIR) + "/ibsmd";
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Describe(const CommandResult& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
-         "\nstdout:\n" + r.out.substr(0, 4000) + "\nstderr:\n" + r.err.substr(0, 4000);
-}
-
 // One end port as ibnetdiscover shows it.
 struct SeenPort {
   bool is_switch = false;

@@ -29,11 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string Bin(const std::string& name) {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return std::string(b ? b : IBSM_BIN_DIR) + "/" + name;
-}
-
 // Port GUID -> LID from ibnetdiscover: switch port 0 ("base port 0 lid N") and CA ports
 // ("[1](guid) ... # lid N").
 std::map<uint64_t, uint16_t> GuidToLid(const std::string& out) {

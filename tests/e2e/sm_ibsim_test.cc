@@ -42,28 +42,12 @@ constexpr auto kToolTimeout = 20s;
 constexpr auto kSmTimeout = 60s;
 constexpr uint32_t kSampleSeed = 20240607;
 
-std::string BinDir() {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return b ? b : IBSM_BIN_DIR;
-}
 std::string Ibsmd() { return BinDir() + "/ibsmd"; }
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 bool WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   return static_cast<bool>(out);
-}
-
-std::string Describe(const CommandResult& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
-         "\nstdout:\n" + r.out.substr(0, 4000) + "\nstderr:\n" + r.err.substr(0, 4000);
 }
 
 // --- what ibnetdiscover shows ---------------------------------------------------------------

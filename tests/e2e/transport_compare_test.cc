@@ -17,10 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string BinDir() {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return b ? b : IBSM_BIN_DIR;
-}
 
 class TransportCompareTest : public ::testing::TestWithParam<int> {
  protected:
