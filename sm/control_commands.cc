@@ -309,6 +309,7 @@ Result<json> ControlCommands::Status(const json&) const {
                    {"traps_suppressed", c.traps_suppressed},
                    {"babbling_ports_disabled", c.babbling_ports_disabled},
                    {"state_write_failures", c.state_write_failures},
+                   {"dump_write_failures", c.dump_write_failures},
                    {"routing_failures", c.routing_failures},
                    {"credit_loops_found", c.credit_loops_found},
                    {"unsolicited_ignored", c.unsolicited_ignored},

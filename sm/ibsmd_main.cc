@@ -158,6 +158,7 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   o.send.timeout = std::chrono::milliseconds(c.transaction_timeout);
   o.send.retries = static_cast<int>(c.transaction_retries);
   o.sweep_interval = std::chrono::seconds(c.sweep_interval);
+  o.force_heavy_sweep = c.force_heavy_sweep;
   o.sweep_on_trap = c.sweep_on_trap;
   o.once = once;
   o.dump_dir = c.dump_files_dir;

@@ -82,6 +82,9 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
   m.Family("ibsm_state_write_failures_total", "counter",
            "state file writes that failed (disk full, read-only, I/O error)");
   m.Sample(c.state_write_failures);
+  m.Family("ibsm_dump_write_failures_total", "counter",
+           "heavy sweeps whose dump files (dump_files_dir) could not be written");
+  m.Sample(c.dump_write_failures);
   m.Family("ibsm_routing_failures_total", "counter",
            "routings refused (failed, unverifiable or with a credit loop)");
   m.Sample(c.routing_failures);

@@ -133,6 +133,7 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.routing_engine = o.routing_engine;
   options_.routing = o.routing;
   options_.sweep_interval = o.sweep_interval;
+  options_.force_heavy_sweep = o.force_heavy_sweep;
   options_.sweep_on_trap = o.sweep_on_trap;
   options_.babbling_port_policy = o.babbling_port_policy;
   options_.subnet_timeout = o.subnet_timeout;
@@ -1056,7 +1057,13 @@ void SubnetManager::ScheduleLightSweep() {
   if (options_.sweep_interval.count() == 0 || stopped_) return;
   light_timer_.expires_after(options_.sweep_interval);
   light_timer_.async_wait([this](boost::system::error_code ec) {
-    if (!ec && !sweeping_) LightSweep();
+    if (ec || sweeping_) return;
+    // OpenSM's force_heavy_sweep: every sweep_interval a heavy sweep instead of a light one.
+    if (options_.force_heavy_sweep) {
+      RequestHeavySweep("force_heavy_sweep");
+    } else {
+      LightSweep();
+    }
   });
 }
 
@@ -1785,7 +1792,19 @@ void SubnetManager::WriteDumps() {
                           WriteMcfdbsDump(f, PlanMfts(f, mcast_.groups()), out);
                         });
   }
-  if (!s.ok()) Log(LogName::kSm).warn("SM-DUMP-001 {}", s.ToString());
+  // Like the state file: one warning per outage (a full disk fails every sweep), a line
+  // when the dumps are written again.
+  if (!s.ok()) {
+    ++counters_.dump_write_failures;
+    if (!dump_write_failing_) {
+      Log(LogName::kSm).warn("SM-DUMP-001 {}; dumps are tried again each heavy sweep", s.ToString());
+    } else {
+      Log(LogName::kSm).debug("SM-DUMP-001 {}", s.ToString());
+    }
+  } else if (dump_write_failing_) {
+    Log(LogName::kSm).info("SM-DUMP-002 dump files are written again in {}", options_.dump_dir);
+  }
+  dump_write_failing_ = !s.ok();
 }
 
 void SubnetManager::LoadPersistedLids() {

@@ -75,6 +75,7 @@ struct SubnetManagerOptions {
   size_t max_wire_smps = 64;
   mad::SendOptions send;
   std::chrono::seconds sweep_interval{10};  // 0 = no light sweeps
+  bool force_heavy_sweep = false;           // a heavy sweep every sweep_interval, not a light one
   bool sweep_on_trap = true;
   bool once = false;               // one heavy sweep, then report done
   std::string dump_dir;            // empty = no dump files
@@ -138,6 +139,7 @@ struct SmCounters {
   // State file writes that failed (disk full, read-only, I/O error). The fabric keeps being
   // served from memory; guid2lid rows and multicast groups not saved are retried each sweep.
   uint64_t state_write_failures = 0;
+  uint64_t dump_write_failures = 0;    // heavy sweeps whose dump files could not be written
   // Traps repeated 10+ times within 5 s (port-health traps: 60 s) ignored: no sweep, no Report.
   uint64_t traps_suppressed = 0;
   uint64_t babbling_ports_disabled = 0;
@@ -345,6 +347,7 @@ class SubnetManager {
   // A state file write failed and no write has succeeded since (logged once, SM-STATE-0xx;
   // the first good write afterwards logs SM-STATE-012).
   bool state_write_failing_ = false;
+  bool dump_write_failing_ = false;
   bool mcast_save_pending_ = false;  // multicast groups changed but not yet saved
   TrapTracker trap_tracker_;
   void DisableBabblingPort(const TrapKey& key, uint32_t count);

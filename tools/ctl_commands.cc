@@ -79,6 +79,8 @@ std::string FormatStatus(const json& r) {
                               c.contains("traps_suppressed") ? Get(c, "traps_suppressed") : "0"));
     if (c.value("state_write_failures", 0) > 0)
       line("state file", Get(c, "state_write_failures") + " writes failed (see SM-STATE-0xx)");
+    if (c.value("dump_write_failures", 0) > 0)
+      line("dump files", Get(c, "dump_write_failures") + " heavy sweeps could not write them (SM-DUMP-001)");
   }
   if (r.contains("ar") && r["ar"].is_object()) {
     const json& a = r["ar"];
