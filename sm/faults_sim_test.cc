@@ -290,11 +290,12 @@ TEST(FaultsSimTest, AStateFileThatRefusesWritesStopsNothingAndCatchesUpLater) {
 }
 
 // A storm of traps (1,000 port-health traps 129 naming one leaf port, and 500 copies of one
-// trap 128) while hosts ask the SA for paths: every PathRecord query is answered, the
+// trap 128) while every host on the other leaves asks the SA for a path (all of them in
+// flight at once) and the heavy sweeps trap 128 starts re-route: every query is answered, the
 // repeats are ignored after the tenth (no sweep each, no Reports), the tracker stays small,
 // and with babbling_port_policy the port the traps name is disabled.
 TEST(FaultsSimTest, ATrapStormIsSilencedWhileTheSaKeepsAnswering) {
-  auto f = FatTree2(4);
+  auto f = FatTree2(8);  // 32 hosts: 27 SA clients
   ASSERT_TRUE(f.ok());
   boost::asio::io_context io;
   sim::SimOptions so;
@@ -316,14 +317,15 @@ TEST(FaultsSimTest, ATrapStormIsSilencedWhileTheSaKeepsAnswering) {
   const uint16_t leaf_lid = sim.port_info(leaf0).lid;
   const PortId noisy = f->port_id(leaf, PortNum{1});  // faces a host
   ASSERT_TRUE(f->port(noisy).connected());
-  PortId asker = kNoPort, target = kNoPort;  // two hosts on other leaves
+  // Every host on the other leaves is an SA client; each asks for the path to the next one.
+  std::vector<PortId> hosts;
   for (NodeId n = 0; n < f->node_count(); ++n) {
     if (f->node(n).kind != NodeKind::kCa) continue;
     const PortId p = f->port_id(n, PortNum{1});
     if (f->port(f->port(p).peer).node == leaf || p == FirstCaPort(*f)) continue;
-    (asker == kNoPort ? asker : target) = p;
+    hosts.push_back(p);
   }
-  ASSERT_NE(target, kNoPort);
+  ASSERT_EQ(hosts.size(), 27u);
   auto trap = [&](uint16_t num) {
     mad::Smp smp = mad::MakeLidSmp(mad::method::kTrap, mad::attr::kNotice, 0);
     mad::Notice n = mad::MakeTrap128(leaf_lid);
@@ -337,38 +339,43 @@ TEST(FaultsSimTest, ATrapStormIsSilencedWhileTheSaKeepsAnswering) {
     mad::EncodeSmpNotice(n, smp.data);
     return mad::ToMessage(smp, Lid{sm_lid});
   };
-  sim::SimTransport client(io, sim, asker);
-  ASSERT_TRUE(client.bind_status().ok());
-  size_t answered = 0;
+  std::vector<std::unique_ptr<sim::SimTransport>> clients;
+  for (PortId h : hosts) {
+    clients.push_back(std::make_unique<sim::SimTransport>(io, sim, h));
+    ASSERT_TRUE(clients.back()->bind_status().ok());
+  }
+  size_t answered = 0, replies = 0;
   const uint64_t sweeps_before = r.sm.counters().heavy_sweeps;
   for (int round = 0; round < 10; ++round) {
     for (int i = 0; i < 100; ++i) sim.Inject(leaf0, trap(mad::trap::kLinkIntegrityThreshold));
     for (int i = 0; i < 50; ++i) sim.Inject(leaf0, trap(mad::trap::kLinkStateChanged));
-    mad::SaMad q;
-    q.hdr.mgmt_class = static_cast<uint8_t>(mad::MgmtClass::kSubnAdm);
-    q.hdr.class_version = mad::kSaClassVersion;
-    q.hdr.method = mad::method::kGet;
-    q.hdr.attr_id = mad::sa_attr::kPathRecord;
-    q.comp_mask = mad::path_comp::kSlid | mad::path_comp::kDlid;
-    mad::PathRecord pr;
-    pr.slid = sim.port_info(asker).lid;
-    pr.dlid = sim.port_info(target).lid;
-    mad::EncodeTo(pr, std::span<uint8_t>(q.data));
-    mad::MadMessage m;
-    m.bytes.resize(mad::kMadSize);
-    mad::EncodeSa(q, m.bytes);
-    m.addr.lid = Lid{sm_lid};
-    bool done = false;
-    client.Send(std::move(m), mad::SendOptions{500ms, 2}, [&](Result<mad::MadMessage> a) {
-      if (a.ok()) {
+    // All clients' queries in flight at once, behind the storm's traps.
+    for (size_t c = 0; c < clients.size(); ++c) {
+      mad::SaMad q;
+      q.hdr.mgmt_class = static_cast<uint8_t>(mad::MgmtClass::kSubnAdm);
+      q.hdr.class_version = mad::kSaClassVersion;
+      q.hdr.method = mad::method::kGet;
+      q.hdr.attr_id = mad::sa_attr::kPathRecord;
+      q.comp_mask = mad::path_comp::kSlid | mad::path_comp::kDlid;
+      mad::PathRecord pr;
+      pr.slid = sim.port_info(hosts[c]).lid;
+      pr.dlid = sim.port_info(hosts[(c + 1) % hosts.size()]).lid;
+      mad::EncodeTo(pr, std::span<uint8_t>(q.data));
+      mad::MadMessage m;
+      m.bytes.resize(mad::kMadSize);
+      mad::EncodeSa(q, m.bytes);
+      m.addr.lid = Lid{sm_lid};
+      clients[c]->Send(std::move(m), mad::SendOptions{500ms, 2}, [&](Result<mad::MadMessage> a) {
+        ++replies;
+        if (!a.ok()) return;
         mad::SaMad resp;
         std::vector<uint8_t> b = a->bytes;
         b.resize(mad::kMadSize, 0);
         if (mad::DecodeSa(b, &resp).ok() && resp.hdr.status == 0) ++answered;
-      }
-      done = true;
-    });
-    for (int i = 0; i < 500 && !done; ++i) {
+      });
+    }
+    const size_t want = (round + 1) * clients.size();
+    for (int i = 0; i < 500 && replies < want; ++i) {
       io.restart();
       io.run_for(10ms);
     }
@@ -377,8 +384,9 @@ TEST(FaultsSimTest, ATrapStormIsSilencedWhileTheSaKeepsAnswering) {
     io.restart();
     io.run_for(10ms);
   }
-  client.Close();
-  EXPECT_EQ(answered, 10u) << "every PathRecord query answered during the storm";
+  for (auto& c : clients) c->Close();
+  EXPECT_EQ(answered, 10 * clients.size())
+      << "every PathRecord query of every client answered during the storm";
   const SmCounters& c = r.sm.counters();
   EXPECT_EQ(c.traps_received, 1500u);
   EXPECT_EQ(c.traps_suppressed, 1500u - 2 * 10);  // ten of each kind got through
