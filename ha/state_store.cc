@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cctype>
+#include <cstring>
+#include <filesystem>
 #include <limits>
 #include <utility>
 
@@ -427,6 +430,75 @@ Result<std::unique_ptr<StateStore>> StateStore::OpenReadOnly(const std::string& 
   return store;
 }
 
+namespace {
+
+// SQLite URI for `path` (RFC 3986 percent-encoding of what a URI path cannot hold).
+std::string FileUri(const std::string& path, std::string_view query) {
+  std::string uri = "file:";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || std::strchr("/-._~", c) != nullptr) {
+      uri += static_cast<char>(c);
+    } else {
+      uri += fmt::format("%{:02X}", c);
+    }
+  }
+  return uri + "?" + std::string(query);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<StateStore>> StateStore::OpenDegraded(const std::string& path,
+                                                             const Clock& clock,
+                                                             const Status& why) {
+  // The file as it is: immutable, because WAL needs its -shm file to read otherwise, and a
+  // read-only directory cannot hold one. Nothing else writes the SM's own file meanwhile.
+  sqlite3* db = nullptr;
+  std::unique_ptr<StateStore> store;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) &&
+      sqlite3_open_v2(FileUri(path, "mode=ro&immutable=1").c_str(), &db,
+                      SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                      nullptr) == SQLITE_OK) {
+    store.reset(new StateStore(path, db, &clock));
+    sqlite3_extended_result_codes(db, 1);
+    auto version = PragmaInt(db, path, "PRAGMA user_version");
+    if (!version.ok() || *version != StateStoreSchemaVersion() ||
+        !CheckIdentity(db, path, *version).ok() ||
+        !QuickCheck(db, path, "PRAGMA quick_check").ok()) {
+      store.reset();  // an older or unsound file: start empty rather than guess
+    }
+  } else if (db != nullptr) {
+    sqlite3_close_v2(db);
+  }
+  if (!store) {
+    // Nothing readable: an empty store with the schema, in memory.
+    db = nullptr;
+    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK) {
+      Status st = ErrorFrom(db, path, "cannot open an empty in-memory store");
+      sqlite3_close_v2(db);
+      return st;
+    }
+    store.reset(new StateStore(path, db, &clock));
+    sqlite3_extended_result_codes(db, 1);
+    IBSM_RETURN_IF_ERROR(store->Migrate());
+  }
+  store->degraded_why_ = why.message().empty() ? "cannot be opened" : why.message();
+  return store;
+}
+
+Status StateStore::RetryWritable() {
+  if (!degraded()) return Status();
+  IBSM_ASSIGN_OR_RETURN(auto fresh, Open(path_, *clock_));
+  for (auto& [sql, stmt] : stmts_) sqlite3_finalize(stmt);
+  stmts_ = std::move(fresh->stmts_);  // prepared on fresh->db_, which this store now owns
+  fresh->stmts_.clear();
+  sqlite3_close_v2(db_);
+  db_ = std::exchange(fresh->db_, nullptr);
+  degraded_why_.clear();
+  return Status();
+}
+
 Result<sqlite3_stmt*> StateStore::Prepare(std::string_view sql) {
   auto it = stmts_.find(sql);
   if (it != stmts_.end()) return it->second;
@@ -454,6 +526,10 @@ Status StateStore::SqlError(std::string_view what) const { return ErrorFrom(db_,
 Status StateStore::CheckWritable() const {
   if (read_only()) {
     return FailedPrecondition(fmt::format("state file {} was opened read-only", path_));
+  }
+  if (degraded()) {
+    return Unavailable(
+        fmt::format("state file {} is not open for writing ({})", path_, degraded_why_));
   }
   return Status();
 }

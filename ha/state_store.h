@@ -231,6 +231,17 @@ class StateStore {
   // CHECK constraints on a read-only connection; the readers validate ranges themselves.
   static Result<std::unique_ptr<StateStore>> OpenReadOnly(const std::string& path);
 
+  // For the SM when Open failed with an I/O error (`why`: a read-only directory, a full disk,
+  // permissions), so it can still serve the fabric: the file's rows as they are (opened
+  // immutable, since nothing can write it), or an empty store when the file is missing or
+  // unreadable. Reads work; every write returns Unavailable until RetryWritable() succeeds.
+  static Result<std::unique_ptr<StateStore>> OpenDegraded(const std::string& path,
+                                                          const Clock& clock, const Status& why);
+  // A degraded store tries Open again; OK when it now takes writes (migrated if needed).
+  // The rows it read while degraded are dropped for the file's own.
+  Status RetryWritable();
+  bool degraded() const { return !degraded_why_.empty(); }
+
   ~StateStore();
   StateStore(const StateStore&) = delete;
   StateStore& operator=(const StateStore&) = delete;
@@ -326,6 +337,7 @@ class StateStore {
   sqlite3* db_;
   const Clock* clock_;  // null for a read-only store
   std::unordered_map<std::string_view, sqlite3_stmt*> stmts_;
+  std::string degraded_why_;  // non-empty: opened by OpenDegraded, not yet writable
 };
 
 }  // namespace ibsm::ha

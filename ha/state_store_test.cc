@@ -706,6 +706,65 @@ TEST_F(StateStoreTest, ReadOnlyOpenReadsWhatTheWriterCommittedButCannotWrite) {
   EXPECT_EQ(writer->LoadGuid2Lid()->size(), 2u);
 }
 
+// ibsmd on a state directory it cannot write (read-only, full, missing): it still reads
+// what the file holds, every write fails as Unavailable, and once the directory takes
+// writes again RetryWritable makes the same store a writer with the file's rows.
+TEST_F(StateStoreTest, ADegradedStoreReadsTheFileRefusesWritesAndBecomesAWriterOnRetry) {
+  {
+    auto writer = OpenOrDie();
+    ASSERT_TRUE(writer->SaveGuid2Lid({G2L(1, 10, 10), G2L(2, 20, 20)}, {}).ok());
+  }
+  auto opened = StateStore::OpenDegraded(path_, clock_, IoError("read-only file system"));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto store = std::move(opened).value();
+  EXPECT_TRUE(store->degraded());
+  EXPECT_FALSE(store->read_only());
+  ASSERT_TRUE(store->LoadGuid2Lid().ok());
+  EXPECT_EQ(store->LoadGuid2Lid()->size(), 2u) << "the rows in the file are read";
+  Status refused = store->SaveGuid2Lid({G2L(3, 30, 30)}, {});
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
+  EXPECT_NE(refused.message().find("read-only file system"), std::string::npos) << refused.ToString();
+  EXPECT_EQ(store->RecordSweep(SampleSweep(SweepKind::kHeavy, 1)).status().code(),
+            StatusCode::kUnavailable);
+
+  ASSERT_TRUE(store->RetryWritable().ok());  // this directory is writable
+  EXPECT_FALSE(store->degraded());
+  ASSERT_TRUE(store->SaveGuid2Lid({G2L(3, 30, 30)}, {}).ok());
+  ASSERT_TRUE(store->RecordSweep(SampleSweep(SweepKind::kHeavy, 1)).ok());
+  store.reset();
+  auto reopened = OpenOrDie();
+  EXPECT_EQ(reopened->LoadGuid2Lid()->size(), 3u);
+  EXPECT_EQ(reopened->RecentSweeps(5)->size(), 1u);
+}
+
+TEST_F(StateStoreTest, ADegradedStoreWithoutAFileIsEmptyUntilItsDirectoryAppears) {
+  const std::string dir = dir_ + "/later";
+  const std::string path = dir + "/state.db";
+  auto open = StateStore::Open(path, clock_);
+  ASSERT_FALSE(open.ok());
+  auto opened = StateStore::OpenDegraded(path, clock_, open.status());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto store = std::move(opened).value();
+  EXPECT_TRUE(store->LoadGuid2Lid()->empty());
+  EXPECT_TRUE(store->RecentEvents(10, 0)->empty());
+  EXPECT_EQ(store->SetValue("sm_state", "MASTER").code(), StatusCode::kUnavailable);
+  EXPECT_FALSE(store->RetryWritable().ok()) << "the directory is still missing";
+  EXPECT_TRUE(store->degraded());
+  ASSERT_TRUE(std::filesystem::create_directory(dir));
+  ASSERT_TRUE(store->RetryWritable().ok());
+  ASSERT_TRUE(store->SetValue("sm_state", "MASTER").ok());
+  EXPECT_EQ(*store->GetValue("sm_state"), std::optional<std::string>("MASTER"));
+  EXPECT_TRUE(std::filesystem::exists(path));
+}
+
+// A file that is not ibsm's is never read as if it were: the degraded store starts empty.
+TEST_F(StateStoreTest, ADegradedOpenOfAForeignFileStartsEmpty) {
+  RawExec(path_, "CREATE TABLE accounts (id INTEGER PRIMARY KEY);");
+  auto opened = StateStore::OpenDegraded(path_, clock_, IoError("disk full"));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_TRUE((*opened)->LoadGuid2Lid()->empty());
+}
+
 TEST_F(StateStoreTest, ReadOnlyOpenOfAnOlderFileAsksForAMigration) {
   RawExec(path_, std::string(kFrozenV1Sql) + "PRAGMA user_version = 1;");
   auto ro = StateStore::OpenReadOnly(path_);

@@ -284,10 +284,28 @@ int Main(int argc, char** argv) {
   if (!config.state_db_file.empty()) {
     EnsureParent(config.state_db_file);
     auto opened = ha::StateStore::Open(config.state_db_file, clock);
-    if (!opened.ok()) {
+    const StatusCode code = opened.ok() ? StatusCode::kOk : opened.status().code();
+    if (code == StatusCode::kCorrupt || code == StatusCode::kFailedPrecondition) {
+      // A damaged, foreign or newer file: an operator decides, the SM does not guess.
       fmt::print(stderr, "ibsmd: state file {}: {}\n", config.state_db_file,
                  opened.status().message());
       return 1;
+    }
+    if (!opened.ok()) {
+      // The directory cannot take writes (read-only, full, permissions): the fabric matters
+      // more than the file, so serve it with what the file holds and retry every heavy sweep.
+      auto degraded = ha::StateStore::OpenDegraded(config.state_db_file, clock, opened.status());
+      if (!degraded.ok()) {
+        fmt::print(stderr, "ibsmd: state file {}: {}; {}\n", config.state_db_file,
+                   opened.status().message(), degraded.status().message());
+        return 1;
+      }
+      auto rows = (*degraded)->LoadGuid2Lid();
+      Log(LogName::kSm).error(
+          "SM-STATE-015 state file {} cannot be opened for writing: {}; serving the fabric with "
+          "the {} guid2lid row(s) it holds, and trying to open it again every heavy sweep",
+          config.state_db_file, opened.status().message(), rows.ok() ? rows->size() : 0);
+      opened = std::move(degraded);
     }
     store = std::move(*opened);
   }

@@ -1862,6 +1862,20 @@ bool SubnetManager::NoteStateWrite(const char* id, const Status& s, std::string_
 }
 
 void SubnetManager::PersistState() {
+  if (store_ && store_->degraded()) {
+    // Started on a state directory that took no writes (SM-STATE-015): try it again.
+    Status reopened = store_->RetryWritable();
+    if (reopened.ok()) {
+      Log(LogName::kSm).info("SM-STATE-016 state file {} is open for writing; what this SM "
+                             "holds in memory is written now",
+                             store_->path());
+      NoteStateWrite("SM-STATE-010", store_->SetValue("sm_state", ha::SmStateName(state())),
+                     "SM state");
+    } else {
+      Log(LogName::kSm).debug("SM-STATE-015 state file still not writable: {}",
+                              reopened.ToString());
+    }
+  }
   std::vector<ha::Guid2LidEntry> upserts;
   for (const auto& [guid, r] : guid2lid_) {
     auto it = saved_guid2lid_.find(guid);
