@@ -22,6 +22,7 @@
 #include "sm/control_answers.h"
 #include "sm/dumps.h"
 #include "sm/multicast_state.h"
+#include "sm/perf_manager.h"
 
 namespace ibsm::sm {
 namespace {
@@ -1910,10 +1911,15 @@ void SubnetManager::SaveSnapshots(bool topology) {
   const std::string links_text = links.dump();
   links.erase("perfmgr_sweep");
   SaveSnapshot(ha::kSnapshotLinks, links_text, links.dump());
-  // The age of the PerfMgr sweep is relative to now: the reader recomputes it from the
-  // snapshot's time.
+  // The age of the PerfMgr sweep is relative to now: the snapshot holds when it ended
+  // instead, and the reader computes the age from that.
   nlohmann::json health = HealthAnswer(discovered(), perf_);
   health["perfmgr"].erase("last_sweep_age_s");
+  if (perf_ && perf_->last_sweep_end())
+    health["perfmgr"]["last_sweep_end_us"] =
+        std::chrono::duration_cast<std::chrono::microseconds>(
+            perf_->last_sweep_end()->time_since_epoch())
+            .count();
   const std::string health_text = health.dump();
   SaveSnapshot(ha::kSnapshotHealth, health_text, health_text);
 }
