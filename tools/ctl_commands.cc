@@ -196,7 +196,8 @@ std::string FormatLinks(const json& r) {
                     health});
   }
   if (!r.value("perfmgr_sweep", json()).is_null()) {
-    return SnapshotLine(r) + AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
+    return SnapshotLine(r) +
+           AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
            fmt::format("{} links, {} degraded, {} with errors in PerfMgr sweep {}\n", rows.size(),
                        Get(r, "degraded"), with_errors, Get(r, "perfmgr_sweep"));
   }

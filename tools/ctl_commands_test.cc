@@ -186,17 +186,15 @@ TEST_F(CtlStateFileTest, NodesLinksAndHealthAreTheDaemonsLastAnswersMarkedWithWh
              {"degraded", 1},
              {"perfmgr_sweep", 7}};
   const int64_t sweep_end_us = clock_.UnixMicros() - 2'000'000;
+  json finding{{"rule", "symbol_errors"}, {"delta", 500}, {"value", 500}, {"threshold", 10},
+               {"at", End("0x23", "node-3", 1)}};
+  json cable{{"a", End("0x11", "leaf-1", 3)}, {"b", End("0x23", "node-3", 1)},
+             {"findings", json::array({finding})}};
   json health{{"perfmgr", {{"enabled", true}, {"sweep", 7}, {"ports", 6}, {"sweep_time_s", 180},
                            {"counters", {{"queries_sent", 6}, {"timeouts", 0}}},
                            {"last_sweep_end_us", sweep_end_us}}},
               {"healthy", false},
-              {"cables", json::array({{{"a", End("0x11", "leaf-1", 3)},
-                                       {"b", End("0x23", "node-3", 1)},
-                                       {"findings", json::array({{{"rule", "symbol_errors"},
-                                                                  {"delta", 500},
-                                                                  {"value", 500},
-                                                                  {"threshold", 10},
-                                                                  {"at", End("0x23", "node-3", 1)}}})}}})}};
+              {"cables", json::array({cable})}};
   {
     auto store = OpenWriter();
     ASSERT_NE(store, nullptr);
@@ -222,12 +220,13 @@ TEST_F(CtlStateFileTest, NodesLinksAndHealthAreTheDaemonsLastAnswersMarkedWithWh
   EXPECT_EQ((*all)["links"].size(), 3u);
   EXPECT_EQ((*all)["as_of_us"], written_us);
   // The daemon's filters, on the stored unfiltered answer.
-  auto degraded = CtlFromStateFile(path_, "links", *FindCtlCommand("links")->make_args({"--degraded"}));
+  const CtlCommand* links_cmd = FindCtlCommand("links");
+  auto degraded = CtlFromStateFile(path_, "links", *links_cmd->make_args({"--degraded"}));
   ASSERT_TRUE(degraded.ok());
   ASSERT_EQ((*degraded)["links"].size(), 1u);
   EXPECT_EQ((*degraded)["links"][0]["b"]["name"], "node-2");
   EXPECT_EQ((*degraded)["degraded"], 1) << "the count is of every link, as the daemon gives it";
-  auto errors = CtlFromStateFile(path_, "links", *FindCtlCommand("links")->make_args({"--errors"}));
+  auto errors = CtlFromStateFile(path_, "links", *links_cmd->make_args({"--errors"}));
   ASSERT_TRUE(errors.ok());
   ASSERT_EQ((*errors)["links"].size(), 1u);
   EXPECT_EQ((*errors)["links"][0]["b"]["name"], "node-3");
