@@ -571,6 +571,21 @@ Result<json> CtlFromStateFile(const std::string& path, const std::string& cmd, c
   if (cmd == "nodes") return LoadAnswer(*store, path, ha::kSnapshotNodes);
   if (cmd == "links") {
     IBSM_ASSIGN_OR_RETURN(json links, LoadAnswer(*store, path, ha::kSnapshotLinks));
+    // ibsmd skips rewriting links when no cable and no error count changed, so the stored
+    // "perfmgr_sweep" can be older than the PerfMgr sweep the health snapshot (written after
+    // every one) names; the errors are those of that later sweep too.
+    if (links["perfmgr_sweep"].is_number_unsigned()) {
+      IBSM_ASSIGN_OR_RETURN(auto health, store->LoadSnapshot(ha::kSnapshotHealth));
+      if (health) {
+        json h = json::parse(health->json, nullptr, /*allow_exceptions=*/false);
+        const json sweep = h.is_object() && h["perfmgr"].is_object()
+                               ? h["perfmgr"].value("sweep", json())
+                               : json();
+        if (sweep.is_number_unsigned() &&
+            sweep.get<uint64_t>() > links["perfmgr_sweep"].get<uint64_t>())
+          links["perfmgr_sweep"] = sweep;
+      }
+    }
     return sm::FilterLinks(std::move(links), args.value("degraded", false),
                            args.value("errors", false));
   }

@@ -190,7 +190,8 @@ TEST_F(CtlStateFileTest, NodesLinksAndHealthAreTheDaemonsLastAnswersMarkedWithWh
                {"at", End("0x23", "node-3", 1)}};
   json cable{{"a", End("0x11", "leaf-1", 3)}, {"b", End("0x23", "node-3", 1)},
              {"findings", json::array({finding})}};
-  json health{{"perfmgr", {{"enabled", true}, {"sweep", 7}, {"ports", 6}, {"sweep_time_s", 180},
+  // Two quiet PerfMgr sweeps later: health rewritten, links (unchanged) not.
+  json health{{"perfmgr", {{"enabled", true}, {"sweep", 9}, {"ports", 6}, {"sweep_time_s", 180},
                            {"counters", {{"queries_sent", 6}, {"timeouts", 0}}},
                            {"last_sweep_end_us", sweep_end_us}}},
               {"healthy", false},
@@ -232,7 +233,7 @@ TEST_F(CtlStateFileTest, NodesLinksAndHealthAreTheDaemonsLastAnswersMarkedWithWh
   EXPECT_EQ((*errors)["links"][0]["b"]["name"], "node-3");
   text = FindCtlCommand("links")->format(*errors);
   EXPECT_NE(text.find("ERRORS: b: symbol_errors +500"), std::string::npos) << text;
-  EXPECT_NE(text.find("1 with errors in PerfMgr sweep 7"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 with errors in PerfMgr sweep 9"), std::string::npos) << text;
 
   auto h = CtlFromStateFile(path_, "health", json::object());
   ASSERT_TRUE(h.ok()) << h.status().ToString();
