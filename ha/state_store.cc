@@ -20,7 +20,7 @@ namespace {
 // FROZEN: every entry below has shipped (or will, with this file). Never edit or reorder;
 // append a new Migration for any change. ha/state_store_test.cc keeps a copy of version 1
 // and fails if it drifts.
-constexpr std::array<Migration, 7> kMigrations = {{
+constexpr std::array<Migration, 8> kMigrations = {{
     // Version 1: what the SM core needs (issue 3): LIDs kept across restarts, sweep
     // history, SM state key/values.
     {1, R"sql(
@@ -162,6 +162,15 @@ CREATE INDEX perf_history_by_port ON perf_history (node_guid, port_num, sweep);
 CREATE TABLE ar_group_ids (
   leaf_guid INTEGER PRIMARY KEY,  -- uint64 as two's-complement int64
   group_id  INTEGER NOT NULL UNIQUE CHECK (group_id BETWEEN 0 AND 4095)
+);
+)sql"},
+    // Version 8: the daemon's last answers to nodes, links and health (issue 8), so that
+    // ibsmctl --state-db answers them with no daemon running.
+    {8, R"sql(
+CREATE TABLE snapshots (
+  name       TEXT PRIMARY KEY,   -- kSnapshotNodes, kSnapshotLinks, kSnapshotHealth
+  written_us INTEGER NOT NULL,   -- Unix microseconds
+  json       TEXT NOT NULL
 );
 )sql"},
 }};
@@ -754,14 +763,21 @@ Status StateStore::RecordEvents(const std::vector<EventRow>& rows) {
   return txn.Commit();
 }
 
-Result<std::vector<EventRow>> StateStore::RecentEvents(size_t n, int64_t since_us) {
+Result<std::vector<EventRow>> StateStore::RecentEvents(size_t n, int64_t since_us,
+                                                       std::string_view kind) {
   IBSM_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
       Prepare("SELECT id, time_us, kind, severity, node_guid, port_num, message FROM events "
-              "WHERE time_us >= ?1 ORDER BY time_us DESC, id DESC LIMIT ?2"));
+              "WHERE time_us >= ?1 AND (?3 IS NULL OR kind = ?3) "
+              "ORDER BY time_us DESC, id DESC LIMIT ?2"));
   StmtScope scope(s);
   Bind(s, 1, since_us);
   Bind(s, 2, Limit(n));
+  if (kind.empty()) {
+    BindNull(s, 3);
+  } else {
+    Bind(s, 3, kind);
+  }
   std::vector<EventRow> out;
   int rc;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -791,6 +807,42 @@ Result<std::vector<EventRow>> StateStore::RecentEvents(size_t n, int64_t since_u
   }
   if (rc != SQLITE_DONE) return SqlError("read events");
   return out;
+}
+
+// ---- snapshots ----
+
+Status StateStore::SaveSnapshot(std::string_view name, std::string_view json) {
+  if (name.empty()) return InvalidArgument("a snapshot needs a name");
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      Prepare("INSERT INTO snapshots (name, written_us, json) VALUES (?1, ?2, ?3) "
+              "ON CONFLICT (name) DO UPDATE SET written_us = excluded.written_us, "
+              "json = excluded.json"));
+  {
+    StmtScope scope(s);
+    Bind(s, 1, name);
+    Bind(s, 2, clock_->UnixMicros());
+    Bind(s, 3, json);
+    if (sqlite3_step(s) != SQLITE_DONE) return SqlError(fmt::format("save snapshot {}", name));
+  }
+  return txn.Commit();
+}
+
+Result<std::optional<SnapshotRow>> StateStore::LoadSnapshot(std::string_view name) {
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                        Prepare("SELECT written_us, json FROM snapshots WHERE name = ?1"));
+  StmtScope scope(s);
+  Bind(s, 1, name);
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_DONE) return std::optional<SnapshotRow>();
+  if (rc != SQLITE_ROW) return SqlError(fmt::format("load snapshot {}", name));
+  SnapshotRow r;
+  r.name = std::string(name);
+  r.written_us = sqlite3_column_int64(s, 0);
+  r.json = ColText(s, 1);
+  return std::optional<SnapshotRow>(std::move(r));
 }
 
 // ---- sm_state ----

@@ -73,6 +73,20 @@ inline constexpr std::string_view kEventLidChange = "lid_change";
 inline constexpr std::string_view kEventError = "error";
 inline constexpr std::string_view kEventHealth = "health";  // PerfMgr health findings
 
+// Snapshot names (snapshots.name), one per control command whose answer the daemon keeps
+// in the state file. FROZEN spellings; the JSON is the command's answer, unfiltered.
+inline constexpr std::string_view kSnapshotNodes = "nodes";
+inline constexpr std::string_view kSnapshotLinks = "links";
+inline constexpr std::string_view kSnapshotHealth = "health";
+
+struct SnapshotRow {
+  std::string name;
+  int64_t written_us = 0;  // Unix microseconds, from the writer's Clock
+  std::string json;
+
+  bool operator==(const SnapshotRow&) const = default;
+};
+
 // The LIDs of one end port (or switch port 0): min_lid .. max_lid = min_lid + 2^LMC - 1.
 struct Guid2LidEntry {
   Guid port_guid;
@@ -258,10 +272,17 @@ class StateStore {
   Result<int64_t> RecordSweep(const SweepRow& row);
   Result<std::vector<SweepRow>> RecentSweeps(size_t n);
 
-  // Events. RecentEvents returns at most n events with time_us >= since_us, newest first.
+  // Events. RecentEvents returns at most n events with time_us >= since_us (and of `kind`
+  // unless it is empty), newest first.
   Status RecordEvent(const EventRow& row);
   Status RecordEvents(const std::vector<EventRow>& rows);  // one transaction for a burst
-  Result<std::vector<EventRow>> RecentEvents(size_t n, int64_t since_us = 0);
+  Result<std::vector<EventRow>> RecentEvents(size_t n, int64_t since_us = 0,
+                                             std::string_view kind = {});
+
+  // The daemon's last answer to a control command (kSnapshot*), replaced whole; written_us
+  // is set from the store's Clock. LoadSnapshot: nullopt when none was ever written.
+  Status SaveSnapshot(std::string_view name, std::string_view json);
+  Result<std::optional<SnapshotRow>> LoadSnapshot(std::string_view name);
 
   // SM state key/values ("sm_state", "act_count", "priority", ...).
   Status SetValue(std::string_view key, std::string_view value);

@@ -519,7 +519,7 @@ TEST_F(StateStoreTest, AVersionThreeFileIsMigratedKeepingItsServicesAndGainsSubs
   }
   // Back to what a version-3 ibsm left: no subscriptions table (nor the later multicast ones).
   RawExec(path_, "DROP TABLE perf_history; DROP TABLE mcast_members; DROP TABLE mcast_groups; "
-                 "DROP TABLE inform_subscriptions; DROP TABLE ar_group_ids; "
+                 "DROP TABLE inform_subscriptions; DROP TABLE ar_group_ids; DROP TABLE snapshots; "
                  "PRAGMA user_version = 3;");
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
@@ -931,6 +931,70 @@ TEST_F(StateStoreTest, ArGroupIdsAreReplacedWholeAndReadBackByLeaf) {
   // Two leaves with one ID is refused by the schema and changes nothing.
   EXPECT_FALSE(store->SaveArGroupIds({{Guid{1}, 3}, {Guid{2}, 3}}).ok());
   EXPECT_EQ(*store->LoadArGroupIds(), ids);
+}
+
+TEST_F(StateStoreTest, SnapshotsAreReplacedWholeStampedWithTheClockAndAbsentUntilWritten) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  auto none = store->LoadSnapshot(kSnapshotNodes);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_FALSE(none->has_value());
+  ASSERT_TRUE(store->SaveSnapshot(kSnapshotNodes, R"({"nodes":[1]})").ok());
+  const int64_t first_us = clock_.UnixMicros();
+  clock_.Advance(seconds(5));
+  ASSERT_TRUE(store->SaveSnapshot(kSnapshotLinks, R"({"links":[]})").ok());
+  ASSERT_TRUE(store->SaveSnapshot(kSnapshotNodes, R"({"nodes":[2]})").ok());
+  auto nodes = store->LoadSnapshot(kSnapshotNodes);
+  ASSERT_TRUE(nodes.ok() && nodes->has_value());
+  EXPECT_EQ(**nodes, (SnapshotRow{"nodes", first_us + 5'000'000, R"({"nodes":[2]})"}));
+  EXPECT_EQ((*store->LoadSnapshot(kSnapshotLinks))->json, R"({"links":[]})");
+  EXPECT_FALSE(store->LoadSnapshot(kSnapshotHealth)->has_value());
+  // A reader sees them; it cannot write one.
+  auto reader = StateStore::OpenReadOnly(path_);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ((*(*reader)->LoadSnapshot(kSnapshotNodes))->json, R"({"nodes":[2]})");
+  EXPECT_EQ((*reader)->SaveSnapshot(kSnapshotNodes, "{}").code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(StateStoreTest, EventsFilterByKindNewestFirst) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  std::vector<EventRow> rows;
+  for (int64_t t : {100, 200, 300, 400})
+    rows.push_back({0, t, std::string(t % 200 == 0 ? kEventHealth : kEventTrap),
+                    EventSeverity::kWarning, Guid{1}, PortNum{2}, std::to_string(t)});
+  ASSERT_TRUE(store->RecordEvents(rows).ok());
+  auto health = store->RecentEvents(10, 0, kEventHealth);
+  ASSERT_TRUE(health.ok());
+  ASSERT_EQ(health->size(), 2u);
+  EXPECT_EQ((*health)[0].message, "400");
+  EXPECT_EQ((*health)[1].message, "200");
+  EXPECT_EQ(store->RecentEvents(10, 300, kEventHealth)->size(), 1u);
+  EXPECT_EQ(store->RecentEvents(10)->size(), 4u);
+}
+
+TEST_F(StateStoreTest, AVersionSevenFileIsMigratedKeepingItsRowsAndGainsSnapshots) {
+  auto migrations = StateStoreMigrations();
+  ASSERT_GE(migrations.size(), 8u);
+  ASSERT_EQ(migrations[7].version, 8);
+  std::string v7;
+  for (size_t i = 0; i < 7; ++i) v7 += migrations[i].sql;
+  RawExec(path_, v7 +
+                     "INSERT INTO ar_group_ids (leaf_guid, group_id) VALUES (9, 3);"
+                     "PRAGMA user_version = 7;");
+  // A version-7 file is not read by a tool until ibsmd has migrated it.
+  auto early = StateStore::OpenReadOnly(path_);
+  ASSERT_FALSE(early.ok());
+  EXPECT_NE(early.status().message().find("open it once with ibsmd"), std::string::npos)
+      << early.status().ToString();
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->SchemaVersion(), 8);
+  EXPECT_EQ(store->LoadArGroupIds()->at(Guid{9}), 3u);
+  EXPECT_FALSE(store->LoadSnapshot(kSnapshotHealth)->has_value());
+  ASSERT_TRUE(store->SaveSnapshot(kSnapshotHealth, "{}").ok());
+  EXPECT_TRUE(store->LoadSnapshot(kSnapshotHealth)->has_value());
+  EXPECT_TRUE(store->CheckIntegrity().ok());
 }
 
 TEST_F(StateStoreTest, AVersionSixFileIsMigratedAndGainsTheArGroupTable) {

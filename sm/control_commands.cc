@@ -26,15 +26,6 @@ namespace {
 
 constexpr unsigned kMaxRouteHops = 64;
 
-std::string_view KindName(NodeKind k) {
-  switch (k) {
-    case NodeKind::kCa: return "CA";
-    case NodeKind::kSwitch: return "SW";
-    case NodeKind::kRouter: return "RT";
-  }
-  return "?";
-}
-
 // Typed access to the request's args: absent is the default, a wrong type an error.
 template <typename T>
 Result<T> Arg(const json& args, const char* key, T fallback) {
@@ -58,27 +49,7 @@ const Fabric* NeedFabric(const SubnetManager& sm, Status* why) {
   return sm.fabric();
 }
 
-// What operators call a node: its short name when the fabric has one (topology files), else
-// its NodeDescription (what discovery reads), else its GUID.
-std::string DisplayName(const Node& n) {
-  if (!n.name.empty()) return n.name;
-  if (!n.description.empty()) return n.description;
-  return fmt::format("{:#018x}", n.guid.value());
-}
-
-json EndJson(const Fabric& f, PortId p) {
-  const Port& port = f.port(p);
-  const Node& n = f.node(port.node);
-  return json{{"guid", GuidText(n.guid)},
-              {"name", DisplayName(n)},
-              {"description", n.description},
-              {"port", port.num.value()},
-              {"lid", n.is_switch() ? f.port(n.first_port).lid.value() : port.lid.value()}};
-}
-
 }  // namespace
-
-std::string GuidText(Guid g) { return fmt::format("{:#018x}", g.value()); }
 
 Result<PortId> ResolveEndpoint(const Fabric& f, const std::string& what) {
   if (what.empty()) return InvalidArgument("an empty endpoint");
@@ -197,7 +168,8 @@ ControlCommands::ControlCommands(boost::asio::io_context& io, ControlServer& ser
                   "every cable with both ends; args: degraded (bool), errors (bool)",
                   [this](const json& a) { return Links(a); });
   server.Register("health", A::kRead,
-                  "cables with PerfMgr or link findings, worst first, with both ends",
+                  "cables with PerfMgr or link findings, worst first, with both ends; args: "
+                  "history (bool: the findings of the event log instead), since_us, limit",
                   [this](const json& a) { return Health(a); });
   server.Register("route", A::kRead, "hop-by-hop path; args: from, to (LID, GUID or name)",
                   [this](const json& a) { return Route(a); });
@@ -321,28 +293,7 @@ Result<json> ControlCommands::Nodes(const json&) const {
   ibsm::Status why;
   const Fabric* f = NeedFabric(*ctx_.sm, &why);
   if (!f) return why;
-  json nodes = json::array();
-  for (NodeId n = 0; n < f->node_count(); ++n) {
-    const Node& node = f->node(n);
-    json lids = json::array();
-    uint32_t cabled = 0;
-    for (uint32_t p = node.is_switch() ? 0 : 1; p <= node.num_ports; ++p) {
-      const Port& port = f->port(n, PortNum{static_cast<uint8_t>(p)});
-      if (p > 0 && port.connected()) ++cabled;
-      if ((node.is_switch() && p == 0) || (!node.is_switch() && port.lid.value() != 0))
-        lids.push_back(port.lid.value());
-    }
-    nodes.push_back({{"guid", GuidText(node.guid)},
-                     {"name", DisplayName(node)},
-                     {"description", node.description},
-                     {"kind", KindName(node.kind)},
-                     {"lids", lids},
-                     {"ports", node.num_ports},
-                     {"cabled_ports", cabled},
-                     {"vendor_id", node.vendor_id},
-                     {"device_id", node.device_id}});
-  }
-  return json{{"nodes", nodes}};
+  return NodesAnswer(*f);
 }
 
 Result<json> ControlCommands::Links(const json& args) const {
@@ -351,97 +302,22 @@ Result<json> ControlCommands::Links(const json& args) const {
   if (!f) return why;
   IBSM_ASSIGN_OR_RETURN(bool only_degraded, Arg<bool>(args, "degraded", false));
   IBSM_ASSIGN_OR_RETURN(bool only_errors, Arg<bool>(args, "errors", false));
-  if (only_errors && !ctx_.perf)
-    return Unavailable("the PerfMgr is off (perfmgr FALSE): no error counters are read");
-  // Error counters (kPerfCounterNames[0..11]) that moved at a port in the last PerfMgr sweep.
-  auto errors_at = [&](PortId p) -> json {
-    if (!ctx_.perf) return json();
-    const Port& port = f->port(p);
-    auto it = ctx_.perf->ports().find({f->node(port.node).guid, port.num.value()});
-    if (it == ctx_.perf->ports().end() || it->second.delta_sweep != ctx_.perf->sweep_number())
-      return json::object();
-    json e = json::object();
-    for (size_t i = 0; i < 12; ++i)
-      if (it->second.delta[i] != 0) e[std::string(ha::kPerfCounterNames[i])] = it->second.delta[i];
-    return e;
-  };
-  const DiscoveryResult* d = ctx_.sm->discovered();
-  auto info = [&](PortId p) -> const mad::PortInfo* {
-    const Port& port = f->port(p);
-    if (!d || port.node >= d->nodes.size()) return nullptr;
-    const auto& dn = d->nodes[port.node];
-    size_t num = port.num.value();
-    return num < dn.port_info.size() && num < dn.port_info_valid.size() && dn.port_info_valid[num]
-               ? &dn.port_info[num]
-               : nullptr;
-  };
-  static constexpr const char* kStates[] = {"NOCHANGE", "DOWN", "INIT", "ARMED", "ACTIVE"};
-  json links = json::array();
-  size_t degraded = 0;
-  for (PortId a = 0; a < f->port_count(); ++a) {
-    const Port& pa = f->port(a);
-    if (!pa.connected() || pa.num.value() == 0 || pa.peer < a) continue;  // each cable once
-    std::optional<std::string> reason;
-    const mad::PortInfo* ia = info(a);
-    const mad::PortInfo* ib = info(pa.peer);
-    if (ia && ib) reason = DegradedReason(*ia, *ib);
-    if (reason) ++degraded;
-    if (only_degraded && !reason) continue;
-    json errors_a = errors_at(a), errors_b = errors_at(pa.peer);
-    const bool has_errors = (errors_a.is_object() && !errors_a.empty()) ||
-                            (errors_b.is_object() && !errors_b.empty());
-    if (only_errors && !has_errors) continue;
-    auto state = static_cast<size_t>(pa.state);
-    links.push_back({{"a", EndJson(*f, a)},
-                     {"b", EndJson(*f, pa.peer)},
-                     {"width", std::string(LinkWidthName(pa.width))},
-                     {"speed", std::string(LinkSpeedName(pa.speed))},
-                     {"state", state < std::size(kStates) ? kStates[state] : "?"},
-                     {"degraded", reason ? json(*reason) : json(false)},
-                     {"errors", ctx_.perf ? json{{"a", errors_a}, {"b", errors_b}} : json()}});
-  }
-  return json{{"links", links},
-              {"degraded", degraded},
-              {"perfmgr_sweep", ctx_.perf ? json(ctx_.perf->sweep_number()) : json()}};
+  return FilterLinks(LinksAnswer(*f, ctx_.sm->discovered(), ctx_.perf), only_degraded,
+                     only_errors);
 }
 
-// Findings of the last PerfMgr sweep (degraded links included), grouped by cable, worst
-// first. Without the PerfMgr: the degraded links of the last heavy sweep only.
-Result<json> ControlCommands::Health(const json&) const {
+// history: the health findings of the event log instead of the last PerfMgr sweep's.
+Result<json> ControlCommands::Health(const json& args) const {
+  IBSM_ASSIGN_OR_RETURN(bool history, Arg<bool>(args, "history", false));
+  if (history) {
+    if (!ctx_.store) return Unavailable("this daemon runs without a state file (state_db_file)");
+    IBSM_ASSIGN_OR_RETURN(int64_t since, Arg<int64_t>(args, "since_us", 0));
+    IBSM_ASSIGN_OR_RETURN(size_t limit, Arg<size_t>(args, "limit", 1000));
+    return HealthHistory(*ctx_.store, since, std::min<size_t>(limit, 10000));
+  }
   ibsm::Status why;
   if (!NeedFabric(*ctx_.sm, &why)) return why;
-  std::vector<HealthFinding> findings;
-  json perf;
-  if (ctx_.perf) {
-    const PerfManager& pm = *ctx_.perf;
-    findings = pm.findings();
-    const PerfCountersStats& c = pm.counters();
-    json by_rule = json::object();
-    for (size_t r = 0; r < kHealthRuleCount; ++r)
-      by_rule[std::string(RuleInfo(static_cast<HealthRule>(r)).name)] = c.findings_by_rule[r];
-    perf = {{"enabled", true},
-            {"sweep", pm.sweep_number()},
-            {"sweep_time_s", pm.options().sweep_time.count()},
-            {"ports", pm.ports().size()},
-            {"counters",
-             {{"sweeps", c.sweeps},
-              {"queries_sent", c.queries_sent},
-              {"timeouts", c.timeouts},
-              {"bad_answers", c.bad_answers},
-              {"resets_seen", c.resets_seen},
-              {"clears_sent", c.clears_sent},
-              {"history_errors", c.history_errors}}},
-            {"findings_by_rule", by_rule}};
-    if (auto end = pm.last_sweep_end())
-      perf["last_sweep_age_s"] =
-          std::chrono::duration<double>(std::chrono::system_clock::now() - *end).count();
-  } else {
-    perf = {{"enabled", false}};
-    if (const DiscoveryResult* d = ctx_.sm->discovered()) findings = DegradedLinkFindings(*d);
-  }
-  json cables = json::array();
-  for (const CableHealth& c : GroupByCable(findings)) cables.push_back(CableHealthJson(c));
-  return json{{"perfmgr", perf}, {"healthy", cables.empty()}, {"cables", cables}};
+  return HealthAnswer(ctx_.sm->discovered(), ctx_.perf);
 }
 
 Result<json> ControlCommands::Route(const json& args) const {
@@ -492,19 +368,8 @@ Result<json> ControlCommands::Events(const json& args) const {
   IBSM_ASSIGN_OR_RETURN(size_t limit, Arg<size_t>(args, "limit", 100));
   limit = std::min<size_t>(limit, 10000);
   IBSM_ASSIGN_OR_RETURN(std::vector<ha::EventRow> rows, ctx_.store->RecentEvents(limit, since));
-  static constexpr const char* kSeverity[] = {"?", "info", "warning", "error"};
   json events = json::array();
-  for (const auto& e : rows) {
-    auto sev = static_cast<size_t>(e.severity);
-    json j{{"id", e.id},
-           {"time_us", e.time_us},
-           {"kind", e.kind},
-           {"severity", sev < std::size(kSeverity) ? kSeverity[sev] : "?"},
-           {"message", e.message}};
-    if (e.node_guid) j["node_guid"] = GuidText(*e.node_guid);
-    if (e.port_num) j["port"] = e.port_num->value();
-    events.push_back(std::move(j));
-  }
+  for (const auto& e : rows) events.push_back(EventJson(e));
   return json{{"events", events}};
 }
 

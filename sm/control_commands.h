@@ -5,7 +5,8 @@
 //   nodes                       every node: GUID, name, kind, LIDs, ports
 //   links [degraded errors]     every cable with both ends; degraded = below what both support;
 //                               errors = error counters moved in the last PerfMgr sweep
-//   health                      cables with health findings, worst first, both ends named
+//   health [history since_us limit]  cables with health findings, worst first, both ends
+//                               named; history: the findings kept in the event log
 //   route {from, to}            hop by hop from the programmed tables (LID, GUID or name)
 //   lft {switch}                one switch's unicast table
 //   check [permutations seed]   route verification, deadlock proof, balance figures
@@ -31,6 +32,7 @@
 #include "base/status.h"
 #include "fabric/fabric.h"
 #include "routing/routing_engine.h"
+#include "sm/control_answers.h"
 #include "sm/control_server.h"
 
 namespace ibsm::ha {
@@ -50,9 +52,6 @@ struct ControlContext {
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
   std::function<void(spdlog::level::level_enum)> set_log_level;  // default: SetLogLevel
 };
-
-// "0x0002c90300000011"
-std::string GuidText(Guid g);
 
 // Finds the end of a route: a LID ("17"), a port or node GUID ("0x0002c9..."), or a node
 // name or description ("leaf-001", "node-0001 HCA-1"). A switch resolves to its port 0; a CA

@@ -274,6 +274,61 @@ TEST_F(ControlCommandsTest, ChangesNeedAnAllowedUserAndLogLevelTakesEffect) {
   EXPECT_GT(sm_->counters().heavy_sweeps, before);
 }
 
+// What ibsmctl --state-db prints for nodes and links is what the daemon answered after its
+// sweep; a sweep that finds the same fabric leaves the snapshots as they were.
+TEST_F(ControlCommandsTest, TheStateFileKeepsTheNodesAndLinksAnswersAndAQuietSweepKeepsThem) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  Bring(std::move(*f));
+  auto stored = [&](std::string_view name) -> std::optional<ha::SnapshotRow> {
+    auto row = store_->LoadSnapshot(name);
+    EXPECT_TRUE(row.ok()) << row.status().ToString();
+    return row.ok() ? *row : std::nullopt;
+  };
+  auto nodes = stored(ha::kSnapshotNodes);
+  auto links = stored(ha::kSnapshotLinks);
+  auto health = stored(ha::kSnapshotHealth);
+  ASSERT_TRUE(nodes && links && health);
+  EXPECT_EQ(json::parse(nodes->json), Result("nodes"));
+  EXPECT_EQ(json::parse(links->json), Result("links"));
+  EXPECT_EQ(json::parse(links->json)["links"].size(), fabric_->link_count());
+  EXPECT_EQ(json::parse(health->json), Result("health"));
+
+  uint64_t before = sm_->counters().heavy_sweeps;
+  sm_->RequestHeavySweep("test: the same fabric again");
+  for (int i = 0; i < 3000 && sm_->counters().heavy_sweeps == before; ++i) {
+    io_.restart();
+    io_.run_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GT(sm_->counters().heavy_sweeps, before);
+  EXPECT_EQ(stored(ha::kSnapshotNodes), nodes) << "an unchanged fabric costs no write";
+  EXPECT_EQ(stored(ha::kSnapshotLinks), links);
+  EXPECT_EQ(stored(ha::kSnapshotHealth), health);
+  EXPECT_EQ(sm_->counters().state_write_failures, 0u);
+}
+
+TEST_F(ControlCommandsTest, HealthHistoryListsTheFindingsOfTheEventLogNewestFirst) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  Bring(std::move(*f));
+  ha::EventRow older{0, 1'000'000, std::string(ha::kEventHealth), ha::EventSeverity::kWarning,
+                     Guid{0x11}, PortNum{3}, "SM-PERF-001 symbol errors +500 on leaf-1"};
+  ha::EventRow trap{0, 2'000'000, std::string(ha::kEventTrap), ha::EventSeverity::kInfo,
+                    std::nullopt, std::nullopt, "trap 128"};
+  ha::EventRow newer{0, 3'000'000, std::string(ha::kEventHealth), ha::EventSeverity::kWarning,
+                     Guid{0x22}, PortNum{1}, "SM-PERF-003 link downed +2 on node-1"};
+  ASSERT_TRUE(store_->RecordEvents({older, trap, newer}).ok());
+  json h = Result("health", {{"history", true}});
+  ASSERT_EQ(h["history"].size(), 2u) << h.dump(2);
+  EXPECT_EQ(h["history"][0]["message"], newer.message);
+  EXPECT_EQ(h["history"][0]["node_guid"], "0x0000000000000022");
+  EXPECT_EQ(h["history"][0]["port"], 1);
+  EXPECT_EQ(h["history"][1]["message"], older.message);
+  json since = Result("health", {{"history", true}, {"since_us", 2'000'000}});
+  ASSERT_EQ(since["history"].size(), 1u);
+  EXPECT_EQ(since["history"][0]["message"], newer.message);
+}
+
 TEST_F(ControlCommandsTest, HaAndEventsComeFromTheRunningSmAndItsStateFile) {
   auto f = FatTree2(4);
   ASSERT_TRUE(f.ok());

@@ -401,6 +401,9 @@ int Main(int argc, char** argv) {
                                                       ? sm.discovered()
                                                       : nullptr;
                                          });
+    // The state file's health (and links) snapshot follows each PerfMgr sweep.
+    sm.set_perf(perf.get());
+    perf->set_on_sweep([&sm] { sm.SaveSweepSnapshots(); });
     perf->Start();
   }
   // The control socket (not for -o runs). A socket that cannot be served (another daemon on
@@ -522,6 +525,7 @@ int Main(int argc, char** argv) {
     io.stop();
   });
   io.run();
+  sm.set_perf(nullptr);  // the PerfMgr goes first
   return exit_code;
 }
 

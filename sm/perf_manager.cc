@@ -1,6 +1,8 @@
 #include "sm/perf_manager.h"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -484,11 +486,17 @@ void PerfManager::FinishSweep() {
       findings.push_back(std::move(h));
     }
   }
+  // A finding the last sweep reported too (same port, same rule) is the same fault going
+  // on: logged again, but not a new event.
+  std::set<std::tuple<uint64_t, uint8_t, HealthRule>> before;
+  for (const HealthFinding& h : findings_)
+    before.emplace(h.port.node_guid.value(), h.port.port.value(), h.rule);
   std::vector<ha::EventRow> events;
   for (const HealthFinding& h : findings) {
     ++counters_.findings_by_rule[static_cast<size_t>(h.rule)];
     std::string msg = h.Message();
     Log(LogName::kSm).warn("{}", msg);
+    if (before.contains({h.port.node_guid.value(), h.port.port.value(), h.rule})) continue;
     ha::EventRow e;
     e.time_us = clock_.UnixMicros();
     e.kind = std::string(ha::kEventHealth);
@@ -513,6 +521,7 @@ void PerfManager::FinishSweep() {
                          "moving counters, {} health findings",
                          sweep_number_, sweep_ports_read_, sweep_timeouts_, rows.size(),
                          findings_.size());
+  if (on_sweep_) on_sweep_();
   auto waiters = std::move(waiters_);
   waiters_.clear();
   if (again_ && !stopped_) {

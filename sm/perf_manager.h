@@ -3,7 +3,8 @@
 // ClassPortInfo says it has them, PortCountersExtended (16.1.4.11) of every cabled port by
 // LID; keeps each port's previous reading and computes deltas; judges them with the health
 // rules (sm/health.h); stores the deltas in the state file with a retention limit and each
-// finding as an event.
+// new finding (a port and rule the sweep before did not report) as an event, so the event
+// log holds the health history without a row per sweep for a lasting fault.
 //
 // Counters: PortCounters' error fields (4 to 16 bits) and data fields (32 bits) saturate at
 // their maximum rather than wrap (16.1.3.5). A reading lower than the one before means the
@@ -118,6 +119,9 @@ class PerfManager {
   // empty.
   void SweepNow(std::function<void()> done = {});
   void Stop();
+  // Runs after every completed sweep, once findings() are the new ones (the daemon stores
+  // the health answer then). May be empty.
+  void set_on_sweep(std::function<void()> on_sweep) { on_sweep_ = std::move(on_sweep); }
   // No query in flight (the daemon waits for this before closing the port).
   bool idle() const { return in_flight_ == 0; }
 
@@ -170,6 +174,7 @@ class PerfManager {
   bool first_done_ = false;
   bool again_ = false;
   std::vector<std::function<void()>> waiters_;
+  std::function<void()> on_sweep_;
   uint64_t sweep_number_ = 0;
   int64_t sweep_started_us_ = 0;
   size_t pending_ = 0;     // operations of this sweep not finished

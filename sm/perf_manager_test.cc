@@ -11,6 +11,7 @@
 #include "ha/state_store.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
+#include "sm/control_answers.h"
 #include "sm/subnet_manager.h"
 
 namespace ibsm::sm {
@@ -133,6 +134,7 @@ class PerfManagerSimTest : public ::testing::Test {
     ASSERT_TRUE(up_);
   }
   void TearDown() override {
+    if (sm_) sm_->set_perf(nullptr);
     perf_.reset();
     if (sm_) sm_->Stop();
     if (raw_) raw_->Close();
@@ -258,6 +260,64 @@ TEST_F(PerfManagerSimTest, PlantedErrorsBecomeFindingsNamingBothEndsOfTheCable) 
   // Nothing new: the next sweep finds nothing.
   Sweep();
   EXPECT_TRUE(perf_->findings().empty());
+}
+
+// As ibsmd wires them: each PerfMgr sweep leaves its health answer (and the links answer
+// with its error counters) in the state file, and a fault that goes on is one event.
+TEST_F(PerfManagerSimTest, TheStateFileHoldsThePlantedFindingAndALastingFaultIsOneEvent) {
+  MakePerf();
+  sm_->set_perf(perf_.get());
+  perf_->set_on_sweep([this] { sm_->SaveSweepSnapshots(); });
+  Sweep();  // the baseline
+  auto health_json = [&] {
+    auto row = store_->LoadSnapshot(ha::kSnapshotHealth);
+    EXPECT_TRUE(row.ok() && row->has_value());
+    return row.ok() && row->has_value() ? nlohmann::json::parse((*row)->json) : nlohmann::json();
+  };
+  EXPECT_EQ(health_json()["healthy"], true);
+
+  auto [sw, host] = LeafToHost();
+  ASSERT_NE(sw, kNoPort);
+  Plant(sw, 500, 0);
+  Sweep();
+  nlohmann::json h = health_json();
+  EXPECT_EQ(h["healthy"], false);
+  EXPECT_EQ(h["perfmgr"]["sweep"], perf_->sweep_number());
+  EXPECT_TRUE(h["perfmgr"].contains("last_sweep_end_us")) << "the reader computes the age";
+  ASSERT_EQ(h["cables"].size(), 1u) << h.dump(2);
+  const nlohmann::json& cable = h["cables"][0];
+  std::set<std::string> ends = {cable["a"]["guid"], cable["b"]["guid"]};
+  EXPECT_EQ(ends, (std::set<std::string>{GuidText(End(sw).node_guid),
+                                         GuidText(End(host).node_guid)}));
+  ASSERT_EQ(cable["findings"].size(), 1u);
+  EXPECT_EQ(cable["findings"][0]["rule"], "symbol_errors");
+  EXPECT_EQ(cable["findings"][0]["delta"], 500);
+  // The links answer carries the errors of that sweep, so links --errors works from the file.
+  auto links_row = store_->LoadSnapshot(ha::kSnapshotLinks);
+  ASSERT_TRUE(links_row.ok() && links_row->has_value());
+  auto with_errors = FilterLinks(nlohmann::json::parse((*links_row)->json), false, true);
+  ASSERT_TRUE(with_errors.ok()) << with_errors.status().ToString();
+  EXPECT_EQ((*with_errors)["links"].size(), 1u) << with_errors->dump(2);
+
+  // The errors go on: a finding again, but the same fault, so no second event.
+  Plant(sw, 1000, 0);
+  Sweep();
+  ASSERT_EQ(perf_->findings().size(), 1u);
+  auto history = HealthHistory(*store_, 0, 100);
+  ASSERT_TRUE(history.ok()) << history.status().ToString();
+  ASSERT_EQ((*history)["history"].size(), 1u) << history->dump(2);
+  const std::string msg = (*history)["history"][0]["message"];
+  EXPECT_NE(msg.find("symbol errors +500"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("other end"), std::string::npos) << msg;
+  // A new kind of finding on the same cable is a new event, listed first.
+  Plant(host, 0, 2);
+  Sweep();
+  history = HealthHistory(*store_, 0, 100);
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ((*history)["history"].size(), 2u) << history->dump(2);
+  EXPECT_NE((*history)["history"][0]["message"].get<std::string>().find("link downed"),
+            std::string::npos);
+  EXPECT_EQ(sm_->counters().state_write_failures, 0u);
 }
 
 TEST_F(PerfManagerSimTest, ACounterResetCountsFromZeroInsteadOfGoingNegative) {

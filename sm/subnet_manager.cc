@@ -19,8 +19,10 @@
 #include "conf/guid_file.h"
 #include "conf/text_file.h"
 #include "ha/state_store.h"
+#include "sm/control_answers.h"
 #include "sm/dumps.h"
 #include "sm/multicast_state.h"
+#include "sm/perf_manager.h"
 
 namespace ibsm::sm {
 namespace {
@@ -1912,6 +1914,7 @@ void SubnetManager::PersistState() {
     row.note = fmt::format("{} issues", current_.issues);
     auto id = store_->RecordSweep(row);
     NoteStateWrite("SM-STATE-003", id.status(), "sweep row");
+    SaveSnapshots(/*topology=*/true);
   }
   // OpenSM's format beside the other dumps, so a switch back to OpenSM keeps every LID.
   if (!upserts.empty() && !options_.dump_dir.empty()) {
@@ -1925,6 +1928,44 @@ void SubnetManager::PersistState() {
   }
   // Rows the state file refused stay unsaved, so the next sweep writes them again.
   if (guid2lid_saved) saved_guid2lid_ = guid2lid_;
+}
+
+void SubnetManager::SaveSnapshots(bool topology) {
+  const Fabric* f = fabric();
+  if (!store_ || !f) return;
+  if (topology) {
+    const std::string nodes = NodesAnswer(*f).dump();
+    SaveSnapshot(ha::kSnapshotNodes, nodes, nodes);
+  }
+  // The PerfMgr sweep number changes every sweep; the links answer counts as changed only
+  // when a cable or its error counters did, so a quiet fabric costs no write. The stored
+  // "perfmgr_sweep" is then that of the last write.
+  nlohmann::json links = LinksAnswer(*f, discovered(), perf_);
+  const std::string links_text = links.dump();
+  links.erase("perfmgr_sweep");
+  SaveSnapshot(ha::kSnapshotLinks, links_text, links.dump());
+  // The age of the PerfMgr sweep is relative to now: the snapshot holds when it ended
+  // instead, and the reader computes the age from that.
+  nlohmann::json health = HealthAnswer(discovered(), perf_);
+  health["perfmgr"].erase("last_sweep_age_s");
+  if (perf_ && perf_->last_sweep_end())
+    health["perfmgr"]["last_sweep_end_us"] =
+        std::chrono::duration_cast<std::chrono::microseconds>(
+            perf_->last_sweep_end()->time_since_epoch())
+            .count();
+  const std::string health_text = health.dump();
+  SaveSnapshot(ha::kSnapshotHealth, health_text, health_text);
+}
+
+void SubnetManager::SaveSnapshot(std::string_view name, const std::string& text,
+                                 const std::string& compared) {
+  const size_t hash = std::hash<std::string>{}(compared);
+  auto it = snapshot_hashes_.find(name);
+  if (it != snapshot_hashes_.end() && it->second == hash) return;
+  // A failed write keeps the old hash, so the next sweep tries again.
+  if (NoteStateWrite("SM-STATE-013", store_->SaveSnapshot(name, text),
+                     fmt::format("{} snapshot", name)))
+    snapshot_hashes_.insert_or_assign(std::string(name), hash);
 }
 
 }  // namespace ibsm::sm

@@ -47,6 +47,8 @@ class StateStore;
 
 namespace ibsm::sm {
 
+class PerfManager;
+
 struct SubnetManagerOptions {
   LidPolicy lids;
   uint64_t subnet_prefix = 0xfe80000000000000ull;
@@ -217,6 +219,14 @@ class SubnetManager {
   // SHARP trees (sharp_enable): what the last heavy sweep built and programmed.
   const SharpManager& sharp() const { return *sharp_; }
 
+  // The PerfMgr whose error counters and findings the state file's links and health
+  // snapshots carry (ha::kSnapshot*); null: none (perfmgr FALSE). REQUIRES: outlives this,
+  // or is reset to null first.
+  void set_perf(const PerfManager* perf) { perf_ = perf; }
+  // After a PerfMgr sweep: stores the health and links answers in the state file when they
+  // changed (heavy sweeps store nodes, links and health themselves).
+  void SaveSweepSnapshots() { SaveSnapshots(/*topology=*/false); }
+
  private:
   struct SwitchCache {
     std::vector<uint8_t> lft;  // what the switch holds; kNoEntry where unknown
@@ -293,6 +303,12 @@ class SubnetManager {
   // notes a successful one (ending a failing spell). Returns s.ok().
   bool NoteStateWrite(const char* id, const Status& s, std::string_view what);
   void PersistState();
+  // The control answers ibsmctl --state-db reads: nodes (topology only), links and health,
+  // each written only when its bytes differ from what this SM last wrote.
+  void SaveSnapshots(bool topology);
+  // Stores `text` unless `compared` (text, or the part of it that counts as a change) hashes
+  // as it did at the last write of `name`.
+  void SaveSnapshot(std::string_view name, const std::string& text, const std::string& compared);
   void Issue(const std::string& id, const std::string& message);
   mad::PortInfo DesiredPortInfo(PortId p) const;
 
@@ -300,6 +316,10 @@ class SubnetManager {
   mad::Transport& transport_;
   const Clock& clock_;
   ha::StateStore* store_;
+  const PerfManager* perf_ = nullptr;
+  // std::hash of the JSON text last written per snapshot name; absent: not written yet by
+  // this process (so a restart writes each once).
+  std::map<std::string, size_t, std::less<>> snapshot_hashes_;
   SubnetManagerOptions options_;
   SmpPipeline pipeline_;
   QosReader qos_reader_{pipeline_};

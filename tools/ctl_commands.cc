@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 
 #include <fmt/format.h>
 
 #include "ha/sm_state_machine.h"
 #include "ha/state_store.h"
+#include "sm/control_answers.h"
 #include "tools/control_client.h"
 #include "tools/ctl_ar.h"
 #include "tools/topology_view.h"
@@ -19,6 +21,9 @@
 namespace ibsm::tools {
 
 using nlohmann::json;
+
+// The commands CtlFromStateFile answers.
+constexpr char kFromStateFile[] = "status, events, ha, nodes, links, health, topo";
 
 namespace {
 
@@ -30,6 +35,23 @@ Result<json> NoArgs(const std::vector<std::string>& words) {
 std::string Get(const json& j, const char* key) {
   auto it = j.find(key);
   return it == j.end() ? "-" : Cell(*it);
+}
+
+// "2026-11-30 06:20:00" (UTC) of Unix microseconds.
+std::string UtcTime(int64_t us) {
+  time_t secs = static_cast<time_t>(us / 1000000);
+  char when[32];
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+  return when;
+}
+
+// The first line of an answer read from a state file: where from, and as of when.
+std::string SnapshotLine(const json& r) {
+  if (!r.contains("as_of_us")) return "";
+  return fmt::format("from {} as of {} UTC (no daemon asked; what it last recorded)\n",
+                     Get(r, "source"), UtcTime(r.value("as_of_us", int64_t{0})));
 }
 
 // ---- status ---------------------------------------------------------------------------
@@ -111,6 +133,8 @@ std::string FormatStatus(const json& r) {
   return out;
 }
 
+Result<json> EventsArgs(const std::vector<std::string>& words);
+
 // ---- nodes ----------------------------------------------------------------------------
 std::string FormatNodes(const json& r) {
   std::vector<std::vector<std::string>> rows;
@@ -121,7 +145,8 @@ std::string FormatNodes(const json& r) {
                     Get(n, "cabled_ports") + "/" + Get(n, "ports"), Get(n, "name"),
                     Get(n, "description")});
   }
-  return AlignedTable({"KIND", "GUID", "LIDS", "PORTS", "NAME", "DESCRIPTION"}, rows) +
+  return SnapshotLine(r) +
+         AlignedTable({"KIND", "GUID", "LIDS", "PORTS", "NAME", "DESCRIPTION"}, rows) +
          fmt::format("{} nodes\n", rows.size());
 }
 
@@ -173,11 +198,13 @@ std::string FormatLinks(const json& r) {
                     health});
   }
   if (!r.value("perfmgr_sweep", json()).is_null()) {
-    return AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
+    return SnapshotLine(r) +
+           AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
            fmt::format("{} links, {} degraded, {} with errors in PerfMgr sweep {}\n", rows.size(),
                        Get(r, "degraded"), with_errors, Get(r, "perfmgr_sweep"));
   }
-  return AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
+  return SnapshotLine(r) +
+         AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
          fmt::format("{} links, {} degraded\n", rows.size(), Get(r, "degraded"));
 }
 
@@ -190,9 +217,46 @@ std::string FindingText(const json& f) {
                      Get(f, "threshold"));
 }
 
+Result<json> HealthArgs(const std::vector<std::string>& words) {
+  json a = json::object();
+  std::vector<std::string> rest;
+  for (const auto& w : words) {
+    if (w == "--history") {
+      a["history"] = true;
+    } else {
+      rest.push_back(w);
+    }
+  }
+  if (rest.empty()) return a;
+  if (!a.contains("history"))
+    return InvalidArgument("health takes --history [--since AGE] [--limit N], not '" + rest[0] +
+                           "'");
+  // --since and --limit read as the event log's.
+  IBSM_ASSIGN_OR_RETURN(json more, EventsArgs(rest));
+  a.update(more);
+  return a;
+}
+
+// The health findings of the event log, newest first: when, both ends and the numbers (the
+// message names them).
+std::string FormatHealthHistory(const json& r) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : r.value("history", json::array())) {
+    std::string where = e.contains("node_guid") ? Cell(e["node_guid"]) : "-";
+    if (e.contains("port")) where += "/" + Cell(e["port"]);
+    rows.push_back({UtcTime(e.value("time_us", int64_t{0})), where, Get(e, "message")});
+  }
+  std::string out = r.contains("source") ? "from " + Get(r, "source") + " (no daemon asked)\n"
+                                         : "";
+  if (rows.empty()) return out + "no health findings recorded\n";
+  return out + AlignedTable({"TIME (UTC)", "WHERE", "FINDING"}, rows) +
+         fmt::format("{} health findings, newest first\n", rows.size());
+}
+
 std::string FormatHealth(const json& r) {
+  if (r.contains("history")) return FormatHealthHistory(r);
   const json& pm = r["perfmgr"];
-  std::string out;
+  std::string out = SnapshotLine(r);
   if (pm.value("enabled", false)) {
     const json& c = pm["counters"];
     out += fmt::format("PerfMgr sweep {} ({} ports, every {} s; {} queries, {} timeouts, {} bad "
@@ -356,12 +420,7 @@ Result<json> EventsArgs(const std::vector<std::string>& words) {
 std::string FormatEvents(const json& r) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& e : r.value("events", json::array())) {
-    int64_t us = e.value("time_us", int64_t{0});
-    time_t secs = static_cast<time_t>(us / 1000000);
-    char when[32];
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    const std::string when = UtcTime(e.value("time_us", int64_t{0}));
     std::string where = e.contains("node_guid") ? Cell(e["node_guid"]) : "";
     if (e.contains("port")) where += "/" + Cell(e["port"]);
     rows.push_back({when, Get(e, "severity"), Get(e, "kind"), where.empty() ? "-" : where,
@@ -463,10 +522,10 @@ Result<json> TopoArgs(const std::vector<std::string>& words) {
 }
 std::string FormatTopo(const json& r) { return r.dump(2) + "\n"; }
 
-// Two questions to the daemon (nodes, links), one picture.
-int RunTopo(const std::string& socket, const json& args, std::chrono::milliseconds timeout) {
-  auto nodes = CallControl(socket, "nodes", json::object(), timeout);
-  auto links = nodes.ok() ? CallControl(socket, "links", json::object(), timeout) : nodes;
+// Two questions (nodes, links) to the daemon or the state file, one picture.
+int RunTopo(const std::function<Result<json>(const char* cmd)>& ask, const json& args) {
+  auto nodes = ask("nodes");
+  auto links = nodes.ok() ? ask("links") : nodes;
   if (!links.ok()) {
     std::fprintf(stderr, "ibsmctl topo: %s\n", links.status().message().c_str());
     return 2;
@@ -475,6 +534,11 @@ int RunTopo(const std::string& socket, const json& args, std::chrono::millisecon
   if (!topo.ok()) {
     std::fprintf(stderr, "ibsmctl topo: %s\n", topo.status().message().c_str());
     return 2;
+  }
+  if (nodes->contains("as_of_us")) {
+    (*topo)["source"] = (*nodes)["source"];
+    (*topo)["as_of_us"] = std::min((*nodes)["as_of_us"].get<int64_t>(),
+                                   (*links)["as_of_us"].get<int64_t>());
   }
   const std::string format = args["format"];
   std::string out = format == "dot"   ? TopologyDot(*topo)
@@ -486,10 +550,67 @@ int RunTopo(const std::string& socket, const json& args, std::chrono::millisecon
 
 // Without a daemon: what the state file holds, in the daemon's answer shapes, for the
 // commands that can be answered from it.
+
+// The snapshot `name` of the state file as the daemon answered it then, with where and when.
+Result<json> LoadAnswer(ha::StateStore& store, const std::string& path, std::string_view name) {
+  IBSM_ASSIGN_OR_RETURN(std::optional<ha::SnapshotRow> row, store.LoadSnapshot(name));
+  if (!row)
+    return FailedPrecondition(fmt::format("no {} snapshot in {}: written by an older ibsmd or "
+                                          "before its first sweep; ask the daemon (--socket)",
+                                          name, path));
+  json j = json::parse(row->json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object())
+    return Corrupt(fmt::format("the {} snapshot in {} is not a JSON object", name, path));
+  j["as_of_us"] = row->written_us;
+  j["source"] = "state file " + path;
+  return j;
+}
+
 }  // namespace
 
 Result<json> CtlFromStateFile(const std::string& path, const std::string& cmd, const json& args) {
   IBSM_ASSIGN_OR_RETURN(auto store, ha::StateStore::OpenReadOnly(path));
+  if (cmd == "nodes") return LoadAnswer(*store, path, ha::kSnapshotNodes);
+  if (cmd == "links") {
+    IBSM_ASSIGN_OR_RETURN(json links, LoadAnswer(*store, path, ha::kSnapshotLinks));
+    // ibsmd skips rewriting links when no cable and no error count changed, so the stored
+    // "perfmgr_sweep" can be older than the PerfMgr sweep the health snapshot (written after
+    // every one) names; the errors are those of that later sweep too.
+    if (links["perfmgr_sweep"].is_number_unsigned()) {
+      IBSM_ASSIGN_OR_RETURN(auto health, store->LoadSnapshot(ha::kSnapshotHealth));
+      if (health) {
+        json h = json::parse(health->json, nullptr, /*allow_exceptions=*/false);
+        const json sweep = h.is_object() && h["perfmgr"].is_object()
+                               ? h["perfmgr"].value("sweep", json())
+                               : json();
+        if (sweep.is_number_unsigned() &&
+            sweep.get<uint64_t>() > links["perfmgr_sweep"].get<uint64_t>())
+          links["perfmgr_sweep"] = sweep;
+      }
+    }
+    return sm::FilterLinks(std::move(links), args.value("degraded", false),
+                           args.value("errors", false));
+  }
+  if (cmd == "health") {
+    if (args.value("history", false)) {
+      IBSM_ASSIGN_OR_RETURN(json h, sm::HealthHistory(*store, args.value("since_us", int64_t{0}),
+                                                      args.value("limit", size_t{1000})));
+      h["source"] = "state file " + path;
+      return h;
+    }
+    IBSM_ASSIGN_OR_RETURN(json h, LoadAnswer(*store, path, ha::kSnapshotHealth));
+    // The daemon stored when its PerfMgr sweep ended; the age is counted from now.
+    json& pm = h["perfmgr"];
+    if (pm.is_object() && pm.contains("last_sweep_end_us")) {
+      const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+      pm["last_sweep_age_s"] =
+          static_cast<double>(now - pm.value("last_sweep_end_us", int64_t{0})) / 1e6;
+      pm.erase("last_sweep_end_us");
+    }
+    return h;
+  }
   IBSM_ASSIGN_OR_RETURN(auto state, store->GetValue("sm_state"));
   if (cmd == "status") {
     json j{{"state", state.value_or("-")}, {"source", "state file " + path}};
@@ -516,17 +637,8 @@ Result<json> CtlFromStateFile(const std::string& path, const std::string& cmd, c
     int64_t since = args.value("since_us", int64_t{0});
     size_t limit = args.value("limit", size_t{100});
     IBSM_ASSIGN_OR_RETURN(auto rows, store->RecentEvents(limit, since));
-    static constexpr const char* kSeverity[] = {"?", "info", "warning", "error"};
     json events = json::array();
-    for (const auto& e : rows) {
-      auto sev = static_cast<size_t>(e.severity);
-      json ev{{"id", e.id}, {"time_us", e.time_us}, {"kind", e.kind},
-              {"severity", sev < std::size(kSeverity) ? kSeverity[sev] : "?"},
-              {"message", e.message}};
-      if (e.node_guid) ev["node_guid"] = fmt::format("{:#018x}", e.node_guid->value());
-      if (e.port_num) ev["port"] = e.port_num->value();
-      events.push_back(std::move(ev));
-    }
+    for (const auto& e : rows) events.push_back(sm::EventJson(e));
     return json{{"events", events}};
   }
   if (cmd == "ha") {
@@ -541,15 +653,16 @@ Result<json> CtlFromStateFile(const std::string& path, const std::string& cmd, c
     return json{{"state", state.value_or("-")}, {"peers", list}, {"counters", json::object()}};
   }
   return FailedPrecondition(fmt::format("'{}' needs a running daemon (--socket); from a state "
-                                        "file: status, events, ha",
-                                        cmd));
+                                        "file: {}",
+                                        cmd, kFromStateFile));
 }
 
 namespace {
 
 constexpr char kGlobalUsage[] =
     "usage: ibsmctl [--socket PATH] [--json] [--timeout MS] COMMAND [ARGS]\n"
-    "       ibsmctl --state-db PATH [--json] status|events|ha   (no daemon: read its state file)\n"
+    "       ibsmctl --state-db PATH [--json] COMMAND [ARGS]   (no daemon: read its state file;\n"
+    "               status events ha nodes links health topo, as the daemon last recorded them)\n"
     "       ibsmctl [port options] sa TABLE ...   (ask the SA; see ibsmctl sa --help)\n"
     "--socket: ibsmd's control socket (default /run/ibsm/ibsmd.sock, or $IBSM_SOCKET)\n"
     "--json:   print the daemon's JSON answer instead of a table\n"
@@ -566,8 +679,10 @@ const std::vector<CtlCommand>& CtlCommands() {
        "every cable with both ends; --degraded: only those below what both ends support; "
        "--errors: only those whose error counters moved in the last PerfMgr sweep",
        LinksArgs, FormatLinks},
-      {"health", "", "cables with health findings (PerfMgr counters, degraded links), worst "
-                     "first, both ends named", NoArgs, FormatHealth},
+      {"health", "[--history [--since AGE] [--limit N]]",
+       "cables with health findings (PerfMgr counters, degraded links), worst first, both ends "
+       "named; --history: every finding as it appeared, newest first",
+       HealthArgs, FormatHealth},
       {"route", "SRC DST", "the hop-by-hop path from the tables (LID, GUID or node name)",
        RouteArgs, FormatRoute},
       {"lft", "SWITCH", "one switch's unicast forwarding table", LftArgs, FormatLft},
@@ -697,7 +812,14 @@ int RunCtl(const std::vector<std::string>& argv) {
                  args.status().message().c_str(), cmd->name, cmd->usage);
     return 1;
   }
-  if (std::string(cmd->name) == "topo" && state_db.empty()) return RunTopo(socket, *args, timeout);
+  if (std::string(cmd->name) == "topo") {
+    return RunTopo(
+        [&](const char* what) -> Result<json> {
+          return state_db.empty() ? CallControl(socket, what, json::object(), timeout)
+                                  : CtlFromStateFile(state_db, what, json::object());
+        },
+        *args);
+  }
   const bool tty = isatty(STDERR_FILENO) && timeout > std::chrono::seconds(2);
   if (tty && std::string(cmd->name) == "check")
     std::fprintf(stderr, "ibsmctl: checking the routes (the daemon measures balance)...\r");

@@ -3,11 +3,19 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
+
 #include "base/clock.h"
+#include "fabric/generators.h"
 #include "ha/state_store.h"
+#include "sim/sim_transport.h"
+#include "sim/simulator.h"
+#include "sm/control_answers.h"
+#include "sm/subnet_manager.h"
 #include "tools/topology_view.h"
 
 namespace ibsm::tools {
@@ -132,6 +140,236 @@ TEST(CtlCommandsTest, AStateFileAnswersStatusEventsAndHaWithoutADaemon) {
   EXPECT_NE(route.status().message().find("needs a running daemon"), std::string::npos);
   EXPECT_FALSE(CtlFromStateFile(std::string(tmpl) + "/missing.db", "status", json::object()).ok());
   std::filesystem::remove_all(tmpl);
+}
+
+// A state file in a fresh directory, removed with the test.
+class CtlStateFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ibsm-ctlsnap-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/state.db";
+    clock_.Advance(std::chrono::seconds(1'764'484'800));  // 2025-11-30 06:40:00 UTC
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::unique_ptr<ha::StateStore> OpenWriter() {
+    auto s = ha::StateStore::Open(path_, clock_);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  std::string dir_;
+  std::string path_;
+  ManualClock clock_;
+};
+
+json End(const std::string& guid, const std::string& name, int port) {
+  return {{"guid", guid}, {"name", name}, {"description", name}, {"port", port}, {"lid", 1}};
+}
+
+TEST_F(CtlStateFileTest, NodesLinksAndHealthAreTheDaemonsLastAnswersMarkedWithWhenAndWhere) {
+  json nodes{{"nodes", json::array({{{"guid", "0x0000000000000011"}, {"name", "leaf-1"},
+                                     {"description", "leaf-1"}, {"kind", "SW"},
+                                     {"lids", json::array({1})}, {"ports", 36},
+                                     {"cabled_ports", 2}, {"vendor_id", 713},
+                                     {"device_id", 1}}})}};
+  json ok_link{{"a", End("0x11", "leaf-1", 1)}, {"b", End("0x21", "node-1", 1)},
+               {"width", "4x"}, {"speed", "HDR"}, {"state", "ACTIVE"}, {"degraded", false},
+               {"errors", {{"a", json::object()}, {"b", json::object()}}}};
+  json bad_link = ok_link;
+  bad_link["b"] = End("0x22", "node-2", 1);
+  bad_link["degraded"] = "width 1x of 4x";
+  json erring_link = ok_link;
+  erring_link["b"] = End("0x23", "node-3", 1);
+  erring_link["errors"]["b"] = {{"symbol_errors", 500}};
+  json links{{"links", json::array({ok_link, bad_link, erring_link})},
+             {"degraded", 1},
+             {"perfmgr_sweep", 7}};
+  const int64_t sweep_end_us = clock_.UnixMicros() - 2'000'000;
+  json finding{{"rule", "symbol_errors"}, {"delta", 500}, {"value", 500}, {"threshold", 10},
+               {"at", End("0x23", "node-3", 1)}};
+  json cable{{"a", End("0x11", "leaf-1", 3)}, {"b", End("0x23", "node-3", 1)},
+             {"findings", json::array({finding})}};
+  // Two quiet PerfMgr sweeps later: health rewritten, links (unchanged) not.
+  json health{{"perfmgr", {{"enabled", true}, {"sweep", 9}, {"ports", 6}, {"sweep_time_s", 180},
+                           {"counters", {{"queries_sent", 6}, {"timeouts", 0}}},
+                           {"last_sweep_end_us", sweep_end_us}}},
+              {"healthy", false},
+              {"cables", json::array({cable})}};
+  {
+    auto store = OpenWriter();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->SaveSnapshot(ha::kSnapshotNodes, nodes.dump()).ok());
+    ASSERT_TRUE(store->SaveSnapshot(ha::kSnapshotLinks, links.dump()).ok());
+    ASSERT_TRUE(store->SaveSnapshot(ha::kSnapshotHealth, health.dump()).ok());
+  }
+  const int64_t written_us = clock_.UnixMicros();
+  const std::string source = "state file " + path_;
+
+  auto n = CtlFromStateFile(path_, "nodes", json::object());
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  json expected = nodes;
+  expected["as_of_us"] = written_us;
+  expected["source"] = source;
+  EXPECT_EQ(*n, expected);
+  std::string text = FindCtlCommand("nodes")->format(*n);
+  EXPECT_EQ(text.rfind("from " + source + " as of 2025-11-30 06:40:00 UTC", 0), 0u) << text;
+  EXPECT_NE(text.find("leaf-1"), std::string::npos) << text;
+
+  auto all = CtlFromStateFile(path_, "links", json::object());
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ((*all)["links"].size(), 3u);
+  EXPECT_EQ((*all)["as_of_us"], written_us);
+  // The daemon's filters, on the stored unfiltered answer.
+  const CtlCommand* links_cmd = FindCtlCommand("links");
+  auto degraded = CtlFromStateFile(path_, "links", *links_cmd->make_args({"--degraded"}));
+  ASSERT_TRUE(degraded.ok());
+  ASSERT_EQ((*degraded)["links"].size(), 1u);
+  EXPECT_EQ((*degraded)["links"][0]["b"]["name"], "node-2");
+  EXPECT_EQ((*degraded)["degraded"], 1) << "the count is of every link, as the daemon gives it";
+  auto errors = CtlFromStateFile(path_, "links", *links_cmd->make_args({"--errors"}));
+  ASSERT_TRUE(errors.ok());
+  ASSERT_EQ((*errors)["links"].size(), 1u);
+  EXPECT_EQ((*errors)["links"][0]["b"]["name"], "node-3");
+  text = FindCtlCommand("links")->format(*errors);
+  EXPECT_NE(text.find("ERRORS: b: symbol_errors +500"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 with errors in PerfMgr sweep 9"), std::string::npos) << text;
+
+  auto h = CtlFromStateFile(path_, "health", json::object());
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_FALSE((*h)["perfmgr"].contains("last_sweep_end_us"));
+  EXPECT_GT((*h)["perfmgr"]["last_sweep_age_s"].get<double>(), 1.0);
+  EXPECT_EQ((*h)["cables"], health["cables"]);
+  text = FindCtlCommand("health")->format(*h);
+  EXPECT_NE(text.find("symbol_errors +500 at node-3 port 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("as of 2025-11-30 06:40:00 UTC"), std::string::npos) << text;
+}
+
+TEST_F(CtlStateFileTest, HealthHistoryListsTheFindingsNewestFirstWithBothEnds) {
+  {
+    auto store = OpenWriter();
+    ASSERT_NE(store, nullptr);
+    const int64_t now = clock_.UnixMicros();
+    ASSERT_TRUE(store
+                    ->RecordEvents(
+                        {{0, now - 7200'000'000, std::string(ha::kEventHealth),
+                          ha::EventSeverity::kWarning, Guid{0x11}, PortNum{3},
+                          "SM-PERF-001 symbol errors +500 in one PerfMgr sweep (counter now 500, "
+                          "threshold 10) on leaf-1 port 3; other end node-3 port 1"},
+                         {0, now - 60'000'000, std::string(ha::kEventTrap),
+                          ha::EventSeverity::kInfo, std::nullopt, std::nullopt, "trap 128"},
+                         {0, now - 30'000'000, std::string(ha::kEventHealth),
+                          ha::EventSeverity::kWarning, Guid{0x22}, PortNum{1},
+                          "SM-PERF-003 link downed +2 in one PerfMgr sweep (counter now 2, "
+                          "threshold 1) on node-2 port 1; other end leaf-1 port 4"}})
+                    .ok());
+  }
+  const CtlCommand* health = FindCtlCommand("health");
+  auto args = health->make_args({"--history"});
+  ASSERT_TRUE(args.ok());
+  auto r = CtlFromStateFile(path_, "health", *args);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ((*r)["history"].size(), 2u) << r->dump(2);
+  std::string text = health->format(*r);
+  const size_t downed = text.find("link downed +2");
+  const size_t symbol = text.find("symbol errors +500");
+  ASSERT_NE(downed, std::string::npos) << text;
+  ASSERT_NE(symbol, std::string::npos) << text;
+  EXPECT_LT(downed, symbol) << "newest first\n" << text;
+  EXPECT_NE(text.find("other end leaf-1 port 4"), std::string::npos) << text;
+  EXPECT_NE(text.find("0x0000000000000022/1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("trap 128"), std::string::npos) << "only health findings\n" << text;
+  // since_us (what --since AGE becomes) leaves out the older finding.
+  auto recent = CtlFromStateFile(
+      path_, "health", {{"history", true}, {"since_us", clock_.UnixMicros() - 3600'000'000}});
+  ASSERT_TRUE(recent.ok());
+  ASSERT_EQ((*recent)["history"].size(), 1u);
+  EXPECT_EQ((*recent)["history"][0]["port"], 1);
+  auto since = health->make_args({"--history", "--since", "10m", "--limit", "5"});
+  ASSERT_TRUE(since.ok());
+  EXPECT_GT((*since)["since_us"].get<int64_t>(), 0);
+  EXPECT_EQ((*since)["limit"], 5);
+  EXPECT_FALSE(health->make_args({"--since", "1h"}).ok()) << "--since belongs to --history";
+  EXPECT_FALSE(health->make_args({"--history", "--bogus"}).ok());
+}
+
+TEST_F(CtlStateFileTest, AFileWithNoSnapshotYetSaysSoAndDaemonOnlyCommandsAreRefused) {
+  { ASSERT_NE(OpenWriter(), nullptr); }  // migrated by an ibsmd that never swept
+  for (const char* cmd : {"nodes", "links", "health"}) {
+    auto r = CtlFromStateFile(path_, cmd, json::object());
+    ASSERT_FALSE(r.ok()) << cmd;
+    EXPECT_EQ(r.status().message().rfind(fmt::format("no {} snapshot in {}: written by an older "
+                                                     "ibsmd or before its first sweep",
+                                                     cmd, path_),
+                                         0),
+              0u)
+        << r.status().message();
+  }
+  for (const char* cmd : {"route", "lft", "check", "resweep", "sharp", "log-level"}) {
+    auto r = CtlFromStateFile(path_, cmd, json::object());
+    ASSERT_FALSE(r.ok()) << cmd;
+    EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(r.status().message().find(fmt::format("'{}' needs a running daemon", cmd)),
+              std::string::npos)
+        << r.status().message();
+  }
+  // ibsmctl prints the reason and exits 2.
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunCtl({"--state-db", path_, "links"}), 2);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("no links snapshot in " + path_), std::string::npos) << err;
+}
+
+// The whole path: an SM sweeps the simulated fabric and writes its state file; ibsmctl reads
+// the file with no daemon and gets what the control socket would have answered.
+TEST_F(CtlStateFileTest, AfterASweepTheFileAnswersAsTheDaemonAndDrawsTheTopology) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  Fabric fabric = std::move(*f);
+  sim::Simulator sim(fabric);
+  PortId at = kNoPort;
+  for (NodeId n = 0; n < fabric.node_count() && at == kNoPort; ++n)
+    if (!fabric.node(n).is_switch()) at = fabric.port_id(n, PortNum{1});
+  boost::asio::io_context io;
+  sim::SimTransport transport(io, sim, at);
+  SystemClock clock;
+  auto store = ha::StateStore::Open(path_, clock);
+  ASSERT_TRUE(store.ok());
+  sm::SubnetManagerOptions o;
+  o.send.timeout = std::chrono::milliseconds(20);
+  o.send.retries = 4;
+  o.sweep_interval = std::chrono::seconds(0);
+  sm::SubnetManager sm(io, transport, clock, store->get(), o);
+  bool up = false;
+  sm.Start([&](const sm::SweepStats& s) {
+    up = s.subnet_up;
+    io.stop();
+  });
+  io.run();
+  ASSERT_TRUE(up);
+
+  auto strip = [](json j) {
+    j.erase("as_of_us");
+    j.erase("source");
+    return j;
+  };
+  auto nodes = CtlFromStateFile(path_, "nodes", json::object());
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  EXPECT_EQ(strip(*nodes), sm::NodesAnswer(*sm.fabric()));
+  auto links = CtlFromStateFile(path_, "links", json::object());
+  ASSERT_TRUE(links.ok()) << links.status().ToString();
+  EXPECT_EQ(strip(*links), sm::LinksAnswer(*sm.fabric(), sm.discovered(), nullptr));
+  EXPECT_EQ((*links)["links"].size(), fabric.link_count());
+
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunCtl({"--state-db", path_, "topo", "--format", "dot"}), 0);
+  std::string dot = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(dot.rfind("graph", 0), 0u) << dot.substr(0, 200);
+  for (NodeId n = 0; n < fabric.node_count(); ++n)
+    EXPECT_NE(dot.find(sm::GuidText(fabric.node(n).guid)), std::string::npos)
+        << "node " << n << " missing from\n" << dot.substr(0, 400);
+  sm.Stop();
+  transport.Close();
 }
 
 }  // namespace

@@ -109,6 +109,48 @@ TEST_F(IbsmctlDaemonTest, StatusAndRouteReadTheRunningDaemon) {
   EXPECT_NE(check.out.find("deadlock: no credit loop"), std::string::npos) << check.out;
 }
 
+// After the daemon has stopped, ibsmctl --state-db answers nodes, links and topo as the
+// daemon did, marked as a snapshot; a command that needs the daemon says so.
+TEST_F(IbsmctlDaemonTest, WithTheDaemonStoppedTheStateFileAnswersAsItDid) {
+  CommandResult nodes = Ctl({"--json", "nodes"});
+  CommandResult links = Ctl({"--json", "links"});
+  ASSERT_EQ(nodes.exit_code, 0) << nodes.err;
+  ASSERT_EQ(links.exit_code, 0) << links.err;
+  kill(daemon_->pid(), SIGTERM);
+  auto done = daemon_->Wait(30s);
+  ASSERT_TRUE(done.ok() && !done->timed_out && done->exit_code == 0);
+  daemon_.reset();
+
+  const std::string db = (dir_ / "state.db").string();
+  auto offline = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {Bin("ibsmctl"), "--state-db", db});
+    auto r = RunCommand(args, 30s, dir_.string());
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : CommandResult{};
+  };
+  auto strip = [&db](json j) {
+    EXPECT_EQ(j.value("source", ""), "state file " + db);
+    EXPECT_GT(j.value("as_of_us", int64_t{0}), 0);
+    j.erase("source");
+    j.erase("as_of_us");
+    return j;
+  };
+  CommandResult n = offline({"--json", "nodes"});
+  ASSERT_EQ(n.exit_code, 0) << n.err;
+  EXPECT_EQ(strip(json::parse(n.out)), json::parse(nodes.out));
+  CommandResult l = offline({"--json", "links"});
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_EQ(strip(json::parse(l.out)), json::parse(links.out));
+  CommandResult table = offline({"nodes"});
+  EXPECT_EQ(table.out.rfind("from state file " + db + " as of ", 0), 0u) << table.out;
+  CommandResult topo = offline({"topo", "--format", "json"});
+  ASSERT_EQ(topo.exit_code, 0) << topo.err;
+  EXPECT_EQ(json::parse(topo.out)["tiers"], 3) << "leaves, spines, cores";
+  CommandResult route = offline({"route", "1", "2"});
+  EXPECT_EQ(route.exit_code, 2);
+  EXPECT_NE(route.err.find("'route' needs a running daemon"), std::string::npos) << route.err;
+}
+
 TEST_F(IbsmctlDaemonTest, ResweepRunsASweepAndMistakesAreClearErrors) {
   CommandResult resweep = Ctl({"resweep"});
   EXPECT_EQ(resweep.exit_code, 0) << resweep.err;

@@ -1,0 +1,192 @@
+#include "sm/control_answers.h"
+
+#include <chrono>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "sm/health.h"
+#include "sm/link_health.h"
+#include "sm/perf_manager.h"
+
+namespace ibsm::sm {
+
+using nlohmann::json;
+
+std::string GuidText(Guid g) { return fmt::format("{:#018x}", g.value()); }
+
+std::string_view KindName(NodeKind k) {
+  switch (k) {
+    case NodeKind::kCa: return "CA";
+    case NodeKind::kSwitch: return "SW";
+    case NodeKind::kRouter: return "RT";
+  }
+  return "?";
+}
+
+std::string DisplayName(const Node& n) {
+  if (!n.name.empty()) return n.name;
+  if (!n.description.empty()) return n.description;
+  return fmt::format("{:#018x}", n.guid.value());
+}
+
+json EndJson(const Fabric& f, PortId p) {
+  const Port& port = f.port(p);
+  const Node& n = f.node(port.node);
+  return json{{"guid", GuidText(n.guid)},
+              {"name", DisplayName(n)},
+              {"description", n.description},
+              {"port", port.num.value()},
+              {"lid", n.is_switch() ? f.port(n.first_port).lid.value() : port.lid.value()}};
+}
+
+json NodesAnswer(const Fabric& f) {
+  json nodes = json::array();
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    const Node& node = f.node(n);
+    json lids = json::array();
+    uint32_t cabled = 0;
+    for (uint32_t p = node.is_switch() ? 0 : 1; p <= node.num_ports; ++p) {
+      const Port& port = f.port(n, PortNum{static_cast<uint8_t>(p)});
+      if (p > 0 && port.connected()) ++cabled;
+      if ((node.is_switch() && p == 0) || (!node.is_switch() && port.lid.value() != 0))
+        lids.push_back(port.lid.value());
+    }
+    nodes.push_back({{"guid", GuidText(node.guid)},
+                     {"name", DisplayName(node)},
+                     {"description", node.description},
+                     {"kind", KindName(node.kind)},
+                     {"lids", lids},
+                     {"ports", node.num_ports},
+                     {"cabled_ports", cabled},
+                     {"vendor_id", node.vendor_id},
+                     {"device_id", node.device_id}});
+  }
+  return json{{"nodes", nodes}};
+}
+
+json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf) {
+  // Error counters (kPerfCounterNames[0..11]) that moved at a port in the last PerfMgr sweep.
+  auto errors_at = [&](PortId p) -> json {
+    if (!perf) return json();
+    const Port& port = f.port(p);
+    auto it = perf->ports().find({f.node(port.node).guid, port.num.value()});
+    if (it == perf->ports().end() || it->second.delta_sweep != perf->sweep_number())
+      return json::object();
+    json e = json::object();
+    for (size_t i = 0; i < 12; ++i)
+      if (it->second.delta[i] != 0) e[std::string(ha::kPerfCounterNames[i])] = it->second.delta[i];
+    return e;
+  };
+  auto info = [&](PortId p) -> const mad::PortInfo* {
+    const Port& port = f.port(p);
+    if (!d || port.node >= d->nodes.size()) return nullptr;
+    const auto& dn = d->nodes[port.node];
+    size_t num = port.num.value();
+    return num < dn.port_info.size() && num < dn.port_info_valid.size() && dn.port_info_valid[num]
+               ? &dn.port_info[num]
+               : nullptr;
+  };
+  static constexpr const char* kStates[] = {"NOCHANGE", "DOWN", "INIT", "ARMED", "ACTIVE"};
+  json links = json::array();
+  size_t degraded = 0;
+  for (PortId a = 0; a < f.port_count(); ++a) {
+    const Port& pa = f.port(a);
+    if (!pa.connected() || pa.num.value() == 0 || pa.peer < a) continue;  // each cable once
+    std::optional<std::string> reason;
+    const mad::PortInfo* ia = info(a);
+    const mad::PortInfo* ib = info(pa.peer);
+    if (ia && ib) reason = DegradedReason(*ia, *ib);
+    if (reason) ++degraded;
+    auto state = static_cast<size_t>(pa.state);
+    links.push_back({{"a", EndJson(f, a)},
+                     {"b", EndJson(f, pa.peer)},
+                     {"width", std::string(LinkWidthName(pa.width))},
+                     {"speed", std::string(LinkSpeedName(pa.speed))},
+                     {"state", state < std::size(kStates) ? kStates[state] : "?"},
+                     {"degraded", reason ? json(*reason) : json(false)},
+                     {"errors", perf ? json{{"a", errors_at(a)}, {"b", errors_at(pa.peer)}}
+                                     : json()}});
+  }
+  return json{{"links", links},
+              {"degraded", degraded},
+              {"perfmgr_sweep", perf ? json(perf->sweep_number()) : json()}};
+}
+
+Result<json> FilterLinks(json answer, bool only_degraded, bool only_errors) {
+  if (only_errors && answer.value("perfmgr_sweep", json()).is_null())
+    return Unavailable("the PerfMgr is off (perfmgr FALSE): no error counters are read");
+  if (!only_degraded && !only_errors) return answer;
+  auto moved = [](const json& errors, const char* side) {
+    if (!errors.is_object()) return false;
+    auto it = errors.find(side);
+    return it != errors.end() && it->is_object() && !it->empty();
+  };
+  json kept = json::array();
+  for (json& l : answer["links"]) {
+    if (only_degraded && !l.value("degraded", json(false)).is_string()) continue;
+    const json errors = l.value("errors", json());
+    if (only_errors && !moved(errors, "a") && !moved(errors, "b")) continue;
+    kept.push_back(std::move(l));
+  }
+  answer["links"] = std::move(kept);
+  return answer;
+}
+
+json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf) {
+  std::vector<HealthFinding> findings;
+  json pj;
+  if (perf) {
+    const PerfManager& pm = *perf;
+    findings = pm.findings();
+    const PerfCountersStats& c = pm.counters();
+    json by_rule = json::object();
+    for (size_t r = 0; r < kHealthRuleCount; ++r)
+      by_rule[std::string(RuleInfo(static_cast<HealthRule>(r)).name)] = c.findings_by_rule[r];
+    pj = {{"enabled", true},
+          {"sweep", pm.sweep_number()},
+          {"sweep_time_s", pm.options().sweep_time.count()},
+          {"ports", pm.ports().size()},
+          {"counters",
+           {{"sweeps", c.sweeps},
+            {"queries_sent", c.queries_sent},
+            {"timeouts", c.timeouts},
+            {"bad_answers", c.bad_answers},
+            {"resets_seen", c.resets_seen},
+            {"clears_sent", c.clears_sent},
+            {"history_errors", c.history_errors}}},
+          {"findings_by_rule", by_rule}};
+    if (auto end = pm.last_sweep_end())
+      pj["last_sweep_age_s"] =
+          std::chrono::duration<double>(std::chrono::system_clock::now() - *end).count();
+  } else {
+    pj = {{"enabled", false}};
+    if (d) findings = DegradedLinkFindings(*d);
+  }
+  json cables = json::array();
+  for (const CableHealth& c : GroupByCable(findings)) cables.push_back(CableHealthJson(c));
+  return json{{"perfmgr", pj}, {"healthy", cables.empty()}, {"cables", cables}};
+}
+
+json EventJson(const ha::EventRow& e) {
+  static constexpr const char* kSeverity[] = {"?", "info", "warning", "error", "critical"};
+  auto sev = static_cast<size_t>(e.severity);
+  json j{{"id", e.id},
+         {"time_us", e.time_us},
+         {"kind", e.kind},
+         {"severity", sev < std::size(kSeverity) ? kSeverity[sev] : "?"},
+         {"message", e.message}};
+  if (e.node_guid) j["node_guid"] = GuidText(*e.node_guid);
+  if (e.port_num) j["port"] = e.port_num->value();
+  return j;
+}
+
+Result<json> HealthHistory(ha::StateStore& store, int64_t since_us, size_t limit) {
+  IBSM_ASSIGN_OR_RETURN(std::vector<ha::EventRow> rows,
+                        store.RecentEvents(limit, since_us, ha::kEventHealth));
+  json history = json::array();
+  for (const auto& e : rows) history.push_back(EventJson(e));
+  return json{{"history", history}};
+}
+
+}  // namespace ibsm::sm

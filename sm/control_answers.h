@@ -1,0 +1,60 @@
+// The JSON answers of the read-only control commands that describe the fabric (nodes,
+// links, health) and the event log, built from the SM's data. One builder per answer, used
+// by the control socket (sm/control_commands.h) and by the snapshots the daemon keeps in its
+// state file (ha::kSnapshot*), so ibsmctl --state-db prints a stored answer exactly as it
+// would print the live one. GUIDs are "0x%016x" strings, LIDs numbers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "fabric/fabric.h"
+#include "ha/state_store.h"
+
+namespace ibsm::sm {
+
+struct DiscoveryResult;
+class PerfManager;
+
+// "0x0002c90300000011"
+std::string GuidText(Guid g);
+// "CA", "SW", "RT"
+std::string_view KindName(NodeKind k);
+// What operators call a node: its short name when the fabric has one (topology files), else
+// its NodeDescription (what discovery reads), else its GUID.
+std::string DisplayName(const Node& n);
+// One end of a cable or route: {"guid", "name", "description", "port", "lid"}.
+nlohmann::json EndJson(const Fabric& f, PortId p);
+
+// `nodes`: {"nodes": [{"guid", "name", "description", "kind", "lids", "ports",
+// "cabled_ports", "vendor_id", "device_id"}]}.
+nlohmann::json NodesAnswer(const Fabric& f);
+
+// `links`, every cable once: {"links": [{"a", "b", "width", "speed", "state", "degraded",
+// "errors"}], "degraded": N, "perfmgr_sweep"}. `d` (for degraded) and `perf` (for the error
+// counters that moved in its last sweep) may be null; without `perf`, "errors" and
+// "perfmgr_sweep" are null.
+nlohmann::json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf);
+
+// `links degraded errors`: keeps only the degraded links and/or those with errors; the
+// "degraded" count stays that of every link. Unavailable for `only_errors` on an answer
+// built without the PerfMgr.
+Result<nlohmann::json> FilterLinks(nlohmann::json answer, bool only_degraded, bool only_errors);
+
+// `health`: {"perfmgr", "healthy", "cables"}: the findings of the PerfMgr's last sweep
+// grouped by cable, worst first; without `perf`, the degraded links of `d` (may be null).
+nlohmann::json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf);
+
+// One event row: {"id", "time_us", "kind", "severity", "message", "node_guid"?, "port"?}.
+nlohmann::json EventJson(const ha::EventRow& e);
+
+// `health history`: {"history": [event...]}: the PerfMgr's health findings from the event
+// log (kind ha::kEventHealth), newest first, at most `limit`, none older than `since_us`.
+Result<nlohmann::json> HealthHistory(ha::StateStore& store, int64_t since_us, size_t limit);
+
+}  // namespace ibsm::sm
