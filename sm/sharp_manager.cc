@@ -125,8 +125,7 @@ std::string Hosts(const Fabric& f, const std::vector<PortId>& ports, size_t max 
 }  // namespace
 
 SharpManager::SharpManager(mad::Transport& transport, SmpPipeline& pipeline, SharpOptions options)
-    : transport_(transport),
-      pipeline_(pipeline),
+    : pipeline_(pipeline),
       options_(options),
       gmp_(std::make_unique<GmpWindow>(transport, options.send, options.window, &counters_)) {}
 
@@ -312,7 +311,7 @@ void SharpManager::Verify(bool after_write) {
       for (size_t first = 0; first == 0 || first < want.child_qpn.size(); first += mad::kTreeConfigMaxChildren) {
         const uint32_t mod = tid | static_cast<uint32_t>(first) << 24;
         gmp_->Send(lid, mad::MakeAmRequest(mad::method::kGet, mad::am_attr::kTreeConfig, mod),
-                   [this, mismatch, tid, first, want](Result<mad::AmMad> r) {
+                   [mismatch, tid, first, want](Result<mad::AmMad> r) {
                      auto t = r.ok() ? mad::Decode<mad::TreeConfig>(r->data)
                                      : Result<mad::TreeConfig>(r.status());
                      bool same = t.ok() && t->tree_id == tid && t->parent_qpn == want.parent_qpn &&

@@ -115,7 +115,6 @@ class SharpManager {
   void Finish();
   void Note(const std::string& id, const std::string& text);
 
-  mad::Transport& transport_;
   SmpPipeline& pipeline_;
   SharpOptions options_;
   std::unique_ptr<GmpWindow> gmp_;
