@@ -223,6 +223,11 @@ const OptionDesc kOptions[] = {
          "(3/4 of it, as OpenSM does), so later deltas stay exact"),
     Uint("perfmgr_history_sweeps", &SC::perfmgr_history_sweeps, "1000", 1, UINT32_MAX,
          "(ibsm) PerfMgr sweeps of counter deltas kept in the state file"),
+    Uint("state_history_sweeps", &SC::state_history_sweeps, "10000", 1, UINT32_MAX,
+         "(ibsm) Heavy sweep rows kept in the state file (older ones are dropped\n"
+         "after each heavy sweep)"),
+    Uint("state_history_events", &SC::state_history_events, "100000", 1, UINT32_MAX,
+         "(ibsm) Events (state changes, health findings, ...) kept in the state file"),
     Uint("health_symbol_errors_threshold", &SC::health_symbol_errors_threshold, "10", 0,
          UINT32_MAX,
          "(ibsm) Health rules: a port is reported when a counter grows by at least\n"

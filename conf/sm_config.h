@@ -83,6 +83,8 @@ struct SmConfig {
   // ibsm's own PerfMgr and health keys (sm/perf_manager.h, sm/health.h).
   bool perfmgr_clear_near_overflow = true;
   uint32_t perfmgr_history_sweeps = 1000;
+  uint32_t state_history_sweeps = 10000;
+  uint32_t state_history_events = 100000;
   uint32_t health_symbol_errors_threshold = 10;
   uint32_t health_link_error_recovery_threshold = 1;
   uint32_t health_link_downed_threshold = 1;

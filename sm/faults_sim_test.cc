@@ -7,6 +7,10 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -287,6 +291,55 @@ TEST(FaultsSimTest, AStateFileThatRefusesWritesStopsNothingAndCatchesUpLater) {
   EXPECT_TRUE(integrity.ok()) << integrity.ToString();
   store->reset();
   std::filesystem::remove_all(dir);
+}
+
+// A long-running SM keeps its history bounded: after each heavy sweep the state file holds
+// at most keep_sweeps sweep rows and keep_events events, the newest.
+TEST(FaultsSimTest, TheStateFileKeepsOnlyTheNewestSweepsAndEvents) {
+  char tmpl[] = "/tmp/ibsm_prune_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/state.db";
+  SystemClock clock;
+  auto store = ha::StateStore::Open(path, clock);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  for (int i = 0; i < 20; ++i) {  // events of an earlier life of this file
+    ha::EventRow e;
+    e.time_us = i;
+    e.kind = "test";
+    e.message = "old event " + std::to_string(i);
+    ASSERT_TRUE((*store)->RecordEvent(e).ok());
+  }
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::SimOptions so;
+  so.io = &io;
+  sim::Simulator sim(*f, so);
+  SubnetManagerOptions o = Options();
+  o.keep_sweeps = 3;
+  o.keep_events = 5;
+  SmRun r(*f, sim, io, o, store->get());
+  int sweeps = 0;
+  RunUntil(io, r, [&](const SweepStats&) {
+    if (++sweeps == 6) return true;
+    r.sm.RequestHeavySweep("test: another sweep");
+    return false;
+  });
+  auto rows = (*store)->RecentSweeps(100);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 3u);
+  auto events = (*store)->RecentEvents(100, 0);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 5u);
+  // The SM's own (its two state changes) and the three newest of the old ones.
+  std::set<std::string> kept;
+  for (const auto& e : *events) kept.insert(e.kind == "test" ? e.message : e.kind);
+  EXPECT_EQ(kept.count("old event 19") + kept.count("old event 18") + kept.count("old event 17"),
+            3u);
+  EXPECT_EQ(kept.count(std::string(ha::kEventStateChange)), 1u);
+  EXPECT_EQ(r.sm.counters().state_write_failures, 0u);
+  store->reset();
+  std::filesystem::remove_all(tmpl);
 }
 
 // A storm of traps (1,000 port-health traps 129 naming one leaf port, and 500 copies of one

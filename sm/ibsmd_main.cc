@@ -159,6 +159,8 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   o.send.retries = static_cast<int>(c.transaction_retries);
   o.sweep_interval = std::chrono::seconds(c.sweep_interval);
   o.force_heavy_sweep = c.force_heavy_sweep;
+  o.keep_sweeps = c.state_history_sweeps;
+  o.keep_events = c.state_history_events;
   o.sweep_on_trap = c.sweep_on_trap;
   o.once = once;
   o.dump_dir = c.dump_files_dir;

@@ -136,6 +136,8 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.routing = o.routing;
   options_.sweep_interval = o.sweep_interval;
   options_.force_heavy_sweep = o.force_heavy_sweep;
+  options_.keep_sweeps = o.keep_sweeps;
+  options_.keep_events = o.keep_events;
   options_.sweep_on_trap = o.sweep_on_trap;
   options_.babbling_port_policy = o.babbling_port_policy;
   options_.subnet_timeout = o.subnet_timeout;
@@ -1913,7 +1915,9 @@ void SubnetManager::PersistState() {
     row.outcome = current_.subnet_up ? "ok" : "partial";
     row.note = fmt::format("{} issues", current_.issues);
     auto id = store_->RecordSweep(row);
-    NoteStateWrite("SM-STATE-003", id.status(), "sweep row");
+    if (NoteStateWrite("SM-STATE-003", id.status(), "sweep row"))
+      NoteStateWrite("SM-STATE-017", store_->Prune(options_.keep_sweeps, options_.keep_events),
+                     "history pruning");
     SaveSnapshots(/*topology=*/true);
   }
   // OpenSM's format beside the other dumps, so a switch back to OpenSM keeps every LID.

@@ -78,6 +78,8 @@ struct SubnetManagerOptions {
   mad::SendOptions send;
   std::chrono::seconds sweep_interval{10};  // 0 = no light sweeps
   bool force_heavy_sweep = false;           // a heavy sweep every sweep_interval, not a light one
+  size_t keep_sweeps = 10000;               // sweep rows and events kept in the state file
+  size_t keep_events = 100000;
   bool sweep_on_trap = true;
   bool once = false;               // one heavy sweep, then report done
   std::string dump_dir;            // empty = no dump files
