@@ -506,6 +506,10 @@ int Main(int argc, char** argv) {
           next->routing_engine = KnownEngines(next->routing_engine);
           sm.Reconfigure(*next);
           running_partitions = next->partitions;
+          if (perf) perf->Reconfigure(MakePerfOptions(fresh));
+          if (fresh.perfmgr != config.perfmgr)
+            Log(LogName::kConf).warn("CONF-101 perfmgr {} takes effect when ibsmd restarts",
+                                     fresh.perfmgr ? "TRUE" : "FALSE");
           Log(LogName::kConf).info("configuration re-read{}",
                                    extras.config_file.empty() ? "" : " from " + extras.config_file);
         }

@@ -187,6 +187,15 @@ void PerfManager::Stop() {
   queue_.clear();
 }
 
+void PerfManager::Reconfigure(PerfManagerOptions options) {
+  if (options.max_outstanding == 0) options.max_outstanding = 1;
+  const bool new_period = options.sweep_time != options_.sweep_time;
+  options_ = std::move(options);
+  Log(LogName::kSm).info("PerfMgr settings re-read: every {} s, at most {} queries in flight",
+                         options_.sweep_time.count(), options_.max_outstanding);
+  if (new_period && first_done_ && !sweeping_) ScheduleNext();
+}
+
 void PerfManager::ScheduleNext() {
   if (!started_ || stopped_) return;
   timer_.expires_after(options_.sweep_time);

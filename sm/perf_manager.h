@@ -119,6 +119,9 @@ class PerfManager {
   // empty.
   void SweepNow(std::function<void()> done = {});
   void Stop();
+  // SIGHUP: thresholds, limits and retention apply from the next sweep; a new sweep period
+  // re-arms the timer now (after the running sweep, if one runs).
+  void Reconfigure(PerfManagerOptions options);
   // Runs after every completed sweep, once findings() are the new ones (the daemon stores
   // the health answer then). May be empty.
   void set_on_sweep(std::function<void()> on_sweep) { on_sweep_ = std::move(on_sweep); }

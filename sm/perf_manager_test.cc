@@ -320,6 +320,28 @@ TEST_F(PerfManagerSimTest, TheStateFileHoldsThePlantedFindingAndALastingFaultIsO
   EXPECT_EQ(sm_->counters().state_write_failures, 0u);
 }
 
+// SIGHUP re-reads the health thresholds: the next sweep judges by the new ones.
+TEST_F(PerfManagerSimTest, ReconfiguredThresholdsJudgeTheNextSweep) {
+  MakePerf();
+  Sweep();  // the baseline
+  auto [sw, host] = LeafToHost();
+  ASSERT_NE(sw, kNoPort);
+  Plant(sw, 50, 0);
+  Sweep();
+  ASSERT_EQ(perf_->findings().size(), 1u) << "50 symbol errors pass the default threshold of 10";
+
+  PerfManagerOptions stricter_for_others = Options();
+  stricter_for_others.thresholds.symbol_errors = 100;
+  perf_->Reconfigure(stricter_for_others);
+  EXPECT_EQ(perf_->options().thresholds.symbol_errors, 100u);
+  Plant(sw, 100, 0);  // 50 more
+  Sweep();
+  EXPECT_TRUE(perf_->findings().empty()) << "50 errors in a sweep are below the new threshold";
+  Plant(sw, 250, 0);  // 150 more
+  Sweep();
+  EXPECT_EQ(perf_->findings().size(), 1u);
+}
+
 TEST_F(PerfManagerSimTest, ACounterResetCountsFromZeroInsteadOfGoingNegative) {
   MakePerf();
   auto [sw, host] = LeafToHost();

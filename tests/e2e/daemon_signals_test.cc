@@ -22,8 +22,7 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 TEST(DaemonSignalsTest, HupRereadsTheConfigUsr1ReopensTheLogAndTermExitsCleanly) {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  std::string ibsmd = std::string(b ? b : IBSM_BIN_DIR) + "/ibsmd";
+  const std::string ibsmd = Bin("ibsmd");
   fs::path dir = fs::temp_directory_path() / ("ibsm-signals-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "run");
@@ -36,6 +35,8 @@ TEST(DaemonSignalsTest, HupRereadsTheConfigUsr1ReopensTheLogAndTermExitsCleanly)
       << "state_db_file " << (dir / "state.db").string() << "\n"
       << "guid2lid_file " << (dir / "guid2lid").string() << "\n"
       << "control_socket " << (dir / "ibsmd.sock").string() << "\n"
+      << "perfmgr TRUE\n"
+      << "perfmgr_sweep_time_s 180\n"
       << "sweep_interval 0\n";
   }
   std::string topo = std::string(IBSM_SOURCE_DIR) + "/sim/topologies/ftree3-k8.net";
@@ -44,13 +45,16 @@ TEST(DaemonSignalsTest, HupRereadsTheConfigUsr1ReopensTheLogAndTermExitsCleanly)
   ASSERT_TRUE(child.ok()) << child.status().ToString();
   ASSERT_TRUE(WaitForCount(log, "SUBNET UP", 1)) << ReadFile(log);
 
-  // An engine the operator misspelt: warned about, routed without, and a new sweep.
-  std::ofstream(conf, std::ios::app) << "routing_engine bogus,minhop\n";
+  // An engine the operator misspelt: warned about, routed without, and a new sweep. The
+  // PerfMgr takes its new period too (a later line overrides an earlier one, as in OpenSM).
+  std::ofstream(conf, std::ios::app) << "routing_engine bogus,minhop\n"
+                                     << "perfmgr_sweep_time_s 7\n";
   ASSERT_EQ(kill(child->pid(), SIGHUP), 0);
   ASSERT_TRUE(WaitForCount(log, "SUBNET UP", 2)) << ReadFile(log);
   std::string text = ReadFile(log);
   EXPECT_NE(text.find("SM-ROUTE-004 routing engine 'bogus' is not known"), std::string::npos);
   EXPECT_NE(text.find("Entering heavy sweep 2 (SIGHUP)"), std::string::npos);
+  EXPECT_NE(text.find("PerfMgr settings re-read: every 7 s"), std::string::npos) << text;
 
   // logrotate moved the file away; SIGUSR1 makes ibsmd write a new one.
   fs::rename(log, dir / "ibsmd.log.1");
