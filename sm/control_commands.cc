@@ -242,6 +242,14 @@ Result<json> ControlCommands::Status(const json&) const {
         {"declined", s.declined}};
     j["counts"] = {{"nodes", s.nodes}, {"switches", s.switches}, {"cas", s.cas}, {"links", s.links}};
   }
+  if (auto p = sm.sweep_in_progress()) {
+    j["sweep_running"] = {
+        {"number", p->number},
+        {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - p->started)
+                          .count()},
+        {"smps", p->smps},
+        {"nodes", p->nodes}};
+  }
   // Adaptive routing and SHARP in one line each (ibsmctl ar / sharp have the details).
   {
     const ArConfig& ar = sm.options().ar;

@@ -185,6 +185,13 @@ void SubnetManager::Issue(const std::string& id, const std::string& message) {
 
 // --- heavy sweep ---------------------------------------------------------------------
 
+std::optional<SubnetManager::SweepProgress> SubnetManager::sweep_in_progress() const {
+  if (!sweeping_ || sweep_posted_ || current_.number == 0) return std::nullopt;
+  const auto& c = pipeline_.counters();
+  return SweepProgress{current_.number, current_.started, c.gets + c.sets - smps_at_start_,
+                       current_.nodes};
+}
+
 void SubnetManager::BeginHeavySweep() {
   sweep_posted_ = false;
   if (stopped_) return;

@@ -172,6 +172,15 @@ class SubnetManager {
   // this before closing the port: libumad2sim (ibsim) crashes in its own thread when a port
   // is closed with MADs in flight.
   bool quiescent() const { return pipeline_.idle(); }
+  // The heavy sweep running now, for progress displays: number, start, SMPs sent so far and
+  // nodes found (0 until discovery ends). Empty between sweeps.
+  struct SweepProgress {
+    uint64_t number = 0;
+    std::chrono::steady_clock::time_point started;
+    uint64_t smps = 0;
+    size_t nodes = 0;
+  };
+  std::optional<SweepProgress> sweep_in_progress() const;
   // Takes the settings that may change while running (SIGHUP): routing engine and its
   // inputs, sweep interval, sweep_on_trap, subnet timeout, dumps, client reregistration.
   // LMC, keys, the port and the SMP window keep their start-up values until restart.

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -506,6 +507,19 @@ bool IsNumber(const std::string& s) {
   return s != "-";
 }
 
+Result<json> ResweepArgs(const std::vector<std::string>& words) {
+  json a = json::object();
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] != "--wait")
+      return InvalidArgument("resweep takes [--wait [SECONDS]], not '" + words[i] + "'");
+    double s = 600;
+    if (i + 1 < words.size() && IsNumber(words[i + 1])) s = std::stod(words[++i]);
+    if (!(s > 0)) return InvalidArgument("--wait takes seconds above 0");
+    a["wait_s"] = s;
+  }
+  return a;
+}
+
 Result<json> TopoArgs(const std::vector<std::string>& words) {
   json a{{"format", "json"}};
   for (size_t i = 0; i < words.size(); ++i) {
@@ -698,7 +712,9 @@ const std::vector<CtlCommand>& CtlCommands() {
        EventsArgs, FormatEvents},
       {"ha", "", "SM state, master, peer SMs and HA counters", NoArgs, FormatHa},
       {"sharp", "", "SHARP trees: roots, depth, hosts reached, coverage", NoArgs, FormatSharp},
-      {"resweep", "", "queue a heavy sweep (root only)", NoArgs, FormatQueued},
+      {"resweep", "[--wait [SECONDS]]",
+       "queue a heavy sweep (root only); --wait: until it is done, with progress on a terminal",
+       ResweepArgs, FormatQueued},
       {"log-level", "LEVEL", "set the daemon's log level (root only)", LevelArgs, FormatLevel},
       {"topo", "[--format dot|svg|json]",
        "the fabric drawn by switch tier, cables coloured by health", TopoArgs, FormatTopo},
@@ -749,6 +765,71 @@ std::string AlignedTable(const std::vector<std::string>& header,
   std::string out = line(header);
   for (const auto& r : rows) out += line(r);
   return out;
+}
+
+std::string SweepProgressLine(const json& status) {
+  if (!status.contains("sweep_running") || !status["sweep_running"].is_object())
+    return "waiting for the heavy sweep to start";
+  const json& r = status["sweep_running"];
+  std::string line = fmt::format("heavy sweep {}: {:.1f} s, {} SMPs", Get(r, "number"),
+                                 r.value("elapsed_s", 0.0), Get(r, "smps"));
+  if (r.value("nodes", 0) > 0) line += fmt::format(", {} nodes", Get(r, "nodes"));
+  return line;
+}
+
+int RunResweepWait(const CtlCall& call, double wait_s, bool progress, bool as_json) {
+  auto before = call("status", json::object());
+  if (!before.ok()) {
+    std::fprintf(stderr, "ibsmctl resweep: %s\n", before.status().message().c_str());
+    return 2;
+  }
+  // Ours is the sweep after the one running now, or the next one when none runs.
+  uint64_t target = 1;
+  if (before->contains("sweep_running")) {
+    target = (*before)["sweep_running"].value("number", uint64_t{0}) + 1;
+  } else if (before->contains("last_sweep")) {
+    target = (*before)["last_sweep"].value("number", uint64_t{0}) + 1;
+  }
+  auto queued = call("resweep", json::object());
+  if (!queued.ok()) {
+    std::fprintf(stderr, "ibsmctl resweep: %s\n", queued.status().message().c_str());
+    return 2;
+  }
+  const auto end = std::chrono::steady_clock::now() +
+                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                       std::chrono::duration<double>(wait_s));
+  for (;;) {
+    auto st = call("status", json::object());
+    if (!st.ok()) {
+      if (progress) std::fprintf(stderr, "\n");
+      std::fprintf(stderr, "ibsmctl resweep: %s\n", st.status().message().c_str());
+      return 2;
+    }
+    const json last = st->value("last_sweep", json::object());
+    if (last.value("number", uint64_t{0}) >= target) {
+      if (progress) std::fprintf(stderr, "%-70s\r", "");
+      if (as_json) {
+        std::fputs((last.dump(2) + "\n").c_str(), stdout);
+      } else {
+        const json counts = st->value("counts", json::object());
+        std::printf("heavy sweep %s done in %.3f s: %s nodes, %s SMPs (%s failed), %s LFT "
+                    "blocks sent; %s\n",
+                    Get(last, "number").c_str(), last.value("duration_s", 0.0),
+                    Get(counts, "nodes").c_str(), Get(last, "smps").c_str(),
+                    Get(last, "smps_failed").c_str(), Get(last, "lft_blocks_sent").c_str(),
+                    st->value("subnet_up", false) ? "subnet up" : "subnet NOT up");
+      }
+      return st->value("subnet_up", false) ? 0 : 3;
+    }
+    if (std::chrono::steady_clock::now() >= end) {
+      if (progress) std::fprintf(stderr, "\n");
+      std::fprintf(stderr, "ibsmctl resweep: heavy sweep %llu not done after %g s\n",
+                   static_cast<unsigned long long>(target), wait_s);
+      return 3;
+    }
+    if (progress) std::fprintf(stderr, "%-70s\r", SweepProgressLine(*st).c_str());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 int RunCtl(const std::vector<std::string>& argv) {
@@ -821,6 +902,11 @@ int RunCtl(const std::vector<std::string>& argv) {
         *args);
   }
   const bool tty = isatty(STDERR_FILENO) && timeout > std::chrono::seconds(2);
+  if (std::string(cmd->name) == "resweep" && args->contains("wait_s") && state_db.empty()) {
+    return RunResweepWait(
+        [&](const char* what, const json& a) { return CallControl(socket, what, a, timeout); },
+        (*args)["wait_s"].get<double>(), isatty(STDERR_FILENO), as_json);
+  }
   if (tty && std::string(cmd->name) == "check")
     std::fprintf(stderr, "ibsmctl: checking the routes (the daemon measures balance)...\r");
   auto result = state_db.empty() ? CallControl(socket, cmd->name, *args, timeout)

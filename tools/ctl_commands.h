@@ -8,6 +8,7 @@
 // row (and a handler in ibsmd).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,19 @@ std::string Cell(const nlohmann::json& v);
 // in the daemon's answer shapes; FailedPrecondition for commands that need the daemon.
 Result<nlohmann::json> CtlFromStateFile(const std::string& path, const std::string& cmd,
                                         const nlohmann::json& args);
+
+// One question to the daemon: command name and args -> its answer.
+using CtlCall = std::function<Result<nlohmann::json>(const char* cmd, const nlohmann::json& args)>;
+
+// The progress of a heavy sweep from a status answer ("heavy sweep 7: 2.4 s, 4562 SMPs, 208
+// nodes"), for the line `resweep --wait` redraws on a terminal.
+std::string SweepProgressLine(const nlohmann::json& status);
+
+// `ibsmctl resweep --wait`: queues a heavy sweep and polls status until that sweep is done
+// (or `wait_s` passes), redrawing a progress line on stderr when `progress`. Prints the
+// sweep's figures. Exit status: 0 done with the subnet up, 2 the daemon could not be asked,
+// 3 not done in time or the subnet is not up.
+int RunResweepWait(const CtlCall& call, double wait_s, bool progress, bool as_json);
 
 // Runs `ibsmctl [global flags] COMMAND ...` against the daemon; prints to stdout/stderr.
 // Exit status: 0 done, 1 usage error, 2 the daemon could not be asked or refused.

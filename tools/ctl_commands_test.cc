@@ -28,6 +28,44 @@ TEST(CtlCommandsTest, AlignedTablePadsColumnsAndRightAlignsNumbers) {
   EXPECT_EQ(t, "NAME    LID\nleaf-1    7\na       123\n");
 }
 
+// resweep --wait against a scripted daemon: a sweep (7) runs when it asks, so the one it
+// queued is 8; it waits through 7's end and 8's progress and stops when 8 is done.
+TEST(CtlCommandsTest, ResweepWaitWaitsForTheSweepItQueuedNotTheOneRunning) {
+  std::vector<json> statuses = {
+      {{"sweep_running", {{"number", 7}, {"elapsed_s", 1.5}, {"smps", 900}, {"nodes", 0}}},
+       {"last_sweep", {{"number", 6}}}},
+      {{"last_sweep", {{"number", 7}}}, {"subnet_up", true}},
+      {{"sweep_running", {{"number", 8}, {"elapsed_s", 0.25}, {"smps", 4562}, {"nodes", 208}}},
+       {"last_sweep", {{"number", 7}}}},
+      {{"last_sweep", {{"number", 8}, {"duration_s", 0.5}, {"smps", 4562}, {"smps_failed", 0},
+                       {"lft_blocks_sent", 0}}},
+       {"counts", {{"nodes", 208}}},
+       {"subnet_up", true}},
+  };
+  size_t next = 0;
+  std::vector<std::string> asked;
+  CtlCall call = [&](const char* cmd, const json&) -> Result<json> {
+    asked.push_back(cmd);
+    if (std::string(cmd) == "resweep") return json{{"queued", true}};
+    if (next >= statuses.size()) return Unavailable("asked too often");
+    return statuses[next++];
+  };
+  EXPECT_EQ(RunResweepWait(call, 30, false, false), 0);
+  EXPECT_EQ(next, statuses.size()) << "it did not stop at sweep 7";
+  ASSERT_GE(asked.size(), 2u);
+  EXPECT_EQ(asked[1], "resweep");
+  EXPECT_EQ(SweepProgressLine(statuses[2]), "heavy sweep 8: 0.2 s, 4562 SMPs, 208 nodes");
+  EXPECT_EQ(SweepProgressLine(statuses[0]), "heavy sweep 7: 1.5 s, 900 SMPs");
+  EXPECT_EQ(SweepProgressLine(json::object()), "waiting for the heavy sweep to start");
+
+  // A subnet that does not come up is exit status 3; a daemon gone is 2.
+  statuses = {{{"last_sweep", {{"number", 1}}}}, {{"last_sweep", {{"number", 2}}}, {"subnet_up", false}}};
+  next = 0;
+  EXPECT_EQ(RunResweepWait(call, 30, false, false), 3);
+  next = statuses.size();
+  EXPECT_EQ(RunResweepWait(call, 30, false, false), 2);
+}
+
 TEST(CtlCommandsTest, WordsBecomeArgsOrAUsageError) {
   const CtlCommand* route = FindCtlCommand("route");
   ASSERT_NE(route, nullptr);

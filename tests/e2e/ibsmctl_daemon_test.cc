@@ -155,6 +155,15 @@ TEST_F(IbsmctlDaemonTest, ResweepRunsASweepAndMistakesAreClearErrors) {
   CommandResult resweep = Ctl({"resweep"});
   EXPECT_EQ(resweep.exit_code, 0) << resweep.err;
   EXPECT_TRUE(WaitForLog("SUBNET UP", 2)) << ReadFile(log_);
+  CommandResult waited = Ctl({"resweep", "--wait", "120"});
+  EXPECT_EQ(waited.exit_code, 0) << waited.err;
+  EXPECT_EQ(waited.out.rfind("heavy sweep 3 done in ", 0), 0u) << waited.out;
+  EXPECT_NE(waited.out.find(": 208 nodes, "), std::string::npos) << waited.out;
+  EXPECT_NE(waited.out.find("; subnet up"), std::string::npos) << waited.out;
+  EXPECT_TRUE(WaitForLog("SUBNET UP", 3)) << "the sweep it waited for is in the log";
+  CommandResult no_wait = Ctl({"resweep", "--wait", "0"});
+  EXPECT_EQ(no_wait.exit_code, 1);
+  EXPECT_NE(no_wait.err.find("--wait takes seconds above 0"), std::string::npos) << no_wait.err;
 
   CommandResult unknown = Ctl({"route", "nowhere", "node-0001 HCA-1"});
   EXPECT_EQ(unknown.exit_code, 2);
