@@ -10,6 +10,7 @@ packages=(
   libgtest-dev googletest libgmock-dev libbenchmark-dev nlohmann-json3-dev
   ibsim-utils infiniband-diags opensm ibutils
   clang libclang-rt-14-dev
+  systemd chromium
 )
 
 missing=()
