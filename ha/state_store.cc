@@ -824,7 +824,10 @@ Status StateStore::SaveSnapshot(std::string_view name, std::string_view json) {
     StmtScope scope(s);
     Bind(s, 1, name);
     Bind(s, 2, clock_->UnixMicros());
-    Bind(s, 3, json);
+    // STATIC: no copy of a text that can be megabytes; `json` outlives the step, and the
+    // scope clears the binding.
+    sqlite3_bind_text(s, 3, json.data() == nullptr ? "" : json.data(),
+                      static_cast<int>(json.size()), SQLITE_STATIC);
     if (sqlite3_step(s) != SQLITE_DONE) return SqlError(fmt::format("save snapshot {}", name));
   }
   return txn.Commit();

@@ -40,32 +40,34 @@ json EndJson(const Fabric& f, PortId p) {
               {"lid", n.is_switch() ? f.port(n.first_port).lid.value() : port.lid.value()}};
 }
 
-json NodesAnswer(const Fabric& f) {
-  json nodes = json::array();
-  for (NodeId n = 0; n < f.node_count(); ++n) {
-    const Node& node = f.node(n);
-    json lids = json::array();
-    uint32_t cabled = 0;
-    for (uint32_t p = node.is_switch() ? 0 : 1; p <= node.num_ports; ++p) {
-      const Port& port = f.port(n, PortNum{static_cast<uint8_t>(p)});
-      if (p > 0 && port.connected()) ++cabled;
-      if ((node.is_switch() && p == 0) || (!node.is_switch() && port.lid.value() != 0))
-        lids.push_back(port.lid.value());
-    }
-    nodes.push_back({{"guid", GuidText(node.guid)},
-                     {"name", DisplayName(node)},
-                     {"description", node.description},
-                     {"kind", KindName(node.kind)},
-                     {"lids", lids},
-                     {"ports", node.num_ports},
-                     {"cabled_ports", cabled},
-                     {"vendor_id", node.vendor_id},
-                     {"device_id", node.device_id}});
+namespace {
+
+// One node of the `nodes` answer.
+json NodeJson(const Fabric& f, NodeId n) {
+  const Node& node = f.node(n);
+  json lids = json::array();
+  uint32_t cabled = 0;
+  for (uint32_t p = node.is_switch() ? 0 : 1; p <= node.num_ports; ++p) {
+    const Port& port = f.port(n, PortNum{static_cast<uint8_t>(p)});
+    if (p > 0 && port.connected()) ++cabled;
+    if ((node.is_switch() && p == 0) || (!node.is_switch() && port.lid.value() != 0))
+      lids.push_back(port.lid.value());
   }
-  return json{{"nodes", nodes}};
+  return json{{"guid", GuidText(node.guid)},
+              {"name", DisplayName(node)},
+              {"description", node.description},
+              {"kind", KindName(node.kind)},
+              {"lids", lids},
+              {"ports", node.num_ports},
+              {"cabled_ports", cabled},
+              {"vendor_id", node.vendor_id},
+              {"device_id", node.device_id}};
 }
 
-json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf) {
+// Calls `each` with every cable of the `links` answer once; returns how many are degraded.
+template <typename Each>
+size_t ForEachLinkJson(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
+                       Each each) {
   // Error counters (kPerfCounterNames[0..11]) that moved at a port in the last PerfMgr sweep.
   auto errors_at = [&](PortId p) -> json {
     if (!perf) return json();
@@ -88,7 +90,6 @@ json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* p
                : nullptr;
   };
   static constexpr const char* kStates[] = {"NOCHANGE", "DOWN", "INIT", "ARMED", "ACTIVE"};
-  json links = json::array();
   size_t degraded = 0;
   for (PortId a = 0; a < f.port_count(); ++a) {
     const Port& pa = f.port(a);
@@ -99,18 +100,61 @@ json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* p
     if (ia && ib) reason = DegradedReason(*ia, *ib);
     if (reason) ++degraded;
     auto state = static_cast<size_t>(pa.state);
-    links.push_back({{"a", EndJson(f, a)},
-                     {"b", EndJson(f, pa.peer)},
-                     {"width", std::string(LinkWidthName(pa.width))},
-                     {"speed", std::string(LinkSpeedName(pa.speed))},
-                     {"state", state < std::size(kStates) ? kStates[state] : "?"},
-                     {"degraded", reason ? json(*reason) : json(false)},
-                     {"errors", perf ? json{{"a", errors_at(a)}, {"b", errors_at(pa.peer)}}
-                                     : json()}});
+    each(json{{"a", EndJson(f, a)},
+              {"b", EndJson(f, pa.peer)},
+              {"width", std::string(LinkWidthName(pa.width))},
+              {"speed", std::string(LinkSpeedName(pa.speed))},
+              {"state", state < std::size(kStates) ? kStates[state] : "?"},
+              {"degraded", reason ? json(*reason) : json(false)},
+              {"errors", perf ? json{{"a", errors_at(a)}, {"b", errors_at(pa.peer)}} : json()}});
   }
+  return degraded;
+}
+
+}  // namespace
+
+json NodesAnswer(const Fabric& f) {
+  json nodes = json::array();
+  for (NodeId n = 0; n < f.node_count(); ++n) nodes.push_back(NodeJson(f, n));
+  return json{{"nodes", nodes}};
+}
+
+// nlohmann::json orders an object's keys, so {"nodes": [...]} dumps as its array's elements
+// in order between the fixed ends; one node at a time keeps only one node's tree alive.
+std::string NodesAnswerText(const Fabric& f) {
+  std::string out = "{\"nodes\":[";
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (n > 0) out += ',';
+    out += NodeJson(f, n).dump();
+  }
+  return out + "]}";
+}
+
+json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf) {
+  json links = json::array();
+  const size_t degraded =
+      ForEachLinkJson(f, d, perf, [&](json link) { links.push_back(std::move(link)); });
   return json{{"links", links},
               {"degraded", degraded},
               {"perfmgr_sweep", perf ? json(perf->sweep_number()) : json()}};
+}
+
+std::string LinksAnswerText(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
+                            size_t* stable_size) {
+  std::string links = "[";
+  const size_t degraded = ForEachLinkJson(f, d, perf, [&](const json& link) {
+    if (links.size() > 1) links += ',';
+    links += link.dump();
+  });
+  links += ']';
+  // Keys in order: degraded, links, perfmgr_sweep.
+  std::string out = "{\"degraded\":" + std::to_string(degraded) + ",\"links\":";
+  out += links;
+  links = std::string();
+  if (stable_size) *stable_size = out.size();
+  out += ",\"perfmgr_sweep\":";
+  out += perf ? std::to_string(perf->sweep_number()) : "null";
+  return out + "}";
 }
 
 Result<json> FilterLinks(json answer, bool only_degraded, bool only_errors) {

@@ -34,12 +34,20 @@ nlohmann::json EndJson(const Fabric& f, PortId p);
 // `nodes`: {"nodes": [{"guid", "name", "description", "kind", "lids", "ports",
 // "cabled_ports", "vendor_id", "device_id"}]}.
 nlohmann::json NodesAnswer(const Fabric& f);
+// NodesAnswer(f).dump(), built one node at a time: the snapshot of a large fabric costs its
+// text, not a JSON tree many times that size.
+std::string NodesAnswerText(const Fabric& f);
 
 // `links`, every cable once: {"links": [{"a", "b", "width", "speed", "state", "degraded",
 // "errors"}], "degraded": N, "perfmgr_sweep"}. `d` (for degraded) and `perf` (for the error
 // counters that moved in its last sweep) may be null; without `perf`, "errors" and
 // "perfmgr_sweep" are null.
 nlohmann::json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf);
+// LinksAnswer(f, d, perf).dump(), built one cable at a time. `stable_size` (may be null) gets
+// the length of the text before its "perfmgr_sweep" field, which changes every PerfMgr sweep
+// even when no cable did.
+std::string LinksAnswerText(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
+                            size_t* stable_size);
 
 // `links degraded errors`: keeps only the degraded links and/or those with errors; the
 // "degraded" count stays that of every link. Unavailable for `only_errors` on an answer

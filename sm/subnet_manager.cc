@@ -1945,16 +1945,17 @@ void SubnetManager::SaveSnapshots(bool topology) {
   const Fabric* f = fabric();
   if (!store_ || !f) return;
   if (topology) {
-    const std::string nodes = NodesAnswer(*f).dump();
+    const std::string nodes = NodesAnswerText(*f);
     SaveSnapshot(ha::kSnapshotNodes, nodes, nodes);
   }
   // The PerfMgr sweep number changes every sweep; the links answer counts as changed only
   // when a cable or its error counters did, so a quiet fabric costs no write. The stored
   // "perfmgr_sweep" is then that of the last write.
-  nlohmann::json links = LinksAnswer(*f, discovered(), perf_);
-  const std::string links_text = links.dump();
-  links.erase("perfmgr_sweep");
-  SaveSnapshot(ha::kSnapshotLinks, links_text, links.dump());
+  {
+    size_t stable = 0;
+    const std::string links = LinksAnswerText(*f, discovered(), perf_, &stable);
+    SaveSnapshot(ha::kSnapshotLinks, links, std::string_view(links).substr(0, stable));
+  }
   // The age of the PerfMgr sweep is relative to now: the snapshot holds when it ended
   // instead, and the reader computes the age from that.
   nlohmann::json health = HealthAnswer(discovered(), perf_);
@@ -1968,9 +1969,9 @@ void SubnetManager::SaveSnapshots(bool topology) {
   SaveSnapshot(ha::kSnapshotHealth, health_text, health_text);
 }
 
-void SubnetManager::SaveSnapshot(std::string_view name, const std::string& text,
-                                 const std::string& compared) {
-  const size_t hash = std::hash<std::string>{}(compared);
+void SubnetManager::SaveSnapshot(std::string_view name, std::string_view text,
+                                 std::string_view compared) {
+  const size_t hash = std::hash<std::string_view>{}(compared);
   auto it = snapshot_hashes_.find(name);
   if (it != snapshot_hashes_.end() && it->second == hash) return;
   // A failed write keeps the old hash, so the next sweep tries again.

@@ -319,7 +319,7 @@ class SubnetManager {
   void SaveSnapshots(bool topology);
   // Stores `text` unless `compared` (text, or the part of it that counts as a change) hashes
   // as it did at the last write of `name`.
-  void SaveSnapshot(std::string_view name, const std::string& text, const std::string& compared);
+  void SaveSnapshot(std::string_view name, std::string_view text, std::string_view compared);
   void Issue(const std::string& id, const std::string& message);
   mad::PortInfo DesiredPortInfo(PortId p) const;
 
