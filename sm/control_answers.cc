@@ -177,12 +177,10 @@ Result<json> FilterLinks(json answer, bool only_degraded, bool only_errors) {
   return answer;
 }
 
-json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf) {
-  std::vector<HealthFinding> findings;
+json HealthPerfmgrJson(const PerfManager* perf) {
   json pj;
   if (perf) {
     const PerfManager& pm = *perf;
-    findings = pm.findings();
     const PerfCountersStats& c = pm.counters();
     json by_rule = json::object();
     for (size_t r = 0; r < kHealthRuleCount; ++r)
@@ -205,11 +203,37 @@ json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf) {
           std::chrono::duration<double>(std::chrono::system_clock::now() - *end).count();
   } else {
     pj = {{"enabled", false}};
-    if (d) findings = DegradedLinkFindings(*d);
   }
+  return pj;
+}
+
+namespace {
+// The findings `health` reports: the PerfMgr's last sweep, or without it the degraded links.
+std::vector<HealthFinding> HealthFindings(const DiscoveryResult* d, const PerfManager* perf) {
+  if (perf) return perf->findings();
+  return d ? DegradedLinkFindings(*d) : std::vector<HealthFinding>();
+}
+}  // namespace
+
+json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf) {
   json cables = json::array();
-  for (const CableHealth& c : GroupByCable(findings)) cables.push_back(CableHealthJson(c));
-  return json{{"perfmgr", pj}, {"healthy", cables.empty()}, {"cables", cables}};
+  for (const CableHealth& c : GroupByCable(HealthFindings(d, perf)))
+    cables.push_back(CableHealthJson(c));
+  return json{{"perfmgr", HealthPerfmgrJson(perf)}, {"healthy", cables.empty()}, {"cables", cables}};
+}
+
+std::string HealthAnswerText(const DiscoveryResult* d, const PerfManager* perf,
+                             const json& perfmgr) {
+  // Keys in order: cables, healthy, perfmgr.
+  std::string out = "{\"cables\":[";
+  bool any = false;
+  for (const CableHealth& c : GroupByCable(HealthFindings(d, perf))) {
+    if (any) out += ',';
+    out += CableHealthJson(c).dump();
+    any = true;
+  }
+  out += any ? "],\"healthy\":false,\"perfmgr\":" : "],\"healthy\":true,\"perfmgr\":";
+  return out + perfmgr.dump() + "}";
 }
 
 json EventJson(const ha::EventRow& e) {

@@ -57,6 +57,12 @@ Result<nlohmann::json> FilterLinks(nlohmann::json answer, bool only_degraded, bo
 // `health`: {"perfmgr", "healthy", "cables"}: the findings of the PerfMgr's last sweep
 // grouped by cable, worst first; without `perf`, the degraded links of `d` (may be null).
 nlohmann::json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf);
+// Its "perfmgr" part: the PerfMgr's state and counters, or {"enabled": false}.
+nlohmann::json HealthPerfmgrJson(const PerfManager* perf);
+// HealthAnswer(d, perf).dump() with `perfmgr` in place of its "perfmgr" part, built one cable
+// at a time (on ibsim, where every cable is degraded, the tree would be the whole fabric).
+std::string HealthAnswerText(const DiscoveryResult* d, const PerfManager* perf,
+                             const nlohmann::json& perfmgr);
 
 // One event row: {"id", "time_us", "kind", "severity", "message", "node_guid"?, "port"?}.
 nlohmann::json EventJson(const ha::EventRow& e);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "fabric/generators.h"
+#include "sm/discovery.h"
 
 namespace ibsm::sm {
 namespace {
@@ -23,6 +24,32 @@ TEST(ControlAnswersTest, SnapshotTextsAreTheAnswersDumps) {
   answer.erase("perfmgr_sweep");
   EXPECT_EQ(links.substr(0, stable) + "}", answer.dump())
       << "the stable part is the answer without perfmgr_sweep";
+}
+
+// Without the PerfMgr, health lists the degraded links: on a fabric whose every link runs
+// below what both ends support, that is every cable, streamed one at a time.
+TEST(ControlAnswersTest, TheHealthTextIsTheAnswersDump) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  DiscoveryResult d;
+  d.fabric = *f;
+  d.nodes.resize(f->node_count());
+  for (NodeId n = 0; n < f->node_count(); ++n) {
+    d.nodes[n].port_info.resize(f->node(n).num_ports + 1);
+    d.nodes[n].port_info_valid.assign(f->node(n).num_ports + 1, true);
+    for (auto& pi : d.nodes[n].port_info) {
+      pi.link_width_supported = 0x0f;  // up to 12x
+      pi.link_width_active = 0x02;     // 4x
+      pi.link_speed_supported = 0x01;
+      pi.link_speed_active = 0x01;
+      pi.port_state = 4;
+    }
+  }
+  const nlohmann::json answer = HealthAnswer(&d, nullptr);
+  ASSERT_FALSE(answer["cables"].empty()) << answer.dump();
+  EXPECT_EQ(HealthAnswerText(&d, nullptr, HealthPerfmgrJson(nullptr)), answer.dump());
+  EXPECT_EQ(HealthAnswerText(nullptr, nullptr, HealthPerfmgrJson(nullptr)),
+            HealthAnswer(nullptr, nullptr).dump());
 }
 
 TEST(ControlAnswersTest, AnEmptyFabricGivesEmptyLists) {

@@ -1958,14 +1958,13 @@ void SubnetManager::SaveSnapshots(bool topology) {
   }
   // The age of the PerfMgr sweep is relative to now: the snapshot holds when it ended
   // instead, and the reader computes the age from that.
-  nlohmann::json health = HealthAnswer(discovered(), perf_);
-  health["perfmgr"].erase("last_sweep_age_s");
+  nlohmann::json perfmgr = HealthPerfmgrJson(perf_);
+  perfmgr.erase("last_sweep_age_s");
   if (perf_ && perf_->last_sweep_end())
-    health["perfmgr"]["last_sweep_end_us"] =
-        std::chrono::duration_cast<std::chrono::microseconds>(
-            perf_->last_sweep_end()->time_since_epoch())
-            .count();
-  const std::string health_text = health.dump();
+    perfmgr["last_sweep_end_us"] = std::chrono::duration_cast<std::chrono::microseconds>(
+                                       perf_->last_sweep_end()->time_since_epoch())
+                                       .count();
+  const std::string health_text = HealthAnswerText(discovered(), perf_, perfmgr);
   SaveSnapshot(ha::kSnapshotHealth, health_text, health_text);
 }
 
