@@ -21,6 +21,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <map>
 #include <optional>
@@ -282,6 +283,12 @@ class StateStore {
   // The daemon's last answer to a control command (kSnapshot*), replaced whole; written_us
   // is set from the store's Clock. LoadSnapshot: nullopt when none was ever written.
   Status SaveSnapshot(std::string_view name, std::string_view json);
+  // The same, with the text handed over in pieces: `produce` calls its sink with each piece
+  // in order. Stored in parts of about 64 KiB, in one transaction, so a large fabric's answer
+  // is never held whole.
+  using SnapshotSink = std::function<void(std::string_view piece)>;
+  Status SaveSnapshotStreamed(std::string_view name,
+                              const std::function<void(const SnapshotSink&)>& produce);
   Result<std::optional<SnapshotRow>> LoadSnapshot(std::string_view name);
 
   // SM state key/values ("sm_state", "act_count", "priority", ...).

@@ -520,6 +520,7 @@ TEST_F(StateStoreTest, AVersionThreeFileIsMigratedKeepingItsServicesAndGainsSubs
   // Back to what a version-3 ibsm left: no subscriptions table (nor the later multicast ones).
   RawExec(path_, "DROP TABLE perf_history; DROP TABLE mcast_members; DROP TABLE mcast_groups; "
                  "DROP TABLE inform_subscriptions; DROP TABLE ar_group_ids; DROP TABLE snapshots; "
+                 "DROP TABLE snapshot_parts; "
                  "PRAGMA user_version = 3;");
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
@@ -989,11 +990,63 @@ TEST_F(StateStoreTest, AVersionSevenFileIsMigratedKeepingItsRowsAndGainsSnapshot
       << early.status().ToString();
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(*store->SchemaVersion(), 8);
+  EXPECT_EQ(*store->SchemaVersion(), StateStoreSchemaVersion());
   EXPECT_EQ(store->LoadArGroupIds()->at(Guid{9}), 3u);
   EXPECT_FALSE(store->LoadSnapshot(kSnapshotHealth)->has_value());
   ASSERT_TRUE(store->SaveSnapshot(kSnapshotHealth, "{}").ok());
   EXPECT_TRUE(store->LoadSnapshot(kSnapshotHealth)->has_value());
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
+// A snapshot larger than one part is stored in parts and read back whole; a shorter one
+// written over it leaves no stale part behind; a reader sees the same text.
+TEST_F(StateStoreTest, AStreamedSnapshotIsStoredInPartsAndReadBackWhole) {
+  auto store = OpenOrDie();
+  std::string want;
+  ASSERT_TRUE(store
+                  ->SaveSnapshotStreamed(kSnapshotLinks,
+                                         [&](const StateStore::SnapshotSink& sink) {
+                                           for (int i = 0; i < 20000; ++i) {
+                                             std::string piece = "{\"cable\":" +
+                                                                 std::to_string(i) + "},";
+                                             want += piece;
+                                             sink(piece);
+                                           }
+                                         })
+                  .ok());
+  ASSERT_GT(want.size(), 3u * 64 * 1024);
+  EXPECT_EQ((*store->LoadSnapshot(kSnapshotLinks))->json, want);
+  EXPECT_GE(std::stoi(RawQueryText(path_, "SELECT count(*) FROM snapshot_parts WHERE name = 'links'")),
+            4);
+  EXPECT_EQ(RawQueryText(path_, "SELECT json FROM snapshots WHERE name = 'links'"), "");
+  ASSERT_TRUE(store->SaveSnapshot(kSnapshotLinks, "{}").ok());
+  EXPECT_EQ((*store->LoadSnapshot(kSnapshotLinks))->json, "{}");
+  EXPECT_EQ(RawQueryText(path_, "SELECT count(*) FROM snapshot_parts WHERE name = 'links'"), "1");
+  auto reader = StateStore::OpenReadOnly(path_);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ((*(*reader)->LoadSnapshot(kSnapshotLinks))->json, "{}");
+}
+
+// A version-8 file keeps its snapshots (whole, in snapshots.json) readable after the
+// migration that adds parts.
+TEST_F(StateStoreTest, AVersionEightFileIsMigratedKeepingItsWholeSnapshots) {
+  auto migrations = StateStoreMigrations();
+  ASSERT_GE(migrations.size(), 9u);
+  ASSERT_EQ(migrations[8].version, 9);
+  std::string v8;
+  for (size_t i = 0; i < 8; ++i) v8 += migrations[i].sql;
+  RawExec(path_, v8 +
+                     "INSERT INTO snapshots (name, written_us, json) "
+                     "VALUES ('nodes', 42, '{\"nodes\":[7]}');"
+                     "PRAGMA user_version = 8;");
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->SchemaVersion(), 9);
+  auto nodes = store->LoadSnapshot(kSnapshotNodes);
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_TRUE(nodes->has_value());
+  EXPECT_EQ((*nodes)->json, "{\"nodes\":[7]}");
+  EXPECT_EQ((*nodes)->written_us, 42);
   EXPECT_TRUE(store->CheckIntegrity().ok());
 }
 

@@ -64,6 +64,30 @@ json NodeJson(const Fabric& f, NodeId n) {
               {"device_id", node.device_id}};
 }
 
+// Why the cable at port `a` runs below what both ends support; nothing when it does not, or
+// when either end's PortInfo is unknown.
+std::optional<std::string> CableDegraded(const Fabric& f, const DiscoveryResult* d, PortId a) {
+  auto info = [&](PortId p) -> const mad::PortInfo* {
+    const Port& port = f.port(p);
+    if (!d || port.node >= d->nodes.size()) return nullptr;
+    const auto& dn = d->nodes[port.node];
+    size_t num = port.num.value();
+    return num < dn.port_info.size() && num < dn.port_info_valid.size() && dn.port_info_valid[num]
+               ? &dn.port_info[num]
+               : nullptr;
+  };
+  const mad::PortInfo* ia = info(a);
+  const mad::PortInfo* ib = info(f.port(a).peer);
+  if (!ia || !ib) return std::nullopt;
+  return DegradedReason(*ia, *ib);
+}
+
+// Each cable once: its port with the lower index.
+bool CableEnd(const Fabric& f, PortId a) {
+  const Port& pa = f.port(a);
+  return pa.connected() && pa.num.value() != 0 && pa.peer > a;
+}
+
 // Calls `each` with every cable of the `links` answer once; returns how many are degraded.
 template <typename Each>
 size_t ForEachLinkJson(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
@@ -80,24 +104,12 @@ size_t ForEachLinkJson(const Fabric& f, const DiscoveryResult* d, const PerfMana
       if (it->second.delta[i] != 0) e[std::string(ha::kPerfCounterNames[i])] = it->second.delta[i];
     return e;
   };
-  auto info = [&](PortId p) -> const mad::PortInfo* {
-    const Port& port = f.port(p);
-    if (!d || port.node >= d->nodes.size()) return nullptr;
-    const auto& dn = d->nodes[port.node];
-    size_t num = port.num.value();
-    return num < dn.port_info.size() && num < dn.port_info_valid.size() && dn.port_info_valid[num]
-               ? &dn.port_info[num]
-               : nullptr;
-  };
   static constexpr const char* kStates[] = {"NOCHANGE", "DOWN", "INIT", "ARMED", "ACTIVE"};
   size_t degraded = 0;
   for (PortId a = 0; a < f.port_count(); ++a) {
+    if (!CableEnd(f, a)) continue;
     const Port& pa = f.port(a);
-    if (!pa.connected() || pa.num.value() == 0 || pa.peer < a) continue;  // each cable once
-    std::optional<std::string> reason;
-    const mad::PortInfo* ia = info(a);
-    const mad::PortInfo* ib = info(pa.peer);
-    if (ia && ib) reason = DegradedReason(*ia, *ib);
+    const std::optional<std::string> reason = CableDegraded(f, d, a);
     if (reason) ++degraded;
     auto state = static_cast<size_t>(pa.state);
     each(json{{"a", EndJson(f, a)},
@@ -121,13 +133,19 @@ json NodesAnswer(const Fabric& f) {
 
 // nlohmann::json orders an object's keys, so {"nodes": [...]} dumps as its array's elements
 // in order between the fixed ends; one node at a time keeps only one node's tree alive.
-std::string NodesAnswerText(const Fabric& f) {
-  std::string out = "{\"nodes\":[";
+void StreamNodesAnswer(const Fabric& f, const AnswerSink& sink) {
+  sink("{\"nodes\":[");
   for (NodeId n = 0; n < f.node_count(); ++n) {
-    if (n > 0) out += ',';
-    out += NodeJson(f, n).dump();
+    if (n > 0) sink(",");
+    sink(NodeJson(f, n).dump());
   }
-  return out + "]}";
+  sink("]}");
+}
+
+std::string NodesAnswerText(const Fabric& f) {
+  std::string out;
+  StreamNodesAnswer(f, [&](std::string_view piece) { out += piece; });
+  return out;
 }
 
 json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf) {
@@ -139,22 +157,31 @@ json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* p
               {"perfmgr_sweep", perf ? json(perf->sweep_number()) : json()}};
 }
 
-std::string LinksAnswerText(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
-                            size_t* stable_size) {
-  std::string links = "[";
-  const size_t degraded = ForEachLinkJson(f, d, perf, [&](const json& link) {
-    if (links.size() > 1) links += ',';
-    links += link.dump();
+void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
+                       bool with_sweep, const AnswerSink& sink) {
+  // Keys in order: degraded, links, perfmgr_sweep. The count comes first, so a light pass
+  // counts; then the cables go out one by one.
+  size_t degraded = 0;
+  for (PortId a = 0; a < f.port_count(); ++a)
+    if (CableEnd(f, a) && CableDegraded(f, d, a)) ++degraded;
+  sink("{\"degraded\":" + std::to_string(degraded) + ",\"links\":[");
+  bool first = true;
+  ForEachLinkJson(f, d, perf, [&](const json& link) {
+    if (!first) sink(",");
+    first = false;
+    sink(link.dump());
   });
-  links += ']';
-  // Keys in order: degraded, links, perfmgr_sweep.
-  std::string out = "{\"degraded\":" + std::to_string(degraded) + ",\"links\":";
-  out += links;
-  links = std::string();
-  if (stable_size) *stable_size = out.size();
-  out += ",\"perfmgr_sweep\":";
-  out += perf ? std::to_string(perf->sweep_number()) : "null";
-  return out + "}";
+  sink("]");
+  if (with_sweep)
+    sink(",\"perfmgr_sweep\":" + (perf ? std::to_string(perf->sweep_number()) : "null"));
+  sink("}");
+}
+
+std::string LinksAnswerText(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
+                            bool with_sweep) {
+  std::string out;
+  StreamLinksAnswer(f, d, perf, with_sweep, [&](std::string_view piece) { out += piece; });
+  return out;
 }
 
 Result<json> FilterLinks(json answer, bool only_degraded, bool only_errors) {
@@ -222,18 +249,26 @@ json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf) {
   return json{{"perfmgr", HealthPerfmgrJson(perf)}, {"healthy", cables.empty()}, {"cables", cables}};
 }
 
-std::string HealthAnswerText(const DiscoveryResult* d, const PerfManager* perf,
-                             const json& perfmgr) {
+void StreamHealthAnswer(const DiscoveryResult* d, const PerfManager* perf, const json& perfmgr,
+                        const AnswerSink& sink) {
   // Keys in order: cables, healthy, perfmgr.
-  std::string out = "{\"cables\":[";
+  sink("{\"cables\":[");
   bool any = false;
   for (const CableHealth& c : GroupByCable(HealthFindings(d, perf))) {
-    if (any) out += ',';
-    out += CableHealthJson(c).dump();
+    if (any) sink(",");
+    sink(CableHealthJson(c).dump());
     any = true;
   }
-  out += any ? "],\"healthy\":false,\"perfmgr\":" : "],\"healthy\":true,\"perfmgr\":";
-  return out + perfmgr.dump() + "}";
+  sink(any ? "],\"healthy\":false,\"perfmgr\":" : "],\"healthy\":true,\"perfmgr\":");
+  sink(perfmgr.dump());
+  sink("}");
+}
+
+std::string HealthAnswerText(const DiscoveryResult* d, const PerfManager* perf,
+                             const json& perfmgr) {
+  std::string out;
+  StreamHealthAnswer(d, perf, perfmgr, [&](std::string_view piece) { out += piece; });
+  return out;
 }
 
 json EventJson(const ha::EventRow& e) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,8 +35,12 @@ nlohmann::json EndJson(const Fabric& f, PortId p);
 // `nodes`: {"nodes": [{"guid", "name", "description", "kind", "lids", "ports",
 // "cabled_ports", "vendor_id", "device_id"}]}.
 nlohmann::json NodesAnswer(const Fabric& f);
-// NodesAnswer(f).dump(), built one node at a time: the snapshot of a large fabric costs its
-// text, not a JSON tree many times that size.
+// The answers' dumps handed out in pieces (one node or cable each), so the daemon's state-file
+// snapshots never hold a large fabric's answer whole, neither as a JSON tree nor as text.
+using AnswerSink = std::function<void(std::string_view piece)>;
+
+// NodesAnswer(f).dump(), in pieces / whole.
+void StreamNodesAnswer(const Fabric& f, const AnswerSink& sink);
 std::string NodesAnswerText(const Fabric& f);
 
 // `links`, every cable once: {"links": [{"a", "b", "width", "speed", "state", "degraded",
@@ -43,11 +48,12 @@ std::string NodesAnswerText(const Fabric& f);
 // counters that moved in its last sweep) may be null; without `perf`, "errors" and
 // "perfmgr_sweep" are null.
 nlohmann::json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf);
-// LinksAnswer(f, d, perf).dump(), built one cable at a time. `stable_size` (may be null) gets
-// the length of the text before its "perfmgr_sweep" field, which changes every PerfMgr sweep
-// even when no cable did.
+// LinksAnswer(f, d, perf).dump(), in pieces / whole. Without `with_sweep`, the answer's
+// "perfmgr_sweep" is left out (it changes every PerfMgr sweep even when no cable did).
+void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
+                       bool with_sweep, const AnswerSink& sink);
 std::string LinksAnswerText(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
-                            size_t* stable_size);
+                            bool with_sweep = true);
 
 // `links degraded errors`: keeps only the degraded links and/or those with errors; the
 // "degraded" count stays that of every link. Unavailable for `only_errors` on an answer
@@ -61,6 +67,8 @@ nlohmann::json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf);
 nlohmann::json HealthPerfmgrJson(const PerfManager* perf);
 // HealthAnswer(d, perf).dump() with `perfmgr` in place of its "perfmgr" part, built one cable
 // at a time (on ibsim, where every cable is degraded, the tree would be the whole fabric).
+void StreamHealthAnswer(const DiscoveryResult* d, const PerfManager* perf,
+                        const nlohmann::json& perfmgr, const AnswerSink& sink);
 std::string HealthAnswerText(const DiscoveryResult* d, const PerfManager* perf,
                              const nlohmann::json& perfmgr);
 

@@ -1945,17 +1945,15 @@ void SubnetManager::SaveSnapshots(bool topology) {
   const Fabric* f = fabric();
   if (!store_ || !f) return;
   if (topology) {
-    const std::string nodes = NodesAnswerText(*f);
-    SaveSnapshot(ha::kSnapshotNodes, nodes, nodes);
+    SaveSnapshot(ha::kSnapshotNodes,
+                 [f](const AnswerSink& sink, bool) { StreamNodesAnswer(*f, sink); });
   }
   // The PerfMgr sweep number changes every sweep; the links answer counts as changed only
   // when a cable or its error counters did, so a quiet fabric costs no write. The stored
   // "perfmgr_sweep" is then that of the last write.
-  {
-    size_t stable = 0;
-    const std::string links = LinksAnswerText(*f, discovered(), perf_, &stable);
-    SaveSnapshot(ha::kSnapshotLinks, links, std::string_view(links).substr(0, stable));
-  }
+  SaveSnapshot(ha::kSnapshotLinks, [&](const AnswerSink& sink, bool for_digest) {
+    StreamLinksAnswer(*f, discovered(), perf_, /*with_sweep=*/!for_digest, sink);
+  });
   // The age of the PerfMgr sweep is relative to now: the snapshot holds when it ended
   // instead, and the reader computes the age from that.
   nlohmann::json perfmgr = HealthPerfmgrJson(perf_);
@@ -1964,19 +1962,27 @@ void SubnetManager::SaveSnapshots(bool topology) {
     perfmgr["last_sweep_end_us"] = std::chrono::duration_cast<std::chrono::microseconds>(
                                        perf_->last_sweep_end()->time_since_epoch())
                                        .count();
-  const std::string health_text = HealthAnswerText(discovered(), perf_, perfmgr);
-  SaveSnapshot(ha::kSnapshotHealth, health_text, health_text);
+  SaveSnapshot(ha::kSnapshotHealth, [&](const AnswerSink& sink, bool) {
+    StreamHealthAnswer(discovered(), perf_, perfmgr, sink);
+  });
 }
 
-void SubnetManager::SaveSnapshot(std::string_view name, std::string_view text,
-                                 std::string_view compared) {
-  const size_t hash = std::hash<std::string_view>{}(compared);
+// The answer is produced twice when it changed: once into a digest (FNV-1a), and once into
+// the state file in parts; never held whole.
+void SubnetManager::SaveSnapshot(std::string_view name, const SnapshotProducer& produce) {
+  uint64_t digest = 0xcbf29ce484222325ull;
+  produce(
+      [&digest](std::string_view piece) {
+        for (unsigned char c : piece) digest = (digest ^ c) * 0x100000001b3ull;
+      },
+      /*for_digest=*/true);
   auto it = snapshot_hashes_.find(name);
-  if (it != snapshot_hashes_.end() && it->second == hash) return;
-  // A failed write keeps the old hash, so the next sweep tries again.
-  if (NoteStateWrite("SM-STATE-013", store_->SaveSnapshot(name, text),
-                     fmt::format("{} snapshot", name)))
-    snapshot_hashes_.insert_or_assign(std::string(name), hash);
+  if (it != snapshot_hashes_.end() && it->second == digest) return;
+  // A failed write keeps the old digest, so the next sweep tries again.
+  Status s = store_->SaveSnapshotStreamed(
+      name, [&](const ha::StateStore::SnapshotSink& sink) { produce(sink, false); });
+  if (NoteStateWrite("SM-STATE-013", s, fmt::format("{} snapshot", name)))
+    snapshot_hashes_.insert_or_assign(std::string(name), digest);
 }
 
 }  // namespace ibsm::sm

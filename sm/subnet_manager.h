@@ -317,9 +317,12 @@ class SubnetManager {
   // The control answers ibsmctl --state-db reads: nodes (topology only), links and health,
   // each written only when its bytes differ from what this SM last wrote.
   void SaveSnapshots(bool topology);
-  // Stores `text` unless `compared` (text, or the part of it that counts as a change) hashes
-  // as it did at the last write of `name`.
-  void SaveSnapshot(std::string_view name, std::string_view text, std::string_view compared);
+  // Stores a snapshot unless what counts as a change in it digests as it did at the last write
+  // of `name`. The producer hands the text to a sink in pieces; with `for_digest` it leaves
+  // out what changes without the fabric changing.
+  using SnapshotProducer =
+      std::function<void(const std::function<void(std::string_view)>& sink, bool for_digest)>;
+  void SaveSnapshot(std::string_view name, const SnapshotProducer& produce);
   void Issue(const std::string& id, const std::string& message);
   mad::PortInfo DesiredPortInfo(PortId p) const;
 
@@ -328,9 +331,9 @@ class SubnetManager {
   const Clock& clock_;
   ha::StateStore* store_;
   const PerfManager* perf_ = nullptr;
-  // std::hash of the JSON text last written per snapshot name; absent: not written yet by
-  // this process (so a restart writes each once).
-  std::map<std::string, size_t, std::less<>> snapshot_hashes_;
+  // FNV-1a digest of the snapshot last written per name; absent: not written yet by this
+  // process (so a restart writes each once).
+  std::map<std::string, uint64_t, std::less<>> snapshot_hashes_;
   SubnetManagerOptions options_;
   SmpPipeline pipeline_;
   QosReader qos_reader_{pipeline_};
