@@ -173,7 +173,7 @@ void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfMana
   });
   sink("]");
   if (with_sweep)
-    sink(",\"perfmgr_sweep\":" + (perf ? std::to_string(perf->sweep_number()) : "null"));
+    sink(std::string(kLinksSweepPiece) + (perf ? std::to_string(perf->sweep_number()) : "null"));
   sink("}");
 }
 

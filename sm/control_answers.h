@@ -52,6 +52,8 @@ nlohmann::json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const Perf
 // "perfmgr_sweep" is left out (it changes every PerfMgr sweep even when no cable did).
 void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
                        bool with_sweep, const AnswerSink& sink);
+// How the one piece StreamLinksAnswer leaves out without `with_sweep` begins.
+inline constexpr std::string_view kLinksSweepPiece = ",\"perfmgr_sweep\":";
 std::string LinksAnswerText(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
                             bool with_sweep = true);
 

@@ -1967,17 +1967,31 @@ void SubnetManager::SaveSnapshots(bool topology) {
   });
 }
 
-// The answer is produced twice when it changed: once into a digest (FNV-1a), and once into
-// the state file in parts; never held whole.
+// The answer goes to the state file in parts, never held whole. After the first write it is
+// first produced into a digest (FNV-1a) alone, and written only when that changed.
 void SubnetManager::SaveSnapshot(std::string_view name, const SnapshotProducer& produce) {
   uint64_t digest = 0xcbf29ce484222325ull;
-  produce(
-      [&digest](std::string_view piece) {
-        for (unsigned char c : piece) digest = (digest ^ c) * 0x100000001b3ull;
-      },
-      /*for_digest=*/true);
+  auto into_digest = [&digest](std::string_view piece) {
+    for (unsigned char c : piece) digest = (digest ^ c) * 0x100000001b3ull;
+  };
   auto it = snapshot_hashes_.find(name);
-  if (it != snapshot_hashes_.end() && it->second == digest) return;
+  if (it == snapshot_hashes_.end()) {
+    // The first write: one pass (the io thread answers nothing meanwhile), digesting on the
+    // way all but the piece a digest pass leaves out.
+    Status s = store_->SaveSnapshotStreamed(name, [&](const ha::StateStore::SnapshotSink& sink) {
+      produce(
+          [&](std::string_view piece) {
+            if (!piece.starts_with(kLinksSweepPiece)) into_digest(piece);
+            sink(piece);
+          },
+          false);
+    });
+    if (NoteStateWrite("SM-STATE-013", s, fmt::format("{} snapshot", name)))
+      snapshot_hashes_.insert_or_assign(std::string(name), digest);
+    return;
+  }
+  produce(into_digest, /*for_digest=*/true);
+  if (it->second == digest) return;
   // A failed write keeps the old digest, so the next sweep tries again.
   Status s = store_->SaveSnapshotStreamed(
       name, [&](const ha::StateStore::SnapshotSink& sink) { produce(sink, false); });
