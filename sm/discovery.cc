@@ -207,6 +207,48 @@ void Discovery::OnPortInfo(NodeId id, uint8_t port, Result<mad::Smp> r) {
            });
 }
 
+// Gives every node the DR path a breadth-first walk of the discovered fabric meets it by
+// first (nodes in walk order, their ports ascending) and the arrival port that path implies:
+// NodeInfo's LocalPortNum, every PortInfo's LocalPortNum for a switch, NodeInfo's PortGUID
+// for a CA. The walk keeps the path whose answer came back first, which depends on load
+// with many SMPs in flight; after this, what the SA reports (PortInfoRecord LocalPortNum)
+// and the paths later SMPs take follow from the topology alone. Paths at the 63-hop limit
+// end the walk there; nodes past it keep the path the walk found.
+void CanonicalPaths(DiscoveryResult& r) {
+  const Fabric& f = r.fabric;
+  NodeId root = kNoNode;
+  for (NodeId n = 0; n < r.nodes.size(); ++n)
+    if (r.nodes[n].path.empty()) root = n;
+  if (root == kNoNode) return;
+  std::vector<bool> seen(f.node_count(), false);
+  std::deque<NodeId> queue{root};
+  seen[root] = true;
+  while (!queue.empty()) {
+    NodeId n = queue.front();
+    queue.pop_front();
+    const DrPath& from = r.nodes[n].path;
+    if (from.size() >= mad::kMaxDrHops) continue;
+    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
+      const Port& port = f.port(n, PortNum{static_cast<uint8_t>(p)});
+      if (!port.connected()) continue;
+      const Port& peer = f.port(port.peer);
+      if (seen[peer.node]) continue;
+      seen[peer.node] = true;
+      DiscoveredNode& dn = r.nodes[peer.node];
+      dn.path = from;
+      dn.path.push_back(static_cast<uint8_t>(p));
+      dn.node_info.local_port_num = peer.num.value();
+      if (f.node(peer.node).is_switch()) {
+        // A switch answers PortInfo of every port with the port the SMP came in by.
+        for (mad::PortInfo& pi : dn.port_info) pi.local_port_num = peer.num.value();
+        queue.push_back(peer.node);
+      } else if (peer.guid.value() != 0) {
+        dn.node_info.port_guid = peer.guid.value();
+      }
+    }
+  }
+}
+
 // Renumbers nodes in ascending node GUID order, so NodeIds (and everything computed from
 // them, such as routing tie-breaks) do not depend on the order answers arrived in.
 void Canonicalize(DiscoveryResult& r) {
@@ -252,6 +294,7 @@ void Canonicalize(DiscoveryResult& r) {
   }
   r.fabric = std::move(g);
   r.nodes = std::move(nodes);
+  CanonicalPaths(r);
 }
 
 void Discovery::Finish() {

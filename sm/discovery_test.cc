@@ -25,10 +25,13 @@ struct Walk {
 };
 
 Walk Discover(const Fabric& f, double drop_rate = 0, NodeId dead = kNoNode,
-              size_t in_flight = 64) {
+              size_t in_flight = 64, std::chrono::microseconds jitter = {},
+              uint64_t seed = 7) {
   boost::asio::io_context io;
   sim::SimOptions so;
-  so.seed = 7;
+  so.seed = seed;
+  so.per_hop = std::chrono::microseconds(1);
+  so.jitter = jitter;
   sim::Simulator simulator(f, so);
   simulator.SetDropRate(drop_rate);
   if (dead != kNoNode) {
@@ -78,6 +81,45 @@ TEST(DiscoveryTest, OneSmpInFlightFindsTheSameFabricAsMany) {
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(FormatFabric(Discover(*f, 0, kNoNode, 1).result.fabric),
             FormatFabric(Discover(*f, 0, kNoNode, 256).result.fabric));
+}
+
+// Each node's DR path and NodeInfo arrival port, by node GUID.
+std::string Paths(const DiscoveryResult& r) {
+  std::string out;
+  for (NodeId n = 0; n < r.nodes.size(); ++n) {
+    out += ToString(r.fabric.node(n).guid) + " " + PathString(r.nodes[n].path) + " port " +
+           std::to_string(r.nodes[n].node_info.local_port_num) + " " +
+           ToString(Guid{r.nodes[n].node_info.port_guid});
+    for (size_t p = 0; p < r.nodes[n].port_info.size(); ++p)
+      if (r.nodes[n].port_info_valid[p])
+        out += " " + std::to_string(r.nodes[n].port_info[p].local_port_num);
+    out += "\n";
+  }
+  return out;
+}
+
+// With many SMPs in flight the answers come back in an order set by load; the path and
+// arrival port kept for each node (what PortInfoRecord's LocalPortNum reports) must not follow
+// it. One SMP at a time with no jitter against 256 in flight with answers reordered.
+TEST(DiscoveryTest, PathsAndArrivalPortsDoNotDependOnAnswerOrder) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  std::string serial = Paths(Discover(*f, 0, kNoNode, 1).result);
+  for (uint64_t seed : {1, 2, 3}) {
+    Walk w = Discover(*f, 0, kNoNode, 256, std::chrono::microseconds(500), seed);
+    EXPECT_EQ(FormatFabric(w.result.fabric), FormatFabric(*f));
+    EXPECT_EQ(Paths(w.result), serial) << "seed " << seed;
+  }
+  // Breadth first: the SM's leaf is one hop away, reached through its port to the SM.
+  const DiscoveryResult r = Discover(*f).result;
+  size_t one_hop = 0;
+  for (const DiscoveredNode& dn : r.nodes) {
+    if (dn.path.size() != 1) continue;
+    ++one_hop;
+    EXPECT_EQ(dn.node_info.node_type, mad::NodeType::kSwitch);
+    EXPECT_GE(dn.node_info.local_port_num, 1);
+  }
+  EXPECT_EQ(one_hop, 1u);
 }
 
 TEST(DiscoveryTest, LossyFabricGivesTheSameResultThroughRetries) {
