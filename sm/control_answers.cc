@@ -235,17 +235,19 @@ json HealthPerfmgrJson(const PerfManager* perf) {
 }
 
 namespace {
-// The findings `health` reports: the PerfMgr's last sweep, or without it the degraded links.
-std::vector<HealthFinding> HealthFindings(const DiscoveryResult* d, const PerfManager* perf) {
-  if (perf) return perf->findings();
-  return d ? DegradedLinkFindings(*d) : std::vector<HealthFinding>();
+// The cables `health` reports: those of the PerfMgr's last sweep (not copied), or without
+// it the degraded links.
+void ForEachHealthCable(const DiscoveryResult* d, const PerfManager* perf,
+                        const std::function<void(const CableHealth&)>& visit) {
+  if (perf) return ForEachCable(perf->findings(), visit);
+  ForEachCable(d ? DegradedLinkFindings(*d) : std::vector<HealthFinding>(), visit);
 }
 }  // namespace
 
 json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf) {
   json cables = json::array();
-  for (const CableHealth& c : GroupByCable(HealthFindings(d, perf)))
-    cables.push_back(CableHealthJson(c));
+  ForEachHealthCable(d, perf,
+                     [&](const CableHealth& c) { cables.push_back(CableHealthJson(c)); });
   return json{{"perfmgr", HealthPerfmgrJson(perf)}, {"healthy", cables.empty()}, {"cables", cables}};
 }
 
@@ -254,11 +256,11 @@ void StreamHealthAnswer(const DiscoveryResult* d, const PerfManager* perf, const
   // Keys in order: cables, healthy, perfmgr.
   sink("{\"cables\":[");
   bool any = false;
-  for (const CableHealth& c : GroupByCable(HealthFindings(d, perf))) {
+  ForEachHealthCable(d, perf, [&](const CableHealth& c) {
     if (any) sink(",");
     sink(CableHealthJson(c).dump());
     any = true;
-  }
+  });
   sink(any ? "],\"healthy\":false,\"perfmgr\":" : "],\"healthy\":true,\"perfmgr\":");
   sink(perfmgr.dump());
   sink("}");

@@ -76,7 +76,7 @@ std::string Side(const Fabric& f, const Port& p, Lid sm_lid, bool right) {
 
 }  // namespace
 
-std::string FormatSubnetLst(const Fabric& f, Lid sm_lid) {
+void WriteSubnetLst(const Fabric& f, Lid sm_lid, std::FILE* file) {
   std::string out;
   for (NodeId id : ByGuid(f)) {
     const Node& n = f.node(id);
@@ -88,9 +88,13 @@ std::string FormatSubnetLst(const Fabric& f, Lid sm_lid) {
       out += Side(f, q, sm_lid, true);
       out += fmt::format("PHY={} LOG={} SPD={}\n", LinkWidthName(p.width), StateText(p.state),
                          SpeedText(p.speed));
+      if (out.size() > (1u << 16)) {
+        std::fwrite(out.data(), 1, out.size(), file);
+        out.clear();
+      }
     }
   }
-  return out;
+  std::fwrite(out.data(), 1, out.size(), file);
 }
 
 void WriteLftsDump(const Fabric& f, const routing::RoutingTables& tables, std::FILE* file) {

@@ -14,9 +14,10 @@
 
 namespace ibsm::sm {
 
-// One line per cabled port of every node, nodes in node GUID order, as OpenSM writes it.
-// `sm_lid` marks the SM's node "-SM".
-std::string FormatSubnetLst(const Fabric& fabric, Lid sm_lid);
+// One line per cabled port of every node, nodes in node GUID order, as OpenSM writes it,
+// streamed to `out` (never held whole: 16 MB at 3-tier k=24). `sm_lid` marks the SM's
+// node "-SM".
+void WriteSubnetLst(const Fabric& fabric, Lid sm_lid, std::FILE* out);
 
 // "Unicast lids [0-N] of switch Lid L guid 0x... ('desc'):" then "0xLID PORT # ..." lines,
 // streamed to `out` (the file has a line per switch and LID: 12 million at 3-tier k=32).

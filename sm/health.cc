@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -68,34 +68,53 @@ std::string HealthFinding::Message() const {
                      info.log_id, info.what, delta, value, threshold, where, other);
 }
 
-std::vector<CableHealth> GroupByCable(const std::vector<HealthFinding>& findings) {
-  std::map<decltype(CableKey(findings.front())), CableHealth> cables;
-  for (const HealthFinding& f : findings) {
-    auto [it, fresh] = cables.try_emplace(CableKey(f));
-    CableHealth& c = it->second;
-    if (fresh) {
-      // End A is the end with the lower (GUID, port), so a cable prints the same way
-      // whichever end reported first.
-      c.a = f.port;
-      c.b = f.peer;
-      if (f.peer && std::make_pair(f.peer->node_guid.value(), f.peer->port.value()) <
-                        std::make_pair(f.port.node_guid.value(), f.port.port.value())) {
-        c.a = *f.peer;
-        c.b = f.port;
-      }
+void ForEachCable(const std::vector<HealthFinding>& findings,
+                  const std::function<void(const CableHealth&)>& visit) {
+  // Sorted indexes, not copies: on a fabric where every cable is degraded (ibsim, or a
+  // fabric-wide speed fault) this runs over one finding per cable, 24,576 at 3-tier k=32.
+  std::vector<uint32_t> order(findings.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    return CableKey(findings[x]) < CableKey(findings[y]);
+  });
+  struct Group {
+    uint32_t begin = 0, end = 0;  // range of `order`
+    double score = 0;
+  };
+  std::vector<Group> groups;
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    if (i == 0 || CableKey(findings[order[i]]) != CableKey(findings[order[i - 1]]))
+      groups.push_back({i, i, 0});
+    groups.back().end = i + 1;
+    groups.back().score += findings[order[i]].score();
+  }
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const Group& x, const Group& y) { return x.score > y.score; });
+  for (const Group& g : groups) {
+    CableHealth c;
+    // End A is the end with the lower (GUID, port), so a cable prints the same way
+    // whichever end reported first.
+    const HealthFinding& first = findings[order[g.begin]];
+    c.a = first.port;
+    c.b = first.peer;
+    if (first.peer && std::make_pair(first.peer->node_guid.value(), first.peer->port.value()) <
+                          std::make_pair(first.port.node_guid.value(), first.port.port.value())) {
+      c.a = *first.peer;
+      c.b = first.port;
     }
-    c.findings.push_back(f);
-    c.score += f.score();
+    for (uint32_t i = g.begin; i < g.end; ++i) c.findings.push_back(findings[order[i]]);
+    std::stable_sort(c.findings.begin(), c.findings.end(),
+                     [](const HealthFinding& x, const HealthFinding& y) {
+                       return x.score() > y.score();
+                     });
+    c.score = g.score;
+    visit(c);
   }
+}
+
+std::vector<CableHealth> GroupByCable(const std::vector<HealthFinding>& findings) {
   std::vector<CableHealth> out;
-  out.reserve(cables.size());
-  for (auto& [key, c] : cables) {
-    std::sort(c.findings.begin(), c.findings.end(),
-              [](const HealthFinding& x, const HealthFinding& y) { return x.score() > y.score(); });
-    out.push_back(std::move(c));
-  }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const CableHealth& x, const CableHealth& y) { return x.score > y.score; });
+  ForEachCable(findings, [&](const CableHealth& c) { out.push_back(c); });
   return out;
 }
 

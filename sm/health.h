@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -87,6 +88,10 @@ struct CableHealth {
   double score = 0;  // sum of the findings' scores
 };
 std::vector<CableHealth> GroupByCable(const std::vector<HealthFinding>& findings);
+// The same cables in the same order, built one at a time: holds one cable's findings, not
+// a copy of them all.
+void ForEachCable(const std::vector<HealthFinding>& findings,
+                  const std::function<void(const CableHealth&)>& visit);
 
 nlohmann::json PortEndJson(const PortEnd& e);
 nlohmann::json CableHealthJson(const CableHealth& c);

@@ -748,7 +748,13 @@ void SubnetManager::PushLfts() {
   c->blocks = top / 64 + 1;
   for (NodeId n = 0; n < f.node_count(); ++n)
     if (f.node(n).is_switch() && tables_->table(n)) c->switches.push_back(n);
-  for (NodeId n : c->switches) switch_cache_[f.node(n).guid].top = top;
+  for (NodeId n : c->switches) {
+    SwitchCache& cache = switch_cache_[f.node(n).guid];
+    cache.top = top;
+    // Sized once: grown block by block as answers come back it doubled its way past the
+    // table (21 MB instead of 10.5 MB for 1,280 switches at 3-tier k=32).
+    cache.lft.reserve(c->blocks * 64);
+  }
   if (c->switches.empty()) c->b = c->blocks;
   // Blocks are produced as the SMP window frees up: at 3-tier k=32 there are 190,000.
   pipeline_.Feed([this, c]() -> bool {
@@ -1788,8 +1794,8 @@ void SubnetManager::PublishSaSnapshot() {
 void SubnetManager::WriteDumps() {
   if (options_.dump_dir.empty()) return;
   const Fabric& f = discovered_->fabric;
-  Status s = conf::WriteFileAtomically(options_.dump_dir + "/opensm-subnet.lst",
-                                       FormatSubnetLst(f, sm_lid_));
+  Status s = WriteDumpFile(options_.dump_dir + "/opensm-subnet.lst",
+                           [&](std::FILE* out) { WriteSubnetLst(f, sm_lid_, out); });
   if (s.ok() && tables_ && options_.dump_lfts) {
     s = WriteDumpFile(options_.dump_dir + "/opensm-lfts.dump",
                       [&](std::FILE* out) { WriteLftsDump(f, *tables_, out); });
