@@ -84,9 +84,9 @@ std::optional<mad::MadMessage> SaServer::AnswerMcMember(const mad::MadMessage& m
   // The requester: the port the MAD came from (by its source LID).
   Guid requester{0};
   PortId requester_port = kNoPort;
-  if (auto p = s.fabric.FindPortByLid(msg.addr.lid)) {
+  if (auto p = s.fabric().FindPortByLid(msg.addr.lid)) {
     requester_port = *p;
-    requester = s.fabric.port(*p).guid;
+    requester = s.fabric().port(*p).guid;
   }
   // Partitions: a requester sees and leaves only groups of its partitions; a joining port
   // must be a member of the group's partition (OpenSM's rules, ERR 1B14).
@@ -107,8 +107,8 @@ std::optional<mad::MadMessage> SaServer::AnswerMcMember(const mad::MadMessage& m
   McAnswer a;
   if (method == mad::method::kSet) {
     McPortCaps caps;
-    if (auto p = s.fabric.FindPort(Guid{want->port_gid_guid})) {
-      const Port& port = s.fabric.port(*p);
+    if (auto p = s.fabric().FindPort(Guid{want->port_gid_guid})) {
+      const Port& port = s.fabric().port(*p);
       caps.port_guid = port.guid;
       if (*p < s.port_mtu.size()) caps.mtu = s.port_mtu[*p];
       // A switch port 0 has no link of its own: no rate to check.
@@ -153,7 +153,7 @@ std::optional<mad::MadMessage> SaServer::AnswerMftRecord(const mad::MadMessage& 
   const SaSnapshot& s = *snapshot_;
   std::vector<mad::MftRecord> out;
   if (mcast_) {
-    MftPlan plan = PlanMfts(s.fabric, mcast_->groups());
+    MftPlan plan = PlanMfts(s.fabric(), mcast_->groups());
     for (const auto& [n, sw] : plan.switches) {
       uint16_t lid = s.RecordLid(n, PortNum{0});
       if (lid == 0 || sw.masks.empty()) continue;

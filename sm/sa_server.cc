@@ -36,7 +36,7 @@ struct Query {
 // (OpenSM filters NodeRecord, PortInfoRecord and P_KeyTableRecord the same way).
 bool Visible(const SaSnapshot& s, const Query& q, NodeId n, PortId p) {
   if (!s.partitioned || q.trusted) return true;
-  if (s.fabric.node(n).is_switch()) return true;
+  if (s.fabric().node(n).is_switch()) return true;
   if (q.requester == kNoPort) return false;
   return s.SharePartition(q.requester, p);
 }
@@ -81,12 +81,12 @@ std::optional<uint16_t> LidKey(const Query& q) {
 std::vector<NodeId> Candidates(const SaSnapshot& s, std::optional<uint16_t> lid) {
   std::vector<NodeId> out;
   if (lid) {
-    auto p = s.fabric.FindPortByLid(Lid{*lid});
-    if (p) out.push_back(s.fabric.port(*p).node);
+    auto p = s.fabric().FindPortByLid(Lid{*lid});
+    if (p) out.push_back(s.fabric().port(*p).node);
     return out;
   }
-  out.reserve(s.fabric.node_count());
-  for (NodeId n = 0; n < s.fabric.node_count(); ++n) out.push_back(n);
+  out.reserve(s.fabric().node_count());
+  for (NodeId n = 0; n < s.fabric().node_count(); ++n) out.push_back(n);
   return out;
 }
 
@@ -96,26 +96,26 @@ bool PortInfoKnown(const DiscoveredNode& dn, size_t num) {
 
 // Ports of `n` that have records of their own: switch port 0, or CA/router ports with a LID.
 std::vector<uint8_t> EndPorts(const SaSnapshot& s, NodeId n) {
-  const Node& node = s.fabric.node(n);
+  const Node& node = s.fabric().node(n);
   if (node.is_switch()) return {0};
   std::vector<uint8_t> out;
   for (uint8_t p = 1; p <= node.num_ports; ++p)
-    if (s.fabric.port(n, PortNum{p}).lid.value() != 0) out.push_back(p);
+    if (s.fabric().port(n, PortNum{p}).lid.value() != 0) out.push_back(p);
   return out;
 }
 
 void CollectNodes(const SaSnapshot& s, const Query& q, Collector<mad::NodeRecord>& c) {
   for (NodeId n : Candidates(s, LidKey(q))) {
-    if (n >= s.nodes.size()) continue;
+    if (n >= s.nodes().size()) continue;
     for (uint8_t p : EndPorts(s, n)) {
-      const Port& port = s.fabric.port(n, PortNum{p});
-      if (!Visible(s, q, n, s.fabric.port_id(n, PortNum{p}))) continue;
+      const Port& port = s.fabric().port(n, PortNum{p});
+      if (!Visible(s, q, n, s.fabric().port_id(n, PortNum{p}))) continue;
       mad::NodeRecord r;
       r.lid = s.RecordLid(n, PortNum{p});
-      r.node_info = s.nodes[n].node_info;
+      r.node_info = s.nodes()[n].node_info;
       r.node_info.port_guid = port.guid.value();
       r.node_info.local_port_num = p;
-      r.node_description = mad::NodeDescription::From(s.fabric.node(n).description);
+      r.node_description = mad::NodeDescription::From(s.fabric().node(n).description);
       if (!c.Add(r)) return;
     }
   }
@@ -123,15 +123,15 @@ void CollectNodes(const SaSnapshot& s, const Query& q, Collector<mad::NodeRecord
 
 void CollectPortInfos(const SaSnapshot& s, const Query& q, Collector<mad::PortInfoRecord>& c) {
   for (NodeId n : Candidates(s, LidKey(q))) {
-    if (n >= s.nodes.size()) continue;
-    const DiscoveredNode& dn = s.nodes[n];
-    const Node& node = s.fabric.node(n);
+    if (n >= s.nodes().size()) continue;
+    const DiscoveredNode& dn = s.nodes()[n];
+    const Node& node = s.fabric().node(n);
     uint8_t first = node.is_switch() ? 0 : 1;
     for (uint8_t p = first; p <= node.num_ports; ++p) {
       if (!PortInfoKnown(dn, p)) continue;
       uint16_t lid = s.RecordLid(n, PortNum{p});
       if (lid == 0) continue;
-      if (!Visible(s, q, n, s.fabric.port_id(n, PortNum{p}))) continue;
+      if (!Visible(s, q, n, s.fabric().port_id(n, PortNum{p}))) continue;
       mad::PortInfoRecord r;
       r.lid = lid;
       r.port_num = p;
@@ -146,11 +146,11 @@ void CollectPortInfos(const SaSnapshot& s, const Query& q, Collector<mad::PortIn
 void CollectSwitchInfos(const SaSnapshot& s, const Query& q,
                         Collector<mad::SwitchInfoRecord>& c) {
   for (NodeId n : Candidates(s, LidKey(q))) {
-    if (n >= s.nodes.size() || !s.fabric.node(n).is_switch()) continue;
+    if (n >= s.nodes().size() || !s.fabric().node(n).is_switch()) continue;
     mad::SwitchInfoRecord r;
     r.lid = s.RecordLid(n, PortNum{0});
     if (r.lid == 0) continue;
-    r.switch_info = s.nodes[n].switch_info;
+    r.switch_info = s.nodes()[n].switch_info;
     if (!c.Add(r)) return;
   }
 }
@@ -161,7 +161,7 @@ void CollectLfts(const SaSnapshot& s, const Query& q, Collector<mad::LftRecord>&
   std::optional<uint16_t> block;
   if (q.mad.comp_mask & 2) block = static_cast<uint16_t>(mad::GetBits(q.data, 16, 16));
   for (NodeId n : Candidates(s, LidKey(q))) {
-    if (!s.fabric.node(n).is_switch()) continue;
+    if (!s.fabric().node(n).is_switch()) continue;
     const routing::SwitchTable* t = s.tables->table(n);
     if (!t || t->lft.empty()) continue;
     uint16_t lid = s.RecordLid(n, PortNum{0});
@@ -203,11 +203,11 @@ void CollectSmInfos(const SaSnapshot& s, const Query& q,
 void CollectLinks(const SaSnapshot& s, const Query& q, Collector<mad::LinkRecord>& c) {
   std::optional<uint16_t> from = LidKey(q);
   for (NodeId n : Candidates(s, from)) {
-    const Node& node = s.fabric.node(n);
+    const Node& node = s.fabric().node(n);
     for (uint8_t p = 1; p <= node.num_ports; ++p) {
-      const Port& port = s.fabric.port(n, PortNum{p});
+      const Port& port = s.fabric().port(n, PortNum{p});
       if (!port.connected()) continue;
-      const Port& peer = s.fabric.port(port.peer);
+      const Port& peer = s.fabric().port(port.peer);
       mad::LinkRecord r;
       r.from_lid = s.RecordLid(n, PortNum{p});
       r.from_port_num = p;
@@ -228,7 +228,7 @@ void CollectGuidInfos(const SaSnapshot& s, const Query& q, Collector<mad::GuidIn
       r.lid = s.RecordLid(n, PortNum{p});
       if (r.lid == 0) continue;
       r.block_num = 0;
-      r.guid_info.guid[0] = s.fabric.port(n, PortNum{p}).guid.value();
+      r.guid_info.guid[0] = s.fabric().port(n, PortNum{p}).guid.value();
       if (!c.Add(r)) return;
     }
   }
@@ -239,9 +239,9 @@ void CollectGuidInfos(const SaSnapshot& s, const Query& q, Collector<mad::GuidIn
 void CollectPKeys(const SaSnapshot& s, const Query& q, Collector<mad::PKeyTableRecord>& c) {
   if (!s.pkeys) return;
   for (NodeId n : Candidates(s, LidKey(q))) {
-    const Node& node = s.fabric.node(n);
+    const Node& node = s.fabric().node(n);
     for (uint8_t p = 0; p <= node.num_ports; ++p) {
-      PortId id = s.fabric.port_id(n, PortNum{p});
+      PortId id = s.fabric().port_id(n, PortNum{p});
       auto it = s.pkeys->tables.find(id);
       if (it == s.pkeys->tables.end()) continue;
       uint16_t lid = s.RecordLid(n, PortNum{node.is_switch() ? uint8_t{0} : p});
@@ -268,7 +268,7 @@ void CollectPKeys(const SaSnapshot& s, const Query& q, Collector<mad::PKeyTableR
 // The tables the SM read of node `n` (sm/qos_tables.h), or null.
 const NodeQos* QosOf(const SaSnapshot& s, NodeId n) {
   if (!s.qos) return nullptr;
-  auto it = s.qos->find(s.fabric.node(n).guid);
+  auto it = s.qos->find(s.fabric().node(n).guid);
   return it == s.qos->end() ? nullptr : it->second.get();
 }
 
@@ -281,7 +281,7 @@ void CollectSl2Vls(const SaSnapshot& s, const Query& q, Collector<mad::Sl2VlTabl
   for (NodeId n : Candidates(s, LidKey(q))) {
     const NodeQos* qos = QosOf(s, n);
     if (!qos) continue;
-    const bool sw = s.fabric.node(n).is_switch();
+    const bool sw = s.fabric().node(n).is_switch();
     for (size_t out = 0; out < qos->ports.size(); ++out) {
       const auto& tables = qos->ports[out].sl2vl;
       for (size_t in = 0; in < tables.size(); ++in) {
@@ -289,7 +289,7 @@ void CollectSl2Vls(const SaSnapshot& s, const Query& q, Collector<mad::Sl2VlTabl
         mad::Sl2VlTableRecord r;
         r.lid = s.RecordLid(n, PortNum{static_cast<uint8_t>(out)});
         if (r.lid == 0) continue;
-        if (!Visible(s, q, n, s.fabric.port_id(n, PortNum{static_cast<uint8_t>(out)}))) continue;
+        if (!Visible(s, q, n, s.fabric().port_id(n, PortNum{static_cast<uint8_t>(out)}))) continue;
         r.in_port_num = static_cast<uint8_t>(in);
         r.out_port_num = static_cast<uint8_t>(out);
         r.table = *tables[in];
@@ -304,7 +304,7 @@ void CollectVlArbs(const SaSnapshot& s, const Query& q,
   for (NodeId n : Candidates(s, LidKey(q))) {
     const NodeQos* qos = QosOf(s, n);
     if (!qos) continue;
-    const bool sw = s.fabric.node(n).is_switch();
+    const bool sw = s.fabric().node(n).is_switch();
     for (size_t port = 0; port < qos->ports.size(); ++port) {
       for (size_t b = 0; b < 4; ++b) {
         const auto& t = qos->ports[port].vlarb[b];
@@ -312,7 +312,7 @@ void CollectVlArbs(const SaSnapshot& s, const Query& q,
         mad::VlArbitrationTableRecord r;
         r.lid = s.RecordLid(n, PortNum{static_cast<uint8_t>(port)});
         if (r.lid == 0) continue;
-        if (!Visible(s, q, n, s.fabric.port_id(n, PortNum{static_cast<uint8_t>(port)}))) continue;
+        if (!Visible(s, q, n, s.fabric().port_id(n, PortNum{static_cast<uint8_t>(port)}))) continue;
         r.output_port_num = static_cast<uint8_t>(port);
         r.block_num = static_cast<uint8_t>(b + 1);
         r.table = *t;
@@ -370,7 +370,7 @@ Found RunPaths(const SaSnapshot& s, const Query& q, const mad::MadMessage& msg) 
   Found f;
   f.attr_offset = kPathAttrOffset;
   PathSnapshot ps;
-  ps.fabric = &s.fabric;
+  ps.fabric = &s.fabric();
   ps.lids = s.lids.get();
   ps.tables = s.tables.get();
   ps.subnet_prefix = s.subnet_prefix;
@@ -477,12 +477,22 @@ bool SaSnapshot::HoldsPKey(PortId p, uint16_t pkey) const {
   return x != pkeys->members.end() && x->second.count(pkey & 0x7FFF) > 0;
 }
 
+const Fabric& SaSnapshot::fabric() const {
+  static const Fabric* const kEmpty = new Fabric();  // never destroyed: read by workers
+  return discovery ? discovery->fabric : *kEmpty;
+}
+
+const std::vector<DiscoveredNode>& SaSnapshot::nodes() const {
+  static const auto* const kEmpty = new std::vector<DiscoveredNode>();
+  return discovery ? discovery->nodes : *kEmpty;
+}
+
 uint16_t SaSnapshot::RecordLid(NodeId n, PortNum port) const {
-  if (n >= fabric.node_count()) return 0;
-  const Node& node = fabric.node(n);
-  if (node.is_switch()) return fabric.port(n, PortNum{0}).lid.value();
+  if (n >= fabric().node_count()) return 0;
+  const Node& node = fabric().node(n);
+  if (node.is_switch()) return fabric().port(n, PortNum{0}).lid.value();
   if (port.value() == 0 || port.value() > node.num_ports) return 0;
-  return fabric.port(n, port).lid.value();
+  return fabric().port(n, port).lid.value();
 }
 
 std::optional<mad::MadMessage> PackRecords(mad::MadMessage out, bool get,
@@ -614,7 +624,7 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
   // partition it is not in.
   if ((req.hdr.method == mad::method::kSet || req.hdr.method == mad::method::kDelete) &&
       (req.comp_mask & mad::sr_comp::kServicePKey) && s.partitioned && !trusted) {
-    auto port = want.GidGuid() == 0 ? std::nullopt : s.fabric.FindPort(Guid{want.GidGuid()});
+    auto port = want.GidGuid() == 0 ? std::nullopt : s.fabric().FindPort(Guid{want.GidGuid()});
     if (requester == kNoPort || !s.HoldsPKey(requester, want.service_p_key) ||
         (port && !s.HoldsPKey(*port, want.service_p_key))) {
       ++counters_.service_pkey_refused;
@@ -644,7 +654,7 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
 
   if (req.hdr.method == mad::method::kSet) {
     // The service must live on a port of this subnet.
-    auto port = want.GidGuid() == 0 ? std::nullopt : s.fabric.FindPort(Guid{want.GidGuid()});
+    auto port = want.GidGuid() == 0 ? std::nullopt : s.fabric().FindPort(Guid{want.GidGuid()});
     if (!port || want.GidPrefix() != s.subnet_prefix) {
       Log(LogName::kSa).debug("ServiceRecord {:#x} names GID {:#x}:{:#x}, not a port here",
                               want.service_id, want.GidPrefix(), want.GidGuid());
@@ -747,7 +757,7 @@ void SaServer::Publish(std::shared_ptr<const SaSnapshot> snapshot) {
   if (!snapshot) return;
   snapshot_ = std::move(snapshot);
   // Subscribers whose port left the fabric get no more Reports (OpenSM drops them too).
-  inform_.DropGone(snapshot_->fabric);
+  inform_.DropGone(snapshot_->fabric());
 }
 
 // InformInfo: Set only (13.4.8.3), answered GetResp with a copy of the request (Subscribe
@@ -766,7 +776,7 @@ std::optional<mad::MadMessage> SaServer::AnswerInform(const mad::MadMessage& msg
     auto ii = mad::Decode<mad::InformInfo>(data);
     InformSetAnswer a;
     if (ii.ok()) {
-      a = inform_.Set(s.fabric, s.subnet_prefix, *ii, msg.addr, trusted);
+      a = inform_.Set(s.fabric(), s.subnet_prefix, *ii, msg.addr, trusted);
     } else {
       a.status = mad::sa_status::kReqInvalid;
     }

@@ -51,8 +51,11 @@ namespace ibsm::sm {
 // programmed), its routing tables, and the SM itself. Immutable once published.
 struct SaSnapshot {
   uint64_t sweep = 0;  // heavy sweep number that produced it
-  Fabric fabric;
-  std::vector<DiscoveredNode> nodes;  // index = NodeId of `fabric`
+  // The sweep's fabric and what its nodes answered, shared with the SM, which copies it
+  // before changing it (one copy of the fabric model, not two, while nothing changes).
+  std::shared_ptr<const DiscoveryResult> discovery;
+  const Fabric& fabric() const;                     // empty without `discovery`
+  const std::vector<DiscoveredNode>& nodes() const;  // index = NodeId of fabric()
   std::shared_ptr<const routing::RoutingTables> tables;  // null if routing never succeeded
   // The LID index of `fabric` (PathRecord); null: no PathRecord is answered (NO_RESOURCES).
   std::shared_ptr<const routing::LidMap> lids;

@@ -85,7 +85,7 @@ class SharpManager::GmpWindow {
 };
 
 struct SharpManager::Run_ {
-  const DiscoveryResult* sweep = nullptr;
+  std::shared_ptr<const DiscoveryResult> sweep;
   std::function<void()> done;
   struct An {
     NodeId an = kNoNode;
@@ -136,13 +136,13 @@ void SharpManager::Note(const std::string& id, const std::string& text) {
   summary_.notes.push_back(id + " " + text);
 }
 
-void SharpManager::Run(const DiscoveryResult& sweep, std::function<void()> done) {
+void SharpManager::Run(std::shared_ptr<const DiscoveryResult> sweep, std::function<void()> done) {
   run_ = std::make_unique<Run_>();
-  run_->sweep = &sweep;
+  run_->sweep = std::move(sweep);
   run_->done = std::move(done);
   summary_ = SharpSummary{};
   summary_.ran = true;
-  const Fabric& f = sweep.fabric;
+  const Fabric& f = run_->sweep->fabric;
   for (NodeId n = 0; n < f.node_count(); ++n) {
     auto sp = AggregationNodeSwitchPort(f, n);
     if (!sp) continue;

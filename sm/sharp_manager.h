@@ -93,8 +93,8 @@ class SharpManager {
   ~SharpManager();
 
   // Runs the stage on this sweep's fabric (LIDs assigned, LFTs written, links ACTIVE).
-  // `sweep` must stay alive until `done` runs. One Run at a time.
-  void Run(const DiscoveryResult& sweep, std::function<void()> done);
+  // Holds `sweep` until `done` runs. One Run at a time.
+  void Run(std::shared_ptr<const DiscoveryResult> sweep, std::function<void()> done);
 
   const SharpSummary& summary() const { return summary_; }
   const SharpCounters& counters() const { return counters_; }

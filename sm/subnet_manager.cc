@@ -218,7 +218,7 @@ void SubnetManager::OnDiscovered(DiscoveryResult r) {
   if (stopped_) return;
   issues_in_sweep_ += r.issues.size();
   for (const auto& i : r.issues) ++counters_.issues_by_id[i.id];
-  discovered_ = std::make_unique<DiscoveryResult>(std::move(r));
+  discovered_ = std::make_shared<DiscoveryResult>(std::move(r));
   const Fabric& f = discovered_->fabric;
   current_.nodes = f.node_count();
   current_.switches = f.switch_count();
@@ -388,7 +388,7 @@ void SubnetManager::SetEnforcement() {
   const Fabric& f = discovered_->fabric;
   for (const auto& [p, e] : pkey_plan_->enforcement) {
     const Port& port = f.port(p);
-    DiscoveredNode& dn = discovered_->nodes[port.node];
+    const DiscoveredNode& dn = discovered_->nodes[port.node];
     uint8_t num = port.num.value();
     const mad::PortInfo& now = dn.port_info[num];
     if (now.partition_enforcement_inbound == e.inbound &&
@@ -412,7 +412,7 @@ void SubnetManager::SetEnforcement() {
                       return;
                     }
                     auto pi = mad::Decode<mad::PortInfo>(r->data);
-                    if (pi.ok()) discovered_->nodes[node].port_info[num] = *pi;
+                    if (pi.ok()) MutableDiscovered().nodes[node].port_info[num] = *pi;
                   });
   }
   pipeline_.WhenIdle([this] {
@@ -454,7 +454,7 @@ mad::PortInfo SubnetManager::DesiredPortInfo(PortId p) const {
 // HOQLife and VLStallCount of switch external ports that hold other values; ports still
 // coming up get them with their ARMED Set (ActivateLinks).
 void SubnetManager::ConfigureSwitchPorts() {
-  Fabric& f = discovered_->fabric;
+  const Fabric& f = discovered_->fabric;
   for (PortId p = 0; p < f.port_count(); ++p) {
     const Port& port = f.port(p);
     if (port.num.value() == 0 || !port.connected() || !f.node(port.node).is_switch()) continue;
@@ -477,13 +477,13 @@ void SubnetManager::ConfigureSwitchPorts() {
         return;
       }
       auto pi = mad::Decode<mad::PortInfo>(r->data);
-      if (pi.ok()) discovered_->nodes[node].port_info[num] = *pi;
+      if (pi.ok()) MutableDiscovered().nodes[node].port_info[num] = *pi;
     });
   }
 }
 
 void SubnetManager::ConfigureLids() {
-  Fabric& f = discovered_->fabric;
+  const Fabric& f = discovered_->fabric;
   if (took_over_ && !options_.lids.reassign) {
     // Taking over from another master: the LIDs the ports hold now are the subnet's, so
     // they win over this SM's own (older) guid2lid rows. Clients keep their LIDs.
@@ -550,18 +550,19 @@ void SubnetManager::ConfigureLids() {
     uint8_t num = port.num.value();
     pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data,
                   [this, node, num, p, want](Result<mad::Smp> r) {
-                    Fabric& fab = discovered_->fabric;
                     if (!r.ok()) {
                       Issue("SM-LID-004",
                             fmt::format("PortInfo Set (LID {}) on {} port {} failed: {}",
-                                        lids_.base[p], ToString(fab.node(node).guid), num,
+                                        lids_.base[p],
+                                        ToString(discovered_->fabric.node(node).guid), num,
                                         r.status().ToString()));
                       return;
                     }
                     auto pi = mad::Decode<mad::PortInfo>(r->data);
                     if (!pi.ok()) return;
-                    discovered_->nodes[node].port_info[num] = *pi;
-                    Port& mp = fab.mutable_port(p);
+                    DiscoveryResult& d = MutableDiscovered();
+                    d.nodes[node].port_info[num] = *pi;
+                    Port& mp = d.fabric.mutable_port(p);
                     if (pi->subnet_timeout != want.subnet_timeout ||
                         pi->m_key_lease_period != want.m_key_lease_period) {
                       echo_[mp.guid] = {pi->subnet_timeout, pi->m_key_lease_period};
@@ -574,7 +575,7 @@ void SubnetManager::ConfigureLids() {
   pipeline_.WhenIdle([this] {
     if (stopped_) return;
     // The model holds the LIDs the ports accepted; ports whose Set failed keep theirs.
-    discovered_->fabric.IndexLids();
+    MutableDiscovered().fabric.IndexLids();
     Route();
   });
 }
@@ -683,7 +684,7 @@ void SubnetManager::ProgramSwitches() {
   uint16_t top = lid_map_->max_lid();
   for (NodeId n = 0; n < f.node_count(); ++n) {
     if (!f.node(n).is_switch() || !tables_->table(n)) continue;
-    DiscoveredNode& dn = discovered_->nodes[n];
+    const DiscoveredNode& dn = discovered_->nodes[n];
     SwitchCache& cache = switch_cache_[f.node(n).guid];
     // A switch whose top is not what we set (rebooted, or programmed by another SM) holds
     // tables we do not know.
@@ -725,7 +726,7 @@ void SubnetManager::ProgramSwitches() {
           return;
         }
         auto si = mad::Decode<mad::SwitchInfo>(r->data);
-        if (si.ok()) discovered_->nodes[n].switch_info = *si;
+        if (si.ok()) MutableDiscovered().nodes[n].switch_info = *si;
       });
     }
   }
@@ -894,7 +895,7 @@ void SubnetManager::ActivateLinks(int pass) {
   if (state() != mad::SmState::kMaster) return;
   auto next = std::make_shared<PortId>(0);
   pipeline_.Feed([this, next, from, to]() -> bool {
-    Fabric& f = discovered_->fabric;
+    const Fabric& f = discovered_->fabric;
     while (*next < f.port_count()) {
       PortId p = (*next)++;
       const Port& port = f.port(p);
@@ -920,8 +921,9 @@ void SubnetManager::ActivateLinks(int pass) {
                       }
                       auto pi = mad::Decode<mad::PortInfo>(r->data);
                       if (!pi.ok()) return;
-                      discovered_->nodes[node].port_info[num] = *pi;
-                      discovered_->fabric.mutable_port(p).state =
+                      DiscoveryResult& d = MutableDiscovered();
+                      d.nodes[node].port_info[num] = *pi;
+                      d.fabric.mutable_port(p).state =
                           static_cast<PortState>(pi->port_state <= 4 ? pi->port_state : 0);
                       if (to == PortState::kArmed) {
                         ++current_.ports_armed;
@@ -940,7 +942,7 @@ void SubnetManager::ActivateLinks(int pass) {
     } else if (options_.sharp_enable && discovered_ && state() == mad::SmState::kMaster) {
       // SHARP needs ACTIVE links (class 0x0B MADs are GMPs); it never delays SUBNET UP's
       // verdict: its problems are its own log lines.
-      sharp_->Run(*discovered_, [this] {
+      sharp_->Run(discovered_, [this] {
         if (!stopped_) FinishHeavySweep();
       });
     } else {
@@ -1765,18 +1767,25 @@ void SubnetManager::ReportMulticastGroup(bool created, const std::array<uint8_t,
 
 // --- outputs -------------------------------------------------------------------------
 
-// A copy, so the sweeps that follow may change discovered_ while the SA answers from this.
+DiscoveryResult& SubnetManager::MutableDiscovered() {
+  // Every DiscoveryResult here is made non-const (make_shared<DiscoveryResult>), so casting
+  // the constness away from the only owner is sound.
+  if (discovered_.use_count() > 1) discovered_ = std::make_shared<DiscoveryResult>(*discovered_);
+  return const_cast<DiscoveryResult&>(*discovered_);
+}
+
+// Shares discovered_: a later change to it copies it first (MutableDiscovered), so the SA
+// keeps answering from the fabric as this sweep left it.
 void SubnetManager::PublishSaSnapshot() {
   auto s = std::make_shared<SaSnapshot>();
   s->sweep = current_.number;
-  s->fabric = discovered_->fabric;
-  s->nodes = discovered_->nodes;
+  s->discovery = discovered_;
   s->tables = tables_;
   // Indexed from the snapshot's own fabric rather than shared with lid_map_: when routing
   // failed and the last good tables are kept, lid_map_ belongs to an earlier fabric whose
   // PortIds need not match this one.
-  s->lids = std::make_shared<const routing::LidMap>(s->fabric);
-  s->port_mtu = LinkMtus(s->fabric, s->nodes);
+  s->lids = std::make_shared<const routing::LidMap>(s->fabric());
+  s->port_mtu = LinkMtus(s->fabric(), s->nodes());
   s->qos = qos_;
   s->subnet_prefix = options_.subnet_prefix;
   s->sm_lid = sm_lid_;

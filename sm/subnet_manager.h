@@ -373,7 +373,11 @@ class SubnetManager {
   std::function<void(const SweepStats&)> on_sweep_;
 
   std::unique_ptr<Discovery> discovery_;
-  std::unique_ptr<DiscoveryResult> discovered_;
+  // The last heavy sweep's result, shared with the SA snapshot (and the AR and SHARP stages)
+  // until the SM changes it: every change goes through MutableDiscovered(), which copies it
+  // first when anyone else holds it.
+  std::shared_ptr<const DiscoveryResult> discovered_;
+  DiscoveryResult& MutableDiscovered();
   PortId sm_port_ = kNoPort;
   LidAssignment lids_;
   std::unordered_map<Guid, PersistedLid> guid2lid_;
