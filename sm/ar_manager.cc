@@ -485,6 +485,20 @@ void ArManager::Disable(std::shared_ptr<Run_> run) {
   pipeline_.WhenIdle([this, run] { Finish(run); });
 }
 
+void ArManager::ShareFabric(std::shared_ptr<const Fabric> fabric) {
+  if (!snapshot_ || !snapshot_->fabric || !fabric || snapshot_->fabric == fabric) return;
+  const Fabric& a = *snapshot_->fabric;
+  const Fabric& b = *fabric;
+  if (a.node_count() != b.node_count() || a.port_count() != b.port_count()) return;
+  for (NodeId n = 0; n < a.node_count(); ++n)
+    if (a.node(n).guid != b.node(n).guid) return;
+  for (PortId p = 0; p < a.port_count(); ++p)
+    if (a.port(p).lid != b.port(p).lid || a.port(p).peer != b.port(p).peer) return;
+  auto snap = std::make_shared<ArSnapshot>(*snapshot_);
+  snap->fabric = std::move(fabric);
+  snapshot_ = std::move(snap);
+}
+
 void ArManager::Finish(std::shared_ptr<Run_> run) {
   const Fabric& f = *run->fabric;
   auto snap = std::make_shared<ArSnapshot>();

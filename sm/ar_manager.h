@@ -99,6 +99,10 @@ class ArManager {
            std::function<void()> done);
 
   std::shared_ptr<const ArSnapshot> snapshot() const { return snapshot_; }
+  // Points the snapshot at `fabric` instead of the copy Run made, when `fabric` is that
+  // sweep's fabric (same nodes in the same order, same LIDs): the SM hands over the fabric
+  // it shares with the SA, so the AR view costs no fabric of its own.
+  void ShareFabric(std::shared_ptr<const Fabric> fabric);
   const routing::ArTables* tables() const { return snapshot_ ? snapshot_->ar.get() : nullptr; }
   const ArCounters& counters() const { return counters_; }
 

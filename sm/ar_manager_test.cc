@@ -47,6 +47,7 @@ struct ArRun {
   SweepStats sweep;
   std::shared_ptr<const ArSnapshot> snap;
   ArCounters counters;
+  const Fabric* sa_fabric = nullptr;  // the fabric the SA answered from at the end
 };
 
 // One heavy sweep of a fresh SubnetManager on `sim`; keeps what the AR manager published.
@@ -62,6 +63,7 @@ ArRun RunSm(sim::Simulator& sim, PortId at, SubnetManagerOptions o,
     out.sweep = s;
     out.snap = sm.ar().snapshot();
     out.counters = sm.ar().counters();
+    out.sa_fabric = &sm.sa().snapshot()->fabric();
     sm.Stop();
     t.Close();
     io.stop();
@@ -127,6 +129,21 @@ TEST(ArManagerTest, TwoTierK16AndThreeTierK8ReadBackEqualsWhatTheSmIntended) {
     }
     EXPECT_EQ(r.counters.set_failures, 0u);
   }
+}
+
+// The AR view (ibsmctl ar, traffic model) holds the fabric the SA answers from, not a copy
+// of its own: one fabric model per sweep.
+TEST(ArManagerTest, TheArViewSharesTheSweepsFabricWithTheSa) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  AllCapable(*f, sim);
+  ArRun r = RunSm(sim, FirstCaPort(*f), ArOptions());
+  ASSERT_TRUE(r.sweep.subnet_up);
+  ASSERT_NE(r.snap, nullptr);
+  ASSERT_NE(r.snap->ar, nullptr);
+  EXPECT_EQ(r.snap->fabric.get(), r.sa_fabric);
+  ExpectSimHoldsWhatTheSmIntended(*f, sim, *r.snap);
 }
 
 TEST(ArManagerTest, LegacySwitchesInAMixedFabricKeepPlainLftsAndAreNamedInTheSummary) {

@@ -1780,6 +1780,7 @@ void SubnetManager::PublishSaSnapshot() {
   auto s = std::make_shared<SaSnapshot>();
   s->sweep = current_.number;
   s->discovery = discovered_;
+  ar_.ShareFabric(std::shared_ptr<const Fabric>(discovered_, &discovered_->fabric));
   s->tables = tables_;
   // Indexed from the snapshot's own fabric rather than shared with lid_map_: when routing
   // failed and the last good tables are kept, lid_map_ belongs to an earlier fabric whose
