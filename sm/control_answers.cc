@@ -240,7 +240,7 @@ namespace {
 void ForEachHealthCable(const DiscoveryResult* d, const PerfManager* perf,
                         const std::function<void(const CableHealth&)>& visit) {
   if (perf) return ForEachCable(perf->findings(), visit);
-  ForEachCable(d ? DegradedLinkFindings(*d) : std::vector<HealthFinding>(), visit);
+  if (d) ForEachDegradedCable(*d, visit);
 }
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "ha/state_store.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
+#include "sm/perf_manager.h"
 #include "sm/sm_metrics.h"
 #include "sm/subnet_manager.h"
 
@@ -234,6 +235,30 @@ TEST_F(ControlCommandsTest, HealthWithoutThePerfMgrNamesTheDegradedCableByBothEn
   // No PerfMgr, no error counters: links --errors says so instead of listing nothing.
   json r = Ask({{"cmd", "links"}, {"args", {{"errors", true}}}});
   EXPECT_EQ(r["ok"], false) << r.dump();
+}
+
+// Without the PerfMgr, health lists degraded cables one at a time from the discovery result
+// (ForEachDegradedCable); the cables and their order are those of grouping all the findings.
+TEST_F(ControlCommandsTest, HealthOfManyDegradedCablesMatchesGroupingAllTheFindings) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  size_t degraded = 0;
+  for (PortId p = 0; p < f->port_count(); ++p) {
+    const Port& port = f->port(p);
+    if (!port.connected() || port.peer < p || (p + degraded) % 3 == 0) continue;
+    LinkWidth w = degraded % 2 ? LinkWidth::k1x : LinkWidth::k2x;
+    f->mutable_port(p).width = w;
+    f->mutable_port(port.peer).width = w;
+    ++degraded;
+  }
+  ASSERT_GE(degraded, 5u);
+  Bring(std::move(*f));
+  json h = Result("health");
+  ASSERT_EQ(h["cables"].size(), degraded) << h.dump();
+  json want = json::array();
+  ForEachCable(DegradedLinkFindings(*sm_->discovered()),
+               [&](const CableHealth& c) { want.push_back(CableHealthJson(c)); });
+  EXPECT_EQ(h["cables"], want);
 }
 
 TEST_F(ControlCommandsTest, CheckReportsTheProofsAndBalanceOfTheProgrammedRoutes) {

@@ -429,8 +429,12 @@ void PerfManager::OpDone() {
   if (pending_ == 0 && sweeping_) FinishSweep();
 }
 
-std::vector<HealthFinding> DegradedLinkFindings(const DiscoveryResult& d) {
-  std::vector<HealthFinding> out;
+namespace {
+
+// Each cable discovery read both ends of whose link is degraded, once, as (end A's PortId,
+// reason): end A is the end with the lower PortId.
+template <typename Visit>
+void EachDegradedLink(const DiscoveryResult& d, Visit&& visit) {
   const Fabric& f = d.fabric;
   auto info = [&](PortId p) -> const mad::PortInfo* {
     const Port& port = f.port(p);
@@ -441,32 +445,70 @@ std::vector<HealthFinding> DegradedLinkFindings(const DiscoveryResult& d) {
                ? &dn.port_info[num]
                : nullptr;
   };
-  // Cables of both ends' PortInfo whose link is degraded, each once; counted first so the
-  // findings are allocated once (every cable on ibsim: 24,576 at 3-tier k=32).
-  auto each = [&](auto&& visit) {
-    for (PortId a = 0; a < f.port_count(); ++a) {
-      const Port& pa = f.port(a);
-      if (!pa.connected() || pa.num.value() == 0 || pa.peer < a) continue;
-      const mad::PortInfo* ia = info(a);
-      const mad::PortInfo* ib = info(pa.peer);
-      if (!ia || !ib) continue;
-      if (auto reason = DegradedReason(*ia, *ib)) visit(a, *reason);
-    }
-  };
-  size_t count = 0;
-  each([&](PortId, const std::string&) { ++count; });
-  out.reserve(count);
-  each([&](PortId a, const std::string& reason) {
+  for (PortId a = 0; a < f.port_count(); ++a) {
     const Port& pa = f.port(a);
-    HealthFinding h;
-    h.rule = HealthRule::kDegradedLink;
-    h.port = MakeEnd(f, a);
-    h.peer = MakeEnd(f, pa.peer);
-    h.threshold = 1;
-    h.detail = reason;
-    out.push_back(std::move(h));
+    if (!pa.connected() || pa.num.value() == 0 || pa.peer < a) continue;
+    const mad::PortInfo* ia = info(a);
+    const mad::PortInfo* ib = info(pa.peer);
+    if (!ia || !ib) continue;
+    if (auto reason = DegradedReason(*ia, *ib)) visit(a, *reason);
+  }
+}
+
+HealthFinding DegradedFinding(const Fabric& f, PortId a, const std::string& reason) {
+  HealthFinding h;
+  h.rule = HealthRule::kDegradedLink;
+  h.port = MakeEnd(f, a);
+  h.peer = MakeEnd(f, f.port(a).peer);
+  h.threshold = 1;
+  h.detail = reason;
+  return h;
+}
+
+}  // namespace
+
+std::vector<HealthFinding> DegradedLinkFindings(const DiscoveryResult& d) {
+  // Counted first so the findings are allocated once (every cable on ibsim: 24,576 at
+  // 3-tier k=32).
+  size_t count = 0;
+  EachDegradedLink(d, [&](PortId, const std::string&) { ++count; });
+  std::vector<HealthFinding> out;
+  out.reserve(count);
+  EachDegradedLink(d, [&](PortId a, const std::string& reason) {
+    out.push_back(DegradedFinding(d.fabric, a, reason));
   });
   return out;
+}
+
+void ForEachDegradedCable(const DiscoveryResult& d,
+                          const std::function<void(const CableHealth&)>& visit) {
+  const Fabric& f = d.fabric;
+  // One finding per cable, all of score 1: ForEachCable's order is the cables' order by
+  // (lower end, higher end), each end as (node GUID, port).
+  auto end_key = [&](PortId p) {
+    return std::make_pair(f.node(f.port(p).node).guid.value(), f.port(p).num.value());
+  };
+  auto cable_key = [&](PortId a) {
+    auto x = end_key(a), y = end_key(f.port(a).peer);
+    return x < y ? std::make_pair(x, y) : std::make_pair(y, x);
+  };
+  std::vector<PortId> cables;
+  EachDegradedLink(d, [&](PortId a, const std::string&) { cables.push_back(a); });
+  std::stable_sort(cables.begin(), cables.end(),
+                   [&](PortId x, PortId y) { return cable_key(x) < cable_key(y); });
+  for (PortId a : cables) {
+    const mad::PortInfo& ia = d.nodes[f.port(a).node].port_info[f.port(a).num.value()];
+    PortId b = f.port(a).peer;
+    const mad::PortInfo& ib = d.nodes[f.port(b).node].port_info[f.port(b).num.value()];
+    CableHealth c;
+    c.findings.push_back(DegradedFinding(f, a, DegradedReason(ia, ib).value_or("")));
+    const HealthFinding& h = c.findings.front();
+    bool swap = end_key(b) < end_key(a);
+    c.a = swap ? *h.peer : h.port;
+    c.b = swap ? h.port : *h.peer;
+    c.score = h.score();
+    visit(c);
+  }
 }
 
 void PerfManager::FinishSweep() {

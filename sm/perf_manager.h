@@ -64,6 +64,10 @@ PerfDelta ComputeDelta(const PerfCounters& before, const PerfCounters& now,
 
 // Degraded-link findings (sm/link_health.h) of every cable discovery read both ends of.
 std::vector<HealthFinding> DegradedLinkFindings(const DiscoveryResult& d);
+// ForEachCable(DegradedLinkFindings(d), visit) without holding the findings: one cable's at
+// a time.
+void ForEachDegradedCable(const DiscoveryResult& d,
+                          const std::function<void(const CableHealth&)>& visit);
 
 struct PerfManagerOptions {
   std::chrono::seconds sweep_time{180};
