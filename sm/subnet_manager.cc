@@ -27,7 +27,14 @@
 namespace ibsm::sm {
 namespace {
 
-constexpr uint8_t kUnknownEntry = 0xFE;  // cache marker: the switch's entry is not known
+// LFT block `b` as a switch programmed from `t` holds it: entries past the table drop.
+mad::LinearForwardingTable LftBlock(const routing::SwitchTable& t, size_t b) {
+  mad::LinearForwardingTable blk;
+  blk.port.fill(mad::kLftDropPort);
+  for (size_t i = 0; i < 64; ++i)
+    if (b * 64 + i < t.lft.size()) blk.port[i] = t.lft[b * 64 + i];
+  return blk;
+}
 
 uint8_t ToWire(PortState s) { return static_cast<uint8_t>(s); }
 
@@ -689,12 +696,16 @@ void SubnetManager::ProgramSwitches() {
     // A switch whose top is not what we set (rebooted, or programmed by another SM) holds
     // tables we do not know.
     if (cache.top != dn.switch_info.linear_fdb_top) {
-      cache.lft.clear();
+      cache.Clear();
       mft_.Forget(f.node(n).guid);
     }
-    if (cache.lft.empty() && dn.switch_info.linear_fdb_top != 0) {
+    if (cache.empty() && dn.switch_info.linear_fdb_top != 0) {
+      // Read what it holds, compared with what it should hold: a block that matches needs
+      // no Set (a second SM, or a restart, on a programmed fabric writes nothing).
       size_t blocks = std::min<size_t>(dn.switch_info.linear_fdb_top, top) / 64 + 1;
-      cache.lft.assign(blocks * 64, kUnknownEntry);
+      cache.source = tables_;
+      cache.source_table = tables_->table(n);
+      cache.held.assign(blocks, false);
       for (size_t b = 0; b < blocks; ++b) {
         ++current_.lft_blocks_read;
         Guid g = f.node(n).guid;
@@ -704,9 +715,9 @@ void SubnetManager::ProgramSwitches() {
                         auto blk = mad::Decode<mad::LinearForwardingTable>(r->data);
                         auto it = switch_cache_.find(g);
                         if (!blk.ok() || it == switch_cache_.end()) return;
-                        auto& lft = it->second.lft;
-                        if (lft.size() < (b + 1) * 64) return;
-                        std::copy(blk->port.begin(), blk->port.end(), lft.begin() + b * 64);
+                        SwitchCache& c = it->second;
+                        if (b >= c.held.size() || !c.source_table) return;
+                        c.held[b] = blk->port == LftBlock(*c.source_table, b).port;
                       });
       }
     }
@@ -752,9 +763,16 @@ void SubnetManager::PushLfts() {
   for (NodeId n : c->switches) {
     SwitchCache& cache = switch_cache_[f.node(n).guid];
     cache.top = top;
-    // Sized once: grown block by block as answers come back it doubled its way past the
-    // table (21 MB instead of 10.5 MB for 1,280 switches at 3-tier k=32).
-    cache.lft.reserve(c->blocks * 64);
+    // Rebase on the new tables: a block the switch holds of the old ones stays held only
+    // where the new tables have the same entries.
+    const routing::SwitchTable* now = tables_->table(n);
+    std::vector<bool> held(c->blocks, false);
+    for (size_t b = 0; b < held.size() && b < cache.held.size(); ++b)
+      held[b] = cache.held[b] && cache.source_table &&
+                LftBlock(*cache.source_table, b).port == LftBlock(*now, b).port;
+    cache.source = tables_;
+    cache.source_table = now;
+    cache.held = std::move(held);
   }
   if (c->switches.empty()) c->b = c->blocks;
   // Blocks are produced as the SMP window frees up: at 3-tier k=32 there are 190,000.
@@ -767,35 +785,28 @@ void SubnetManager::PushLfts() {
         c->i = 0;
         ++c->b;
       }
-      const auto& lft = tables_->table(n)->lft;
       Guid g = f.node(n).guid;
       SwitchCache& cache = switch_cache_[g];
-      mad::LinearForwardingTable blk;
-      blk.port.fill(mad::kLftDropPort);
-      for (size_t i = 0; i < 64; ++i)
-        if (b * 64 + i < lft.size()) blk.port[i] = lft[b * 64 + i];
-      bool same = cache.lft.size() >= (b + 1) * 64 &&
-                  std::equal(blk.port.begin(), blk.port.end(), cache.lft.begin() + b * 64);
-      if (same) continue;
+      if (b < cache.held.size() && cache.held[b]) continue;
+      const mad::LinearForwardingTable blk = LftBlock(*tables_->table(n), b);
       std::array<uint8_t, 64> data{};
       mad::EncodeTo(blk, data);
       ++current_.lft_blocks_sent;
       pipeline_.Set(discovered_->nodes[n].path, mad::attr::kLinearForwardingTable,
                     static_cast<uint32_t>(b), data, [this, g, b](Result<mad::Smp> r) {
                       auto& cache = switch_cache_[g];
+                      if (b >= cache.held.size() || !cache.source_table) return;
                       if (!r.ok()) {
                         Issue("SM-LFT-002",
                               fmt::format("LFT block {} Set on {} failed: {}", b, ToString(g),
                                           r.status().ToString()));
-                        if (cache.lft.size() >= (b + 1) * 64)
-                          std::fill_n(cache.lft.begin() + b * 64, 64, kUnknownEntry);
+                        cache.held[b] = false;
                         return;
                       }
+                      // What the switch answered is what it holds (it may refuse entries).
                       auto blk = mad::Decode<mad::LinearForwardingTable>(r->data);
-                      if (!blk.ok()) return;
-                      if (cache.lft.size() < (b + 1) * 64)
-                        cache.lft.resize((b + 1) * 64, kUnknownEntry);
-                      std::copy(blk->port.begin(), blk->port.end(), cache.lft.begin() + b * 64);
+                      cache.held[b] = blk.ok() &&
+                                      blk->port == LftBlock(*cache.source_table, b).port;
                     });
       return true;
     }

@@ -239,9 +239,21 @@ class SubnetManager {
   void SaveSweepSnapshots() { SaveSnapshots(/*topology=*/false); }
 
  private:
+  // What a switch's LFT holds, without a copy of it: per block, whether the switch is known
+  // to hold that block of `source` (the tables it was last programmed from or compared
+  // with, kept alive here; the SM keeps them anyway). A block read or set that does not
+  // match, or whose Set failed, is unknown and is written by the next push.
   struct SwitchCache {
-    std::vector<uint8_t> lft;  // what the switch holds; kNoEntry where unknown
-    uint16_t top = 0;          // LinearFDBTop we set
+    std::shared_ptr<const routing::RoutingTables> source;
+    const routing::SwitchTable* source_table = nullptr;  // this switch's, in `source`
+    std::vector<bool> held;  // per LFT block of 64 LIDs
+    uint16_t top = 0;        // LinearFDBTop we set
+    bool empty() const { return held.empty(); }
+    void Clear() {
+      source.reset();
+      source_table = nullptr;
+      held.clear();
+    }
   };
 
   void BeginHeavySweep();

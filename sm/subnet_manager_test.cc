@@ -263,6 +263,49 @@ TEST(SubnetManagerTest, LinkDownTrapReroutesAroundTheLinkWithinOneSweep) {
   ExpectFabricUp(g, sim);
 }
 
+// The SM keeps what each switch's LFT holds across heavy sweeps, per block: a sweep of the
+// same fabric sends no block and reads none back; a re-route sends only the blocks that
+// changed, and the switches then hold the new routes.
+TEST(SubnetManagerTest, LftCacheSendsNothingForAnUnchangedFabricAndOnlyChangedBlocksOnReroute) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::Simulator sim(*f);
+  PortId at = FirstCaPort(*f);
+  SubnetManagerOptions o;
+  o.send.timeout = std::chrono::milliseconds(20);
+  o.sweep_interval = std::chrono::seconds(0);
+  NodeId leaf = *f->FindNodeByName("leaf-002");
+  PortId uplink = f->port_id(leaf, PortNum{5});
+  std::vector<SweepStats> sweeps;
+  bool link_down = false;
+  SweepStats last = RunSm(io, sim, at, o, nullptr, [&](SubnetManager& sm, const SweepStats& st) {
+    sweeps.push_back(st);
+    if (sweeps.size() == 1) {
+      sm.RequestHeavySweep("test: same fabric again");
+      return false;
+    }
+    if (!link_down) {
+      link_down = true;
+      EXPECT_TRUE(sim.LinkDown(uplink).ok());
+      return false;
+    }
+    return st.links == f->link_count() - 1 || sweeps.size() > 6;
+  });
+  ASSERT_GE(sweeps.size(), 3u);
+  EXPECT_GT(sweeps[0].lft_blocks_sent, 0u);
+  EXPECT_EQ(sweeps[1].links, f->link_count());
+  EXPECT_EQ(sweeps[1].lft_blocks_sent, 0u);
+  EXPECT_EQ(sweeps[1].lft_blocks_read, 0u);
+  ASSERT_EQ(last.links, f->link_count() - 1);
+  EXPECT_GT(last.lft_blocks_sent, 0u);
+  EXPECT_LT(last.lft_blocks_sent, sweeps[0].lft_blocks_sent);
+  for (uint16_t lid : CaLids(*f, sim)) EXPECT_NE(sim.lft_entry(leaf, Lid{lid}), 5);
+  Fabric g = *f;
+  g.Disconnect(uplink);
+  ExpectFabricUp(g, sim);
+}
+
 // A trap that arrives between "Entering MASTER state" and the first sweep (ibsim's trap 144 for
 // the SM's own IsSM claim on a warm fabric) is covered by that sweep: one sweep, not two.
 TEST(SubnetManagerTest, ASweepRequestBeforeTheFirstSweepBeginsIsMergedIntoIt) {
