@@ -236,11 +236,19 @@ Status WriteDumpFile(const std::string& path, const std::function<void(std::FILE
   std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "w");
   if (!f) return IoError(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
+  errno = 0;
   write(f);
-  bool ok = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
+  // A write that failed inside fwrite (ENOSPC) leaves the stream's error flag set and
+  // need not make the fflush below fail: glibc may have dropped the buffered bytes.
+  int e = 0;
+  if (std::fflush(f) != 0 || std::ferror(f)) {
+    e = errno != 0 ? errno : EIO;
+  } else if (::fsync(::fileno(f)) != 0) {
+    e = errno;
+  }
+  if (std::fclose(f) != 0 && e == 0) e = errno != 0 ? errno : EIO;
+  if (e == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) e = errno;
+  if (e != 0) {
     std::remove(tmp.c_str());
     return IoError(fmt::format("cannot write {}: {}", path, std::strerror(e)));
   }

@@ -1,8 +1,12 @@
 #include "sm/dumps.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -110,6 +114,37 @@ TEST(DumpsTest, FdbsDumpMarksHolesAndDetours) {
   const std::string ours = Capture([&](std::FILE* out) { WriteFdbsDump(f, t, out); });
   EXPECT_NE(ours.find("0x0009 : UNREACHABLE\n"), std::string::npos) << ours;
   EXPECT_NE(ours.find("0x0003 : 001  : HOPS UNKNOWN\n"), std::string::npos) << ours;
+}
+
+// A write that fails in the middle of a dump (a full disk) fails the dump: no file is
+// renamed into place, and the error names it. The file size limit makes the kernel refuse
+// the writes past 100 KiB (EFBIG) as a full disk refuses them (ENOSPC).
+TEST(DumpsTest, AWriteThatFailsMidwayFailsTheDumpAndLeavesNoFile) {
+  const std::string dir = ::testing::TempDir() + "/ibsm-dump-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/opensm-lfts.dump";
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 100 * 1024;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  // In pieces of 64 KiB, as the dump writers hand them over: larger than the stream's
+  // buffer, so the failed write leaves nothing buffered for fflush to fail on.
+  const std::string piece(64 * 1024, 'x');
+  Status s = WriteDumpFile(path, [&](std::FILE* out) {
+    for (int i = 0; i < 8; ++i) std::fwrite(piece.data(), 1, piece.size(), out);
+  });
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("opensm-lfts.dump"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  // Within the limit it is written whole.
+  EXPECT_TRUE(WriteDumpFile(path, [&](std::FILE* out) { std::fputs("ok\n", out); }).ok());
+  EXPECT_EQ(Slurp(path), "ok\n");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DumpsTest, SubnetListIsLineForLineWhatOpenSmWritesForTheSameFabric) {
