@@ -774,6 +774,10 @@ void SubnetManager::PushLfts() {
     cache.source_table = now;
     cache.held = std::move(held);
   }
+  // A switch this sweep did not route (gone, or unreachable) must not keep old tables
+  // alive: it forgets what it held, and is read again if it comes back with our top.
+  for (auto& [guid, cache] : switch_cache_)
+    if (cache.source && cache.source != tables_) cache.Clear();
   if (c->switches.empty()) c->b = c->blocks;
   // Blocks are produced as the SMP window frees up: at 3-tier k=32 there are 190,000.
   pipeline_.Feed([this, c]() -> bool {

@@ -306,6 +306,41 @@ TEST(SubnetManagerTest, LftCacheSendsNothingForAnUnchangedFabricAndOnlyChangedBl
   ExpectFabricUp(g, sim);
 }
 
+// A switch that drops out of the fabric forgets what its LFT held (the cache would otherwise
+// keep that sweep's tables alive); when it comes back it is read again and programmed.
+TEST(SubnetManagerTest, ASwitchThatLeavesAndComesBackIsReadAgainAndRoutedRight) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::Simulator sim(*f);
+  SubnetManagerOptions o;
+  o.send.timeout = std::chrono::milliseconds(20);
+  o.send.retries = 1;
+  o.sweep_interval = std::chrono::seconds(0);
+  const NodeId spine = *f->FindNodeByName("spine-01");
+  std::vector<SweepStats> sweeps;
+  SweepStats last = RunSm(io, sim, FirstCaPort(*f), o, nullptr,
+                          [&](SubnetManager& sm, const SweepStats& st) {
+                            sweeps.push_back(st);
+                            if (sweeps.size() == 1) {
+                              EXPECT_TRUE(sim.SetNodeDropRate(spine, 1.0).ok());
+                            } else if (sweeps.size() == 2) {
+                              EXPECT_TRUE(sim.SetNodeDropRate(spine, 0.0).ok());
+                            } else {
+                              return true;
+                            }
+                            sm.RequestHeavySweep("test");
+                            return false;
+                          });
+  ASSERT_EQ(sweeps.size(), 3u);
+  EXPECT_EQ(sweeps[1].switches, sweeps[0].switches - 1);
+  EXPECT_EQ(last.switches, sweeps[0].switches);
+  EXPECT_EQ(sweeps[1].lft_blocks_read, 0u);
+  EXPECT_GT(last.lft_blocks_read, 0u) << "the returning spine's table is read back";
+  EXPECT_TRUE(last.subnet_up);
+  ExpectFabricUp(*f, sim);
+}
+
 // A trap that arrives between "Entering MASTER state" and the first sweep (ibsim's trap 144 for
 // the SM's own IsSM claim on a warm fabric) is covered by that sweep: one sweep, not two.
 TEST(SubnetManagerTest, ASweepRequestBeforeTheFirstSweepBeginsIsMergedIntoIt) {
