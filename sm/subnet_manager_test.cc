@@ -29,6 +29,14 @@ SubnetManagerOptions Once() {
   return o;
 }
 
+// Sweeps only when something asks (a trap, RequestHeavySweep): no light sweep timer.
+SubnetManagerOptions OnDemand() {
+  SubnetManagerOptions o;
+  o.send.timeout = std::chrono::milliseconds(20);
+  o.sweep_interval = std::chrono::seconds(0);
+  return o;
+}
+
 // Runs one SubnetManager on `sim` until its first heavy sweep ends (or, with `until`, until
 // `until` says stop after a sweep). Returns the last sweep's figures.
 SweepStats RunSm(boost::asio::io_context& io, sim::Simulator& sim, PortId at,
@@ -237,9 +245,7 @@ TEST(SubnetManagerTest, LinkDownTrapReroutesAroundTheLinkWithinOneSweep) {
   so.io = &io;
   sim::Simulator sim(*f, so);
   PortId at = FirstCaPort(*f);
-  SubnetManagerOptions o;
-  o.send.timeout = std::chrono::milliseconds(20);
-  o.sweep_interval = std::chrono::seconds(0);  // only the trap can start the second sweep
+  SubnetManagerOptions o = OnDemand();  // only the trap can start the second sweep
   NodeId leaf = *f->FindNodeByName("leaf-002");
   PortId uplink = f->port_id(leaf, PortNum{5});
   int sweeps = 0;
@@ -272,9 +278,7 @@ TEST(SubnetManagerTest, LftCacheSendsNothingForAnUnchangedFabricAndOnlyChangedBl
   boost::asio::io_context io;
   sim::Simulator sim(*f);
   PortId at = FirstCaPort(*f);
-  SubnetManagerOptions o;
-  o.send.timeout = std::chrono::milliseconds(20);
-  o.sweep_interval = std::chrono::seconds(0);
+  SubnetManagerOptions o = OnDemand();
   NodeId leaf = *f->FindNodeByName("leaf-002");
   PortId uplink = f->port_id(leaf, PortNum{5});
   std::vector<SweepStats> sweeps;
@@ -313,10 +317,8 @@ TEST(SubnetManagerTest, ASwitchThatLeavesAndComesBackIsReadAgainAndRoutedRight) 
   ASSERT_TRUE(f.ok());
   boost::asio::io_context io;
   sim::Simulator sim(*f);
-  SubnetManagerOptions o;
-  o.send.timeout = std::chrono::milliseconds(20);
+  SubnetManagerOptions o = OnDemand();
   o.send.retries = 1;
-  o.sweep_interval = std::chrono::seconds(0);
   const NodeId spine = *f->FindNodeByName("spine-01");
   std::vector<SweepStats> sweeps;
   SweepStats last = RunSm(io, sim, FirstCaPort(*f), o, nullptr,
@@ -350,9 +352,7 @@ TEST(SubnetManagerTest, ASweepRequestBeforeTheFirstSweepBeginsIsMergedIntoIt) {
   sim::Simulator sim(*f, {});
   sim::SimTransport t(io, sim, FirstCaPort(*f));
   SystemClock clock;
-  SubnetManagerOptions o;
-  o.send.timeout = std::chrono::milliseconds(20);
-  o.sweep_interval = std::chrono::seconds(0);
+  SubnetManagerOptions o = OnDemand();
   SubnetManager sm(io, t, clock, nullptr, o);
   int sweeps = 0;
   auto stop = [&] {
