@@ -64,30 +64,6 @@ json NodeJson(const Fabric& f, NodeId n) {
               {"device_id", node.device_id}};
 }
 
-// Why the cable at port `a` runs below what both ends support; nothing when it does not, or
-// when either end's PortInfo is unknown.
-std::optional<std::string> CableDegraded(const Fabric& f, const DiscoveryResult* d, PortId a) {
-  auto info = [&](PortId p) -> const mad::PortInfo* {
-    const Port& port = f.port(p);
-    if (!d || port.node >= d->nodes.size()) return nullptr;
-    const auto& dn = d->nodes[port.node];
-    size_t num = port.num.value();
-    return num < dn.port_info.size() && num < dn.port_info_valid.size() && dn.port_info_valid[num]
-               ? &dn.port_info[num]
-               : nullptr;
-  };
-  const mad::PortInfo* ia = info(a);
-  const mad::PortInfo* ib = info(f.port(a).peer);
-  if (!ia || !ib) return std::nullopt;
-  return DegradedReason(*ia, *ib);
-}
-
-// Each cable once: its port with the lower index.
-bool CableEnd(const Fabric& f, PortId a) {
-  const Port& pa = f.port(a);
-  return pa.connected() && pa.num.value() != 0 && pa.peer > a;
-}
-
 // Calls `each` with every cable of the `links` answer once; returns how many are degraded.
 template <typename Each>
 size_t ForEachLinkJson(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
@@ -109,7 +85,7 @@ size_t ForEachLinkJson(const Fabric& f, const DiscoveryResult* d, const PerfMana
   for (PortId a = 0; a < f.port_count(); ++a) {
     if (!CableEnd(f, a)) continue;
     const Port& pa = f.port(a);
-    const std::optional<std::string> reason = CableDegraded(f, d, a);
+    const std::optional<std::string> reason = DegradedCable(f, d, a);
     if (reason) ++degraded;
     auto state = static_cast<size_t>(pa.state);
     each(json{{"a", EndJson(f, a)},
@@ -142,12 +118,6 @@ void StreamNodesAnswer(const Fabric& f, const AnswerSink& sink) {
   sink("]}");
 }
 
-std::string NodesAnswerText(const Fabric& f) {
-  std::string out;
-  StreamNodesAnswer(f, [&](std::string_view piece) { out += piece; });
-  return out;
-}
-
 json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf) {
   json links = json::array();
   const size_t degraded =
@@ -163,7 +133,7 @@ void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfMana
   // counts; then the cables go out one by one.
   size_t degraded = 0;
   for (PortId a = 0; a < f.port_count(); ++a)
-    if (CableEnd(f, a) && CableDegraded(f, d, a)) ++degraded;
+    if (CableEnd(f, a) && DegradedCable(f, d, a)) ++degraded;
   sink("{\"degraded\":" + std::to_string(degraded) + ",\"links\":[");
   bool first = true;
   ForEachLinkJson(f, d, perf, [&](const json& link) {
@@ -175,13 +145,6 @@ void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfMana
   if (with_sweep)
     sink(std::string(kLinksSweepPiece) + (perf ? std::to_string(perf->sweep_number()) : "null"));
   sink("}");
-}
-
-std::string LinksAnswerText(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
-                            bool with_sweep) {
-  std::string out;
-  StreamLinksAnswer(f, d, perf, with_sweep, [&](std::string_view piece) { out += piece; });
-  return out;
 }
 
 Result<json> FilterLinks(json answer, bool only_degraded, bool only_errors) {
@@ -264,13 +227,6 @@ void StreamHealthAnswer(const DiscoveryResult* d, const PerfManager* perf, const
   sink(any ? "],\"healthy\":false,\"perfmgr\":" : "],\"healthy\":true,\"perfmgr\":");
   sink(perfmgr.dump());
   sink("}");
-}
-
-std::string HealthAnswerText(const DiscoveryResult* d, const PerfManager* perf,
-                             const json& perfmgr) {
-  std::string out;
-  StreamHealthAnswer(d, perf, perfmgr, [&](std::string_view piece) { out += piece; });
-  return out;
 }
 
 json EventJson(const ha::EventRow& e) {

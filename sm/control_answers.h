@@ -39,23 +39,20 @@ nlohmann::json NodesAnswer(const Fabric& f);
 // snapshots never hold a large fabric's answer whole, neither as a JSON tree nor as text.
 using AnswerSink = std::function<void(std::string_view piece)>;
 
-// NodesAnswer(f).dump(), in pieces / whole.
+// NodesAnswer(f).dump(), in pieces.
 void StreamNodesAnswer(const Fabric& f, const AnswerSink& sink);
-std::string NodesAnswerText(const Fabric& f);
 
 // `links`, every cable once: {"links": [{"a", "b", "width", "speed", "state", "degraded",
 // "errors"}], "degraded": N, "perfmgr_sweep"}. `d` (for degraded) and `perf` (for the error
 // counters that moved in its last sweep) may be null; without `perf`, "errors" and
 // "perfmgr_sweep" are null.
 nlohmann::json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf);
-// LinksAnswer(f, d, perf).dump(), in pieces / whole. Without `with_sweep`, the answer's
+// LinksAnswer(f, d, perf).dump(), in pieces. Without `with_sweep`, the answer's
 // "perfmgr_sweep" is left out (it changes every PerfMgr sweep even when no cable did).
 void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
                        bool with_sweep, const AnswerSink& sink);
 // How the one piece StreamLinksAnswer leaves out without `with_sweep` begins.
 inline constexpr std::string_view kLinksSweepPiece = ",\"perfmgr_sweep\":";
-std::string LinksAnswerText(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
-                            bool with_sweep = true);
 
 // `links degraded errors`: keeps only the degraded links and/or those with errors; the
 // "degraded" count stays that of every link. Unavailable for `only_errors` on an answer
@@ -71,8 +68,6 @@ nlohmann::json HealthPerfmgrJson(const PerfManager* perf);
 // at a time (on ibsim, where every cable is degraded, the tree would be the whole fabric).
 void StreamHealthAnswer(const DiscoveryResult* d, const PerfManager* perf,
                         const nlohmann::json& perfmgr, const AnswerSink& sink);
-std::string HealthAnswerText(const DiscoveryResult* d, const PerfManager* perf,
-                             const nlohmann::json& perfmgr);
 
 // One event row: {"id", "time_us", "kind", "severity", "message", "node_guid"?, "port"?}.
 nlohmann::json EventJson(const ha::EventRow& e);

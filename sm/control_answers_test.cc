@@ -1,4 +1,4 @@
-// The snapshot texts the daemon stores (NodesAnswerText, LinksAnswerText) are built one node
+// The snapshot texts the daemon stores (Stream*Answer) are built one node
 // or cable at a time to keep a large fabric's snapshot cheap; they must be byte for byte the
 // dumps of the answers the control socket gives, or ibsmctl --state-db would print something
 // else than the daemon did.
@@ -12,15 +12,38 @@
 namespace ibsm::sm {
 namespace {
 
+// The whole text a Stream*Answer call hands out in pieces.
+template <typename Stream>
+std::string Collect(Stream&& stream) {
+  std::string out;
+  stream([&](std::string_view piece) { out += piece; });
+  return out;
+}
+
+std::string NodesText(const Fabric& f) {
+  return Collect([&](const AnswerSink& sink) { StreamNodesAnswer(f, sink); });
+}
+
+std::string LinksText(const Fabric& f, bool with_sweep = true) {
+  return Collect(
+      [&](const AnswerSink& sink) { StreamLinksAnswer(f, nullptr, nullptr, with_sweep, sink); });
+}
+
+std::string HealthText(const DiscoveryResult* d) {
+  return Collect([&](const AnswerSink& sink) {
+    StreamHealthAnswer(d, nullptr, HealthPerfmgrJson(nullptr), sink);
+  });
+}
+
 TEST(ControlAnswersTest, SnapshotTextsAreTheAnswersDumps) {
   auto f = FatTree3(4);
   ASSERT_TRUE(f.ok());
-  EXPECT_EQ(NodesAnswerText(*f), NodesAnswer(*f).dump());
+  EXPECT_EQ(NodesText(*f), NodesAnswer(*f).dump());
   nlohmann::json answer = LinksAnswer(*f, nullptr, nullptr);
-  EXPECT_EQ(LinksAnswerText(*f, nullptr, nullptr), answer.dump());
+  EXPECT_EQ(LinksText(*f), answer.dump());
   EXPECT_GT(answer["links"].size(), 10u);
   answer.erase("perfmgr_sweep");
-  EXPECT_EQ(LinksAnswerText(*f, nullptr, nullptr, /*with_sweep=*/false), answer.dump());
+  EXPECT_EQ(LinksText(*f, /*with_sweep=*/false), answer.dump());
   size_t pieces = 0;
   StreamNodesAnswer(*f, [&](std::string_view) { ++pieces; });
   EXPECT_GT(pieces, f->node_count()) << "one piece per node at least, never the whole text";
@@ -47,15 +70,15 @@ TEST(ControlAnswersTest, TheHealthTextIsTheAnswersDump) {
   }
   const nlohmann::json answer = HealthAnswer(&d, nullptr);
   ASSERT_FALSE(answer["cables"].empty()) << answer.dump();
-  EXPECT_EQ(HealthAnswerText(&d, nullptr, HealthPerfmgrJson(nullptr)), answer.dump());
-  EXPECT_EQ(HealthAnswerText(nullptr, nullptr, HealthPerfmgrJson(nullptr)),
+  EXPECT_EQ(HealthText(&d), answer.dump());
+  EXPECT_EQ(HealthText(nullptr),
             HealthAnswer(nullptr, nullptr).dump());
 }
 
 TEST(ControlAnswersTest, AnEmptyFabricGivesEmptyLists) {
   Fabric empty;
-  EXPECT_EQ(NodesAnswerText(empty), NodesAnswer(empty).dump());
-  EXPECT_EQ(LinksAnswerText(empty, nullptr, nullptr),
+  EXPECT_EQ(NodesText(empty), NodesAnswer(empty).dump());
+  EXPECT_EQ(LinksText(empty),
             LinksAnswer(empty, nullptr, nullptr).dump());
 }
 

@@ -34,6 +34,13 @@ struct DiscoveredNode {
   mad::SwitchInfo switch_info;  // switches only
   std::vector<mad::PortInfo> port_info;  // index = port number (0..num_ports); CAs: ports seen
   std::vector<bool> port_info_valid;
+
+  // The PortInfo read of port `num`; null when it was not read.
+  const mad::PortInfo* known_port_info(size_t num) const {
+    return num < port_info.size() && num < port_info_valid.size() && port_info_valid[num]
+               ? &port_info[num]
+               : nullptr;
+  }
 };
 
 struct DiscoveryResult {

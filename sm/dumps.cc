@@ -77,24 +77,20 @@ std::string Side(const Fabric& f, const Port& p, Lid sm_lid, bool right) {
 }  // namespace
 
 void WriteSubnetLst(const Fabric& f, Lid sm_lid, std::FILE* file) {
-  std::string out;
   for (NodeId id : ByGuid(f)) {
     const Node& n = f.node(id);
     for (uint32_t pn = 1; pn <= n.num_ports; ++pn) {
       const Port& p = f.port(id, PortNum{static_cast<uint8_t>(pn)});
       if (!p.connected()) continue;
       const Port& q = f.port(p.peer);
-      out += Side(f, p, sm_lid, false);
-      out += Side(f, q, sm_lid, true);
-      out += fmt::format("PHY={} LOG={} SPD={}\n", LinkWidthName(p.width), StateText(p.state),
-                         SpeedText(p.speed));
-      if (out.size() > (1u << 16)) {
-        std::fwrite(out.data(), 1, out.size(), file);
-        out.clear();
-      }
+      // fwrite, not fmt::print (which throws on a full disk): WriteDumpFile sees the error.
+      const std::string line =
+          Side(f, p, sm_lid, false) + Side(f, q, sm_lid, true) +
+          fmt::format("PHY={} LOG={} SPD={}\n", LinkWidthName(p.width), StateText(p.state),
+                      SpeedText(p.speed));
+      std::fwrite(line.data(), 1, line.size(), file);
     }
   }
-  std::fwrite(out.data(), 1, out.size(), file);
 }
 
 void WriteLftsDump(const Fabric& f, const routing::RoutingTables& tables, std::FILE* file) {

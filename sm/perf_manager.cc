@@ -435,23 +435,9 @@ namespace {
 // reason): end A is the end with the lower PortId.
 template <typename Visit>
 void EachDegradedLink(const DiscoveryResult& d, Visit&& visit) {
-  const Fabric& f = d.fabric;
-  auto info = [&](PortId p) -> const mad::PortInfo* {
-    const Port& port = f.port(p);
-    if (port.node >= d.nodes.size()) return nullptr;
-    const auto& dn = d.nodes[port.node];
-    size_t num = port.num.value();
-    return num < dn.port_info.size() && num < dn.port_info_valid.size() && dn.port_info_valid[num]
-               ? &dn.port_info[num]
-               : nullptr;
-  };
-  for (PortId a = 0; a < f.port_count(); ++a) {
-    const Port& pa = f.port(a);
-    if (!pa.connected() || pa.num.value() == 0 || pa.peer < a) continue;
-    const mad::PortInfo* ia = info(a);
-    const mad::PortInfo* ib = info(pa.peer);
-    if (!ia || !ib) continue;
-    if (auto reason = DegradedReason(*ia, *ib)) visit(a, *reason);
+  for (PortId a = 0; a < d.fabric.port_count(); ++a) {
+    if (!CableEnd(d.fabric, a)) continue;
+    if (auto reason = DegradedCable(d.fabric, &d, a)) visit(a, *reason);
   }
 }
 
@@ -466,6 +452,23 @@ HealthFinding DegradedFinding(const Fabric& f, PortId a, const std::string& reas
 }
 
 }  // namespace
+
+bool CableEnd(const Fabric& f, PortId a) {
+  const Port& pa = f.port(a);
+  return pa.connected() && pa.num.value() != 0 && pa.peer > a;
+}
+
+std::optional<std::string> DegradedCable(const Fabric& f, const DiscoveryResult* d, PortId a) {
+  auto info = [&](PortId p) -> const mad::PortInfo* {
+    const Port& port = f.port(p);
+    if (!d || port.node >= d->nodes.size()) return nullptr;
+    return d->nodes[port.node].known_port_info(port.num.value());
+  };
+  const mad::PortInfo* ia = info(a);
+  const mad::PortInfo* ib = info(f.port(a).peer);
+  if (!ia || !ib) return std::nullopt;
+  return DegradedReason(*ia, *ib);
+}
 
 std::vector<HealthFinding> DegradedLinkFindings(const DiscoveryResult& d) {
   // Counted first so the findings are allocated once (every cable on ibsim: 24,576 at
@@ -497,11 +500,9 @@ void ForEachDegradedCable(const DiscoveryResult& d,
   std::stable_sort(cables.begin(), cables.end(),
                    [&](PortId x, PortId y) { return cable_key(x) < cable_key(y); });
   for (PortId a : cables) {
-    const mad::PortInfo& ia = d.nodes[f.port(a).node].port_info[f.port(a).num.value()];
     PortId b = f.port(a).peer;
-    const mad::PortInfo& ib = d.nodes[f.port(b).node].port_info[f.port(b).num.value()];
     CableHealth c;
-    c.findings.push_back(DegradedFinding(f, a, DegradedReason(ia, ib).value_or("")));
+    c.findings.push_back(DegradedFinding(f, a, DegradedCable(f, &d, a).value_or("")));
     const HealthFinding& h = c.findings.front();
     bool swap = end_key(b) < end_key(a);
     c.a = swap ? *h.peer : h.port;

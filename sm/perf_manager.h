@@ -62,6 +62,12 @@ struct PerfDelta {
 PerfDelta ComputeDelta(const PerfCounters& before, const PerfCounters& now,
                        const std::array<uint8_t, ha::kPerfCounterCount>& widths);
 
+// True for the one port of each cable that stands for it: the end with the lower PortId.
+bool CableEnd(const Fabric& f, PortId a);
+// Why the cable at port `a` runs below what both ends support (sm/link_health.h); nothing
+// when it does not, or when `d` (may be null) lacks either end's PortInfo.
+std::optional<std::string> DegradedCable(const Fabric& f, const DiscoveryResult* d, PortId a);
+
 // Degraded-link findings (sm/link_health.h) of every cable discovery read both ends of.
 std::vector<HealthFinding> DegradedLinkFindings(const DiscoveryResult& d);
 // ForEachCable(DegradedLinkFindings(d), visit) without holding the findings: one cable's at

@@ -90,10 +90,6 @@ std::vector<NodeId> Candidates(const SaSnapshot& s, std::optional<uint16_t> lid)
   return out;
 }
 
-bool PortInfoKnown(const DiscoveredNode& dn, size_t num) {
-  return num < dn.port_info.size() && num < dn.port_info_valid.size() && dn.port_info_valid[num];
-}
-
 // Ports of `n` that have records of their own: switch port 0, or CA/router ports with a LID.
 std::vector<uint8_t> EndPorts(const SaSnapshot& s, NodeId n) {
   const Node& node = s.fabric().node(n);
@@ -128,7 +124,7 @@ void CollectPortInfos(const SaSnapshot& s, const Query& q, Collector<mad::PortIn
     const Node& node = s.fabric().node(n);
     uint8_t first = node.is_switch() ? 0 : 1;
     for (uint8_t p = first; p <= node.num_ports; ++p) {
-      if (!PortInfoKnown(dn, p)) continue;
+      if (!dn.known_port_info(p)) continue;
       uint16_t lid = s.RecordLid(n, PortNum{p});
       if (lid == 0) continue;
       if (!Visible(s, q, n, s.fabric().port_id(n, PortNum{p}))) continue;
@@ -441,7 +437,8 @@ std::vector<uint8_t> LinkMtus(const Fabric& fabric, const std::vector<Discovered
     if (port.node >= nodes.size()) return 0;
     const DiscoveredNode& dn = nodes[port.node];
     const size_t num = port.num.value();
-    return PortInfoKnown(dn, num) ? dn.port_info[num].mtu_cap : 0;
+    const mad::PortInfo* pi = dn.known_port_info(num);
+    return pi ? pi->mtu_cap : 0;
   };
   for (PortId p = 0; p < fabric.port_count(); ++p) {
     uint8_t m = cap(p);
