@@ -10,15 +10,6 @@
 namespace ibsm::conf {
 namespace {
 
-constexpr std::string_view kSpace = " \t\r\v\f";
-constexpr size_t kMaxWarnings = 100;
-
-std::string_view Trim(std::string_view s) {
-  size_t b = s.find_first_not_of(kSpace);
-  if (b == std::string_view::npos) return {};
-  size_t e = s.find_last_not_of(kSpace);
-  return s.substr(b, e - b + 1);
-}
 
 // Hex with or without 0x (GUIDs and guid2lid LIDs are always hex in these files).
 bool ParseHex(std::string_view s, uint64_t* out) {
@@ -49,7 +40,7 @@ void ForEachLine(std::string_view text, Fn fn) {
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     ++line_no;
     if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    line = Trim(line);
+    line = TrimSpace(line);
     if (!line.empty() && !fn(line_no, line)) return;
   }
 }
@@ -57,10 +48,10 @@ void ForEachLine(std::string_view text, Fn fn) {
 std::vector<std::string_view> Fields(std::string_view line) {
   std::vector<std::string_view> out;
   while (!line.empty()) {
-    size_t sp = line.find_first_of(kSpace);
+    size_t sp = line.find_first_of(kConfSpace);
     out.push_back(line.substr(0, sp));
     if (sp == std::string_view::npos) break;
-    line = Trim(line.substr(sp));
+    line = TrimSpace(line.substr(sp));
   }
   return out;
 }
@@ -79,7 +70,7 @@ Result<GuidList> ParseGuidList(std::string_view text, std::string_view file_name
       return false;
     }
     if (!seen.insert(g).second) {
-      if (out.warnings.size() < kMaxWarnings) {
+      if (out.warnings.size() < kMaxConfWarnings) {
         out.warnings.push_back({kConfGuidFileBadLine, std::string(file_name), line_no,
                                 fmt::format("{} listed again; ignored", ToString(Guid{g}))});
       }
@@ -102,9 +93,9 @@ Guid2LidLoad ParseGuid2Lid(std::string_view text, std::string_view file_name) {
   std::unordered_set<uint64_t> guids;
   std::map<uint16_t, uint16_t> ranges;  // min -> max of accepted lines
   auto warn = [&](int line_no, const char* id, std::string msg) {
-    if (out.warnings.size() < kMaxWarnings) {
+    if (out.warnings.size() < kMaxConfWarnings) {
       out.warnings.push_back({id, std::string(file_name), line_no, std::move(msg)});
-    } else if (out.warnings.size() == kMaxWarnings) {
+    } else if (out.warnings.size() == kMaxConfWarnings) {
       out.warnings.push_back({kConfTooManyWarnings, std::string(file_name), line_no,
                               "too many bad lines; the rest are not shown"});
     }

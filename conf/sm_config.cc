@@ -12,9 +12,6 @@
 namespace ibsm::conf {
 namespace {
 
-constexpr std::string_view kSpace = " \t\r\v\f";
-// A file of garbage must not flood the log: after this many warnings one CONF-003 says so.
-constexpr size_t kMaxWarnings = 100;
 
 constexpr std::array<std::string_view, 4> kPartEnforceValues = {"both", "in", "out", "off"};
 constexpr std::array<std::string_view, 2> kArLidModeValues = {"bounded", "free"};
@@ -337,13 +334,6 @@ constexpr std::string_view kOpenSmOnly[] = {
     "use_original_extended_sa_rates_only",
 };
 
-std::string_view Trim(std::string_view s) {
-  size_t b = s.find_first_not_of(kSpace);
-  if (b == std::string_view::npos) return {};
-  size_t e = s.find_last_not_of(kSpace);
-  return s.substr(b, e - b + 1);
-}
-
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; };
@@ -506,9 +496,9 @@ Result<ConfigLoad> ParseConfig(std::string_view text, std::string_view file_name
   const std::span<const OptionDesc> table = OptionTable();
   std::vector<int> set_on_line(table.size(), 0);
   auto warn = [&](int line, const char* id, std::string message) {
-    if (out.warnings.size() < kMaxWarnings) {
+    if (out.warnings.size() < kMaxConfWarnings) {
       out.warnings.push_back({id, std::string(file_name), line, std::move(message)});
-    } else if (out.warnings.size() == kMaxWarnings) {
+    } else if (out.warnings.size() == kMaxConfWarnings) {
       out.warnings.push_back({kConfTooManyWarnings, std::string(file_name), line,
                               "too many warnings; the rest are not shown"});
     }
@@ -523,12 +513,12 @@ Result<ConfigLoad> ParseConfig(std::string_view text, std::string_view file_name
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     ++line_no;
     if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    line = Trim(line);
+    line = TrimSpace(line);
     if (line.empty()) continue;
-    size_t sp = line.find_first_of(kSpace);
+    size_t sp = line.find_first_of(kConfSpace);
     std::string_view key = line.substr(0, sp);
     std::string_view value = sp == std::string_view::npos ? std::string_view{}
-                                                          : Trim(line.substr(sp));
+                                                          : TrimSpace(line.substr(sp));
 
     if (const OptionDesc* d = FindOption(key)) {
       const OptionDesc* canon = Canonical(d);

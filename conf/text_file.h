@@ -11,6 +11,19 @@ namespace ibsm::conf {
 
 inline constexpr size_t kMaxConfFileBytes = 16u << 20;
 
+// Whitespace in OpenSM's text formats (opensm.conf, guid files): blank, tab, CR, VT, FF.
+inline constexpr std::string_view kConfSpace = " \t\r\v\f";
+// A file of garbage must not flood the log: after this many warnings one more says so.
+inline constexpr size_t kMaxConfWarnings = 100;
+
+// `s` without leading and trailing kConfSpace.
+inline std::string_view TrimSpace(std::string_view s) {
+  size_t b = s.find_first_not_of(kConfSpace);
+  if (b == std::string_view::npos) return {};
+  size_t e = s.find_last_not_of(kConfSpace);
+  return s.substr(b, e - b + 1);
+}
+
 // NotFound when `path` does not exist, IoError when it cannot be read or is larger than
 // `max_bytes` (a config file that large is a mistake, not a config).
 Result<std::string> ReadTextFile(const std::string& path, size_t max_bytes = kMaxConfFileBytes);

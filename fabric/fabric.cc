@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include <fmt/format.h>
+
 namespace ibsm {
 
 std::string_view NodeKindName(NodeKind k) {
@@ -184,6 +186,11 @@ size_t Fabric::link_count() const {
   for (PortId p = 0; p < ports_.size(); ++p)
     if (ports_[p].peer != kNoPort && ports_[p].peer > p) ++c;
   return c;
+}
+
+std::string DescribeNode(const Fabric& fabric, NodeId n) {
+  const Node& node = fabric.node(n);
+  return fmt::format("{} ({})", node.name, ToString(node.guid));
 }
 
 }  // namespace ibsm

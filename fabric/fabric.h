@@ -125,4 +125,7 @@ class Fabric {
   std::vector<PortId> by_lid_;  // index: LID value; kNoPort if unassigned
 };
 
+// "leaf-001 (0x0002c90200000001)": a node as log lines and refusals name it.
+std::string DescribeNode(const Fabric& fabric, NodeId n);
+
 }  // namespace ibsm

@@ -13,7 +13,6 @@
 namespace ibsm::routing {
 namespace {
 
-constexpr uint32_t kNone = UINT32_MAX;
 constexpr size_t kMaxProblems = 20;
 
 // The leaf switch that delivers end port `p` (a CA or router port), or kNoNode.

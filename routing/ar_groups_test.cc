@@ -20,7 +20,7 @@ struct Routed {
   RoutingTables tables;
 };
 
-Routed RouteWith(Fabric f, std::unique_ptr<RoutingEngine> engine) {
+Routed RouteWithEngine(Fabric f, std::unique_ptr<RoutingEngine> engine) {
   Routed r{std::move(f), nullptr, {}};
   AssignLids(r.fabric);
   r.lids = std::make_unique<LidMap>(r.fabric);
@@ -48,7 +48,7 @@ NodeId LeafOfHost(const Fabric& f, NodeId host) {
 }
 
 TEST(ArGroupsTest, TwoTierLeavesSpreadOverEveryUpPortAndSpinesStayStatic) {
-  Routed r = RouteWith(*FatTree2(16), MakeArFTree());
+  Routed r = RouteWithEngine(*FatTree2(16), MakeArFTree());
   auto ar = BuildArTables(r.fabric, *r.lids, r.tables, {});
   ASSERT_TRUE(ar.ok()) << ar.status().ToString();
   EXPECT_EQ(ar->group_ids.size(), 16u);  // one per leaf
@@ -82,7 +82,7 @@ TEST(ArGroupsTest, TwoTierLeavesSpreadOverEveryUpPortAndSpinesStayStatic) {
 }
 
 TEST(ArGroupsTest, ThreeTierGroupsAreTheMinimalHopSetsAndTheUnionIsDeadlockFree) {
-  Routed r = RouteWith(*FatTree3(8), MakeArUpDn());
+  Routed r = RouteWithEngine(*FatTree3(8), MakeArUpDn());
   ArOptions o;
   o.mode = ArLidMode::kFree;
   auto ar = BuildArTables(r.fabric, *r.lids, r.tables, o);
@@ -103,7 +103,7 @@ TEST(ArGroupsTest, ThreeTierGroupsAreTheMinimalHopSetsAndTheUnionIsDeadlockFree)
 }
 
 TEST(ArGroupsTest, PreviousIdsAreKeptAndNewLeavesTakeTheLowestFreeId) {
-  Routed r = RouteWith(*FatTree2(8), MakeArFTree());
+  Routed r = RouteWithEngine(*FatTree2(8), MakeArFTree());
   auto first = BuildArTables(r.fabric, *r.lids, r.tables, {});
   ASSERT_TRUE(first.ok());
   // Swap two leaves' IDs and drop one: the swap is kept, the dropped leaf gets a free ID that
@@ -138,7 +138,7 @@ TEST(ArGroupsTest, WithOneSpineLinkDownGroupsShrinkToTheSurvivingPorts) {
   const NodeId leaf = *f.FindNodeByName("leaf-001");
   const std::vector<uint8_t> up = UpPorts(f, leaf);
   f.Disconnect(f.port_id(leaf, PortNum{up[0]}));
-  Routed r = RouteWith(std::move(f), MakeArFTree());
+  Routed r = RouteWithEngine(std::move(f), MakeArFTree());
   auto ar = BuildArTables(r.fabric, *r.lids, r.tables, {});
   ASSERT_TRUE(ar.ok());
   const ArSwitchTable* t = ar->table(leaf);
@@ -155,7 +155,7 @@ TEST(ArGroupsTest, WithOneSpineLinkDownGroupsShrinkToTheSurvivingPorts) {
 }
 
 TEST(ArGroupsTest, VerificationCatchesAWrongGroupAWrongDefaultAndACreditLoop) {
-  Routed r = RouteWith(*FatTree2(8), MakeArFTree());
+  Routed r = RouteWithEngine(*FatTree2(8), MakeArFTree());
   auto ar = BuildArTables(r.fabric, *r.lids, r.tables, {});
   ASSERT_TRUE(ar.ok());
   ArTables bad = *ar;
@@ -183,7 +183,7 @@ TEST(ArGroupsTest, VerificationCatchesAWrongGroupAWrongDefaultAndACreditLoop) {
     ASSERT_TRUE(ring.Connect(h[i], PortNum{1}, s[i], PortNum{3}).ok());
   }
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(ring.Connect(s[i], PortNum{1}, s[(i + 1) % 4], PortNum{2}).ok());
-  Routed rr = RouteWith(std::move(ring), MakeMinHop());
+  Routed rr = RouteWithEngine(std::move(ring), MakeMinHop());
   auto ring_ar = BuildArTables(rr.fabric, *rr.lids, rr.tables, {});
   ASSERT_TRUE(ring_ar.ok());
   auto rv = VerifyArTables(rr.fabric, *rr.lids, rr.tables, *ring_ar);

@@ -1,11 +1,11 @@
 #include "routing/ftree_engine.h"
+#include "routing/parallel.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 #include <queue>
-#include <thread>
 #include <tuple>
 #include <unordered_set>
 
@@ -14,13 +14,12 @@
 namespace ibsm::routing {
 namespace {
 
-constexpr uint32_t kNone = UINT32_MAX;
 constexpr uint16_t kFar = UINT16_MAX;
 constexpr uint32_t kMaxDivisor = 1u << 30;
 
 // Switches indexed 0..S-1 in NodeId order; switch-to-switch cables only, each switch's links
 // sorted by (remote switch, local port) so that port choices follow the remote's NodeId.
-struct SwitchGraph {
+struct FtreeGraph {
   struct Link {
     uint32_t remote;
     uint8_t port;
@@ -35,8 +34,8 @@ struct SwitchGraph {
   const Link* end(uint32_t s) const { return links.data() + start[s + 1]; }
 };
 
-SwitchGraph BuildGraph(const Fabric& fabric) {
-  SwitchGraph g;
+FtreeGraph BuildGraph(const Fabric& fabric) {
+  FtreeGraph g;
   g.index.assign(fabric.node_count(), kNone);
   for (NodeId n = 0; n < fabric.node_count(); ++n)
     if (fabric.node(n).is_switch()) {
@@ -56,7 +55,7 @@ SwitchGraph BuildGraph(const Fabric& fabric) {
       g.links.push_back({g.index[r], static_cast<uint8_t>(p)});
     }
     std::sort(g.links.begin() + static_cast<ptrdiff_t>(first), g.links.end(),
-              [](const SwitchGraph::Link& a, const SwitchGraph::Link& b) {
+              [](const FtreeGraph::Link& a, const FtreeGraph::Link& b) {
                 return std::tie(a.remote, a.port) < std::tie(b.remote, b.port);
               });
     g.start.push_back(static_cast<uint32_t>(g.links.size()));
@@ -89,14 +88,9 @@ struct Dest {
   uint32_t index;     // destination index (leaf-major, then leaf port)
 };
 
-std::string Describe(const Fabric& fabric, NodeId n) {
-  const Node& node = fabric.node(n);
-  return fmt::format("{} ({})", node.name, ToString(node.guid));
-}
-
 // Everything the route phase reads, built once per Route call.
 struct Plan {
-  SwitchGraph graph;
+  FtreeGraph graph;
   std::vector<Component> components;
   std::vector<uint32_t> component_of;    // by switch index
   std::vector<uint32_t> position_of;     // by switch index
@@ -141,7 +135,7 @@ class Planner {
   // Per switch: its ports cabled to compute-node CA ports, in port order (their rank is the
   // host's slot on the leaf). A switch with any is a leaf.
   void FindComputePorts() {
-    const SwitchGraph& g = plan_.graph;
+    const FtreeGraph& g = plan_.graph;
     cn_ports_.assign(g.size(), {});
     for (uint32_t s = 0; s < g.size(); ++s) {
       const Node& node = fabric_.node(g.node[s]);
@@ -157,7 +151,7 @@ class Planner {
 
   // Multi-source BFS over the component; returns hops from the nearest source.
   void Bfs(const std::vector<uint32_t>& sources, std::vector<uint32_t>& dist) {
-    const SwitchGraph& g = plan_.graph;
+    const FtreeGraph& g = plan_.graph;
     for (uint32_t s : members_) dist[s] = kNone;
     std::vector<uint32_t> queue;
     for (uint32_t s : sources) {
@@ -182,7 +176,7 @@ class Planner {
   }
 
   Status PlanComponent(uint32_t seed) {
-    const SwitchGraph& g = plan_.graph;
+    const FtreeGraph& g = plan_.graph;
     const uint32_t c = static_cast<uint32_t>(plan_.components.size());
     members_.clear();
     members_.push_back(seed);
@@ -224,7 +218,7 @@ class Planner {
       if (rank_[*lo] != rank_[*hi])
         return FailedPrecondition(
             fmt::format("not a fat tree: leaf {} at rank {} and leaf {} at rank {}",
-                        Describe(fabric_, g.node[*hi]), rank_[*hi], Describe(fabric_, g.node[*lo]),
+                        DescribeNode(fabric_, g.node[*hi]), rank_[*hi], DescribeNode(fabric_, g.node[*lo]),
                         rank_[*lo]));
       height = rank_[*lo];
       for (uint32_t s : leaves)
@@ -232,7 +226,7 @@ class Planner {
           if (!cn_ports_[l->remote].empty())
             return FailedPrecondition(fmt::format(
                 "not a fat tree: leaves {} and {} are cabled to each other (port {})",
-                Describe(fabric_, g.node[s]), Describe(fabric_, g.node[l->remote]), l->port));
+                DescribeNode(fabric_, g.node[s]), DescribeNode(fabric_, g.node[l->remote]), l->port));
     } else {
       for (uint32_t s : members_) height = std::max(height, rank_[s]);
     }
@@ -327,7 +321,7 @@ class Planner {
   // Groups every LID by the switch that delivers it and gives it its D-mod-k index: compute
   // nodes leaf-major (a missing host keeps its slot empty), then other CAs, then switches.
   void IndexDestinations() {
-    const SwitchGraph& g = plan_.graph;
+    const FtreeGraph& g = plan_.graph;
     plan_.dests.assign(g.size(), {});
     std::vector<uint32_t> next_extra = extra_index_;
     for (PortId p : lids_.end_ports()) {
@@ -375,22 +369,6 @@ class Planner {
   std::vector<uint32_t> slots_, extra_index_;  // by component
   Plan plan_;
 };
-
-// Runs fn(i) for i in [0, n) on `threads` workers (each with its own state from make_state);
-// items are claimed one at a time, so the schedule cannot change any result.
-template <typename MakeState, typename Fn>
-void ParallelFor(size_t n, unsigned threads, MakeState make_state, Fn fn) {
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    auto state = make_state();
-    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) fn(state, i);
-  };
-  const size_t workers = std::clamp<size_t>(threads == 0 ? 1 : threads, 1, std::max<size_t>(n, 1));
-  std::vector<std::thread> pool;
-  for (size_t i = 1; i < workers; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
-}
 
 struct Scratch {
   std::vector<uint16_t> dist;

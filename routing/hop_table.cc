@@ -1,8 +1,8 @@
 #include "routing/hop_table.h"
+#include "routing/parallel.h"
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 
 namespace ibsm::routing {
 
@@ -52,12 +52,7 @@ HopTable HopTable::Build(const Fabric& fabric, unsigned threads) {
       }
     }
   };
-  const unsigned n_threads =
-      static_cast<unsigned>(std::clamp<size_t>(threads == 0 ? 1 : threads, 1, std::max<size_t>(S, 1)));
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < n_threads; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
+  RunWorkers(threads, S, [&worker](size_t) { worker(); });
   return t;
 }
 

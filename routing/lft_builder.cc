@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
-#include <thread>
 #include <unordered_map>
 
 #include "routing/split_mix.h"
+#include "routing/parallel.h"
 
 namespace ibsm::routing {
 
@@ -341,12 +341,7 @@ RoutingTables BuildLfts(const Fabric& fabric, const LidMap& lids, const SwitchGr
     for (size_t s; (s = next.fetch_add(1, std::memory_order_relaxed)) < S;)
       router.Route(static_cast<SwitchIdx>(s), out.switches[s]);
   };
-  const size_t n_threads =
-      std::clamp<size_t>(options.threads == 0 ? 1 : options.threads, 1, std::max<size_t>(S, 1));
-  std::vector<std::thread> pool;
-  for (size_t i = 1; i < n_threads; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
+  RunWorkers(options.threads, S, [&worker](size_t) { worker(); });
   return out;
 }
 

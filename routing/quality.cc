@@ -7,28 +7,17 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
-#include <thread>
 #include <utility>
 
 #include "fabric/aggregation_node.h"
 #include "routing/split_mix.h"
+#include "routing/parallel.h"
 
 namespace ibsm::routing {
 namespace {
 
-constexpr uint32_t kNone = UINT32_MAX;
 // Longest route followed, in switches; VerifyTables uses the same limit.
 constexpr uint32_t kMaxSwitches = 64;
-
-// Runs fn(worker) on min(threads, items) workers, the calling thread being worker 0.
-template <typename Fn>
-void RunWorkers(unsigned threads, size_t items, Fn&& fn) {
-  const size_t n = std::clamp<size_t>(threads == 0 ? 1 : threads, 1, std::max<size_t>(items, 1));
-  std::vector<std::thread> pool;
-  for (size_t i = 1; i < n; ++i) pool.emplace_back([&fn, i] { fn(i); });
-  fn(size_t{0});
-  for (auto& t : pool) t.join();
-}
 
 // The switches, their tables and the cables as dense arrays for the hot loops.
 struct SwitchView {

@@ -21,10 +21,10 @@ RoutingTables MinHop(const Fabric& fabric, const LidMap& lids) {
   return r.ok() ? std::move(r).value() : RoutingTables{};
 }
 
-NodeId Node(const Fabric& f, std::string_view name) { return *f.FindNodeByName(name); }
+NodeId NodeNamed(const Fabric& f, std::string_view name) { return *f.FindNodeByName(name); }
 
 std::vector<uint8_t>& Lft(const Fabric& f, RoutingTables& t, std::string_view name) {
-  return t.switches[t.switch_index[Node(f, name)]].lft;
+  return t.switches[t.switch_index[NodeNamed(f, name)]].lft;
 }
 
 // `switches` switches named sw-1.. with `hosts` hosts each on ports 1..hosts; the remaining
@@ -42,7 +42,7 @@ Fabric Switches(int switches, int ports, int hosts) {
       const std::string name = fmt::format("host-{}-{}", s, h);
       auto ca = f.AddNode(NodeKind::kCa, Guid(0x100000 + 16 * (s * 100 + h)), 1, name, name);
       EXPECT_TRUE(ca.ok());
-      EXPECT_TRUE(f.Connect(*ca, PortNum(1), Node(f, fmt::format("sw-{}", s)),
+      EXPECT_TRUE(f.Connect(*ca, PortNum(1), NodeNamed(f, fmt::format("sw-{}", s)),
                             PortNum(static_cast<uint8_t>(h)))
                       .ok());
     }
@@ -50,7 +50,7 @@ Fabric Switches(int switches, int ports, int hosts) {
 }
 
 void Cable(Fabric& f, std::string_view a, int pa, std::string_view b, int pb) {
-  ASSERT_TRUE(f.Connect(Node(f, a), PortNum(static_cast<uint8_t>(pa)), Node(f, b),
+  ASSERT_TRUE(f.Connect(NodeNamed(f, a), PortNum(static_cast<uint8_t>(pa)), NodeNamed(f, b),
                         PortNum(static_cast<uint8_t>(pb)))
                   .ok());
 }
@@ -83,7 +83,7 @@ Fabric TwoLeavesOneSpine() {
 }
 
 uint16_t HostLid(const Fabric& f, std::string_view host) {
-  return f.port(Node(f, host), PortNum(1)).lid.value();
+  return f.port(NodeNamed(f, host), PortNum(1)).lid.value();
 }
 
 // ---- CheckCreditLoops -------------------------------------------------------------------
@@ -146,15 +146,15 @@ TEST(CheckCreditLoopsTest, FindsALoopPlantedByHandBetweenALeafAndASpine) {
   AssignLids(*f);
   const LidMap lids(*f);
   RoutingTables tables = MinHop(*f, lids);
-  const uint16_t lid = f->port(f->port(Node(*f, "leaf-005"), PortNum(1)).peer).lid.value();
+  const uint16_t lid = f->port(f->port(NodeNamed(*f, "leaf-005"), PortNum(1)).peer).lid.value();
   const uint8_t up = Lft(*f, tables, "leaf-001")[lid];
-  const NodeId spine = f->port(f->port(Node(*f, "leaf-001"), PortNum(up)).peer).node;
+  const NodeId spine = f->port(f->port(NodeNamed(*f, "leaf-001"), PortNum(up)).peer).node;
   Lft(*f, tables, f->node(spine).name)[lid] = 1;  // back down to leaf-001, which sends it up
   const CreditLoopReport r = CheckCreditLoops(*f, lids, tables);
   EXPECT_FALSE(r.acyclic);
   ASSERT_EQ(r.cycle.size(), 2u);
   EXPECT_EQ(r.cycle[0],
-            fmt::format("leaf-001 ({}) port {}", f->node(Node(*f, "leaf-001")).guid, up));
+            fmt::format("leaf-001 ({}) port {}", f->node(NodeNamed(*f, "leaf-001")).guid, up));
   EXPECT_EQ(r.cycle[1], fmt::format("{} ({}) port 1", f->node(spine).name, f->node(spine).guid));
   EXPECT_EQ(r.cycle_lids, (std::vector<uint16_t>{lid, lid}));
 }
@@ -171,7 +171,7 @@ TEST(CheckCreditLoopsTest, SurvivesMissingMisroutedAndTruncatedTables) {
   Lft(*f, tables, "spine-01")[11] = kDropPort;
   Lft(*f, tables, "spine-02").resize(3);  // too short for most LIDs
   Lft(*f, tables, "spine-03").clear();
-  tables.switch_index[Node(*f, "spine-04")] = SIZE_MAX;  // no table at all
+  tables.switch_index[NodeNamed(*f, "spine-04")] = SIZE_MAX;  // no table at all
   const CreditLoopReport r = CheckCreditLoops(*f, lids, tables, 3);
   EXPECT_TRUE(r.acyclic);
   EXPECT_EQ(r.channels, 64u);
@@ -277,7 +277,7 @@ TEST(MeasureQualityTest, DModKTablesMakeEveryShiftPermutationContentionFree) {
       for (int h = 1; h <= 4; ++h) {
         const int j = (other - 1) * 4 + (h - 1);
         const uint16_t lid =
-            f->port(f->port(Node(*f, fmt::format("leaf-{:03}", other)), PortNum(h)).peer)
+            f->port(f->port(NodeNamed(*f, fmt::format("leaf-{:03}", other)), PortNum(h)).peer)
                 .lid.value();
         Lft(*f, tables, fmt::format("leaf-{:03}", leaf))[lid] = static_cast<uint8_t>(5 + j % 4);
       }

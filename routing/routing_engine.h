@@ -17,6 +17,8 @@
 namespace ibsm::routing {
 
 inline constexpr uint8_t kDropPort = 0xFF;  // LFT entry: no route
+// "No index" in the engines' dense per-node and per-switch arrays.
+inline constexpr uint32_t kNone = UINT32_MAX;
 
 // LID assignment the engines route for. Base LIDs are read from the fabric's ports
 // (Port::lid / Port::lmc of CA ports and switch port 0); this index answers "which port

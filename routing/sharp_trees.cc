@@ -7,11 +7,11 @@
 #include <unordered_map>
 
 #include "fabric/aggregation_node.h"
+#include "routing/routing_engine.h"
 
 namespace ibsm::routing {
 namespace {
 
-constexpr uint32_t kNone = UINT32_MAX;
 
 struct Topo {
   std::vector<uint32_t> tier;              // by NodeId; kNone for CAs / unreached

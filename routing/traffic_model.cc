@@ -9,10 +9,10 @@
 namespace ibsm::routing {
 namespace {
 
-constexpr int kMaxSwitches = 64;
+constexpr int kMaxHopsFollowed = 64;
 constexpr double kTiny = 1e-12;
 
-struct Host {
+struct TrafficHost {
   PortId port = kNoPort;
   NodeId leaf = kNoNode;
   uint16_t lid = 0;
@@ -147,10 +147,10 @@ class Model {
     return false;
   }
 
-  bool Place(const Host& src, const Host& dst, double amount, bool use_ar) {
+  bool Place(const TrafficHost& src, const TrafficHost& dst, double amount, bool use_ar) {
     Add(src.port, amount);
     frontier_.assign(1, {src.leaf, amount});
-    for (int hop = 0; hop < kMaxSwitches && !frontier_.empty(); ++hop) {
+    for (int hop = 0; hop < kMaxHopsFollowed && !frontier_.empty(); ++hop) {
       next_.clear();
       for (const auto& [sw, a] : frontier_) {
         Choose(sw, dst.lid, a, use_ar);
@@ -182,7 +182,7 @@ class Model {
   const Fabric& f_;
   const RoutingTables& st_;
   const ArTables* ar_;
-  std::vector<Host> hosts_;
+  std::vector<TrafficHost> hosts_;
   std::vector<double> load_;
   std::vector<PortId> touched_;
   std::vector<PortId> used_;

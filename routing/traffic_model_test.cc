@@ -24,7 +24,7 @@ struct Programmed {
   ArTables ar;
 };
 
-Programmed Make(Fabric f, ArLidMode mode) {
+Programmed MakeProgrammed(Fabric f, ArLidMode mode) {
   Programmed s{std::move(f), nullptr, {}, {}};
   testing::AssignLids(s.fabric);
   s.lids = std::make_unique<LidMap>(s.fabric);
@@ -40,7 +40,7 @@ Programmed Make(Fabric f, ArLidMode mode) {
 }
 
 TEST(TrafficModelTest, WithoutArTablesBothFiguresAreTheStaticOnes) {
-  Programmed s = Make(*FatTree2(8), ArLidMode::kFree);
+  Programmed s = MakeProgrammed(*FatTree2(8), ArLidMode::kFree);
   TrafficOptions o;
   o.pattern = TrafficPattern::kShift;
   o.count = 31;
@@ -57,7 +57,7 @@ TEST(TrafficModelTest, WithoutArTablesBothFiguresAreTheStaticOnes) {
 }
 
 TEST(TrafficModelTest, FreeArSpreadsAllToAllEvenlyOverAFullFatTree) {
-  Programmed s = Make(*FatTree2(8), ArLidMode::kFree);
+  Programmed s = MakeProgrammed(*FatTree2(8), ArLidMode::kFree);
   TrafficOptions o;
   o.pattern = TrafficPattern::kAllToAll;
   TrafficReport r = RunTraffic(s.fabric, *s.lids, s.tables, &s.ar, o);
@@ -81,7 +81,7 @@ TEST(TrafficModelTest, ArBeatsStaticFtreeOnRandomPermutationsOfAThreeTierK16FatT
   o.pattern = TrafficPattern::kRandom;
   o.count = kPermutations;
   o.seed = 7;
-  Programmed free_ar = Make(*FatTree3(16), ArLidMode::kFree);
+  Programmed free_ar = MakeProgrammed(*FatTree3(16), ArLidMode::kFree);
   TrafficReport r = RunTraffic(free_ar.fabric, *free_ar.lids, free_ar.tables, &free_ar.ar, o);
   ASSERT_EQ(r.hosts, 1024u);
   EXPECT_EQ(r.static_routes.unrouted, 0u);
@@ -95,7 +95,7 @@ TEST(TrafficModelTest, ArBeatsStaticFtreeOnRandomPermutationsOfAThreeTierK16FatT
   EXPECT_GT(r.ar.ebb, r.static_routes.ebb);
 
   o.count = kPermutations / 10;
-  Programmed bounded = Make(*FatTree3(16), ArLidMode::kBounded);
+  Programmed bounded = MakeProgrammed(*FatTree3(16), ArLidMode::kBounded);
   TrafficReport b = RunTraffic(bounded.fabric, *bounded.lids, bounded.tables, &bounded.ar, o);
   std::printf("traffic 3-tier k=16, %u random permutations (seed 7): AR bounded max link load "
               "%.3f, EBB %.3f (static %.3f, %.3f)\n",

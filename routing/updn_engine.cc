@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 
 #include "fabric/aggregation_node.h"
 #include "routing/lft_builder.h"
+#include "routing/parallel.h"
 
 namespace ibsm::routing {
 namespace {
@@ -22,23 +22,6 @@ constexpr uint8_t kModeMask = 0xC0;
 constexpr uint8_t kDistMask = 0x3F;
 constexpr uint8_t kNoRoute = 0xFF;
 constexpr uint32_t kMaxHops = 63;
-
-template <typename Fn>
-void RunWorkers(unsigned threads, size_t jobs, Fn&& fn) {
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t j; (j = next.fetch_add(1, std::memory_order_relaxed)) < jobs;) fn(j);
-  };
-  const size_t n = std::clamp<size_t>(threads == 0 ? 1 : threads, 1, std::max<size_t>(jobs, 1));
-  std::vector<std::thread> pool;
-  for (size_t i = 1; i < n; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
-}
-
-std::string Describe(const Fabric& fabric, NodeId n) {
-  return fmt::format("{} (0x{:016x})", fabric.node(n).name, fabric.node(n).guid.value());
-}
 
 // Ranks, move directions and the distance matrix of one engine run.
 class UpDnPlanner {
@@ -67,7 +50,7 @@ class UpDnPlanner {
         const SwitchIdx d = bad_dest_[c];
         return FailedPrecondition(fmt::format(
             "root_guid_file roots leave no {} route from {} to {}", dnup_ ? "down*/up*" : "up*/down*",
-            Describe(fabric_, graph_.node(bad_src_[d])), Describe(fabric_, graph_.node(d))));
+            DescribeNode(fabric_, graph_.node(bad_src_[d])), DescribeNode(fabric_, graph_.node(d))));
       }
       RankFromCentre(c);
       for (SwitchIdx s : members_[c]) redo.push_back(s);
@@ -212,7 +195,7 @@ class UpDnPlanner {
     const std::vector<SwitchIdx>& members = members_[c];
     std::vector<uint32_t> ecc(members.size(), 0);
     const size_t S = graph_.switch_count();
-    RunWorkers(options_.threads, members.size(), [&](size_t i) {
+    ParallelFor(members.size(), options_.threads, [&](size_t i) {
       thread_local std::vector<uint32_t> dist;
       thread_local std::vector<SwitchIdx> queue;
       dist.assign(S, kNoRank);
@@ -273,7 +256,7 @@ class UpDnPlanner {
     const size_t blocks = (dests.size() + kBlock - 1) / kBlock;
     std::vector<std::atomic<SwitchIdx>> bad(comps_.size());
     for (auto& b : bad) b.store(kNoSwitch);
-    RunWorkers(options_.threads, blocks, [&](size_t b) {
+    ParallelFor(blocks, options_.threads, [&](size_t b) {
       thread_local std::vector<uint8_t> cols;
       thread_local std::vector<SwitchIdx> q1, q2, q3, popped;
       const size_t first = b * kBlock, n = std::min(kBlock, dests.size() - first);

@@ -1,15 +1,14 @@
 #include "routing/verify.h"
+#include "routing/parallel.h"
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 
 #include <fmt/format.h>
 
 namespace ibsm::routing {
 namespace {
 
-constexpr uint32_t kNone = UINT32_MAX;
 
 // Where an egress port leads: another switch, an end port, or nowhere.
 struct Target {
@@ -100,11 +99,7 @@ class Verifier {
         }
       }
     };
-    const unsigned n = std::clamp<unsigned>(threads, 1, std::max<uint32_t>(blocks, 1));
-    std::vector<std::thread> pool;
-    for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
+    RunWorkers(threads, blocks, [&worker](size_t) { worker(); });
     VerifyReport out;
     for (VerifyReport& r : block_reports) {
       out.missing_entries += r.missing_entries;

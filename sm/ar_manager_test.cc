@@ -15,15 +15,12 @@
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/subnet_manager.h"
+#include "sm/test_util.h"
 
 namespace ibsm::sm {
 namespace {
 
-PortId FirstCaPort(const Fabric& f) {
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).kind == NodeKind::kCa) return f.port_id(n, PortNum{1});
-  return kNoPort;
-}
+using testutil::FirstCaPort;
 
 void AllCapable(const Fabric& f, sim::Simulator& sim) {
   for (NodeId n = 0; n < f.node_count(); ++n) {
@@ -51,7 +48,7 @@ struct ArRun {
 };
 
 // One heavy sweep of a fresh SubnetManager on `sim`; keeps what the AR manager published.
-ArRun RunSm(sim::Simulator& sim, PortId at, SubnetManagerOptions o,
+ArRun RunArSm(sim::Simulator& sim, PortId at, SubnetManagerOptions o,
             ha::StateStore* store = nullptr) {
   boost::asio::io_context io;
   sim::SimTransport t(io, sim, at);
@@ -112,7 +109,7 @@ TEST(ArManagerTest, TwoTierK16AndThreeTierK8ReadBackEqualsWhatTheSmIntended) {
     ASSERT_TRUE(fabric.ok());
     sim::Simulator sim(*fabric);
     AllCapable(*fabric, sim);
-    ArRun r = RunSm(sim, FirstCaPort(*fabric), ArOptions());
+    ArRun r = RunArSm(sim, FirstCaPort(*fabric), ArOptions());
     EXPECT_TRUE(r.sweep.subnet_up);
     EXPECT_EQ(r.sweep.engine, "ar_ftree");
     ASSERT_NE(r.snap, nullptr);
@@ -138,7 +135,7 @@ TEST(ArManagerTest, TheArViewSharesTheSweepsFabricWithTheSa) {
   ASSERT_TRUE(f.ok());
   sim::Simulator sim(*f);
   AllCapable(*f, sim);
-  ArRun r = RunSm(sim, FirstCaPort(*f), ArOptions());
+  ArRun r = RunArSm(sim, FirstCaPort(*f), ArOptions());
   ASSERT_TRUE(r.sweep.subnet_up);
   ASSERT_NE(r.snap, nullptr);
   ASSERT_NE(r.snap->ar, nullptr);
@@ -164,7 +161,7 @@ TEST(ArManagerTest, LegacySwitchesInAMixedFabricKeepPlainLftsAndAreNamedInTheSum
   SubnetManagerOptions o = ArOptions("ar_updn");
   o.ar.sl_mask = 0x0003;
   o.ar.lid_mode = routing::ArLidMode::kFree;
-  ArRun r = RunSm(sim, FirstCaPort(*f), o);
+  ArRun r = RunArSm(sim, FirstCaPort(*f), o);
   EXPECT_TRUE(r.sweep.subnet_up);  // AR problems never hold the subnet back
   ASSERT_NE(r.snap, nullptr);
   ExpectSimHoldsWhatTheSmIntended(*f, sim, *r.snap);
@@ -195,7 +192,7 @@ TEST(ArManagerTest, ArEnableWithAPlainEngineProgramsNothingAndSaysWhy) {
   ASSERT_TRUE(f.ok());
   sim::Simulator sim(*f);
   AllCapable(*f, sim);
-  ArRun r = RunSm(sim, FirstCaPort(*f), ArOptions("updn"));
+  ArRun r = RunArSm(sim, FirstCaPort(*f), ArOptions("updn"));
   EXPECT_TRUE(r.sweep.subnet_up);
   ASSERT_NE(r.snap, nullptr);
   EXPECT_NE(r.snap->summary.find("AR enabled on 0 of 12 switches, SLs 0xffff, mode bounded, engine updn; 0 switches not capable; ar_enable is set"), std::string::npos)
@@ -215,10 +212,10 @@ TEST(ArManagerTest, ASecondSmOnTheProgrammedFabricReadsTheTablesAndWritesNothing
   ASSERT_TRUE(f.ok());
   sim::Simulator sim(*f);
   AllCapable(*f, sim);
-  ArRun first = RunSm(sim, FirstCaPort(*f), ArOptions());
+  ArRun first = RunArSm(sim, FirstCaPort(*f), ArOptions());
   ASSERT_TRUE(first.sweep.subnet_up);
   EXPECT_GT(first.counters.lft_blocks_sent, 0u);
-  ArRun second = RunSm(sim, FirstCaPort(*f), ArOptions());
+  ArRun second = RunArSm(sim, FirstCaPort(*f), ArOptions());
   EXPECT_TRUE(second.sweep.subnet_up);
   EXPECT_GT(second.counters.lft_blocks_read, 0u);
   EXPECT_EQ(second.counters.group_blocks_sent, 0u);
@@ -245,7 +242,7 @@ TEST(ArManagerTest, RestartKeepsGroupIdsFromTheStateFile) {
     sim::Simulator sim(*f);
     AllCapable(*f, sim);
     ASSERT_TRUE(sim.RemoveNode(late_leaf).ok());
-    ArRun r = RunSm(sim, at, ArOptions(), store->get());
+    ArRun r = RunArSm(sim, at, ArOptions(), store->get());
     ASSERT_NE(r.snap->ar, nullptr);
     first_ids = r.snap->ar->group_ids;
     EXPECT_EQ(first_ids.size(), 7u);
@@ -256,7 +253,7 @@ TEST(ArManagerTest, RestartKeepsGroupIdsFromTheStateFile) {
   ASSERT_TRUE(store.ok());
   sim::Simulator sim(*f);
   AllCapable(*f, sim);
-  ArRun r = RunSm(sim, at, ArOptions(), store->get());
+  ArRun r = RunArSm(sim, at, ArOptions(), store->get());
   ASSERT_NE(r.snap->ar, nullptr);
   const auto& ids = r.snap->ar->group_ids;
   for (const auto& [leaf, id] : first_ids) EXPECT_EQ(ids.at(leaf), id);
@@ -275,7 +272,7 @@ TEST(ArManagerTest, WithOneSpineLinkDownGroupsShrinkToTheSurvivingPortsAndVerifi
   const PortNum up{9};  // first up-port of a k=16 leaf
   ASSERT_TRUE(f->node(f->port(f->port(leaf, up).peer).node).is_switch());
   ASSERT_TRUE(sim.LinkDown(f->port_id(leaf, up)).ok());
-  ArRun r = RunSm(sim, FirstCaPort(*f), ArOptions());
+  ArRun r = RunArSm(sim, FirstCaPort(*f), ArOptions());
   EXPECT_TRUE(r.sweep.subnet_up);
   ASSERT_NE(r.snap->ar, nullptr);
   EXPECT_EQ(r.counters.verify_failures, 0u);

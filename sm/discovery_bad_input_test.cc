@@ -57,7 +57,7 @@ class ScriptedTransport final : public mad::Transport {
 };
 
 template <typename A>
-ScriptedTransport::Answer Reply(A attr) {
+ScriptedTransport::Answer ReplyWith(A attr) {
   return [attr](const mad::Smp& req) {
     mad::Smp resp = req;
     resp.method = mad::method::kGetResp;
@@ -90,18 +90,18 @@ mad::PortInfo Pi(uint8_t state) {
 
 // The SM's CA (GUID 0x10) cabled to port 1 of a 2-port switch (GUID 0x100).
 void ScriptSmAndSwitch(ScriptedTransport& t) {
-  t.Script({}, mad::attr::kNodeInfo, 0, Reply(Ni(mad::NodeType::kCa, 0x10, 1, 1)));
-  t.Script({}, mad::attr::kNodeDescription, 0, Reply(mad::NodeDescription::From("sm host")));
-  t.Script({}, mad::attr::kPortInfo, 1, Reply(Pi(2)));
-  t.Script({1}, mad::attr::kNodeInfo, 0, Reply(Ni(mad::NodeType::kSwitch, 0x100, 2, 1)));
-  t.Script({1}, mad::attr::kNodeDescription, 0, Reply(mad::NodeDescription::From("sw")));
-  t.Script({1}, mad::attr::kSwitchInfo, 0, Reply(mad::SwitchInfo{}));
-  t.Script({1}, mad::attr::kPortInfo, 0, Reply(Pi(4)));
-  t.Script({1}, mad::attr::kPortInfo, 1, Reply(Pi(2)));
-  t.Script({1}, mad::attr::kPortInfo, 2, Reply(Pi(2)));
+  t.Script({}, mad::attr::kNodeInfo, 0, ReplyWith(Ni(mad::NodeType::kCa, 0x10, 1, 1)));
+  t.Script({}, mad::attr::kNodeDescription, 0, ReplyWith(mad::NodeDescription::From("sm host")));
+  t.Script({}, mad::attr::kPortInfo, 1, ReplyWith(Pi(2)));
+  t.Script({1}, mad::attr::kNodeInfo, 0, ReplyWith(Ni(mad::NodeType::kSwitch, 0x100, 2, 1)));
+  t.Script({1}, mad::attr::kNodeDescription, 0, ReplyWith(mad::NodeDescription::From("sw")));
+  t.Script({1}, mad::attr::kSwitchInfo, 0, ReplyWith(mad::SwitchInfo{}));
+  t.Script({1}, mad::attr::kPortInfo, 0, ReplyWith(Pi(4)));
+  t.Script({1}, mad::attr::kPortInfo, 1, ReplyWith(Pi(2)));
+  t.Script({1}, mad::attr::kPortInfo, 2, ReplyWith(Pi(2)));
 }
 
-DiscoveryResult Walk(ScriptedTransport& t, boost::asio::io_context& io) {
+DiscoveryResult WalkScripted(ScriptedTransport& t, boost::asio::io_context& io) {
   SmpPipeline pipeline(t, 8, mad::SendOptions{}, 0);
   Discovery d(pipeline);
   DiscoveryResult out;
@@ -121,8 +121,8 @@ TEST(DiscoveryBadInputTest, DuplicateGuidWithAnotherShapeIsReportedAndIgnored) {
   ScriptedTransport t(io);
   ScriptSmAndSwitch(t);
   // Behind switch port 2, a CA claims the switch's own GUID.
-  t.Script({1, 2}, mad::attr::kNodeInfo, 0, Reply(Ni(mad::NodeType::kCa, 0x100, 1, 1)));
-  DiscoveryResult r = Walk(t, io);
+  t.Script({1, 2}, mad::attr::kNodeInfo, 0, ReplyWith(Ni(mad::NodeType::kCa, 0x100, 1, 1)));
+  DiscoveryResult r = WalkScripted(t, io);
   EXPECT_TRUE(HasIssue(r, "SM-DISC-003"));
   EXPECT_EQ(r.fabric.node_count(), 2u);
   EXPECT_EQ(r.fabric.switch_count(), 1u);
@@ -132,8 +132,8 @@ TEST(DiscoveryBadInputTest, ImpossibleNodeInfoIsReportedAndNotAdded) {
   boost::asio::io_context io;
   ScriptedTransport t(io);
   ScriptSmAndSwitch(t);
-  t.Script({1, 2}, mad::attr::kNodeInfo, 0, Reply(Ni(mad::NodeType::kCa, 0x200, 0, 1)));
-  DiscoveryResult r = Walk(t, io);
+  t.Script({1, 2}, mad::attr::kNodeInfo, 0, ReplyWith(Ni(mad::NodeType::kCa, 0x200, 0, 1)));
+  DiscoveryResult r = WalkScripted(t, io);
   EXPECT_TRUE(HasIssue(r, "SM-DISC-002"));
   EXPECT_EQ(r.fabric.node_count(), 2u);
 }
@@ -153,7 +153,7 @@ TEST(DiscoveryBadInputTest, TruncatedAndMislabelledAnswersCountAsFailedSmps) {
     mad::EncodeTo(resp, b);
     return b;
   });
-  DiscoveryResult r = Walk(t, io);
+  DiscoveryResult r = WalkScripted(t, io);
   EXPECT_EQ(r.smps_failed, 2u);
   EXPECT_TRUE(HasIssue(r, "SM-DISC-001"));
   EXPECT_TRUE(HasIssue(r, "SM-DISC-007"));
@@ -172,7 +172,7 @@ TEST(DiscoveryBadInputTest, ErrorStatusFromAnAgentIsAFailureNotAValue) {
     mad::EncodeTo(resp, b);
     return b;
   });
-  DiscoveryResult r = Walk(t, io);
+  DiscoveryResult r = WalkScripted(t, io);
   EXPECT_TRUE(HasIssue(r, "SM-DISC-006"));
   auto sw = r.fabric.FindNode(Guid{0x100});
   ASSERT_TRUE(sw.has_value());
@@ -184,9 +184,9 @@ TEST(DiscoveryBadInputTest, LinkThatContradictsAnEarlierAnswerIsReported) {
   ScriptedTransport t(io);
   ScriptSmAndSwitch(t);
   // Switch port 2 leads back to the SM's CA, whose only port is already cabled to port 1.
-  t.Script({1, 2}, mad::attr::kNodeInfo, 0, Reply(Ni(mad::NodeType::kCa, 0x10, 1, 1)));
-  t.Script({1, 2}, mad::attr::kPortInfo, 1, Reply(Pi(2)));
-  DiscoveryResult r = Walk(t, io);
+  t.Script({1, 2}, mad::attr::kNodeInfo, 0, ReplyWith(Ni(mad::NodeType::kCa, 0x10, 1, 1)));
+  t.Script({1, 2}, mad::attr::kPortInfo, 1, ReplyWith(Pi(2)));
+  DiscoveryResult r = WalkScripted(t, io);
   EXPECT_TRUE(HasIssue(r, "SM-DISC-005"));
   EXPECT_EQ(r.fabric.link_count(), 1u);
 }

@@ -12,7 +12,7 @@ namespace ibsm::sm {
 namespace {
 
 // The first cabled CA port: where ibsim attaches an SM for the same file.
-PortId FirstCaPort(const Fabric& f) {
+PortId FirstCabledCaPort(const Fabric& f) {
   for (NodeId n = 0; n < f.node_count(); ++n)
     if (f.node(n).kind == NodeKind::kCa && f.port(n, PortNum{1}).connected())
       return f.port_id(n, PortNum{1});
@@ -37,7 +37,7 @@ Walk Discover(const Fabric& f, double drop_rate = 0, NodeId dead = kNoNode,
   if (dead != kNoNode) {
     EXPECT_TRUE(simulator.SetNodeDropRate(dead, 1.0).ok());
   }
-  sim::SimTransport transport(io, simulator, FirstCaPort(f));
+  sim::SimTransport transport(io, simulator, FirstCabledCaPort(f));
   EXPECT_TRUE(transport.bind_status().ok());
   mad::SendOptions send;
   send.timeout = std::chrono::milliseconds(5);

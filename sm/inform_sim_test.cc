@@ -17,31 +17,18 @@
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/subnet_manager.h"
+#include "sm/test_util.h"
 
 namespace ibsm::sm {
 namespace {
 
+using testutil::CaPorts;
+using testutil::GidOf;
+
 using mad::MadMessage;
 using mad::SaMad;
 
-std::vector<PortId> CaPorts(const Fabric& f) {
-  std::vector<PortId> out;
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).kind == NodeKind::kCa) out.push_back(f.port_id(n, PortNum{1}));
-  return out;
-}
-
-std::array<uint8_t, 16> GidOf(Guid g) {
-  std::array<uint8_t, 16> gid{};
-  const uint64_t prefix = 0xfe80000000000000ull;
-  for (size_t i = 0; i < 8; ++i) {
-    gid[i] = static_cast<uint8_t>(prefix >> (56 - 8 * i));
-    gid[8 + i] = static_cast<uint8_t>(g.value() >> (56 - 8 * i));
-  }
-  return gid;
-}
-
-mad::InformInfo Wants(uint16_t trap, uint8_t subscribe = 1) {
+mad::InformInfo WantsTrap(uint16_t trap, uint8_t subscribe = 1) {
   mad::InformInfo ii;
   ii.lid_range_begin = mad::kInformAllLids;
   ii.is_generic = 1;
@@ -159,14 +146,14 @@ class InformOnSimulator : public ::testing::Test {
 };
 
 TEST_F(InformOnSimulator, ASubscriptionThroughTheSaIsEchoedAndListedAsARecord) {
-  auto a = Subscribe(Wants(128));
+  auto a = Subscribe(WantsTrap(128));
   ASSERT_TRUE(a);
   EXPECT_EQ(a->hdr.method, mad::method::kGetResp);
   EXPECT_EQ(a->hdr.status, 0);
   auto echo = mad::Decode<mad::InformInfo>(std::span<const uint8_t>(a->data));
   ASSERT_TRUE(echo.ok());
-  EXPECT_EQ(*echo, Wants(128));
-  ASSERT_TRUE(Subscribe(Wants(65)));
+  EXPECT_EQ(*echo, WantsTrap(128));
+  ASSERT_TRUE(Subscribe(WantsTrap(65)));
 
   // GetTable by SubscriberGID: both, each naming the client's port.
   mad::InformInfoRecord want;
@@ -210,7 +197,7 @@ TEST_F(InformOnSimulator, ClassPortInfoSaysTheSaTakesSubscriptions) {
 }
 
 TEST_F(InformOnSimulator, BadSetsGetAnSaStatusAndTheRequestBackWithSubscribeCleared) {
-  mad::InformInfo bad = Wants(128);
+  mad::InformInfo bad = WantsTrap(128);
   bad.gid = GidOf(Guid{0x1234});
   auto a = Subscribe(bad);
   ASSERT_TRUE(a);
@@ -220,7 +207,7 @@ TEST_F(InformOnSimulator, BadSetsGetAnSaStatusAndTheRequestBackWithSubscribeClea
   ASSERT_TRUE(echo.ok());
   EXPECT_EQ(echo->subscribe, 0);
   EXPECT_EQ(echo->gid, bad.gid);
-  auto un = Subscribe(Wants(128, 0));
+  auto un = Subscribe(WantsTrap(128, 0));
   ASSERT_TRUE(un);
   EXPECT_EQ(un->hdr.status, mad::sa_status::kReqInvalid);
   // InformInfo is only Set (13.4.8.3).
@@ -233,8 +220,8 @@ TEST_F(InformOnSimulator, BadSetsGetAnSaStatusAndTheRequestBackWithSubscribeClea
 }
 
 TEST_F(InformOnSimulator, ALinkGoingDownIsReportedAsTrap128AndTheLostPortAsTrap65) {
-  ASSERT_TRUE(Subscribe(Wants(mad::trap::kLinkStateChanged)));
-  ASSERT_TRUE(Subscribe(Wants(mad::trap::kGidOutOfService)));
+  ASSERT_TRUE(Subscribe(WantsTrap(mad::trap::kLinkStateChanged)));
+  ASSERT_TRUE(Subscribe(WantsTrap(mad::trap::kGidOutOfService)));
   ASSERT_EQ(inform().subscriptions().size(), 2u);
   // The third CA loses its cable: its leaf switch traps 128, the SM sweeps and finds the
   // CA gone.
@@ -268,7 +255,7 @@ TEST_F(InformOnSimulator, ALinkGoingDownIsReportedAsTrap128AndTheLostPortAsTrap6
 
 TEST_F(InformOnSimulator, AReportNobodyAnswersIsRetriedThenGivenUp) {
   answer_reports_ = false;
-  ASSERT_TRUE(Subscribe(Wants(mad::trap::kGidOutOfService)));
+  ASSERT_TRUE(Subscribe(WantsTrap(mad::trap::kGidOutOfService)));
   ASSERT_TRUE(sim_->LinkDown(cas_.at(2)).ok());
   ASSERT_TRUE(RunUntil([&] { return inform().counters().reports_unacked >= 1; }));
   // The subscriber saw the first attempt and every retry (20 ms timeout, 3 retries).
@@ -279,7 +266,7 @@ TEST_F(InformOnSimulator, AReportNobodyAnswersIsRetriedThenGivenUp) {
 }
 
 TEST_F(InformOnSimulator, ASubscriberWhoseLinkGoesDownIsDroppedAfterTheSweep) {
-  ASSERT_TRUE(Subscribe(Wants(mad::trap::kLinkStateChanged)));
+  ASSERT_TRUE(Subscribe(WantsTrap(mad::trap::kLinkStateChanged)));
   ASSERT_EQ(inform().subscriptions().size(), 1u);
   answer_reports_ = false;
   ASSERT_TRUE(sim_->LinkDown(cas_.at(1)).ok());  // the subscriber itself

@@ -10,14 +10,15 @@
 #include "fabric/generators.h"
 #include "mad/attr/sa_records.h"
 #include "sm/sa_server.h"
+#include "sm/test_util.h"
 
 namespace ibsm::sm {
 namespace {
 
+using testutil::GidOf;
+
 using mad::InformInfo;
 using mad::MadMessage;
-
-constexpr uint64_t kPrefix = 0xfe80000000000000ull;
 
 // Records every Send; the test answers or fails each one through its handler.
 class ScriptTransport final : public mad::Transport {
@@ -71,15 +72,6 @@ Fabric FabricWithLids() {
   return *f;
 }
 
-std::array<uint8_t, 16> GidOf(Guid g) {
-  std::array<uint8_t, 16> gid{};
-  for (size_t i = 0; i < 8; ++i) {
-    gid[i] = static_cast<uint8_t>(kPrefix >> (56 - 8 * i));
-    gid[8 + i] = static_cast<uint8_t>(g.value() >> (56 - 8 * i));
-  }
-  return gid;
-}
-
 // The LIDs of the CA ports, in node order.
 std::vector<Lid> CaLids(const Fabric& f) {
   std::vector<Lid> out;
@@ -121,7 +113,7 @@ class InformManagerTest : public ::testing::Test {
   InformManager m_{transport_, InformOptions{}, nullptr};
 
   InformSetAnswer Set(const InformInfo& ii, Lid from, bool trusted = false) {
-    return m_.Set(fabric_, kPrefix, ii, From(from), trusted);
+    return m_.Set(fabric_, testutil::kDefaultPrefix, ii, From(from), trusted);
   }
 };
 
@@ -191,7 +183,7 @@ TEST_F(InformManagerTest, BadRequestsGetTheirSaStatusAndChangeNothing) {
 
 TEST_F(InformManagerTest, ARequestFromQpZeroHasItsReportsSentToQpOne) {
   // ibsim's preload reports the source QP of a GSI request as 0.
-  ASSERT_EQ(m_.Set(fabric_, kPrefix, Wants(128), From(cas_[0], 0), false).status, 0);
+  ASSERT_EQ(m_.Set(fabric_, testutil::kDefaultPrefix, Wants(128), From(cas_[0], 0), false).status, 0);
   EXPECT_EQ(m_.subscriptions().at(0).report_to.qpn, 1u);
 }
 
@@ -212,12 +204,12 @@ TEST_F(InformManagerTest, SubscriptionsPerPortAreBounded) {
   InformOptions o;
   o.max_per_subscriber = 2;
   InformManager m(t, o, nullptr);
-  EXPECT_EQ(m.Set(fabric_, kPrefix, Wants(1), From(cas_[0]), false).status, 0);
-  EXPECT_EQ(m.Set(fabric_, kPrefix, Wants(2), From(cas_[0]), false).status, 0);
-  EXPECT_EQ(m.Set(fabric_, kPrefix, Wants(3), From(cas_[0]), false).status,
+  EXPECT_EQ(m.Set(fabric_, testutil::kDefaultPrefix, Wants(1), From(cas_[0]), false).status, 0);
+  EXPECT_EQ(m.Set(fabric_, testutil::kDefaultPrefix, Wants(2), From(cas_[0]), false).status, 0);
+  EXPECT_EQ(m.Set(fabric_, testutil::kDefaultPrefix, Wants(3), From(cas_[0]), false).status,
             mad::sa_status::kNoResources);
-  EXPECT_EQ(m.Set(fabric_, kPrefix, Wants(2), From(cas_[0]), false).status, 0);  // a replacement
-  EXPECT_EQ(m.Set(fabric_, kPrefix, Wants(3), From(cas_[1]), false).status, 0);
+  EXPECT_EQ(m.Set(fabric_, testutil::kDefaultPrefix, Wants(2), From(cas_[0]), false).status, 0);  // a replacement
+  EXPECT_EQ(m.Set(fabric_, testutil::kDefaultPrefix, Wants(3), From(cas_[1]), false).status, 0);
 }
 
 TEST(InformMatchTest, FollowsTheIbaMatchingRules) {
@@ -347,7 +339,7 @@ TEST_F(InformManagerTest, SubscribersThatLeftTheFabricAreDropped) {
 }
 
 TEST_F(InformManagerTest, RecordsHideTheQpnFromUntrustedRequesters) {
-  ASSERT_EQ(m_.Set(fabric_, kPrefix, Wants(128), From(cas_[0], 0x42), false).status, 0);
+  ASSERT_EQ(m_.Set(fabric_, testutil::kDefaultPrefix, Wants(128), From(cas_[0], 0x42), false).status, 0);
   EXPECT_EQ(m_.Records(true).at(0).inform_info.qpn, 0x42u);
   EXPECT_EQ(m_.Records(false).at(0).inform_info.qpn, 0u);
 }
@@ -388,13 +380,13 @@ TEST(InformPersistenceTest, SubscriptionsOutliveARestartThroughTheStateFile) {
     ASSERT_TRUE(store.ok());
     ScriptTransport t;
     InformManager m(t, {}, store->get());
-    ASSERT_EQ(m.Set(f, kPrefix, Wants(128), From(cas[0], 0x42), true).status, 0);
+    ASSERT_EQ(m.Set(f, testutil::kDefaultPrefix, Wants(128), From(cas[0], 0x42), true).status, 0);
     InformInfo ranged = Wants(64);
     ranged.lid_range_begin = 2;
     ranged.lid_range_end = 0;  // one LID
-    ASSERT_EQ(m.Set(f, kPrefix, ranged, From(cas[1]), false).status, 0);
-    ASSERT_EQ(m.Set(f, kPrefix, Wants(65), From(cas[2]), false).status, 0);
-    ASSERT_EQ(m.Set(f, kPrefix, Wants(65, 0), From(cas[2]), false).status, 0);
+    ASSERT_EQ(m.Set(f, testutil::kDefaultPrefix, ranged, From(cas[1]), false).status, 0);
+    ASSERT_EQ(m.Set(f, testutil::kDefaultPrefix, Wants(65), From(cas[2]), false).status, 0);
+    ASSERT_EQ(m.Set(f, testutil::kDefaultPrefix, Wants(65, 0), From(cas[2]), false).status, 0);
     before = m.subscriptions();
   }
   auto store = ha::StateStore::Open((dir / "state.db").string(), clock);
@@ -413,7 +405,7 @@ TEST(InformPersistenceTest, SubscriptionsOutliveARestartThroughTheStateFile) {
   // The restored subscriptions work: a Report goes out, and the unsubscribe finds them.
   EXPECT_EQ(m.Publish(Trap128From(9)), 1u);
   EXPECT_EQ(t.sent.at(0).msg.addr.qpn, 0x42u);
-  ASSERT_EQ(m.Set(f, kPrefix, Wants(128, 0), From(cas[0], 0x42), true).status, 0);
+  ASSERT_EQ(m.Set(f, testutil::kDefaultPrefix, Wants(128, 0), From(cas[0], 0x42), true).status, 0);
   EXPECT_EQ(store->get()->LoadInformSubscriptions()->size(), 1u);
   std::filesystem::remove_all(dir);
 }

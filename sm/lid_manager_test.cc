@@ -1,4 +1,5 @@
 #include "sm/lid_manager.h"
+#include "sm/test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -9,11 +10,7 @@
 namespace ibsm::sm {
 namespace {
 
-PortId FirstCaPort(const Fabric& f) {
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).kind == NodeKind::kCa) return f.port_id(n, PortNum{1});
-  return kNoPort;
-}
+using testutil::FirstCaPort;
 
 void Apply(Fabric& f, const LidAssignment& a) {
   for (PortId p : a.end_ports) {

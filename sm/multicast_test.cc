@@ -1,4 +1,5 @@
 #include "sm/multicast.h"
+#include "sm/test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +13,6 @@ namespace {
 using mad::McMemberRecord;
 namespace comp = mad::mcr_comp;
 
-constexpr uint64_t kPrefix = 0xfe80000000000000ull;
 constexpr uint64_t kCreateMask = comp::kCreate;
 
 McPortCaps Caps(uint64_t guid, uint8_t mtu = mad::mtu::k2048, uint8_t rate = mad::rate::k10) {
@@ -22,7 +22,7 @@ McPortCaps Caps(uint64_t guid, uint8_t mtu = mad::mtu::k2048, uint8_t rate = mad
 McMemberRecord Req(mad::Gid mgid, uint64_t port_guid, uint8_t join = mad::join_state::kFull) {
   McMemberRecord r;
   r.set_mgid(mgid);
-  r.set_port_gid(mad::Gid{kPrefix, port_guid});
+  r.set_port_gid(mad::Gid{testutil::kDefaultPrefix, port_guid});
   r.q_key = 0x11;
   r.p_key = 0xffff;
   r.sl = 1;
@@ -288,7 +288,7 @@ TEST(MulticastManagerTest, RestoreKeepsMlidsAndSkipsDuplicates) {
   McGroup g;
   g.mgid = kGroupA;
   g.mlid = 0xC005;
-  g.members[Guid{0x11}] = McMember{mad::Gid{kPrefix, 0x11}, mad::join_state::kFull, false};
+  g.members[Guid{0x11}] = McMember{mad::Gid{testutil::kDefaultPrefix, 0x11}, mad::join_state::kFull, false};
   McGroup dup = g;
   dup.mgid = mad::Gid{0xff12123400000000ull, 9};  // same MLID
   EXPECT_EQ(m.Restore({g, dup}), 1u);

@@ -16,31 +16,16 @@
 #include "sm/multicast.h"
 #include "sm/pkey_manager.h"
 #include "sm/subnet_manager.h"
+#include "sm/test_util.h"
 
 namespace ibsm::sm {
 namespace {
 
+using testutil::CaPorts;
+using testutil::UsedPKeys;
+using testutil::ParsePartitionsText;
+
 namespace pc = mad::path_comp;
-
-std::vector<PortId> Hosts(const Fabric& f) {
-  std::vector<PortId> out;
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).kind == NodeKind::kCa) out.push_back(f.port_id(n, PortNum{1}));
-  return out;
-}
-
-std::vector<uint16_t> Used(const std::vector<uint16_t>& t) {
-  std::vector<uint16_t> out;
-  for (uint16_t k : t)
-    if (k) out.push_back(k);
-  return out;
-}
-
-std::shared_ptr<const conf::PartitionConfig> Parse(const std::string& text) {
-  conf::PartitionsParse r = conf::ParsePartitions(text, "partitions.conf");
-  EXPECT_TRUE(r.ok());
-  return std::make_shared<const conf::PartitionConfig>(r.config);
-}
 
 struct SaAnswer {
   uint16_t status = 0xFFFF;
@@ -51,7 +36,7 @@ struct SaAnswer {
 class PartitionBed {
  public:
   explicit PartitionBed(PartitionPolicy policy)
-      : fabric_(FatTree2(4).value()), sim_(fabric_), hosts_(Hosts(fabric_)),
+      : fabric_(FatTree2(4).value()), sim_(fabric_), hosts_(CaPorts(fabric_)),
         transport_(io_, sim_, hosts_[0]) {
     options_.send.timeout = std::chrono::milliseconds(20);
     options_.send.retries = 4;
@@ -204,26 +189,26 @@ TEST(PartitionsSimTest, AfterASweepHostsAndTheirSwitchPortsHoldTheConfiguredKeys
   EXPECT_EQ(b.last().pkey_blocks_sent, 0u);
   EXPECT_GT(b.last().pkey_blocks_read, 0u);
   EXPECT_GT(b.last().enforcement_sets, 0u);  // part_enforce both, from the first sweep
-  SweepStats s = b.Reload(Policy(Parse(TwoPartitions(b))));
+  SweepStats s = b.Reload(Policy(ParsePartitionsText(TwoPartitions(b))));
   ASSERT_TRUE(s.subnet_up);
   auto& sim = b.sim();
   const auto& h = b.hosts();
-  EXPECT_EQ(Used(sim.pkey_table(h[0])), (std::vector<uint16_t>{0xFFFF, 0x8001, 0x8002}));
-  EXPECT_EQ(Used(sim.pkey_table(h[1])), (std::vector<uint16_t>{0x7FFF, 0x8001}));
-  EXPECT_EQ(Used(sim.pkey_table(h[4])), (std::vector<uint16_t>{0x7FFF, 0x8002}));
-  EXPECT_EQ(Used(sim.pkey_table(h[5])), (std::vector<uint16_t>{0x7FFF, 0x0001, 0x8002}));
-  EXPECT_EQ(Used(sim.pkey_table(h[6])), (std::vector<uint16_t>{0x7FFF, 0x0002}));
-  EXPECT_EQ(Used(sim.pkey_table(h[7])), std::vector<uint16_t>{0x7FFF});
+  EXPECT_EQ(UsedPKeys(sim.pkey_table(h[0])), (std::vector<uint16_t>{0xFFFF, 0x8001, 0x8002}));
+  EXPECT_EQ(UsedPKeys(sim.pkey_table(h[1])), (std::vector<uint16_t>{0x7FFF, 0x8001}));
+  EXPECT_EQ(UsedPKeys(sim.pkey_table(h[4])), (std::vector<uint16_t>{0x7FFF, 0x8002}));
+  EXPECT_EQ(UsedPKeys(sim.pkey_table(h[5])), (std::vector<uint16_t>{0x7FFF, 0x0001, 0x8002}));
+  EXPECT_EQ(UsedPKeys(sim.pkey_table(h[6])), (std::vector<uint16_t>{0x7FFF, 0x0002}));
+  EXPECT_EQ(UsedPKeys(sim.pkey_table(h[7])), std::vector<uint16_t>{0x7FFF});
   // The leaf port facing host 5 checks its packets against host 5's keys, both ways.
   PortId leaf = b.fabric().port(h[5]).peer;
-  EXPECT_EQ(Used(sim.pkey_table(leaf)), (std::vector<uint16_t>{0x7FFF, 0x0001, 0x8002}));
+  EXPECT_EQ(UsedPKeys(sim.pkey_table(leaf)), (std::vector<uint16_t>{0x7FFF, 0x0001, 0x8002}));
   EXPECT_EQ(sim.port_info(leaf).partition_enforcement_inbound, 1);
   EXPECT_EQ(sim.port_info(leaf).partition_enforcement_outbound, 1);
   EXPECT_EQ(s.enforcement_sets, 0u);  // already on
   // Every host's table changed (0xFFFF became 0x7FFF at index 0, or the SM gained keys),
   // and so did every leaf port facing one and every switch's port 0 (now a limited member
   // of the default partition): one block each.
-  EXPECT_EQ(Used(sim.pkey_table(b.fabric().port_id(b.fabric().port(leaf).node, PortNum{0}))),
+  EXPECT_EQ(UsedPKeys(sim.pkey_table(b.fabric().port_id(b.fabric().port(leaf).node, PortNum{0}))),
             std::vector<uint16_t>{0x7FFF});
   EXPECT_EQ(s.pkey_blocks_sent, 2u * h.size() + b.fabric().switch_count());
 }
@@ -232,25 +217,25 @@ TEST(PartitionsSimTest, AReloadSendsOnlyTheBlocksThatChangedAndKeepsIndexes) {
   PartitionBed b({});
   ASSERT_TRUE(b.last().subnet_up);
   std::string conf = TwoPartitions(b);
-  ASSERT_TRUE(b.Reload(Policy(Parse(conf))).subnet_up);
+  ASSERT_TRUE(b.Reload(Policy(ParsePartitionsText(conf))).subnet_up);
   const auto& h = b.hosts();
   std::vector<uint16_t> h5_before = b.sim().pkey_table(h[5]);
   // The same set again: nothing is read or sent, and enforcement stays.
-  SweepStats same = b.Reload(Policy(Parse(conf)));
+  SweepStats same = b.Reload(Policy(ParsePartitionsText(conf)));
   EXPECT_EQ(same.pkey_blocks_sent, 0u);
   EXPECT_EQ(same.pkey_blocks_read, 0u);
   EXPECT_EQ(same.enforcement_sets, 0u);
   // Host 7 joins red: its table and its leaf port's change, nothing else.
-  SweepStats grown = b.Reload(Policy(Parse(conf + "red : " + b.Guid(7) + "=full ;\n")));
+  SweepStats grown = b.Reload(Policy(ParsePartitionsText(conf + "red : " + b.Guid(7) + "=full ;\n")));
   EXPECT_EQ(grown.pkey_blocks_sent, 2u);
-  EXPECT_EQ(Used(b.sim().pkey_table(h[7])), (std::vector<uint16_t>{0x7FFF, 0x8001}));
+  EXPECT_EQ(UsedPKeys(b.sim().pkey_table(h[7])), (std::vector<uint16_t>{0x7FFF, 0x8001}));
   EXPECT_EQ(b.sim().pkey_table(h[5]), h5_before);
   // Red goes away: host 5 keeps blue where it was.
-  auto blue_only = Parse("blue=0x0002 : " + b.Guid(4) + "=full, " + b.Guid(5) + "=full, " +
+  auto blue_only = ParsePartitionsText("blue=0x0002 : " + b.Guid(4) + "=full, " + b.Guid(5) + "=full, " +
                          b.Guid(6) + ", SELF=full ;\n");
   ASSERT_TRUE(b.Reload(Policy(blue_only)).subnet_up);
   std::vector<uint16_t> h5 = b.sim().pkey_table(h[5]);
-  EXPECT_EQ(Used(h5), (std::vector<uint16_t>{0x7FFF, 0x8002}));
+  EXPECT_EQ(UsedPKeys(h5), (std::vector<uint16_t>{0x7FFF, 0x8002}));
   for (size_t i = 0; i < h5.size(); ++i)
     if (h5_before[i] == 0x8002) {
       EXPECT_EQ(h5[i], 0x8002) << "blue moved from index " << i;
@@ -258,11 +243,11 @@ TEST(PartitionsSimTest, AReloadSendsOnlyTheBlocksThatChangedAndKeepsIndexes) {
 }
 
 TEST(PartitionsSimTest, PartEnforceOffClearsTheSwitchPortsEnforcement) {
-  PartitionBed b(Policy(Parse("red=0x0001 : ALL_CAS=full ;\n")));
+  PartitionBed b(Policy(ParsePartitionsText("red=0x0001 : ALL_CAS=full ;\n")));
   ASSERT_TRUE(b.last().subnet_up);
   PortId leaf = b.fabric().port(b.hosts()[3]).peer;
   EXPECT_EQ(b.sim().port_info(leaf).partition_enforcement_inbound, 1);
-  PartitionPolicy off = Policy(Parse("red=0x0001 : ALL_CAS=full ;\n"));
+  PartitionPolicy off = Policy(ParsePartitionsText("red=0x0001 : ALL_CAS=full ;\n"));
   off.enforce = PartEnforce::kOff;
   SweepStats s = b.Reload(off);
   EXPECT_EQ(b.sim().port_info(leaf).partition_enforcement_inbound, 0);
@@ -272,7 +257,7 @@ TEST(PartitionsSimTest, PartEnforceOffClearsTheSwitchPortsEnforcement) {
 
 TEST(PartitionsSimTest, PathRecordsFlowOnlyWithinAPartitionAndNeverLimitedToLimited) {
   PartitionBed b({});
-  ASSERT_TRUE(b.Reload(Policy(Parse(TwoPartitions(b)))).subnet_up);
+  ASSERT_TRUE(b.Reload(Policy(ParsePartitionsText(TwoPartitions(b)))).subnet_up);
   const auto& h = b.hosts();
   auto within = b.Paths(h[1], h[1], h[2]);
   ASSERT_EQ(within.size(), 1u);
@@ -307,7 +292,7 @@ std::set<uint64_t> CaGuids(const std::vector<mad::NodeRecord>& rs) {
 
 TEST(PartitionsSimTest, NodeRecordsOfCasAHostSharesNoPartitionWithAreHidden) {
   PartitionBed b({});
-  ASSERT_TRUE(b.Reload(Policy(Parse(TwoPartitions(b)))).subnet_up);
+  ASSERT_TRUE(b.Reload(Policy(ParsePartitionsText(TwoPartitions(b)))).subnet_up);
   const auto& h = b.hosts();
   auto guid = [&](int i) { return b.fabric().port(h[i]).guid.value(); };
   auto seen = b.Table<mad::NodeRecord>(h[4]);
@@ -326,7 +311,7 @@ TEST(PartitionsSimTest, NodeRecordsOfCasAHostSharesNoPartitionWithAreHidden) {
 
 TEST(PartitionsSimTest, PKeyTableRecordsShowTheProgrammedTables) {
   PartitionBed b({});
-  ASSERT_TRUE(b.Reload(Policy(Parse(TwoPartitions(b)))).subnet_up);
+  ASSERT_TRUE(b.Reload(Policy(ParsePartitionsText(TwoPartitions(b)))).subnet_up);
   const auto& h = b.hosts();
   mad::PKeyTableRecord of5;
   of5.lid = b.sim().port_info(h[5]).lid;
@@ -347,7 +332,7 @@ TEST(PartitionsSimTest, PKeyTableRecordsShowTheProgrammedTables) {
 
 TEST(PartitionsSimTest, ServiceRecordsAreSeenOnlyByHoldersOfTheirPKey) {
   PartitionBed b({});
-  ASSERT_TRUE(b.Reload(Policy(Parse(TwoPartitions(b)))).subnet_up);
+  ASSERT_TRUE(b.Reload(Policy(ParsePartitionsText(TwoPartitions(b)))).subnet_up);
   const auto& h = b.hosts();
   mad::ServiceRecord r;
   r.service_id = 0x42;
@@ -374,7 +359,7 @@ TEST(PartitionsSimTest, ServiceRecordsAreSeenOnlyByHoldersOfTheirPKey) {
 
 TEST(PartitionsSimTest, AServiceIsRegisteredOnlyByAMemberOfItsPartition) {
   PartitionBed b({});
-  ASSERT_TRUE(b.Reload(Policy(Parse(TwoPartitions(b)))).subnet_up);
+  ASSERT_TRUE(b.Reload(Policy(ParsePartitionsText(TwoPartitions(b)))).subnet_up);
   const auto& h = b.hosts();
   namespace sr = mad::sr_comp;
   const uint64_t mask = sr::kServiceId | sr::kServiceGid | sr::kServicePKey;
@@ -429,7 +414,7 @@ TEST(PartitionsSimTest, MulticastGroupsFollowThePartitionsAndTheirMembers) {
   EXPECT_EQ(groups_seen_by(h[1]), std::set<mad::Gid>{default_bcast});
   const std::string conf = TwoPartitions(b) + "green=0x0003 : " + b.Guid(6) +
                            "=full, SELF=full, mgid=ff12:a01b::77,mtu=5 ;\n";
-  ASSERT_TRUE(b.Reload(Policy(Parse(conf))).subnet_up);
+  ASSERT_TRUE(b.Reload(Policy(ParsePartitionsText(conf))).subnet_up);
   // No Default line with ipoib: no default broadcast group, as in OpenSM with a config.
   // (Host 0 is the SM's own port, which this bed cannot query from.)
   EXPECT_EQ(groups_seen_by(h[1]), std::set<mad::Gid>{red_bcast});
@@ -468,7 +453,7 @@ TEST(PartitionsSimTest, MulticastGroupsFollowThePartitionsAndTheirMembers) {
   EXPECT_EQ(b.sm().multicast().counters().rejected_by_id.at("SA-MC-018"), 2u);
 
   // Red leaves the file: its group is no longer permanent but keeps its full member.
-  ASSERT_TRUE(b.Reload(Policy(Parse(conf.substr(conf.find("blue="))))).subnet_up);
+  ASSERT_TRUE(b.Reload(Policy(ParsePartitionsText(conf.substr(conf.find("blue="))))).subnet_up);
   const auto& groups = b.sm().multicast().groups();
   ASSERT_EQ(groups.count(red_bcast), 1u);
   EXPECT_FALSE(groups.at(red_bcast).permanent);

@@ -1,4 +1,5 @@
 #include "sm/pkey_manager.h"
+#include "sm/test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -6,6 +7,10 @@
 
 namespace ibsm::sm {
 namespace {
+
+using testutil::CaPorts;
+using testutil::UsedPKeys;
+using testutil::ParsePartitionsText;
 
 // A fabric as discovery would leave it: every port answered, ACTIVE; CAs hold 64 P_Keys,
 // switch port 0 holds 8, switch external ports enforce 64 (ibsim's figures).
@@ -24,32 +29,11 @@ DiscoveryResult Discovered(Fabric f, uint16_t enforcement_cap = 64) {
   return d;
 }
 
-std::vector<PortId> Hosts(const Fabric& f) {
-  std::vector<PortId> out;
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).kind == NodeKind::kCa) out.push_back(f.port_id(n, PortNum{1}));
-  return out;
-}
-
-std::shared_ptr<const conf::PartitionConfig> Parse(const std::string& text) {
-  conf::PartitionsParse r = conf::ParsePartitions(text, "p.conf");
-  EXPECT_TRUE(r.ok());
-  return std::make_shared<const conf::PartitionConfig>(r.config);
-}
-
 std::string Hex(const Fabric& f, PortId p) { return ToString(f.port(p).guid); }
-
-// The non-zero entries of a table, in index order.
-std::vector<uint16_t> Used(const std::vector<uint16_t>& t) {
-  std::vector<uint16_t> out;
-  for (uint16_t k : t)
-    if (k) out.push_back(k);
-  return out;
-}
 
 class PKeyManagerTest : public ::testing::Test {
  protected:
-  PKeyManagerTest() : d_(Discovered(FatTree2(4).value())), hosts_(Hosts(d_.fabric)) {}
+  PKeyManagerTest() : d_(Discovered(FatTree2(4).value())), hosts_(CaPorts(d_.fabric)) {}
   PKeyPlan Plan(const PartitionPolicy& p,
                 std::function<const std::vector<uint16_t>*(PortId)> current = {}) {
     return PlanPKeys(d_, hosts_[0], p, current);
@@ -62,57 +46,57 @@ TEST_F(PKeyManagerTest, WithoutAPartitionFileEveryEndPortIsAFullDefaultMember) {
   PKeyPlan plan = Plan({});
   for (PortId h : hosts_) {
     ASSERT_EQ(plan.tables.at(h).size(), 64u);
-    EXPECT_EQ(Used(plan.tables.at(h)), std::vector<uint16_t>{0xFFFF});
+    EXPECT_EQ(UsedPKeys(plan.tables.at(h)), std::vector<uint16_t>{0xFFFF});
     EXPECT_EQ(plan.tables.at(h)[0], 0xFFFF);
   }
   for (NodeId n = 0; n < d_.fabric.node_count(); ++n) {
     if (!d_.fabric.node(n).is_switch()) continue;
     PortId p0 = d_.fabric.port_id(n, PortNum{0});
     EXPECT_EQ(plan.tables.at(p0).size(), 8u);
-    EXPECT_EQ(Used(plan.tables.at(p0)), std::vector<uint16_t>{0xFFFF});
+    EXPECT_EQ(UsedPKeys(plan.tables.at(p0)), std::vector<uint16_t>{0xFFFF});
   }
   EXPECT_TRUE(plan.issues.empty());
 }
 
 TEST_F(PKeyManagerTest, WithAFileOnlyTheSmIsAFullDefaultMemberUnlessTheFileSaysSo) {
   PartitionPolicy p;
-  p.config = Parse("a=0x10 : ALL_CAS=full ;\n");
+  p.config = ParsePartitionsText("a=0x10 : ALL_CAS=full ;\n");
   PKeyPlan plan = Plan(p);
-  EXPECT_EQ(Used(plan.tables.at(hosts_[0])), (std::vector<uint16_t>{0xFFFF, 0x8010}));
-  EXPECT_EQ(Used(plan.tables.at(hosts_[1])), (std::vector<uint16_t>{0x7FFF, 0x8010}));
-  p.config = Parse("Default=0x7fff : ALL=full ;\n");
-  EXPECT_EQ(Used(Plan(p).tables.at(hosts_[1])), std::vector<uint16_t>{0xFFFF});
+  EXPECT_EQ(UsedPKeys(plan.tables.at(hosts_[0])), (std::vector<uint16_t>{0xFFFF, 0x8010}));
+  EXPECT_EQ(UsedPKeys(plan.tables.at(hosts_[1])), (std::vector<uint16_t>{0x7FFF, 0x8010}));
+  p.config = ParsePartitionsText("Default=0x7fff : ALL=full ;\n");
+  EXPECT_EQ(UsedPKeys(Plan(p).tables.at(hosts_[1])), std::vector<uint16_t>{0xFFFF});
 }
 
 TEST_F(PKeyManagerTest, MembersByGuidGetFullOrLimitedKeysAndOthersNone) {
   const Fabric& f = d_.fabric;
   PartitionPolicy p;
-  p.config = Parse("red=0x0001 : " + Hex(f, hosts_[1]) + "=full, " + Hex(f, hosts_[2]) +
+  p.config = ParsePartitionsText("red=0x0001 : " + Hex(f, hosts_[1]) + "=full, " + Hex(f, hosts_[2]) +
                    " ;\nblue=0x0002, defmember=full : " + Hex(f, hosts_[3]) + ", SELF ;\n");
   PKeyPlan plan = Plan(p);
-  EXPECT_EQ(Used(plan.tables.at(hosts_[0])), (std::vector<uint16_t>{0xFFFF, 0x8002}));
-  EXPECT_EQ(Used(plan.tables.at(hosts_[1])), (std::vector<uint16_t>{0x7FFF, 0x8001}));
-  EXPECT_EQ(Used(plan.tables.at(hosts_[2])), (std::vector<uint16_t>{0x7FFF, 0x0001}));
-  EXPECT_EQ(Used(plan.tables.at(hosts_[3])), (std::vector<uint16_t>{0x7FFF, 0x8002}));
-  EXPECT_EQ(Used(plan.tables.at(hosts_[4])), std::vector<uint16_t>{0x7FFF});
+  EXPECT_EQ(UsedPKeys(plan.tables.at(hosts_[0])), (std::vector<uint16_t>{0xFFFF, 0x8002}));
+  EXPECT_EQ(UsedPKeys(plan.tables.at(hosts_[1])), (std::vector<uint16_t>{0x7FFF, 0x8001}));
+  EXPECT_EQ(UsedPKeys(plan.tables.at(hosts_[2])), (std::vector<uint16_t>{0x7FFF, 0x0001}));
+  EXPECT_EQ(UsedPKeys(plan.tables.at(hosts_[3])), (std::vector<uint16_t>{0x7FFF, 0x8002}));
+  EXPECT_EQ(UsedPKeys(plan.tables.at(hosts_[4])), std::vector<uint16_t>{0x7FFF});
 }
 
 TEST_F(PKeyManagerTest, ALaterLineWinsAndBothIsTwoKeysOnlyWithAllowBothPkeys) {
   const Fabric& f = d_.fabric;
   PartitionPolicy p;
-  p.config = Parse("a=0x10 : ALL_CAS=full ;\na : " + Hex(f, hosts_[1]) + "=limited, " +
+  p.config = ParsePartitionsText("a=0x10 : ALL_CAS=full ;\na : " + Hex(f, hosts_[1]) + "=limited, " +
                    Hex(f, hosts_[2]) + "=both ;\n");
   PKeyPlan plan = Plan(p);
-  EXPECT_EQ(Used(plan.tables.at(hosts_[1])), (std::vector<uint16_t>{0x7FFF, 0x0010}));
-  EXPECT_EQ(Used(plan.tables.at(hosts_[2])), (std::vector<uint16_t>{0x7FFF, 0x8010}));
+  EXPECT_EQ(UsedPKeys(plan.tables.at(hosts_[1])), (std::vector<uint16_t>{0x7FFF, 0x0010}));
+  EXPECT_EQ(UsedPKeys(plan.tables.at(hosts_[2])), (std::vector<uint16_t>{0x7FFF, 0x8010}));
   p.allow_both_pkeys = true;
   plan = Plan(p);
-  EXPECT_EQ(Used(plan.tables.at(hosts_[2])), (std::vector<uint16_t>{0x7FFF, 0x8010, 0x0010}));
+  EXPECT_EQ(UsedPKeys(plan.tables.at(hosts_[2])), (std::vector<uint16_t>{0x7FFF, 0x8010, 0x0010}));
 }
 
 TEST_F(PKeyManagerTest, AKeyThePortAlreadyHoldsKeepsItsIndex) {
   PartitionPolicy p;
-  p.config = Parse("a=0x10 : ALL_CAS=full ;\nb=0x20 : ALL_CAS=full ;\n");
+  p.config = ParsePartitionsText("a=0x10 : ALL_CAS=full ;\nb=0x20 : ALL_CAS=full ;\n");
   std::vector<uint16_t> held(64, 0);
   held[0] = 0xFFFF;
   held[7] = 0x8020;  // an IPoIB child interface was made on index 7
@@ -121,22 +105,22 @@ TEST_F(PKeyManagerTest, AKeyThePortAlreadyHoldsKeepsItsIndex) {
   EXPECT_EQ(t[0], 0x7FFF);
   EXPECT_EQ(t[7], 0x8020);
   EXPECT_EQ(t[1], 0x8010);
-  EXPECT_EQ(Used(t).size(), 3u);
+  EXPECT_EQ(UsedPKeys(t).size(), 3u);
 }
 
 TEST_F(PKeyManagerTest, Indx0PutsItsKeyFirst) {
   PartitionPolicy p;
-  p.config = Parse("a=0x10, indx0 : ALL_CAS=full ;\n");
-  EXPECT_EQ(Used(Plan(p).tables.at(hosts_[1])), (std::vector<uint16_t>{0x8010, 0x7FFF}));
+  p.config = ParsePartitionsText("a=0x10, indx0 : ALL_CAS=full ;\n");
+  EXPECT_EQ(UsedPKeys(Plan(p).tables.at(hosts_[1])), (std::vector<uint16_t>{0x8010, 0x7FFF}));
 }
 
 TEST_F(PKeyManagerTest, SwitchPortsFacingHostsEnforceTheHostsKeysAsPartEnforceSays) {
   const Fabric& f = d_.fabric;
   PartitionPolicy p;
-  p.config = Parse("a=0x10 : ALL_CAS=full ;\n");
+  p.config = ParsePartitionsText("a=0x10 : ALL_CAS=full ;\n");
   PortId leaf_port = f.port(hosts_[1]).peer;
   PKeyPlan plan = Plan(p);
-  EXPECT_EQ(Used(plan.tables.at(leaf_port)), (std::vector<uint16_t>{0x7FFF, 0x8010}));
+  EXPECT_EQ(UsedPKeys(plan.tables.at(leaf_port)), (std::vector<uint16_t>{0x7FFF, 0x8010}));
   EXPECT_TRUE(plan.enforcement.at(leaf_port).inbound);
   EXPECT_TRUE(plan.enforcement.at(leaf_port).outbound);
   // Switch-to-switch ports are left alone (OpenSM too).
@@ -155,7 +139,7 @@ TEST_F(PKeyManagerTest, SwitchPortsFacingHostsEnforceTheHostsKeysAsPartEnforceSa
 
 TEST(PKeyManagerAloneTest, ASwitchThatCannotEnforceGetsNoTablesOnItsPorts) {
   DiscoveryResult d = Discovered(FatTree2(4).value(), /*enforcement_cap=*/0);
-  PKeyPlan plan = PlanPKeys(d, Hosts(d.fabric)[0], {}, {});
+  PKeyPlan plan = PlanPKeys(d, CaPorts(d.fabric)[0], {}, {});
   EXPECT_TRUE(plan.enforcement.empty());
   for (const auto& [p, t] : plan.tables) {
     const Port& port = d.fabric.port(p);
@@ -167,9 +151,9 @@ TEST_F(PKeyManagerTest, MoreKeysThanThePortHoldsIsAnIssueNotACrash) {
   std::string text;
   for (int k = 1; k <= 70; ++k) text += fmt::format("p{}={:#x} : ALL_CAS=full ;\n", k, k);
   PartitionPolicy p;
-  p.config = Parse(text);
+  p.config = ParsePartitionsText(text);
   PKeyPlan plan = Plan(p);
-  EXPECT_EQ(Used(plan.tables.at(hosts_[1])).size(), 64u);
+  EXPECT_EQ(UsedPKeys(plan.tables.at(hosts_[1])).size(), 64u);
   ASSERT_FALSE(plan.issues.empty());
   EXPECT_EQ(plan.issues[0].id, "SM-PKEY-001");
 }

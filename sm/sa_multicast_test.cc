@@ -14,6 +14,7 @@
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/subnet_manager.h"
+#include "sm/test_util.h"
 
 namespace ibsm::sm {
 namespace {
@@ -23,10 +24,9 @@ using mad::McMemberRecord;
 using mad::SaMad;
 namespace comp = mad::mcr_comp;
 
-constexpr uint64_t kPrefix = 0xfe80000000000000ull;
 const mad::Gid kGroup{0xff12123400000000ull, 0x0000000000004242ull};
 
-struct Reply {
+struct SaReply {
   uint8_t method = 0;
   uint16_t status = 0;
   std::vector<McMemberRecord> records;
@@ -68,7 +68,7 @@ class McastOnSimulator : public ::testing::Test {
     return static_cast<uint8_t>(fabric_.port(fabric_.port(host).peer).num.value());
   }
 
-  Reply Ask(uint8_t method, uint16_t attr, uint64_t mask, std::span<const uint8_t> rec) {
+  SaReply Ask(uint8_t method, uint16_t attr, uint64_t mask, std::span<const uint8_t> rec) {
     SaMad m;
     m.hdr.mgmt_class = static_cast<uint8_t>(mad::MgmtClass::kSubnAdm);
     m.hdr.class_version = mad::kSaClassVersion;
@@ -88,7 +88,7 @@ class McastOnSimulator : public ::testing::Test {
     for (int i = 0; i < 10000 && (!got || io_.poll() > 0); ++i) {
       if (!got) io_.run_one();
     }
-    Reply r;
+    SaReply r;
     EXPECT_TRUE(got && got->ok());
     if (!got || !got->ok()) return r;
     std::vector<uint8_t> bytes = (*got)->bytes;
@@ -111,7 +111,7 @@ class McastOnSimulator : public ::testing::Test {
     return r;
   }
 
-  Reply Mc(uint8_t method, const McMemberRecord& rec, uint64_t mask) {
+  SaReply Mc(uint8_t method, const McMemberRecord& rec, uint64_t mask) {
     std::array<uint8_t, 56> buf{};
     mad::EncodeRecord(rec, buf);
     return Ask(method, mad::sa_attr::kMcMemberRecord, mask, buf);
@@ -120,7 +120,7 @@ class McastOnSimulator : public ::testing::Test {
   McMemberRecord JoinReq(PortId host, uint8_t js = mad::join_state::kFull) {
     McMemberRecord r;
     r.set_mgid(kGroup);
-    r.set_port_gid(mad::Gid{kPrefix, GuidOf(host).value()});
+    r.set_port_gid(mad::Gid{testutil::kDefaultPrefix, GuidOf(host).value()});
     r.q_key = 0x1234;
     r.p_key = 0xffff;
     r.join_state = js;
@@ -154,7 +154,7 @@ TEST_F(McastOnSimulator, BroadcastGroupIsServedWithMlidC000) {
   ASSERT_TRUE(up_);
   McMemberRecord q;
   q.set_mgid(mad::Gid{0xff12401bffff0000ull, 0x00000000ffffffffull});
-  Reply r = Mc(mad::method::kGet, q, comp::kMgid);
+  SaReply r = Mc(mad::method::kGet, q, comp::kMgid);
   ASSERT_EQ(r.status, 0);
   ASSERT_EQ(r.records.size(), 1u);
   EXPECT_EQ(r.records[0].mlid, 0xC000);
@@ -167,7 +167,7 @@ TEST_F(McastOnSimulator, JoinProgramsTheTreeAndLeaveClearsIt) {
   PortId me = cas_.back(), far = cas_.front();
   ASSERT_NE(LeafOf(me), LeafOf(far));
   // Create and join from the client's own port.
-  Reply c = Mc(mad::method::kSet, JoinReq(me), comp::kCreate);
+  SaReply c = Mc(mad::method::kSet, JoinReq(me), comp::kCreate);
   ASSERT_EQ(c.status, 0);
   ASSERT_EQ(c.method, mad::method::kGetResp);
   ASSERT_EQ(c.records.size(), 1u);
@@ -179,7 +179,7 @@ TEST_F(McastOnSimulator, JoinProgramsTheTreeAndLeaveClearsIt) {
   EXPECT_EQ(Forwarding(mlid), std::vector<NodeId>{LeafOf(me)});
 
   // A proxy join of a host on another leaf: the tree now crosses one spine.
-  Reply j = Mc(mad::method::kSet, JoinReq(far), comp::kJoin);
+  SaReply j = Mc(mad::method::kSet, JoinReq(far), comp::kJoin);
   ASSERT_EQ(j.status, 0);
   EXPECT_EQ(j.records.at(0).proxy_join, 1);
   std::vector<NodeId> fwd = Forwarding(mlid);
@@ -194,7 +194,7 @@ TEST_F(McastOnSimulator, JoinProgramsTheTreeAndLeaveClearsIt) {
   mad::MftRecord want;
   want.lid = sim_.port_info(fabric_.port_id(LeafOf(me), PortNum{0})).lid;
   mad::EncodeRecord(want, mq);
-  Reply m = Ask(mad::method::kGetTable, mad::sa_attr::kMftRecord, mad::mftr_comp::kLid, mq);
+  SaReply m = Ask(mad::method::kGetTable, mad::sa_attr::kMftRecord, mad::mftr_comp::kLid, mq);
   ASSERT_EQ(m.status, 0);
   ASSERT_FALSE(m.raw.empty());
   auto rec = mad::DecodeRecord<mad::MftRecord>(m.raw[0]);
@@ -203,17 +203,17 @@ TEST_F(McastOnSimulator, JoinProgramsTheTreeAndLeaveClearsIt) {
   EXPECT_NE(rec->mft.port_mask[1] & (1u << LeafPortOf(me)), 0);
 
   // Leaves: the far host goes, then the client; the group is deleted and nothing forwards.
-  Reply l1 = Mc(mad::method::kDelete, JoinReq(far), comp::kJoin);
+  SaReply l1 = Mc(mad::method::kDelete, JoinReq(far), comp::kJoin);
   ASSERT_EQ(l1.status, 0);
   EXPECT_EQ(l1.method, mad::method::kDeleteResp);
   EXPECT_EQ(Forwarding(mlid), std::vector<NodeId>{LeafOf(me)});
-  Reply l2 = Mc(mad::method::kDelete, JoinReq(me), comp::kJoin);
+  SaReply l2 = Mc(mad::method::kDelete, JoinReq(me), comp::kJoin);
   ASSERT_EQ(l2.status, 0);
   EXPECT_TRUE(Forwarding(mlid).empty());
   EXPECT_EQ(events_.back().first, mad::trap::kMcastGroupDeleted);
   EXPECT_EQ(sm_->multicast().Find(kGroup), nullptr);
   // A second leave of the same port is refused and counted.
-  Reply l3 = Mc(mad::method::kDelete, JoinReq(me), comp::kJoin);
+  SaReply l3 = Mc(mad::method::kDelete, JoinReq(me), comp::kJoin);
   EXPECT_EQ(l3.status, mad::sa_status::kReqInvalid);
   EXPECT_GE(sm_->sa().counters().by_error.at(mad::sa_status::kReqInvalid), 1u);
 }
@@ -221,11 +221,11 @@ TEST_F(McastOnSimulator, JoinProgramsTheTreeAndLeaveClearsIt) {
 TEST_F(McastOnSimulator, BadJoinsGetSaStatusesAndProgramNothing) {
   ASSERT_TRUE(up_);
   PortId me = cas_.back();
-  Reply a = Mc(mad::method::kSet, JoinReq(me), comp::kJoin);  // create without Q_Key etc.
+  SaReply a = Mc(mad::method::kSet, JoinReq(me), comp::kJoin);  // create without Q_Key etc.
   EXPECT_EQ(a.status, mad::sa_status::kReqInsufficientComponents);
   McMemberRecord stranger = JoinReq(me);
   stranger.port_gid_guid = 0x0badbadbadbadbadull;
-  Reply b = Mc(mad::method::kSet, stranger, comp::kCreate);
+  SaReply b = Mc(mad::method::kSet, stranger, comp::kCreate);
   EXPECT_EQ(b.status, mad::sa_status::kReqInvalid);
   EXPECT_TRUE(Forwarding(0xC001).empty());
   EXPECT_EQ(sm_->multicast().counters().joins_rejected, 2u);

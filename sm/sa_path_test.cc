@@ -1,4 +1,5 @@
 #include "sm/sa_path.h"
+#include "sm/test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -17,8 +18,6 @@ using mad::PathRecord;
 namespace pc = mad::path_comp;
 namespace mc = mad::multipath_comp;
 
-constexpr uint64_t kPrefix = 0xfe80000000000000ull;
-
 // A routed fabric and the snapshot over it. Held by pointer: the snapshot points into it.
 struct Net {
   Fabric fabric;
@@ -27,7 +26,7 @@ struct Net {
   std::vector<PortId> hosts;  // every CA port, in NodeId order
   PathSnapshot snap;
 
-  Gid gid(PortId p) const { return Gid{kPrefix, fabric.port(p).guid.value()}; }
+  Gid gid(PortId p) const { return Gid{testutil::kDefaultPrefix, fabric.port(p).guid.value()}; }
   uint16_t lid(PortId p) const { return fabric.port(p).lid.value(); }
   routing::SwitchTable& table(NodeId n) { return tables.switches[tables.switch_index[n]]; }
   NodeId leaf(PortId host) const { return fabric.port(fabric.port(host).peer).node; }
@@ -289,7 +288,7 @@ TEST(SaPathTest, MalformedQueriesAreRejectedWithTheStatusTheSaSends) {
   EXPECT_EQ(status(r, kGids | pc::kRateSelector | pc::kRate), 0x0200);
   EXPECT_EQ(status(ok, kGids | pc::kServiceIdMsb), 0x0600);  // insufficient components
   r = ok;
-  r.sgid = mad::ToGidBytes({kPrefix, 0xDEADBEEF});
+  r.sgid = mad::ToGidBytes({testutil::kDefaultPrefix, 0xDEADBEEF});
   EXPECT_EQ(status(r, kGids), 0x0500);  // ERR_REQ_INVALID_GID
   r = ok;
   r.sgid = mad::ToGidBytes({0xfec0000000000000ull, n->gid(n->hosts[0]).guid});

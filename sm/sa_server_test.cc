@@ -16,19 +16,15 @@
 #include "sim/simulator.h"
 #include "sm/sa_path.h"
 #include "sm/subnet_manager.h"
+#include "sm/test_util.h"
 
 namespace ibsm::sm {
 namespace {
 
+using testutil::CaPorts;
+
 using mad::MadMessage;
 using mad::SaMad;
-
-std::vector<PortId> CaPorts(const Fabric& f) {
-  std::vector<PortId> out;
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).kind == NodeKind::kCa) out.push_back(f.port_id(n, PortNum{1}));
-  return out;
-}
 
 // An SA answer as a client reads it: status, and the records at the attribute offset.
 struct Answer {

@@ -10,15 +10,11 @@
 
 #include "fabric/fabric.h"
 #include "sim/simulator.h"
+#include "sm/test_util.h"
 
 namespace ibsm::sm::simcheck {
 
-// The first CA's port 1: where tests attach the SM, as ibsim attaches its first client.
-inline PortId FirstCaPort(const Fabric& f) {
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).kind == NodeKind::kCa) return f.port_id(n, PortNum{1});
-  return kNoPort;
-}
+using testutil::FirstCaPort;
 
 // Follows the simulator's LFTs from `src` (a CA port of `f`) toward `dlid`; true when the
 // walk ends at the port owning `dlid`.

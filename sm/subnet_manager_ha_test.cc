@@ -11,22 +11,18 @@
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/subnet_manager.h"
+#include "sm/test_util.h"
 
 namespace ibsm::sm {
 namespace {
 
-struct Reply {
+using testutil::CaPorts;
+
+struct SmInfoReply {
   bool answered = false;
   uint16_t status = 0xFFFF;
   mad::SmInfo info;
 };
-
-std::vector<PortId> CaPorts(const Fabric& f) {
-  std::vector<PortId> out;
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).kind == NodeKind::kCa) out.push_back(f.port_id(n, PortNum{1}));
-  return out;
-}
 
 // A second "SM" at another host sending SMInfo requests to the master's LID.
 class PeerSm {
@@ -36,7 +32,7 @@ class PeerSm {
 
   // `payload_state`/`key`: what the peer claims in its own SMInfo.
   void Ask(const std::string& name, uint8_t method, uint32_t mod, mad::SmState payload_state,
-           uint64_t key, Lid to, std::map<std::string, Reply>* out, std::function<void()> done,
+           uint64_t key, Lid to, std::map<std::string, SmInfoReply>* out, std::function<void()> done,
            uint64_t m_key = 0) {
     mad::Smp smp = mad::MakeLidSmp(method, mad::attr::kSmInfo, mod, m_key);
     mad::SmInfo mine;
@@ -49,7 +45,7 @@ class PeerSm {
     so.timeout = std::chrono::milliseconds(50);
     so.retries = 2;
     transport_.Send(mad::ToMessage(smp, to), so, [=](Result<mad::MadMessage> r) {
-      Reply& reply = (*out)[name];
+      SmInfoReply& reply = (*out)[name];
       if (r.ok()) {
         mad::Smp resp;
         if (mad::DecodeFrom(r->bytes, &resp).ok()) {
@@ -117,7 +113,7 @@ void RunAndAsk(const Fabric& f, SubnetManagerOptions o,
 TEST(SubnetManagerHaTest, SetsThatAreIllegalForAMasterGetStatus7AndChangeNothing) {
   auto f = FatTree2(4);
   ASSERT_TRUE(f.ok());
-  std::map<std::string, Reply> replies;
+  std::map<std::string, SmInfoReply> replies;
   RunAndAsk(
       *f, Daemon(),
       [&](SubnetManager& sm, PeerSm& peer, std::function<void()> finish) {
@@ -152,7 +148,7 @@ TEST(SubnetManagerHaTest, SetsThatAreIllegalForAMasterGetStatus7AndChangeNothing
 TEST(SubnetManagerHaTest, HandoverToAMasterIsAcceptedAndForcesAHeavySweep) {
   auto f = FatTree2(4);
   ASSERT_TRUE(f.ok());
-  std::map<std::string, Reply> replies;
+  std::map<std::string, SmInfoReply> replies;
   RunAndAsk(
       *f, Daemon(),
       [&](SubnetManager& sm, PeerSm& peer, std::function<void()> finish) {
@@ -179,7 +175,7 @@ TEST(SubnetManagerHaTest, HandoverToAMasterIsAcceptedAndForcesAHeavySweep) {
 TEST(SubnetManagerHaTest, ASetFromAnSmWithAnotherKeyIsRefusedAndCounted) {
   auto f = FatTree2(4);
   ASSERT_TRUE(f.ok());
-  std::map<std::string, Reply> replies;
+  std::map<std::string, SmInfoReply> replies;
   RunAndAsk(
       *f, Daemon(),
       [&](SubnetManager& sm, PeerSm& peer, std::function<void()> finish) {
@@ -198,7 +194,7 @@ TEST(SubnetManagerHaTest, TheKeyIsShownOnlyToRequestersThatPassTheMKeyOrPresentT
   ASSERT_TRUE(f.ok());
   SubnetManagerOptions o = Daemon();
   o.m_key = 0x1234;
-  std::map<std::string, Reply> replies;
+  std::map<std::string, SmInfoReply> replies;
   RunAndAsk(
       *f, o,
       [&](SubnetManager& sm, PeerSm& peer, std::function<void()> finish) {

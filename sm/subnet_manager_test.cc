@@ -60,7 +60,7 @@ SweepStats RunSm(boost::asio::io_context& io, sim::Simulator& sim, PortId at,
   return last;
 }
 
-std::vector<uint16_t> CaLids(const Fabric& f, const sim::Simulator& sim) {
+std::vector<uint16_t> SimCaLids(const Fabric& f, const sim::Simulator& sim) {
   std::vector<uint16_t> lids;
   for (NodeId n = 0; n < f.node_count(); ++n)
     if (f.node(n).kind == NodeKind::kCa) lids.push_back(sim.port_info(f.port_id(n, PortNum{1})).lid);
@@ -104,14 +104,14 @@ TEST(SubnetManagerTest, RestartOnAnUnchangedFabricKeepsLidsAndSendsNoLftSet) {
   SweepStats first = RunSm(io, sim, at, Once());
   ASSERT_TRUE(first.subnet_up);
   EXPECT_GT(first.lft_blocks_sent, 0u);
-  std::vector<uint16_t> before = CaLids(*f, sim);
+  std::vector<uint16_t> before = SimCaLids(*f, sim);
   SweepStats second = RunSm(io, sim, at, Once());
   EXPECT_TRUE(second.subnet_up);
   EXPECT_EQ(second.lft_blocks_sent, 0u);
   EXPECT_EQ(second.lid_changes, 0u);
   EXPECT_EQ(second.switchinfo_sets, 0u);
   EXPECT_GT(second.lft_blocks_read, 0u);
-  EXPECT_EQ(CaLids(*f, sim), before);
+  EXPECT_EQ(SimCaLids(*f, sim), before);
 }
 
 TEST(SubnetManagerTest, StateFileGivesEveryPortItsLidBackOnAFreshFabric) {
@@ -130,7 +130,7 @@ TEST(SubnetManagerTest, StateFileGivesEveryPortItsLidBackOnAFreshFabric) {
     SubnetManagerOptions o = Once();
     o.lids.lmc = 1;
     RunSm(io, sim, at, o, store->get());
-    first_lids = CaLids(*f, sim);
+    first_lids = SimCaLids(*f, sim);
     auto rows = (*store)->RecentSweeps(10);
     ASSERT_TRUE(rows.ok());
     ASSERT_EQ(rows->size(), 1u);
@@ -147,7 +147,7 @@ TEST(SubnetManagerTest, StateFileGivesEveryPortItsLidBackOnAFreshFabric) {
   o.lids.lmc = 1;
   SweepStats s = RunSm(io, sim, at, o, store->get());
   EXPECT_TRUE(s.subnet_up);
-  EXPECT_EQ(CaLids(*f, sim), first_lids);
+  EXPECT_EQ(SimCaLids(*f, sim), first_lids);
   std::filesystem::remove_all(dir);
 }
 
@@ -263,7 +263,7 @@ TEST(SubnetManagerTest, LinkDownTrapReroutesAroundTheLinkWithinOneSweep) {
   EXPECT_EQ(s.links, f->link_count() - 1);
   EXPECT_GT(s.lft_blocks_sent, 0u);
   // No route leaves leaf-002 by the dead port, and every host still reaches every host.
-  for (uint16_t lid : CaLids(*f, sim)) EXPECT_NE(sim.lft_entry(leaf, Lid{lid}), 5);
+  for (uint16_t lid : SimCaLids(*f, sim)) EXPECT_NE(sim.lft_entry(leaf, Lid{lid}), 5);
   Fabric g = *f;
   g.Disconnect(uplink);
   ExpectFabricUp(g, sim);
@@ -304,7 +304,7 @@ TEST(SubnetManagerTest, LftCacheSendsNothingForAnUnchangedFabricAndOnlyChangedBl
   ASSERT_EQ(last.links, f->link_count() - 1);
   EXPECT_GT(last.lft_blocks_sent, 0u);
   EXPECT_LT(last.lft_blocks_sent, sweeps[0].lft_blocks_sent);
-  for (uint16_t lid : CaLids(*f, sim)) EXPECT_NE(sim.lft_entry(leaf, Lid{lid}), 5);
+  for (uint16_t lid : SimCaLids(*f, sim)) EXPECT_NE(sim.lft_entry(leaf, Lid{lid}), 5);
   Fabric g = *f;
   g.Disconnect(uplink);
   ExpectFabricUp(g, sim);

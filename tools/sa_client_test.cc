@@ -25,11 +25,11 @@ std::vector<PortId> CaPorts(const Fabric& f) {
 }
 
 // ibsmd's SM on the first CA after one heavy sweep; the client on the last CA.
-class Fixture {
+class SaFixture {
  public:
   // `settle`: keep the SM running after its first sweep until it has read the SL2VL and
   // VLArb tables (which it does after SUBNET UP, never in --once mode).
-  explicit Fixture(Fabric fabric, bool settle = false)
+  explicit SaFixture(Fabric fabric, bool settle = false)
       : fabric_(std::move(fabric)), sim_(fabric_), cas_(CaPorts(fabric_)),
         sm_transport_(io_, sim_, cas_.front()), client_transport_(io_, sim_, cas_.back()) {
     sm::SubnetManagerOptions o;
@@ -88,7 +88,7 @@ size_t Cables(const Fabric& f) {
 }
 
 TEST(SaClientTest, ReadsWholeTablesOverRmppAndTheCountsMatchTheFabric) {
-  Fixture t(FatTree3(8).value());
+  SaFixture t(FatTree3(8).value());
   ASSERT_TRUE(t.up());
   const Fabric& f = t.fabric();
   SaClient client(t.client_transport(), t.sm().sm_lid(),
@@ -135,7 +135,7 @@ TEST(SaClientTest, ReadsWholeTablesOverRmppAndTheCountsMatchTheFabric) {
 }
 
 TEST(SaClientTest, AnSaErrorIsAReplyAndANodeThatIsNoSaIsATimeout) {
-  Fixture t(FatTree2(4).value());
+  SaFixture t(FatTree2(4).value());
   ASSERT_TRUE(t.up());
   SaClient sa(t.client_transport(), t.sm().sm_lid(),
               mad::SendOptions{std::chrono::milliseconds(50), 1});
@@ -155,7 +155,7 @@ TEST(SaClientTest, AnSaErrorIsAReplyAndANodeThatIsNoSaIsATimeout) {
 }
 
 // The client port's own SMA answer to a Get of `attr` (a DR SMP with an empty path).
-std::vector<uint8_t> AskOwnSma(Fixture& t, uint16_t attr, uint32_t mod) {
+std::vector<uint8_t> AskOwnSma(SaFixture& t, uint16_t attr, uint32_t mod) {
   mad::Smp smp = mad::MakeDrSmp(mad::method::kGet, attr, mod, {});
   std::optional<Result<mad::MadMessage>> got;
   t.client_transport().Send(mad::ToMessage(smp), mad::SendOptions{std::chrono::milliseconds(200), 1},
@@ -171,7 +171,7 @@ std::vector<uint8_t> AskOwnSma(Fixture& t, uint16_t attr, uint32_t mod) {
 }
 
 TEST(SaClientTest, Sl2VlAndVlArbRecordsShowTheTablesThePortsHold) {
-  Fixture t(FatTree2(4).value(), /*settle=*/true);
+  SaFixture t(FatTree2(4).value(), /*settle=*/true);
   ASSERT_TRUE(t.up());
   const Fabric& f = t.fabric();
   SaClient sa(t.client_transport(), t.sm().sm_lid(),

@@ -21,30 +21,12 @@
 #include "mad/attr/sm_info.h"
 #include "mad/attr/switch_info.h"
 #include "mad/attr/vl_arbitration_table.h"
+#include "mad/attr/layout_test_util.h"
 
 namespace ibsm::mad {
 namespace {
 
-uint64_t SplitMix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// Every element of every field gets a seeded value truncated to its width (never zero).
-template <typename S>
-S PatternFilled(uint64_t seed) {
-  S s{};
-  for (const auto& f : Layout<S>::kFields) {
-    for (size_t i = 0; i < f.count; ++i) {
-      uint64_t mask = f.bit_width == 64 ? ~uint64_t{0} : (uint64_t{1} << f.bit_width) - 1;
-      uint64_t v = SplitMix64(&seed) & mask;
-      f.set(s, i, v == 0 ? 1 : v);
-    }
-  }
-  return s;
-}
+using test_util::PatternFilled;
 
 template <typename S>
 std::vector<uint64_t> FieldValues(const S& s) {

@@ -17,7 +17,7 @@ uint16_t Be16(const std::vector<uint8_t>& b, size_t at) {
   return static_cast<uint16_t>(b[at] << 8 | b[at + 1]);
 }
 
-InformInfo Sample() {
+InformInfo SampleInformInfo() {
   InformInfo ii;
   for (size_t i = 0; i < 16; ++i) ii.gid[i] = static_cast<uint8_t>(0xA0 + i);
   ii.lid_range_begin = 0x0102;
@@ -34,7 +34,7 @@ InformInfo Sample() {
 
 TEST(InformInfoTest, FieldsSitWhereOpenSmsStructHasThem) {
   std::vector<uint8_t> b(Layout<InformInfo>::kSize, 0xEE);
-  EncodeTo(Sample(), b);
+  EncodeTo(SampleInformInfo(), b);
   for (size_t i = 0; i < 16; ++i) EXPECT_EQ(b[i], 0xA0 + i);  // gid
   EXPECT_EQ(Be16(b, 16), 0x0102);                              // lid_range_begin
   EXPECT_EQ(Be16(b, 18), 0x0304);                              // lid_range_end
@@ -52,7 +52,7 @@ TEST(InformInfoTest, FieldsSitWhereOpenSmsStructHasThem) {
 }
 
 TEST(InformInfoTest, RoundTripsThroughTheWire) {
-  InformInfo ii = Sample();
+  InformInfo ii = SampleInformInfo();
   std::vector<uint8_t> b(Layout<InformInfo>::kSize);
   EncodeTo(ii, b);
   auto back = Decode<InformInfo>(b);
@@ -78,7 +78,7 @@ TEST(InformInfoRecordTest, CarriesInformInfoAtByte24AsOpenSmDoes) {
   InformInfoRecord r;
   for (size_t i = 0; i < 16; ++i) r.subscriber_gid[i] = static_cast<uint8_t>(i + 1);
   r.enum_ = 0x0203;
-  r.inform_info = Sample();
+  r.inform_info = SampleInformInfo();
   std::vector<uint8_t> b(size_t{SaRecord<InformInfoRecord>::kAttrOffset} * 8, 0xEE);
   EncodeRecord(r, b);
   for (size_t i = 0; i < 16; ++i) EXPECT_EQ(b[i], i + 1);

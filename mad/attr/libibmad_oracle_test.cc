@@ -25,39 +25,18 @@
 #include "mad/attr/sm_info.h"
 #include "mad/attr/switch_info.h"
 #include "mad/mad.h"
+#include "mad/attr/layout_test_util.h"
 
 namespace ibsm::mad {
 namespace {
+
+using test_util::PatternFilled;
 
 struct Mapping {
   std::string_view ours;
   MAD_FIELDS theirs;
   int element = -1;  // -1: the whole field (scalar, or an array of bytes)
 };
-
-uint64_t SplitMix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-uint64_t WidthMask(uint32_t width) {
-  return width == 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
-}
-
-// Distinct, non-zero, seeded values truncated to each field's width.
-template <typename S>
-S PatternFilled(uint64_t seed) {
-  S s{};
-  for (const auto& f : Layout<S>::kFields) {
-    for (size_t i = 0; i < f.count; ++i) {
-      uint64_t v = SplitMix64(&seed) & WidthMask(f.bit_width);
-      f.set(s, i, v == 0 ? 1 : v);
-    }
-  }
-  return s;
-}
 
 // What libibmad reads for `m`, as a byte vector (arrays) or one value (scalars).
 std::vector<uint8_t> TheirBytes(uint8_t* buf, MAD_FIELDS field, size_t n) {

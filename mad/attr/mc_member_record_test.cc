@@ -13,7 +13,7 @@
 namespace ibsm::mad {
 namespace {
 
-McMemberRecord Sample() {
+McMemberRecord SampleMember() {
   McMemberRecord r;
   r.set_mgid(Gid{0xff12401bffff0000ull, 0x00000000ffffffffull});
   r.set_port_gid(Gid{0xfe80000000000000ull, 0x0002c90300000011ull});
@@ -38,7 +38,7 @@ McMemberRecord Sample() {
 
 TEST(McMemberRecordTest, FieldsSitWhereLibibmadReadsThem) {
   std::vector<uint8_t> b(SaRecord<McMemberRecord>::kAttrOffset * 8, 0);
-  EncodeRecord(Sample(), b);
+  EncodeRecord(SampleMember(), b);
   uint8_t mgid[16];
   mad_decode_field(b.data(), IB_SA_MCM_MGID_F, mgid);
   EXPECT_EQ(mgid[0], 0xff);
@@ -71,7 +71,7 @@ TEST(McMemberRecordTest, FieldsSitWhereLibibmadReadsThem) {
 
 TEST(McMemberRecordTest, RoundTripsEveryField) {
   std::vector<uint8_t> b(56, 0);
-  McMemberRecord r = Sample();
+  McMemberRecord r = SampleMember();
   EncodeRecord(r, b);
   auto back = DecodeRecord<McMemberRecord>(b);
   ASSERT_TRUE(back.ok());
@@ -86,7 +86,7 @@ TEST(McMemberRecordTest, RoundTripsEveryField) {
 
 TEST(McMemberRecordTest, ComponentMaskSelectsTheNamedField) {
   std::vector<uint8_t> have(56, 0), want(56, 0);
-  McMemberRecord r = Sample();
+  McMemberRecord r = SampleMember();
   EncodeRecord(r, have);
   McMemberRecord q;
   q.set_mgid(r.mgid());

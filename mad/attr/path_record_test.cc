@@ -4,6 +4,7 @@
 // libibmad describes only some PathRecord fields; the others are pinned by golden bytes
 // taken from OpenSM's ib_path_rec_t byte layout (include/iba/ib_types.h).
 #include "mad/attr/path_record.h"
+#include "mad/attr/layout_test_util.h"
 
 #include <gtest/gtest.h>
 #include <infiniband/mad.h>
@@ -14,27 +15,9 @@
 namespace ibsm::mad {
 namespace {
 
-uint64_t SplitMix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+using test_util::PatternFilled;
 
-template <typename S>
-S PatternFilled(uint64_t seed) {
-  S s{};
-  for (const auto& f : Layout<S>::kFields) {
-    for (size_t i = 0; i < f.count; ++i) {
-      uint64_t mask = f.bit_width == 64 ? ~0ull : (1ull << f.bit_width) - 1;
-      uint64_t v = SplitMix64(&seed) & mask;
-      f.set(s, i, v == 0 ? 1 : v);
-    }
-  }
-  return s;
-}
-
-struct Mapping {
+struct SaMapping {
   std::string_view ours;
   MAD_FIELDS theirs;
 };
@@ -42,7 +25,7 @@ struct Mapping {
 // Ours encodes, libibmad reads; libibmad encodes, ours reads. Scalars up to 32 bits and
 // byte arrays (GIDs) only: that is all libibmad's SA fields hold.
 template <typename S>
-void CheckAgainstLibibmad(const std::vector<Mapping>& map) {
+void CheckSaRecordAgainstLibibmad(const std::vector<SaMapping>& map) {
   for (uint64_t seed : {1ull, 7ull, 0x5EEDull, 0xFFFFFFFFull}) {
     S s = PatternFilled<S>(seed);
     std::array<uint8_t, kMadSize> buf{};
@@ -83,7 +66,7 @@ void CheckAgainstLibibmad(const std::vector<Mapping>& map) {
 }
 
 TEST(PathRecordTest, AgreesWithLibibmadOnEveryFieldItDescribes) {
-  CheckAgainstLibibmad<PathRecord>({
+  CheckSaRecordAgainstLibibmad<PathRecord>({
       {"dgid", IB_SA_PR_DGID_F},
       {"sgid", IB_SA_PR_SGID_F},
       {"dlid", IB_SA_PR_DLID_F},
@@ -94,7 +77,7 @@ TEST(PathRecordTest, AgreesWithLibibmadOnEveryFieldItDescribes) {
 }
 
 TEST(PathRecordTest, MultiPathRecordAgreesWithLibibmadOnEveryFieldItDescribes) {
-  CheckAgainstLibibmad<MultiPathRecord>({
+  CheckSaRecordAgainstLibibmad<MultiPathRecord>({
       {"numb_path", IB_SA_MP_NPATH_F},
       {"sgid_count", IB_SA_MP_NSRC_F},
       {"dgid_count", IB_SA_MP_NDEST_F},

@@ -35,14 +35,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-constexpr auto kToolTimeout = 20s;
-
-std::string Ibsmd() { return BinDir() + "/ibsmd"; }
-
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-}
-
 bool Has(const std::string& text, const std::string& what) {
   return text.find(what) != std::string::npos;
 }
@@ -63,27 +55,6 @@ std::string WaitFor(const std::string& path, Pred done, std::chrono::seconds dea
 std::string After(const std::string& text, const std::string& marker) {
   size_t at = text.find(marker);
   return at == std::string::npos ? std::string() : text.substr(at);
-}
-
-// saquery's "Key.....value" values of `key`, in the order printed.
-std::vector<std::string> Values(const std::string& out, const std::string& key) {
-  std::regex re("(^|\\s)" + key + ":?\\.+:?(.*)$");
-  std::vector<std::string> v;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (!std::regex_search(line, m, re)) continue;
-    std::string s = m[2];
-    while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.pop_back();
-    v.push_back(s);
-  }
-  return v;
-}
-
-std::string Hex16(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "0x%016llx", static_cast<unsigned long long>(v));
-  return buf;
 }
 
 struct SmInfoSeen {
@@ -118,7 +89,7 @@ class HaIbsimTest : public ::testing::Test {
     ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
     fabric_ = std::move(*fabric);
     std::string net = root_ + "/fabric.net";
-    WriteFile(net, WriteTopology(fabric_));
+    WriteTextFile(net, WriteTopology(fabric_));
     IbsimOptions o;
     o.console = console;
     auto sim = IbsimInstance::Start(net, o);
@@ -140,7 +111,7 @@ class HaIbsimTest : public ::testing::Test {
   size_t StartIbsmd(const std::string& name, const std::string& host, const std::string& conf) {
     fs::create_directories(Dir(name));
     std::string path = Dir(name) + "/opensm.conf";
-    WriteFile(path, "guid2lid_file " + Dir(name) + "/guid2lid\nstate_db_file " + Dir(name) +
+    WriteTextFile(path, "guid2lid_file " + Dir(name) + "/guid2lid\nstate_db_file " + Dir(name) +
                         "/state.db\ndump_files_dir " + Dir(name) + "\nlog_file " +
                         LogPath(name) + "\n" + conf);
     auto child = sim_->StartChild({Ibsmd(), "-F", path}, host);
@@ -154,7 +125,7 @@ class HaIbsimTest : public ::testing::Test {
     fs::create_directories(Dir(name));
     std::string path = Dir(name) + "/opensm.conf";
     // Flushed lines, so the test sees "SUBNET UP" when OpenSM writes it.
-    WriteFile(path, "force_log_flush TRUE\n" + conf);
+    WriteTextFile(path, "force_log_flush TRUE\n" + conf);
     auto env = sim_->Environment(host);
     env.push_back("OSM_TMP_DIR=" + Dir(name));
     env.push_back("OSM_CACHE_DIR=" + Dir(name));
@@ -351,9 +322,9 @@ TEST_F(HaIbsimTest, TwoIbsmdElectOneMasterAndTheStandbyTakesOverAfterKill9Keepin
 
 // SMInfoRecords as saquery prints them: port GUID -> "priority/state".
 std::map<std::string, std::string> SmirByGuid(const std::string& out) {
-  auto guids = Values(out, "GUID");
-  auto prios = Values(out, "Priority");
-  auto states = Values(out, "SMState");
+  auto guids = DumpValues(out, "GUID");
+  auto prios = DumpValues(out, "Priority");
+  auto states = DumpValues(out, "SMState");
   std::map<std::string, std::string> m;
   if (guids.size() != prios.size() || guids.size() != states.size()) return m;
   for (size_t i = 0; i < guids.size(); ++i) m[guids[i]] = prios[i] + "/" + states[i];
@@ -386,12 +357,12 @@ TEST_F(HaIbsimTest, ThreeIbsmdShowOneMasterTwoStandbysAndTheBestStandbyTakesOver
     if (SmirByGuid(smir) == want) break;
   }
   EXPECT_EQ(SmirByGuid(smir), want) << smir;
-  EXPECT_EQ(Values(smir, "SM_Key"), std::vector<std::string>(3, Hex16(0)))
+  EXPECT_EQ(DumpValues(smir, "SM_Key"), std::vector<std::string>(3, Hex16(0)))
       << "keys are shown only to the trusted\n" << smir;
   // `saquery -s`: the PortInfoRecords of the ports that claim IsSM. Three of them (72 bytes
   // each) do not fit the 256 bytes ibsim carries, so saquery sees the first two here.
   std::string issm = Saquery({"-s"});
-  std::vector<std::string> sm_lids = Values(issm, "EndPortLid");
+  std::vector<std::string> sm_lids = DumpValues(issm, "EndPortLid");
   std::set<std::string> lids = {LidOf(host_a), LidOf(host_b), LidOf(host_c)};
   EXPECT_GE(sm_lids.size(), 2u) << issm;
   for (const auto& l : sm_lids) EXPECT_TRUE(lids.count(l)) << "LID " << l << " is no SM's\n" << issm;

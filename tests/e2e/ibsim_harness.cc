@@ -1,5 +1,7 @@
 #include "tests/e2e/ibsim_harness.h"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -11,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -107,6 +110,28 @@ std::string BinDir() {
 }
 
 std::string Bin(const std::string& name) { return BinDir() + "/" + name; }
+
+bool WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+std::vector<std::string> DumpValues(const std::string& out, const std::string& key) {
+  std::regex re("(^|\\s)" + key + ":?\\.+:?(.*)$");
+  std::vector<std::string> v;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, re)) continue;
+    std::string s = m[2];
+    while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.pop_back();
+    v.push_back(s);
+  }
+  return v;
+}
+
+std::string Hex16(uint64_t v) { return fmt::format("{:#018x}", v); }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,21 @@ std::string Bin(const std::string& name);
 
 // The whole file; empty if it cannot be read.
 std::string ReadFile(const std::string& path);
+
+// Writes `text` as the whole file; false when it could not be written.
+bool WriteTextFile(const std::string& path, const std::string& text);
+
+// The ibsmd binary under test.
+inline std::string Ibsmd() { return Bin("ibsmd"); }
+
+// How long a diag tool (saquery, smpquery, ibnetdiscover, ...) may run against ibsim.
+inline constexpr std::chrono::seconds kToolTimeout{20};
+
+// The values of `key` in a "key......value" dump (saquery, smpquery), one per line printed.
+std::vector<std::string> DumpValues(const std::string& out, const std::string& key);
+
+// "0x0002c90300000011": a GUID as the diags print it.
+std::string Hex16(uint64_t v);
 
 // How often `what` occurs in `text` (overlapping matches counted).
 size_t CountOf(const std::string& text, const std::string& what);

@@ -36,7 +36,7 @@ struct Discovered {
   size_t cabled_port_lines = 0;
 };
 
-Discovered ParseIbnetdiscover(const std::string& out) {
+Discovered ParseDiscovered(const std::string& out) {
   static const std::regex sw_re(R"re(^Switch\s+\d+\s+"S-([0-9a-fA-F]+)")re");
   static const std::regex ca_port_re(R"re(^\[\d+\]\(([0-9a-fA-F]+)\)\s+"[SH]-)re");
   static const std::regex port_re(R"re(^\[\d+\].*"[SH]-[0-9a-fA-F]+"\[\d+\])re");
@@ -128,7 +128,7 @@ std::vector<std::string> Lines(const std::string& s) {
 TEST_F(IbsmctlIbsimTest, WholeTablesFromIbsmdMatchWhatIbnetdiscoverSees) {
   auto disc = sim_->Run({"ibnetdiscover"}, 30s, far_host_);
   ASSERT_TRUE(disc.ok() && disc->exit_code == 0) << (disc.ok() ? Describe(*disc) : "");
-  Discovered want = ParseIbnetdiscover(disc->out);
+  Discovered want = ParseDiscovered(disc->out);
   ASSERT_EQ(want.end_port_guids.size(), 36u);  // 20 switches + 16 hosts
 
   // Every NodeRecord, in many RMPP segments (36 x 112 bytes), each GUID once.

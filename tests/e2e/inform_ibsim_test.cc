@@ -30,7 +30,7 @@ using namespace std::chrono_literals;
 
 // Polls until `done()` or the deadline.
 template <typename Pred>
-bool WaitFor(Pred done, std::chrono::seconds deadline) {
+bool WaitUntil(Pred done, std::chrono::seconds deadline) {
   auto until = std::chrono::steady_clock::now() + deadline;
   while (!done()) {
     if (std::chrono::steady_clock::now() > until) return false;
@@ -76,12 +76,12 @@ TEST(InformIbsimTest, ASubscriberReceivesAReportWhenAHostsLinkGoesDown) {
   auto daemon = (*sim)->StartChild({ibsmd, "-F", root + "/opensm.conf", "-s", "2"});
   ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
   auto log = [&] { return ReadFile(root + "/ibsmd.log"); };
-  ASSERT_TRUE(WaitFor([&] { return log().find("SUBNET UP") != std::string::npos; }, 60s))
+  ASSERT_TRUE(WaitUntil([&] { return log().find("SUBNET UP") != std::string::npos; }, 60s))
       << log();
 
   auto sub = (*sim)->StartChild({client, "--timeout-ms", "60000", "65"}, subscriber);
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(WaitUntil(
       [&] { return sub->PeekStdout().find("subscribed status") != std::string::npos; }, 30s))
       << "no answer to the InformInfo Set; client:\n"
       << sub->PeekStdout() << "\nibsmd log:\n"

@@ -29,8 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-constexpr auto kToolTimeout = 20s;
-
 class McastIbsimTest : public ::testing::Test {
  protected:
   void SetUp() override {

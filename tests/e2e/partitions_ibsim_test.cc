@@ -27,28 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-constexpr auto kToolTimeout = 20s;
-
-std::string Ibsmd() {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return std::string(b ? b : IBSM_BIN_DIR) + "/ibsmd";
-}
-
-// The values of `key` in saquery's "key......value" dump lines, one per record printed.
-std::vector<std::string> Values(const std::string& out, const std::string& key) {
-  std::regex re("(^|\\s)" + key + ":?\\.+:?(.*)$");
-  std::vector<std::string> v;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (!std::regex_search(line, m, re)) continue;
-    std::string s = m[2];
-    while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.pop_back();
-    v.push_back(s);
-  }
-  return v;
-}
-
 // The non-zero P_Keys of `smpquery pkeys` output ("   0: 0xffff 0x8001 0x0000 ..."), in
 // index order.
 std::vector<unsigned> PKeys(const std::string& out) {
@@ -68,7 +46,7 @@ std::vector<unsigned> PKeys(const std::string& out) {
   return keys;
 }
 
-struct Host {
+struct PartHost {
   std::string name;  // SIM_HOST
   uint64_t guid = 0;
   uint16_t lid = 0;
@@ -92,7 +70,7 @@ class PartitionsIbsimTest : public ::testing::Test {
       *error_ = fabric.status().ToString();
       return;
     }
-    hosts_ = new std::vector<Host>;
+    hosts_ = new std::vector<PartHost>;
     for (NodeId n = 0; n < fabric->node_count(); ++n) {
       if (fabric->node(n).kind != NodeKind::kCa) continue;
       hosts_->push_back({fabric->node(n).name, fabric->port(n, PortNum{1}).guid.value(), 0});
@@ -138,7 +116,7 @@ class PartitionsIbsimTest : public ::testing::Test {
       return;
     }
     // Each host's LID, as the host itself reads it (smpquery portinfo over DR "0": itself).
-    for (Host& h : *hosts_) {
+    for (PartHost& h : *hosts_) {
       auto r = sim_->Run({"smpquery", "-D", "portinfo", "0"}, kToolTimeout, h.name);
       if (!r.ok() || r->exit_code != 0) {
         *error_ = "smpquery portinfo on " + h.name + ": " +
@@ -193,7 +171,7 @@ class PartitionsIbsimTest : public ::testing::Test {
 
   static inline std::string* error_ = nullptr;
   static inline std::string* root_ = nullptr;
-  static inline std::vector<Host>* hosts_ = nullptr;
+  static inline std::vector<PartHost>* hosts_ = nullptr;
   static inline IbsimInstance* sim_ = nullptr;
   static inline ChildProcess* daemon_ = nullptr;
 };
@@ -202,22 +180,22 @@ TEST_F(PartitionsIbsimTest, PathRecordsWithinAPartitionAreAnsweredAcrossThemNone
   const auto& h = *hosts_;
   // red: hosts 1-3; blue: hosts 4-6; host 7 in neither.
   std::string red = PathQuery(1, 1, 3);
-  ASSERT_EQ(Values(red, "dlid").size(), 1u) << red;
-  EXPECT_EQ(Values(red, "dlid")[0], std::to_string(h[3].lid)) << red;
-  EXPECT_EQ(Values(red, "pkey")[0], "0x8001") << red;
+  ASSERT_EQ(DumpValues(red, "dlid").size(), 1u) << red;
+  EXPECT_EQ(DumpValues(red, "dlid")[0], std::to_string(h[3].lid)) << red;
+  EXPECT_EQ(DumpValues(red, "pkey")[0], "0x8001") << red;
   std::string blue = PathQuery(5, 5, 6);
-  ASSERT_EQ(Values(blue, "dlid").size(), 1u) << blue;
-  EXPECT_EQ(Values(blue, "pkey")[0], "0x8002") << blue;
+  ASSERT_EQ(DumpValues(blue, "dlid").size(), 1u) << blue;
+  EXPECT_EQ(DumpValues(blue, "pkey")[0], "0x8002") << blue;
   for (auto [from, to] : {std::pair{1, 4}, std::pair{4, 1}, std::pair{6, 2}, std::pair{7, 1},
                           std::pair{2, 7}}) {
     std::string across = PathQuery(from, from, to);
-    EXPECT_TRUE(Values(across, "dlid").empty())
+    EXPECT_TRUE(DumpValues(across, "dlid").empty())
         << "host " << from << " -> host " << to << ":\n" << across;
   }
   // Every host still reaches the SM, a full member of the default partition.
   std::string to_sm = PathQuery(7, 7, 0);
-  ASSERT_EQ(Values(to_sm, "dlid").size(), 1u) << to_sm;
-  EXPECT_EQ(Values(to_sm, "pkey")[0], "0x7FFF") << to_sm;
+  ASSERT_EQ(DumpValues(to_sm, "dlid").size(), 1u) << to_sm;
+  EXPECT_EQ(DumpValues(to_sm, "pkey")[0], "0x7FFF") << to_sm;
 }
 
 TEST_F(PartitionsIbsimTest, SmpqueryPkeysOnEveryHostShowsItsPartitions) {

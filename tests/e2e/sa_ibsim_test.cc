@@ -35,13 +35,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-constexpr auto kToolTimeout = 20s;
-
-std::string Ibsmd() {
-  const char* b = std::getenv("IBSM_BIN_DIR");
-  return std::string(b ? b : IBSM_BIN_DIR) + "/ibsmd";
-}
-
 // One end port as ibnetdiscover shows it.
 struct SeenPort {
   bool is_switch = false;
@@ -54,7 +47,7 @@ struct SeenPort {
 };
 
 // Parses ibnetdiscover's topology output into end ports (switch port 0, CA ports).
-std::vector<SeenPort> ParseIbnetdiscover(const std::string& out) {
+std::vector<SeenPort> ParseSeenPorts(const std::string& out) {
   static const std::regex node_re(
       R"re(^(Switch|Ca)\s+(\d+)\s+"[SH]-([0-9a-fA-F]+)"\s+#\s+"([^"]*)"(.*)$)re");
   static const std::regex port0_re(R"(port 0 lid (\d+))");
@@ -98,21 +91,6 @@ std::vector<SeenPort> ParseIbnetdiscover(const std::string& out) {
   return ports;
 }
 
-// The values of `key` in saquery's "key......value" dump lines, one per record printed.
-std::vector<std::string> Values(const std::string& out, const std::string& key) {
-  std::regex re("(^|\\s)" + key + ":?\\.+:?(.*)$");
-  std::vector<std::string> v;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (!std::regex_search(line, m, re)) continue;
-    std::string s = m[2];
-    while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.pop_back();
-    v.push_back(s);
-  }
-  return v;
-}
-
 // A port GUID as saquery prints the interface ID of a GID: four hex groups, no leading
 // zeros ("2:c903:0:11").
 std::string GidTail(uint64_t guid) {
@@ -120,12 +98,6 @@ std::string GidTail(uint64_t guid) {
   std::snprintf(buf, sizeof(buf), "%x:%x:%x:%x", static_cast<unsigned>(guid >> 48),
                 static_cast<unsigned>((guid >> 32) & 0xffff),
                 static_cast<unsigned>((guid >> 16) & 0xffff), static_cast<unsigned>(guid & 0xffff));
-  return buf;
-}
-
-std::string Hex16(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "0x%016llx", static_cast<unsigned long long>(v));
   return buf;
 }
 
@@ -196,7 +168,7 @@ class SaIbsimTest : public ::testing::Test {
       s.error = "ibnetdiscover: " + (disc.ok() ? Describe(*disc) : disc.status().ToString());
       return;
     }
-    s.ports = ParseIbnetdiscover(disc->out);
+    s.ports = ParseSeenPorts(disc->out);
     if (s.ports.size() != fabric->switch_count() + fabric->ca_count())
       s.error = "ibnetdiscover showed " + std::to_string(s.ports.size()) + " end ports";
   }
@@ -258,13 +230,13 @@ class SaIbsimTest : public ::testing::Test {
 TEST_F(SaIbsimTest, NodeRecordByLidIsTheNodeIbnetdiscoverShows) {
   for (const SeenPort* p : Sample()) {
     std::string out = Saquery({"NR", std::to_string(p->lid)});
-    auto lids = Values(out, "lid");
+    auto lids = DumpValues(out, "lid");
     ASSERT_EQ(lids.size(), 1u) << out;
     EXPECT_EQ(lids[0], std::to_string(p->lid));
-    EXPECT_EQ(Values(out, "node_guid").at(0), Hex16(p->node_guid)) << out;
-    EXPECT_EQ(Values(out, "port_guid").at(0), Hex16(p->port_guid)) << out;
-    EXPECT_EQ(Values(out, "NodeDescription").at(0), p->description) << out;
-    EXPECT_EQ(Values(out, "node_type").at(0) == "Switch", p->is_switch) << out;
+    EXPECT_EQ(DumpValues(out, "node_guid").at(0), Hex16(p->node_guid)) << out;
+    EXPECT_EQ(DumpValues(out, "port_guid").at(0), Hex16(p->port_guid)) << out;
+    EXPECT_EQ(DumpValues(out, "NodeDescription").at(0), p->description) << out;
+    EXPECT_EQ(DumpValues(out, "node_type").at(0) == "Switch", p->is_switch) << out;
   }
 }
 
@@ -272,30 +244,30 @@ TEST_F(SaIbsimTest, PortInfoRecordOfAPortShowsItsLidAndActiveState) {
   for (const SeenPort* p : Sample()) {
     const int port = 1;
     std::string out = Saquery({"PIR", std::to_string(p->lid) + "/" + std::to_string(port)});
-    auto lids = Values(out, "EndPortLid");
+    auto lids = DumpValues(out, "EndPortLid");
     ASSERT_EQ(lids.size(), 1u) << "no zero padding read as records: " << out;
     EXPECT_EQ(lids[0], std::to_string(p->lid)) << out;
-    EXPECT_EQ(Values(out, "PortNum").at(0), std::to_string(port));
-    EXPECT_EQ(Values(out, "LinkState").at(0), "Active") << out;
+    EXPECT_EQ(DumpValues(out, "PortNum").at(0), std::to_string(port));
+    EXPECT_EQ(DumpValues(out, "LinkState").at(0), "Active") << out;
     if (!p->is_switch) {
-      EXPECT_EQ(Values(out, "Lid").at(0), std::to_string(p->lid)) << out;
+      EXPECT_EQ(DumpValues(out, "Lid").at(0), std::to_string(p->lid)) << out;
     }
   }
 }
 
 TEST_F(SaIbsimTest, SmInfoRecordNamesTheRunningIbsmdAsMaster) {
   std::string out = Saquery({"SMIR"});
-  auto lids = Values(out, "LID");
+  auto lids = DumpValues(out, "LID");
   ASSERT_EQ(lids.size(), 1u) << out;
   EXPECT_EQ(lids[0], std::to_string(SmPort().lid)) << out;
-  EXPECT_EQ(Values(out, "GUID").at(0), Hex16(s_->sm_port_guid)) << out;
-  EXPECT_EQ(Values(out, "SMState").at(0), "3") << out;
-  EXPECT_EQ(Values(out, "SM_Key").at(0), Hex16(0)) << "the key is shown only to the trusted";
+  EXPECT_EQ(DumpValues(out, "GUID").at(0), Hex16(s_->sm_port_guid)) << out;
+  EXPECT_EQ(DumpValues(out, "SMState").at(0), "3") << out;
+  EXPECT_EQ(DumpValues(out, "SM_Key").at(0), Hex16(0)) << "the key is shown only to the trusted";
 }
 
 TEST_F(SaIbsimTest, IsSmPortInfoRecordsFindTheSmPort) {
   std::string out = Saquery({"-s"});
-  auto lids = Values(out, "EndPortLid");
+  auto lids = DumpValues(out, "EndPortLid");
   ASSERT_FALSE(lids.empty()) << out;
   EXPECT_EQ(lids[0], std::to_string(SmPort().lid)) << out;
 }
@@ -304,21 +276,21 @@ TEST_F(SaIbsimTest, SwitchInfoRecordOfASwitchShowsItsProgrammedTop) {
   const SeenPort* sw = Sample().front();
   ASSERT_TRUE(sw->is_switch);
   std::string out = Saquery({"SWIR", std::to_string(sw->lid)});
-  auto lids = Values(out, "LID");
+  auto lids = DumpValues(out, "LID");
   ASSERT_FALSE(lids.empty()) << out;
   EXPECT_EQ(lids[0], std::to_string(sw->lid));
   uint16_t max_lid = 0;
   for (const auto& p : s_->ports) max_lid = std::max(max_lid, p.lid);
   char top[16];
   std::snprintf(top, sizeof(top), "0x%X", max_lid);
-  EXPECT_EQ(Values(out, "LinearFDBTop").at(0), top) << out;
+  EXPECT_EQ(DumpValues(out, "LinearFDBTop").at(0), top) << out;
 }
 
 TEST_F(SaIbsimTest, LftRecordBlockZeroRoutesEveryLidToAPortOfTheSwitch) {
   const SeenPort* sw = Sample().front();
   std::string out = Saquery({"LFTR", std::to_string(sw->lid) + "/0"});
-  ASSERT_EQ(Values(out, "LID").at(0), std::to_string(sw->lid)) << out;
-  ASSERT_EQ(Values(out, "Block").at(0), "0") << out;
+  ASSERT_EQ(DumpValues(out, "LID").at(0), std::to_string(sw->lid)) << out;
+  ASSERT_EQ(DumpValues(out, "Block").at(0), "0") << out;
   // "\t\t<lid>\t<port>" lines of the first record.
   std::map<int, int> entries;
   std::regex entry_re(R"(^\t\t(\d+)\t(\d+)$)");
@@ -340,19 +312,19 @@ TEST_F(SaIbsimTest, LftRecordBlockZeroRoutesEveryLidToAPortOfTheSwitch) {
 TEST_F(SaIbsimTest, GuidInfoRecordShowsThePortGuidAtIndexZero) {
   const SeenPort* ca = Sample().back();
   std::string out = Saquery({"GIR", std::to_string(ca->lid)});
-  ASSERT_FALSE(Values(out, "LID").empty()) << out;
-  EXPECT_EQ(Values(out, "LID").at(0), std::to_string(ca->lid));
-  EXPECT_EQ(Values(out, "GUID 0").at(0), Hex16(ca->port_guid)) << out;
+  ASSERT_FALSE(DumpValues(out, "LID").empty()) << out;
+  EXPECT_EQ(DumpValues(out, "LID").at(0), std::to_string(ca->lid));
+  EXPECT_EQ(DumpValues(out, "GUID 0").at(0), Hex16(ca->port_guid)) << out;
 }
 
 TEST_F(SaIbsimTest, LinkRecordFromAHostLeadsToItsLeafSwitch) {
   const SeenPort* ca = Sample().back();
   std::string out = Saquery({"LR", std::to_string(ca->lid) + "/1"});
-  auto from = Values(out, "FromLID");
+  auto from = DumpValues(out, "FromLID");
   ASSERT_EQ(from.size(), 1u) << out;
   EXPECT_EQ(from[0], std::to_string(ca->lid));
-  EXPECT_EQ(Values(out, "FromPort").at(0), "1");
-  EXPECT_EQ(Values(out, "ToLID").at(0), std::to_string(ca->peer_lid.at(1))) << out;
+  EXPECT_EQ(DumpValues(out, "FromPort").at(0), "1");
+  EXPECT_EQ(DumpValues(out, "ToLID").at(0), std::to_string(ca->peer_lid.at(1))) << out;
 }
 
 TEST_F(SaIbsimTest, PathRecordBetweenTwoHostsHasTheirLidsAndIbsimsMtuAndRate) {
@@ -364,29 +336,29 @@ TEST_F(SaIbsimTest, PathRecordBetweenTwoHostsHasTheirLidsAndIbsimsMtuAndRate) {
   std::string out = Saquery({"PR", "--slid", std::to_string(src.lid), "--dlid",
                              std::to_string(dst->lid)});
   // One record, and no zero padding read as more (the answer went out at its real length).
-  auto slids = Values(out, "slid");
+  auto slids = DumpValues(out, "slid");
   ASSERT_EQ(slids.size(), 1u) << out;
   EXPECT_EQ(slids[0], std::to_string(src.lid)) << out;
-  EXPECT_EQ(Values(out, "dlid").at(0), std::to_string(dst->lid)) << out;
-  EXPECT_EQ(Values(out, "sgid").at(0), "fe80::" + GidTail(src.port_guid)) << out;
-  EXPECT_EQ(Values(out, "dgid").at(0), "fe80::" + GidTail(dst->port_guid)) << out;
+  EXPECT_EQ(DumpValues(out, "dlid").at(0), std::to_string(dst->lid)) << out;
+  EXPECT_EQ(DumpValues(out, "sgid").at(0), "fe80::" + GidTail(src.port_guid)) << out;
+  EXPECT_EQ(DumpValues(out, "dgid").at(0), "fe80::" + GidTail(dst->port_guid)) << out;
   // Selector bits 7-6 = 2 ("exactly"), then the code: MTU 4 = 2048, the MtuCap ibsim gives
   // every port; rate 16 = 100 Gb/s (ibsim's 4x EDR links); PacketLifeTime 18 (subnet_timeout).
   for (const SeenPort* end : {&src, dst}) {
     std::string pir = Saquery({"PIR", std::to_string(end->lid) + "/1"});
-    ASSERT_EQ(Values(pir, "MtuCap").at(0), "2048") << pir;
+    ASSERT_EQ(DumpValues(pir, "MtuCap").at(0), "2048") << pir;
   }
-  EXPECT_EQ(Values(out, "mtu").at(0), "0x84") << out;
-  EXPECT_EQ(Values(out, "rate").at(0), "0x90") << out;
-  EXPECT_EQ(Values(out, "pkt_life").at(0), "0x92") << out;
-  EXPECT_EQ(Values(out, "num_path_revers").at(0), "0x80") << "reversible: " << out;
-  EXPECT_EQ(Values(out, "pkey").at(0), "0xFFFF") << out;
+  EXPECT_EQ(DumpValues(out, "mtu").at(0), "0x84") << out;
+  EXPECT_EQ(DumpValues(out, "rate").at(0), "0x90") << out;
+  EXPECT_EQ(DumpValues(out, "pkt_life").at(0), "0x92") << out;
+  EXPECT_EQ(DumpValues(out, "num_path_revers").at(0), "0x80") << "reversible: " << out;
+  EXPECT_EQ(DumpValues(out, "pkey").at(0), "0xFFFF") << out;
 
   // The same path named by --src-to-dst.
   std::string by_name = Saquery(
       {"--src-to-dst", std::to_string(src.lid) + ":" + std::to_string(dst->lid)});
-  ASSERT_EQ(Values(by_name, "slid").size(), 1u) << by_name;
-  EXPECT_EQ(Values(by_name, "dlid").at(0), std::to_string(dst->lid)) << by_name;
+  ASSERT_EQ(DumpValues(by_name, "slid").size(), 1u) << by_name;
+  EXPECT_EQ(DumpValues(by_name, "dlid").at(0), std::to_string(dst->lid)) << by_name;
 }
 
 }  // namespace

@@ -38,17 +38,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-constexpr auto kToolTimeout = 20s;
 constexpr auto kSmTimeout = 60s;
 constexpr uint32_t kSampleSeed = 20240607;
-
-std::string Ibsmd() { return BinDir() + "/ibsmd"; }
-
-bool WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  return static_cast<bool>(out);
-}
 
 // --- what ibnetdiscover shows ---------------------------------------------------------------
 
@@ -95,7 +86,7 @@ struct SeenFabric {
 };
 
 // Parses ibnetdiscover's default (topology file) output.
-SeenFabric ParseIbnetdiscover(const std::string& out) {
+SeenFabric ParseSeenFabric(const std::string& out) {
   static const std::regex node_re(
       R"re(^(Switch|Ca)\s+(\d+)\s+"[SH]-([0-9a-fA-F]+)"\s+#\s+"([^"]*)"(.*)$)re");
   static const std::regex port0_re(R"(port 0 lid (\d+) lmc (\d+))");
@@ -288,7 +279,7 @@ struct Workspace {
     fs::create_directories(root + "/" + name);
     fs::create_directories(root + "/" + state);
     std::string path = root + "/" + name + "/opensm.conf";
-    WriteFile(path, "guid2lid_file " + root + "/" + state + "/guid2lid\n" +
+    WriteTextFile(path, "guid2lid_file " + root + "/" + state + "/guid2lid\n" +
                         "state_db_file " + root + "/" + state + "/state.db\n" +
                         "dump_files_dir " + root + "/" + name + "\n" + "log_file " + root +
                         "/" + name + "/ibsmd.log\n" +
@@ -355,7 +346,7 @@ class SmIbsimTest : public ::testing::Test {
     }
     r.fabric = std::move(*fabric);
     r.net_file = r.ws.root + "/fabric.net";
-    WriteFile(r.net_file, WriteTopology(r.fabric));
+    WriteTextFile(r.net_file, WriteTopology(r.fabric));
     auto sim = IbsimInstance::Start(r.net_file);
     if (!sim.ok()) {
       r.error = "ibsim: " + sim.status().ToString();
@@ -383,7 +374,7 @@ class SmIbsimTest : public ::testing::Test {
       return;
     }
     r.discover_out = disc->out;
-    r.seen = ParseIbnetdiscover(disc->out);
+    r.seen = ParseSeenFabric(disc->out);
   }
 
   static void TearDownTestSuite() {
@@ -623,7 +614,7 @@ TYPED_TEST(SmIbsimTest, RestartedIbsmdKeepsEveryLidAndSendsNoLftSet) {
   auto disc = r.sim->Run({"ibnetdiscover"}, kToolTimeout);
   ASSERT_TRUE(disc.ok());
   ASSERT_EQ(disc->exit_code, 0) << Describe(*disc);
-  EXPECT_EQ(ParseIbnetdiscover(disc->out).LidsByPortGuid(), r.seen.LidsByPortGuid());
+  EXPECT_EQ(ParseSeenFabric(disc->out).LidsByPortGuid(), r.seen.LidsByPortGuid());
 
   auto store = ha::StateStore::OpenReadOnly(r.ws.Dir("state") + "/state.db");
   ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -713,7 +704,7 @@ void CheckUnlinkedCableIsRoutedAround(const FabricRun& r, const std::string& run
   auto disc = (*sim)->Run({"ibnetdiscover"}, kToolTimeout);
   ASSERT_TRUE(disc.ok());
   ASSERT_EQ(disc->exit_code, 0) << Describe(*disc);
-  SeenFabric seen = ParseIbnetdiscover(disc->out);
+  SeenFabric seen = ParseSeenFabric(disc->out);
   EXPECT_EQ(seen.nodes.at(f.node(a.node).guid.value()).links.count(a.num.value()), 0u)
       << "ibnetdiscover still shows the unlinked cable";
   auto dump = (*sim)->Run({"dump_lfts"}, kToolTimeout);
