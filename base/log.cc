@@ -4,8 +4,11 @@
 #include <mutex>
 #include <vector>
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
+
+#include "base/text.h"
 
 namespace ibsm {
 namespace {
@@ -20,6 +23,26 @@ struct Registry {
   spdlog::level::level_enum flush_level = spdlog::level::info;
 };
 
+// The message part of a line (%v), with control bytes and bytes that are not UTF-8 written
+// as \xNN (base/text.h): messages quote NodeDescriptions and other text hosts choose, and a
+// log line must never carry a forged line break or a terminal escape.
+class SafeMessageFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    std::string_view v(msg.payload.data(), msg.payload.size());
+    if (IsPrintableAscii(v)) {
+      dest.append(v.data(), v.data() + v.size());
+      return;
+    }
+    const std::string safe = EscapeControls(v);
+    dest.append(safe.data(), safe.data() + safe.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<SafeMessageFlag>();
+  }
+};
+
 Registry& Reg() {
   static Registry* r = new Registry();  // never destroyed: loggers outlive static teardown
   return *r;
@@ -27,7 +50,9 @@ Registry& Reg() {
 
 std::shared_ptr<spdlog::logger> Make(Registry& r, size_t i) {
   auto l = std::make_shared<spdlog::logger>(kNames[i], r.sinks.begin(), r.sinks.end());
-  l->set_pattern("%Y-%m-%d %H:%M:%S.%f [%n] %l: %v");
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<SafeMessageFlag>('*').set_pattern("%Y-%m-%d %H:%M:%S.%f [%n] %l: %*");
+  l->set_formatter(std::move(formatter));
   l->set_level(r.level);
   l->flush_on(r.flush_level);
   return l;

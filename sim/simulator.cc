@@ -136,7 +136,8 @@ std::string_view DropReasonName(DropReason r) {
   static constexpr std::string_view kNames[] = {
       "malformed", "bad_source", "bad_path",  "link_down", "not_switch",
       "mixed_dr",  "no_route",   "loop",      "port_state", "wrong_dest",
-      "random",    "node_drop",  "m_key",     "no_agent",   "vendor_attr"};
+      "random",    "node_drop",  "m_key",     "no_agent",   "vendor_attr",
+      "optional_attr"};
   static_assert(std::size(kNames) == static_cast<size_t>(DropReason::kCount));
   auto i = static_cast<size_t>(r);
   return i < std::size(kNames) ? kNames[i] : "unknown";
@@ -159,6 +160,8 @@ Simulator::Simulator(const Fabric& fabric, SimOptions options)
     sn.revision = fn.revision;
     sn.first_port = fn.first_port;
     sn.description = fn.description.empty() ? fn.name : fn.description;
+    sn.quirks = QuirksFor(options_.profile, options_.seed, fn.guid, fn.kind);
+    if (sn.quirks.hostile_description) sn.description = HostileDescription(sn.description, n);
     if (fn.is_switch()) {
       sn.sw = static_cast<uint32_t>(switches_.size());
       switches_.emplace_back();
@@ -699,7 +702,22 @@ void Simulator::DeliverTo(PortId p, mad::MadMessage& msg, uint32_t hops) {
     return;
   }
   ++counters_.delivered;
-  ep->Deliver(std::move(msg), Latency(hops));
+  std::chrono::nanoseconds latency = Latency(hops);
+  const bool response = msg.bytes.size() >= mad::kMadSize &&
+                        (msg.bytes[3] & mad::method::kResponseBit) != 0;
+  if (response && options_.profile == SimProfile::kStrict) {
+    // A late duplicate (a retransmission the fabric kept, or the switch's own resend), and
+    // answers that overtake one another: the SM matches by TID and must drop the extra copy.
+    if (options_.duplicate_rate > 0 && Unit(rng_) < options_.duplicate_rate) {
+      ++counters_.duplicated;
+      ep->Deliver(msg, latency + 2 * options_.reorder_delay);
+    }
+    if (options_.reorder_rate > 0 && Unit(rng_) < options_.reorder_rate) {
+      ++counters_.reordered;
+      latency += options_.reorder_delay;
+    }
+  }
+  ep->Deliver(std::move(msg), latency);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -759,10 +777,20 @@ bool Simulator::Sma(PortId arrival, std::span<uint8_t> b) {
     Drop(DropReason::kVendorAttr);
     return false;
   }
+  // Optional attributes this device does not implement: silent (dropped) or "unsupported".
+  const OptionalAnswer optional = attr_id == mad::attr::kSlToVlTable          ? sn.quirks.sl2vl
+                                  : attr_id == mad::attr::kVlArbitrationTable ? sn.quirks.vlarb
+                                                                              : OptionalAnswer::kAnswered;
+  if (optional == OptionalAnswer::kSilent) {
+    Drop(DropReason::kOptionalAttr);
+    return false;
+  }
   if (Get(b, kClassVersion) != 1) {
     status = mad::mad_status::kBadVersion;
   } else if (method != mad::method::kGet && method != mad::method::kSet) {
     status = mad::mad_status::kMethodUnsupported;
+  } else if (optional == OptionalAnswer::kUnsupported) {
+    status = mad::mad_status::kMethodAttrUnsupported;
   } else if (vendor) {
     status = *vendor_status;
   } else {
@@ -875,6 +903,7 @@ uint16_t Simulator::SmaPortInfo(PortId arrival, uint8_t method, uint32_t mod,
     // Validate everything before changing anything: an invalid Set changes nothing.
     uint8_t want = req.port_state;
     uint8_t cur = pi.port_state;
+    const bool strict = options_.profile == SimProfile::kStrict;
     bool mgmt = sn.sw != kNoSwitch && mod == 0;
     PortId peer = ports_[target].peer;
     uint8_t peer_state =
@@ -886,12 +915,17 @@ uint16_t Simulator::SmaPortInfo(PortId arrival, uint8_t method, uint32_t mod,
         break;
       case kStateDown:
         break;
+      // A transition to the state the port is in is no transition (IBA 14.2.5.6 table 146
+      // lists none; ibsim's do_portinfo answers it with status 7): the strict profile
+      // refuses it, so a Set retried after a lost reply meets the state its first copy left.
       case kStateArmed:  // only from INIT, and only if the neighbour is at least INIT
+        if (cur == kStateArmed && strict) return mad::mad_status::kInvalidField;
         if (!(cur == kStateArmed || (cur == kStateInit && peer_state >= kStateInit))) {
           return mad::mad_status::kInvalidField;
         }
         break;
       case kStateActive:  // only from ARMED
+        if (cur == kStateActive && strict) return mad::mad_status::kInvalidField;
         if (!(cur == kStateActive || cur == kStateArmed)) return mad::mad_status::kInvalidField;
         break;
       default:  // INIT is entered by link training only; 5+ are reserved
@@ -1398,6 +1432,7 @@ bool Simulator::Pma(PortId arrival, std::span<uint8_t> b) {
           cpi.base_version = 1;
           cpi.class_version = 1;
           cpi.capability_mask = (1u << 8) | (1u << 9);
+          if (nodes_[ports_[arrival].node].quirks.no_extended_counters) cpi.capability_mask &= ~(1u << 9);
           cpi.resp_time_value = 18;
           std::fill(data.begin(), data.end(), uint8_t{0});
           mad::EncodeTo(cpi, data);
@@ -1405,7 +1440,9 @@ bool Simulator::Pma(PortId arrival, std::span<uint8_t> b) {
         break;
       case mad::attr::kPortCounters: status = PmaPortCounters(arrival, method, data); break;
       case mad::attr::kPortCountersExtended:
-        status = PmaPortCountersExtended(arrival, method, data);
+        status = nodes_[ports_[arrival].node].quirks.no_extended_counters
+                     ? mad::mad_status::kMethodAttrUnsupported
+                     : PmaPortCountersExtended(arrival, method, data);
         break;
       default: status = mad::mad_status::kMethodAttrUnsupported; break;
     }
@@ -1533,7 +1570,35 @@ void Simulator::SendTrap(NodeId n, PendingTrap& t) {
   PortId dest = RouteLid(p0, pi.master_sm_base_lid, true, &hops);
   if (dest == kNoPort) return;
   msg.addr.lid = Lid{pi.lid};
+  if (options_.profile == SimProfile::kStrict) {
+    // Switches send a trap twice back to back as often as once (a retransmission inside
+    // the switch): the SM must take the second as the same trap.
+    ++counters_.traps_sent;
+    mad::MadMessage copy = msg;
+    DeliverTo(dest, copy, hops);
+  }
   DeliverTo(dest, msg, hops);
+}
+
+Status Simulator::InjectTrap(PortId from, const mad::Notice& notice) {
+  if (from >= ports_.size()) return InvalidArgument("no such port");
+  const SimNode& sn = nodes_[ports_[from].node];
+  // A switch sends from port 0 (the port its LID is on).
+  PortId src = sn.sw != kNoSwitch ? sn.first_port : from;
+  const mad::PortInfo& pi = ports_[src].info;
+  if (pi.lid == 0 || pi.master_sm_base_lid == 0)
+    return InvalidArgument("the port has no LID or no SM LID yet");
+  mad::Smp smp = mad::MakeLidSmp(mad::method::kTrap, mad::attr::kNotice, 0);
+  smp.tid = next_trap_tid_++;
+  mad::EncodeSmpNotice(notice, smp.data);
+  mad::MadMessage msg = mad::ToMessage(smp, Lid{pi.master_sm_base_lid});
+  ++counters_.traps_sent;
+  uint32_t hops = 0;
+  PortId dest = RouteLid(src, pi.master_sm_base_lid, true, &hops);
+  if (dest == kNoPort) return Unavailable("no route to the SM LID");
+  msg.addr.lid = Lid{pi.lid};
+  DeliverTo(dest, msg, hops);
+  return Status::Ok();
 }
 
 void Simulator::SmaTrapRepress(PortId arrival, uint64_t tid) {

@@ -30,6 +30,7 @@
 #include "base/types.h"
 #include "fabric/fabric.h"
 #include "mad/attr/general_info.h"
+#include "mad/attr/notice.h"
 #include "mad/attr/port_counters.h"
 #include "mad/attr/port_counters_extended.h"
 #include "mad/attr/port_info.h"
@@ -38,6 +39,7 @@
 #include "mad/attr/vl_arbitration_table.h"
 #include "mad/mad.h"
 #include "sim/ar_switch.h"
+#include "sim/device_profile.h"
 
 namespace ibsm::sim {
 
@@ -95,6 +97,7 @@ enum class DropReason : uint8_t {
   kMKey,            // M_Key check failed (14.2.4)
   kNoAgent,         // no endpoint bound where one was needed
   kVendorAttr,      // vendor SMP attribute (0xFFxx) at a node without that agent (ibsim too)
+  kOptionalAttr,    // an optional attribute this device does not answer (strict profile)
   kCount,
 };
 
@@ -106,6 +109,8 @@ struct SimCounters {
   uint64_t pma_handled = 0;  // PerfMgt requests answered by a PMA
   uint64_t delivered = 0;    // MADs handed to an endpoint
   uint64_t traps_sent = 0;   // trap MADs generated (resends included)
+  uint64_t duplicated = 0;   // responses delivered twice (strict profile)
+  uint64_t reordered = 0;    // responses held back behind later ones (strict profile)
   uint64_t dropped = 0;      // sum of by_reason
   std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> by_reason{};
 
@@ -113,6 +118,14 @@ struct SimCounters {
 };
 
 struct SimOptions {
+  // Strict by default (sim/device_profile.h): what a test on the simulator passes, it passes
+  // on devices that forgive nothing the spec allows them not to.
+  SimProfile profile = SimProfile::kStrict;
+  // Strict profile: the share of responses delivered twice, and held back so that later
+  // ones overtake them (by `reorder_delay`).
+  double duplicate_rate = 0.02;
+  double reorder_rate = 0.05;
+  std::chrono::microseconds reorder_delay{300};
   uint64_t seed = 1;  // seeds the simulator's std::mt19937_64 (drops, jitter)
   // Latency model: every link traversal costs per_hop plus a uniform [0, jitter) extra.
   std::chrono::nanoseconds per_hop{0};
@@ -125,6 +138,13 @@ struct SimOptions {
   boost::asio::io_context* io = nullptr;
   std::chrono::milliseconds trap_resend_interval{1000};
   int trap_max_sends = 8;
+
+  // The kind profile: every attribute answered, nothing duplicated or reordered.
+  static SimOptions Kind() {
+    SimOptions o;
+    o.profile = SimProfile::kKind;
+    return o;
+  }
 };
 
 class Simulator {
@@ -171,6 +191,10 @@ class Simulator {
 
   // Resends every trap not yet repressed (and under the send cap). Returns how many.
   size_t ResendTraps();
+  // Sends `notice` as a Trap from `from` to that port's master SM LID, LID-routed, once,
+  // whatever it claims (a forged IssuerLID or details naming another port): what a host's
+  // root can send. InvalidArgument for a port without a LID or SM LID.
+  Status InjectTrap(PortId from, const mad::Notice& notice);
 
   // --- inspection (tests, SimTransport::QueryLocalPort) -------------------------------
   const SimCounters& counters() const { return counters_; }
@@ -181,6 +205,9 @@ class Simulator {
   const mad::PortInfo& port_info(PortId port) const { return ports_[port].info; }
   NodeId port_node(PortId port) const { return ports_[port].node; }
   Guid node_guid(NodeId node) const { return Guid{nodes_[node].guid}; }
+  // The NodeDescription the node answers (the strict profile's hostile ones included).
+  const std::string& node_description(NodeId node) const { return nodes_[node].description; }
+  const DeviceQuirks& quirks(NodeId node) const { return nodes_[node].quirks; }
   Guid port_guid(PortId port) const { return Guid{ports_[port].guid}; }
   bool is_switch(NodeId node) const { return nodes_[node].sw != kNoSwitch; }
   // REQUIRES: is_switch(node).
@@ -289,6 +316,7 @@ class Simulator {
     uint32_t sw = kNoSwitch;
     double drop_rate = 0;
     std::string description;
+    DeviceQuirks quirks;
   };
   // Where a routed MAD came from and how far it went.
   struct Route {

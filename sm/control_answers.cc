@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "base/json.h"
 #include "sm/health.h"
 #include "sm/link_health.h"
 #include "sm/perf_manager.h"
@@ -113,7 +114,7 @@ void StreamNodesAnswer(const Fabric& f, const AnswerSink& sink) {
   sink("{\"nodes\":[");
   for (NodeId n = 0; n < f.node_count(); ++n) {
     if (n > 0) sink(",");
-    sink(NodeJson(f, n).dump());
+    sink(DumpJson(NodeJson(f, n)));
   }
   sink("]}");
 }
@@ -139,7 +140,7 @@ void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfMana
   ForEachLinkJson(f, d, perf, [&](const json& link) {
     if (!first) sink(",");
     first = false;
-    sink(link.dump());
+    sink(DumpJson(link));
   });
   sink("]");
   if (with_sweep)
@@ -221,11 +222,11 @@ void StreamHealthAnswer(const DiscoveryResult* d, const PerfManager* perf, const
   bool any = false;
   ForEachHealthCable(d, perf, [&](const CableHealth& c) {
     if (any) sink(",");
-    sink(CableHealthJson(c).dump());
+    sink(DumpJson(CableHealthJson(c)));
     any = true;
   });
   sink(any ? "],\"healthy\":false,\"perfmgr\":" : "],\"healthy\":true,\"perfmgr\":");
-  sink(perfmgr.dump());
+  sink(DumpJson(perfmgr));
   sink("}");
 }
 

@@ -17,6 +17,7 @@
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
+#include "base/json.h"
 #include "base/log.h"
 
 namespace ibsm::sm {
@@ -261,7 +262,7 @@ std::string ControlServer::ErrorLine(const std::string& code, const std::string&
                                      const json& id) {
   json r{{"ok", false}, {"code", code}, {"error", message}};
   if (!id.is_null()) r["id"] = id;
-  return r.dump(-1, ' ', false, json::error_handler_t::replace);
+  return DumpJson(r);
 }
 
 void ControlServer::Dispatch(const std::string& line, uid_t uid,
@@ -314,7 +315,7 @@ void ControlServer::Dispatch(const std::string& line, uid_t uid,
     }
     json out{{"ok", true}, {"result", std::move(*r)}};
     if (!id.is_null()) out["id"] = id;
-    reply(out.dump(-1, ' ', false, json::error_handler_t::replace));
+    reply(DumpJson(out));
   });
 }
 

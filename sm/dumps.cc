@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "base/text.h"
 #include "routing/hop_table.h"
 
 namespace ibsm::sm {
@@ -71,7 +72,7 @@ std::string Side(const Fabric& f, const Port& p, Lid sm_lid, bool right) {
       "VenID:{:0{}X} DevID:{:04X} Rev:{:08X} {{{}}} LID:{:04X} PN:{:02X} }} ",
       TypeTag(n.kind), lp.lid == sm_lid && sm_lid.value() != 0 ? "-SM" : "", n.num_ports,
       n.system_image_guid.value(), n.guid.value(), port_guid.value(), n.vendor_id,
-      right ? 8 : 6, n.device_id, n.revision, n.description, lp.lid.value(), p.num.value());
+      right ? 8 : 6, n.device_id, n.revision, OpenSmPrintable(n.description), lp.lid.value(), p.num.value());
 }
 
 }  // namespace
@@ -102,7 +103,7 @@ void WriteLftsDump(const Fabric& f, const routing::RoutingTables& tables, std::F
     size_t max_lid = t->lft.empty() ? 0 : t->lft.size() - 1;
     fmt::format_to(std::back_inserter(out),
                    "Unicast lids [0-{}] of switch Lid {} guid {:#018x} ('{}'):\n", max_lid,
-                   f.port(id, PortNum{0}).lid.value(), n.guid.value(), n.description);
+                   f.port(id, PortNum{0}).lid.value(), n.guid.value(), OpenSmPrintable(n.description));
     for (size_t lid = 0; lid <= max_lid; ++lid) {
       uint8_t port = t->lft[lid];
       if (port > n.num_ports) continue;
@@ -114,7 +115,7 @@ void WriteLftsDump(const Fabric& f, const routing::RoutingTables& tables, std::F
                            on.kind == NodeKind::kSwitch ? "Switch"
                            : on.kind == NodeKind::kCa   ? "Channel Adapter"
                                                         : "Router",
-                           op.guid.value(), on.description);
+                           op.guid.value(), OpenSmPrintable(on.description));
       } else {
         fmt::format_to(std::back_inserter(out), "unknown node and type\n");
       }

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "base/clock.h"
+#include "base/guarded_run.h"
 #include "base/log.h"
 #include "conf/command_line.h"
 #include "conf/guid_file.h"
@@ -530,7 +531,8 @@ int Main(int argc, char** argv) {
     transport->Close();
     io.stop();
   });
-  io.run();
+  // A handler that throws costs that one request or step, never the daemon.
+  RunGuarded(io, [&sm](const std::string& what) { sm.NoteInternalError(what); });
   sm.set_perf(nullptr);  // the PerfMgr goes first
   return exit_code;
 }

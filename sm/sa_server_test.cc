@@ -172,7 +172,7 @@ TEST(SaServerTest, NodeRecordTableListsEveryEndPortOfTheFabric) {
     guids.insert(nr.node_info.node_guid);
     auto n = f.FindNode(Guid{nr.node_info.node_guid});
     ASSERT_TRUE(n.has_value());
-    EXPECT_EQ(nr.node_description.str(), f.node(*n).description);
+    EXPECT_EQ(nr.node_description.str(), t.sim().node_description(*n));
     EXPECT_NE(nr.lid, 0);
     PortNum end{static_cast<uint8_t>(f.node(*n).is_switch() ? 0 : 1)};
     EXPECT_EQ(nr.lid, t.sim().port_info(f.port_id(*n, end)).lid);

@@ -16,6 +16,15 @@ namespace ibsm::sm::simcheck {
 
 using testutil::FirstCaPort;
 
+// `f` with every node's description as its device answers it (the strict profile gives some
+// CAs hostile NodeDescriptions), for comparing what discovery read with the fabric.
+inline Fabric AsDevicesReportIt(const Fabric& f, const sim::Simulator& sim) {
+  Fabric out = f;
+  for (NodeId n = 0; n < out.node_count(); ++n)
+    out.mutable_node(n).description = sim.node_description(n);
+  return out;
+}
+
 // Follows the simulator's LFTs from `src` (a CA port of `f`) toward `dlid`; true when the
 // walk ends at the port owning `dlid`.
 inline bool Reaches(const Fabric& f, const sim::Simulator& sim, PortId src, uint16_t dlid) {

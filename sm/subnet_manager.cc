@@ -81,7 +81,8 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
       sa_(transport, SaOptions(options_), clock, store),
       mcast_(McOptions(options_)),
       light_timer_(io),
-      poll_timer_(io) {
+      poll_timer_(io),
+      recovery_timer_(io) {
   pipeline_.set_fenced(true);  // nothing is written before the election says MASTER
   sharp_ = std::make_unique<SharpManager>(transport_, pipeline_, SharpOptions{options_.send});
   // Traps 66/67 for groups created and deleted go to the InformInfo subscribers.
@@ -136,6 +137,7 @@ void SubnetManager::Stop() {
   qos_reader_.Cancel();
   light_timer_.cancel();
   poll_timer_.cancel();
+  recovery_timer_.cancel();
 }
 
 void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
@@ -182,6 +184,26 @@ void SubnetManager::RequestHeavySweep(const std::string& reason) {
   boost::asio::post(io_, [this] { BeginHeavySweep(); });
   sweeping_ = true;
   sweep_posted_ = true;
+}
+
+void SubnetManager::NoteInternalError(const std::string& what) {
+  ++counters_.internal_errors;
+  ++counters_.issues_by_id["SM-EXC-001"];
+  Log(LogName::kSm).error("SM-EXC-001 an io handler failed and was abandoned: {}; ibsmd goes on",
+                          what);
+  // The handler may have been a step of the running sweep, whose chain then never ends: once
+  // nothing of it is in flight, that sweep is over and another one starts from scratch.
+  recovery_timer_.expires_after(std::chrono::seconds(1));
+  recovery_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopped_) return;
+    if (sweeping_ && !sweep_posted_ && pipeline_.idle() && !routing_in_flight_) {
+      Log(LogName::kSm).warn("SM-EXC-002 the heavy sweep that failed is abandoned; sweeping again");
+      ++counters_.issues_by_id["SM-EXC-002"];
+      sweeping_ = false;
+      sweep_again_ = false;
+    }
+    RequestHeavySweep("recovery after an internal error");
+  });
 }
 
 void SubnetManager::Issue(const std::string& id, const std::string& message) {
@@ -596,9 +618,13 @@ void SubnetManager::Route() {
   auto work = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       io_.get_executor());
   // Routing, verification and the deadlock proof all run off the io thread, on the snapshot.
+  routing_in_flight_ = true;
   boost::asio::post(routing_pool_, [this, snapshot, chain, ro, work] {
     auto routed = std::make_shared<Routed>();
     auto t0 = std::chrono::steady_clock::now();
+    // An exception here would end the process (the pool's thread has no handler): it
+    // becomes a routing failure, and the last good tables stay.
+    try {
     routed->lids = std::make_unique<routing::LidMap>(*snapshot);
     routed->result = routing::RouteChain(chain, *snapshot, *routed->lids, ro);
     auto t1 = std::chrono::steady_clock::now();
@@ -613,8 +639,12 @@ void SubnetManager::Route() {
       routed->loops_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
     }
+    } catch (const std::exception& e) {
+      routed->result = Status(StatusCode::kInternal, std::string("routing threw: ") + e.what());
+    }
     boost::asio::post(io_, [this, work, routed]() mutable {
       work->reset();
+      routing_in_flight_ = false;
       if (!stopped_) OnRouted(std::move(*routed));
     });
   });

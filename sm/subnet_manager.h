@@ -147,6 +147,8 @@ struct SmCounters {
   // Traps repeated 10+ times within 5 s (port-health traps: 60 s) ignored: no sweep, no Report.
   uint64_t traps_suppressed = 0;
   uint64_t babbling_ports_disabled = 0;
+  // Handlers that threw and were abandoned (SM-EXC-001): each a bug, never a stop.
+  uint64_t internal_errors = 0;
   // Every problem a sweep reported and went on past, by stable log ID ("SM-DISC-003").
   std::map<std::string, uint64_t> issues_by_id;
 };
@@ -168,6 +170,9 @@ class SubnetManager {
   // Queues a heavy sweep (after the one running, if any). `reason` goes to the log.
   void RequestHeavySweep(const std::string& reason);
   void Stop();
+  // A handler on the io thread threw (the daemon's loop caught it): counted and logged; the
+  // sweep it may have broken is abandoned once idle and a heavy sweep starts afresh.
+  void NoteInternalError(const std::string& what);
   // No SMP queued or in flight (after Stop: the last answers are in). The daemon waits for
   // this before closing the port: libumad2sim (ibsim) crashes in its own thread when a port
   // is closed with MADs in flight.
@@ -366,6 +371,8 @@ class SubnetManager {
   bool poll_in_flight_ = false;
   bool took_over_ = false;             // the next master sweep follows another master's
   boost::asio::steady_timer poll_timer_;
+  boost::asio::steady_timer recovery_timer_;
+  bool routing_in_flight_ = false;
   uint32_t act_count_ = 0;
   Guid sm_port_guid_{0};
   Lid sm_lid_{0};

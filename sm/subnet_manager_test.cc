@@ -7,6 +7,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
 
 #include "fabric/generators.h"
 #include "ha/state_store.h"
@@ -463,6 +464,69 @@ TEST(SubnetManagerTest, LmcTwoGivesEveryHostFourReachableLids) {
   EXPECT_EQ(d.lmc, 2);
   EXPECT_EQ(d.lid % 4, 0);
   for (uint16_t i = 0; i < 4; ++i) EXPECT_TRUE(Reaches(*f, sim, src, d.lid + i));
+}
+
+// A NodeDescription is whatever a host's root writes (a Latin-1 hostname, escapes): the
+// sweep that stores the nodes, links and health answers in the state file must take it as
+// data. It aborted ibsmd (nlohmann type_error.316) right after SUBNET UP.
+TEST(SubnetManagerTest, NodeDescriptionsThatAreNotUtf8AreStoredAsValidJsonAfterEverySweep) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  NodeId latin1 = kNoNode, controls = kNoNode;
+  for (NodeId n = 0; n < f->node_count(); ++n) {
+    if (f->node(n).kind != NodeKind::kCa) continue;
+    if (latin1 == kNoNode) {
+      latin1 = n;
+      f->mutable_node(n).description = "r\xE9seau-01 HCA-1";
+    } else if (controls == kNoNode) {
+      controls = n;
+      f->mutable_node(n).description = "x\n\x1b[2J\"<b>";
+    }
+  }
+  auto dir = std::filesystem::temp_directory_path() /
+             ("ibsm-sm-utf8-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  SystemClock clock;
+  auto store = ha::StateStore::Open((dir / "state.db").string(), clock);
+  ASSERT_TRUE(store.ok());
+  boost::asio::io_context io;
+  sim::Simulator sim(*f, sim::SimOptions::Kind());
+  SweepStats s = RunSm(io, sim, FirstCaPort(*f), Once(), store->get());
+  EXPECT_TRUE(s.subnet_up);
+  auto nodes = (*store)->LoadSnapshot(ha::kSnapshotNodes);
+  ASSERT_TRUE(nodes.ok() && nodes->has_value());
+  auto j = nlohmann::json::parse((*nodes)->json, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded());
+  std::set<std::string> descriptions;
+  for (const auto& n : j["nodes"]) descriptions.insert(n["description"].get<std::string>());
+  EXPECT_TRUE(descriptions.count("r\xEF\xBF\xBDseau-01 HCA-1")) << (*nodes)->json;
+  EXPECT_TRUE(descriptions.count("x\n\x1b[2J\"<b>")) << (*nodes)->json;
+  std::filesystem::remove_all(dir);
+}
+
+// The daemon's io loop hands every exception a handler threw to NoteInternalError: counted,
+// logged, and the fabric swept again from scratch, so a broken sweep chain cannot leave the
+// SM stuck with no sweep ever again.
+TEST(SubnetManagerTest, AnInternalErrorIsCountedAndFollowedByAFreshHeavySweep) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::Simulator sim(*f);
+  int sweeps = 0;
+  uint64_t errors = 0;
+  SweepStats last = RunSm(io, sim, FirstCaPort(*f), OnDemand(), nullptr,
+                          [&](SubnetManager& sm, const SweepStats& st) {
+                            if (++sweeps == 1) {
+                              EXPECT_TRUE(st.subnet_up);
+                              sm.NoteInternalError("test: a handler threw");
+                              return false;
+                            }
+                            errors = sm.counters().internal_errors;
+                            return true;
+                          });
+  EXPECT_EQ(sweeps, 2);
+  EXPECT_TRUE(last.subnet_up);
+  EXPECT_EQ(errors, 1u);
 }
 
 }  // namespace

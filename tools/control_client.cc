@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "base/json.h"
+
 namespace ibsm::tools {
 namespace {
 
@@ -95,7 +97,7 @@ Result<std::string> ControlExchange(const std::string& socket_path, const std::s
 Result<nlohmann::json> CallControl(const std::string& socket_path, const std::string& cmd,
                                    const nlohmann::json& args, std::chrono::milliseconds timeout) {
   nlohmann::json req{{"cmd", cmd}, {"args", args}};
-  IBSM_ASSIGN_OR_RETURN(std::string line, ControlExchange(socket_path, req.dump(), timeout));
+  IBSM_ASSIGN_OR_RETURN(std::string line, ControlExchange(socket_path, DumpJson(req), timeout));
   nlohmann::json reply = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (reply.is_discarded() || !reply.is_object() || !reply.contains("ok"))
     return Corrupt(fmt::format("{}: the reply is not a control reply: {}", socket_path,

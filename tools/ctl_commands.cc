@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "base/json.h"
 #include "ha/sm_state_machine.h"
 #include "ha/state_store.h"
 #include "sm/control_answers.h"
@@ -534,7 +535,7 @@ Result<json> TopoArgs(const std::vector<std::string>& words) {
   }
   return a;
 }
-std::string FormatTopo(const json& r) { return r.dump(2) + "\n"; }
+std::string FormatTopo(const json& r) { return DumpJson(r, 2) + "\n"; }
 
 // Two questions (nodes, links) to the daemon or the state file, one picture.
 int RunTopo(const std::function<Result<json>(const char* cmd)>& ask, const json& args) {
@@ -734,7 +735,7 @@ std::string Cell(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
   if (v.is_number_float()) return fmt::format("{:.3f}", v.get<double>());
-  return v.dump();
+  return DumpJson(v);
 }
 
 std::string AlignedTable(const std::vector<std::string>& header,
@@ -809,7 +810,7 @@ int RunResweepWait(const CtlCall& call, double wait_s, bool progress, bool as_js
     if (last.value("number", uint64_t{0}) >= target) {
       if (progress) std::fprintf(stderr, "%-70s\r", "");
       if (as_json) {
-        std::fputs((last.dump(2) + "\n").c_str(), stdout);
+        std::fputs((DumpJson(last, 2) + "\n").c_str(), stdout);
       } else {
         const json counts = st->value("counts", json::object());
         std::printf("heavy sweep %s done in %.3f s: %s nodes, %s SMPs (%s failed), %s LFT "

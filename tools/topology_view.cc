@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "base/json.h"
+#include "base/text.h"
+
 namespace ibsm::tools {
 
 using nlohmann::json;
@@ -18,14 +21,14 @@ std::string Str(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// A name in the picture: XML text for SVG, a quoted string for DOT. Names come from hosts
+// (NodeDescriptions), so neither may carry markup, quotes or control bytes through.
 std::string Escape(const std::string& s, bool xml) {
+  if (xml) return XmlText(s);
   std::string out;
-  for (char c : s) {
-    if (xml && c == '&') out += "&amp;";
-    else if (xml && c == '<') out += "&lt;";
-    else if (xml && c == '>') out += "&gt;";
-    else if (c == '"') out += xml ? "&quot;" : "\\\"";
-    else if (!xml && c == '\\') out += "\\\\";
+  for (char c : EscapeControls(s)) {
+    if (c == '"') out += "\\\"";
+    else if (c == '\\') out += "\\\\";
     else out += c;
   }
   return out;
@@ -178,8 +181,8 @@ std::string TopologySvg(const json& topo, size_t max_hosts) {
           "stroke-width=\"{}\"><title>{} port {} - {} port {}: {}</title></line>\n",
           a->second.first, a->second.second, b->second.first, b->second.second,
           Colour(l["health"]), l["health"] == "ok" ? "0.6" : "2.5",
-          Escape((*node[l["a"]])["name"], true), l["a_port"].dump(),
-          Escape((*node[l["b"]])["name"], true), l["b_port"].dump(), l["health"].get<std::string>());
+          Escape((*node[l["a"]])["name"], true), DumpJson(l["a_port"]),
+          Escape((*node[l["b"]])["name"], true), DumpJson(l["b_port"]), l["health"].get<std::string>());
     }
   for (const auto& [g, p] : pos) {
     const json& n = *node[g];
