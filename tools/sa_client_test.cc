@@ -29,8 +29,8 @@ class SaFixture {
  public:
   // `settle`: keep the SM running after its first sweep until it has read the SL2VL and
   // VLArb tables (which it does after SUBNET UP, never in --once mode).
-  explicit SaFixture(Fabric fabric, bool settle = false)
-      : fabric_(std::move(fabric)), sim_(fabric_), cas_(CaPorts(fabric_)),
+  explicit SaFixture(Fabric fabric, bool settle = false, sim::SimOptions so = {})
+      : fabric_(std::move(fabric)), sim_(fabric_, so), cas_(CaPorts(fabric_)),
         sm_transport_(io_, sim_, cas_.front()), client_transport_(io_, sim_, cas_.back()) {
     sm::SubnetManagerOptions o;
     o.once = !settle;
@@ -170,8 +170,11 @@ std::vector<uint8_t> AskOwnSma(SaFixture& t, uint16_t attr, uint32_t mod) {
   return std::vector<uint8_t>(answer.data.begin(), answer.data.end());
 }
 
+// Every device answers its tables here (the kind profile): what is checked is that the SA's
+// records carry them exactly. What the SA says of a device that does not answer is
+// sm/qos_tables_test.cc's.
 TEST(SaClientTest, Sl2VlAndVlArbRecordsShowTheTablesThePortsHold) {
-  SaFixture t(FatTree2(4).value(), /*settle=*/true);
+  SaFixture t(FatTree2(4).value(), /*settle=*/true, sim::SimOptions::Kind());
   ASSERT_TRUE(t.up());
   const Fabric& f = t.fabric();
   SaClient sa(t.client_transport(), t.sm().sm_lid(),
