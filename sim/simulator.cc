@@ -701,6 +701,12 @@ void Simulator::DeliverTo(PortId p, mad::MadMessage& msg, uint32_t hops) {
     Drop(DropReason::kNoAgent);
     return;
   }
+  // Loss on the way back as on the way out (SetDropRate: every MAD, responses included): a
+  // Set can take effect and its reply still be lost.
+  if (drop_rate_ > 0 && (drop_rate_ >= 1.0 || Unit(rng_) < drop_rate_)) {
+    Drop(DropReason::kRandom);
+    return;
+  }
   ++counters_.delivered;
   std::chrono::nanoseconds latency = Latency(hops);
   const bool response = msg.bytes.size() >= mad::kMadSize &&

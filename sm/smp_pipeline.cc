@@ -61,31 +61,44 @@ void SmpPipeline::Pump() {
     Request req = std::move(queue_.front());
     queue_.pop_front();
     ++in_flight_;
-    uint16_t attr_id = req.smp.attr_id;
-    transport_.Send(
-        mad::ToMessage(req.smp), send_,
-        [this, attr_id, cb = std::move(req.cb)](Result<mad::MadMessage> r) {
-          --in_flight_;
-          Result<mad::Smp> out = [&]() -> Result<mad::Smp> {
-            if (!r.ok()) return r.status();
-            mad::Smp smp;
-            IBSM_RETURN_IF_ERROR(mad::DecodeFrom(r->bytes, &smp));
-            if (smp.attr_id != attr_id) {
-              return Corrupt(fmt::format("response attribute {:#06x}, expected {:#06x}",
-                                         smp.attr_id, attr_id));
-            }
-            if (smp.status != mad::mad_status::kOk) {
-              return FailedPrecondition(fmt::format("MAD status {:#06x}", smp.status));
-            }
-            return smp;
-          }();
-          if (!out.ok()) ++counters_.failed;
-          if (cb) cb(std::move(out));
-          Pump();
-          CheckIdle();
-        });
+    Send(std::move(req));
   }
   pumping_ = false;
+}
+
+// One request on the wire. A request that got no answer after every transport retry goes
+// round once more (rounds_, a fresh TID and attempts) before it fails: on a lossy link the
+// transport's attempts can all be lost, and one failed SMP fails the sweep.
+void SmpPipeline::Send(Request req) {
+  const uint16_t attr_id = req.smp.attr_id;
+  mad::MadMessage msg = mad::ToMessage(req.smp);
+  transport_.Send(
+      std::move(msg), send_,
+      [this, attr_id, req = std::move(req)](Result<mad::MadMessage> r) mutable {
+        if (!r.ok() && r.status().code() == StatusCode::kTimeout && ++req.round < rounds_) {
+          ++counters_.resent;
+          Send(std::move(req));
+          return;
+        }
+        --in_flight_;
+        Result<mad::Smp> out = [&]() -> Result<mad::Smp> {
+          if (!r.ok()) return r.status();
+          mad::Smp smp;
+          IBSM_RETURN_IF_ERROR(mad::DecodeFrom(r->bytes, &smp));
+          if (smp.attr_id != attr_id) {
+            return Corrupt(fmt::format("response attribute {:#06x}, expected {:#06x}",
+                                       smp.attr_id, attr_id));
+          }
+          if (smp.status != mad::mad_status::kOk) {
+            return FailedPrecondition(fmt::format("MAD status {:#06x}", smp.status));
+          }
+          return smp;
+        }();
+        if (!out.ok()) ++counters_.failed;
+        if (req.cb) req.cb(std::move(out));
+        Pump();
+        CheckIdle();
+      });
 }
 
 void SmpPipeline::WhenIdle(std::function<void()> fn) {

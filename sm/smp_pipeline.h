@@ -23,6 +23,7 @@ struct PipelineCounters {
   uint64_t sets = 0;
   uint64_t failed = 0;  // no answer after every retry, bad status, or undecodable
   uint64_t fenced = 0;  // Sets refused because the SM is not master (never sent)
+  uint64_t resent = 0;  // requests sent round again after every transport attempt timed out
 };
 
 class SmpPipeline {
@@ -56,14 +57,20 @@ class SmpPipeline {
   void set_fenced(bool f) { fenced_ = f; }
   bool fenced() const { return fenced_; }
   const PipelineCounters& counters() const { return counters_; }
+  // How many times a request that timed out (after the transport's own retries) is sent in
+  // all: 2 by default, so a sweep survives a lossy link; 1 for reads that may go unanswered
+  // by design (optional attributes), which must cost one timeout only.
+  void set_rounds(int rounds) { rounds_ = rounds < 1 ? 1 : rounds; }
 
  private:
   struct Request {
     mad::Smp smp;
     Callback cb;
+    int round = 0;
   };
   void Enqueue(mad::Smp smp, Callback cb);
   void Pump();
+  void Send(Request req);
   void CheckIdle();
 
   mad::Transport& transport_;
@@ -76,6 +83,7 @@ class SmpPipeline {
   std::function<bool()> feeder_;
   bool pumping_ = false;
   bool fenced_ = false;
+  int rounds_ = 2;
   PipelineCounters counters_;
 };
 

@@ -955,26 +955,34 @@ void SubnetManager::ActivateLinks(int pass) {
       uint8_t num = port.num.value();
       NodeId node = port.node;
       pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data,
-                    [this, p, node, num, to](Result<mad::Smp> r) {
-                      if (!r.ok()) {
-                        Issue("SM-LINK-001",
-                              fmt::format("PortInfo Set (state {}) on {} port {} failed: {}",
-                                          ToWire(to),
-                                          ToString(discovered_->fabric.node(node).guid), num,
-                                          r.status().ToString()));
+                    [this, p, node, num, to, path = dn.path](Result<mad::Smp> r) {
+                      if (r.ok()) {
+                        if (auto pi = mad::Decode<mad::PortInfo>(r->data); pi.ok())
+                          OnPortStateSet(p, node, num, to, *pi);
                         return;
                       }
-                      auto pi = mad::Decode<mad::PortInfo>(r->data);
-                      if (!pi.ok()) return;
-                      DiscoveryResult& d = MutableDiscovered();
-                      d.nodes[node].port_info[num] = *pi;
-                      d.fabric.mutable_port(p).state =
-                          static_cast<PortState>(pi->port_state <= 4 ? pi->port_state : 0);
-                      if (to == PortState::kArmed) {
-                        ++current_.ports_armed;
-                      } else {
-                        ++current_.ports_activated;
-                      }
+                      // A port state transition is not idempotent: when the reply of the
+                      // Set that took effect is lost, its retry meets the new state and is
+                      // refused (status 7, as ibsim and the spec have it). Reading the port
+                      // tells whether it got there.
+                      ++current_.port_state_readbacks;
+                      pipeline_.Get(path, mad::attr::kPortInfo, num,
+                                    [this, p, node, num, to, failed = r.status()](
+                                        Result<mad::Smp> g) {
+                                      auto pi = g.ok() ? mad::Decode<mad::PortInfo>(g->data)
+                                                       : Result<mad::PortInfo>(g.status());
+                                      if (pi.ok() && pi->port_state == ToWire(to)) {
+                                        ++counters_.sets_confirmed_by_readback;
+                                        OnPortStateSet(p, node, num, to, *pi);
+                                        return;
+                                      }
+                                      Issue("SM-LINK-001",
+                                            fmt::format("PortInfo Set (state {}) on {} port {} "
+                                                        "failed: {}",
+                                                        ToWire(to),
+                                                        ToString(discovered_->fabric.node(node).guid),
+                                                        num, failed.ToString()));
+                                    });
                     });
       return true;
     }
@@ -994,6 +1002,19 @@ void SubnetManager::ActivateLinks(int pass) {
       FinishHeavySweep();
     }
   });
+}
+
+// What a port answered once it reached `to` (ARMED or ACTIVE): the model follows it.
+void SubnetManager::OnPortStateSet(PortId p, NodeId node, uint8_t num, PortState to,
+                                   const mad::PortInfo& pi) {
+  DiscoveryResult& d = MutableDiscovered();
+  d.nodes[node].port_info[num] = pi;
+  d.fabric.mutable_port(p).state = static_cast<PortState>(pi.port_state <= 4 ? pi.port_state : 0);
+  if (to == PortState::kArmed) {
+    ++current_.ports_armed;
+  } else {
+    ++current_.ports_activated;
+  }
 }
 
 void SubnetManager::FinishHeavySweep() {

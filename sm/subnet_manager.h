@@ -111,6 +111,7 @@ struct SweepStats {
   uint64_t pkey_blocks_read = 0;   // P_KeyTable Gets (ports whose table was not known)
   uint64_t enforcement_sets = 0;   // PortInfo Sets of partition enforcement bits
   uint64_t ports_armed = 0, ports_activated = 0;
+  uint64_t port_state_readbacks = 0;  // state Sets that failed and were read back
   std::string engine;
   std::vector<std::string> declined;  // "ftree: not a fat tree"
   size_t issues = 0;
@@ -149,6 +150,9 @@ struct SmCounters {
   uint64_t babbling_ports_disabled = 0;
   // Handlers that threw and were abandoned (SM-EXC-001): each a bug, never a stop.
   uint64_t internal_errors = 0;
+  // Port state Sets that failed (a lost reply, the retry refused) but whose port, read back,
+  // holds the state asked for.
+  uint64_t sets_confirmed_by_readback = 0;
   // Every problem a sweep reported and went on past, by stable log ID ("SM-DISC-003").
   std::map<std::string, uint64_t> issues_by_id;
 };
@@ -290,6 +294,7 @@ class SubnetManager {
   // False when the state file's groups could not be read.
   bool LoadMulticastGroups();
   void ActivateLinks(int pass);
+  void OnPortStateSet(PortId p, NodeId node, uint8_t num, PortState to, const mad::PortInfo& pi);
   void FinishHeavySweep();
   void ReadNewQosTables();
   void ScheduleLightSweep();
