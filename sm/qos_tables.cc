@@ -1,19 +1,14 @@
 #include "sm/qos_tables.h"
 
 #include <algorithm>
+#include <deque>
+#include <unordered_map>
 
 #include "mad/attr/modifiers.h"
 
 namespace ibsm::sm {
 namespace {
 
-struct Read {
-  NodeId node;
-  uint8_t port;     // the output port the table belongs to
-  uint8_t in_port;  // SL2VL: input port (0 on a CA); VLArb: unused
-  uint8_t block;    // VLArb block 1..4; 0 = an SL2VL read
-  bool ca;          // a CA or router port (the modifier names no port)
-};
 
 // The VLArb blocks a port has (14.2.5.9): low priority entries in blocks 1-2, high in 3-4,
 // 32 entries a block, as many as VLArbLowCap / VLArbHighCap say.
@@ -34,28 +29,66 @@ void EmptyBlocksBeyondCaps(const mad::PortInfo& pi, PortQos& q) {
     if (std::find(real.begin(), real.end(), b) == real.end()) q.vlarb[b - 1] = mad::VlArbitrationTable{};
 }
 
-struct State {
+}  // namespace
+
+// The reads of one run (the State below holds them; not in the anonymous namespace, since
+// State is a member type of QosReader).
+namespace qos_detail {
+
+struct Read {
+  NodeId node;
+  uint8_t port;     // the output port the table belongs to
+  uint8_t in_port;  // SL2VL: input port (0 on a CA); VLArb: unused
+  uint8_t block;    // VLArb block 1..4; 0 = an SL2VL read
+  bool ca;          // a CA or router port (the modifier names no port)
+};
+
+// One (device, attribute): its reads, the first of which is the probe.
+struct AttrReads {
   std::vector<Read> reads;
-  size_t next = 0;
+  bool sl2vl = true;
+};
+
+struct Item {
+  size_t attr;  // index into State::attrs
+  size_t read;  // index into its reads; 0 = the probe
+};
+
+}  // namespace qos_detail
+
+using qos_detail::AttrReads;
+using qos_detail::Item;
+using qos_detail::Read;
+
+struct QosReader::State {
+  std::vector<AttrReads> attrs;
+  std::vector<DrPath> paths;     // by NodeId
+  std::vector<Guid> guids;       // by NodeId
+  std::deque<Item> ready;
+  bool feeding = false;
   std::unordered_map<NodeId, std::shared_ptr<NodeQos>> tables;
   QosReadStats stats;
 };
 
-}  // namespace
-
 void QosReader::Run(const Fabric& fabric, const std::vector<DiscoveredNode>& nodes,
-                    const QosMap& known,
+                    const QosMap& known, QosSupportMap* support,
                     std::function<void(QosMap fresh, QosReadStats stats)> done) {
   auto st = std::make_shared<State>();
   cancelled_ = std::make_shared<bool>(false);
+  running_ = true;
   auto cancelled = cancelled_;
-  std::vector<DrPath> paths(fabric.node_count());
+  st->paths.resize(fabric.node_count());
+  st->guids.reserve(fabric.node_count());
+  for (const Node& node : fabric.nodes()) st->guids.push_back(node.guid);
   for (NodeId n = 0; n < fabric.node_count() && n < nodes.size(); ++n) {
     const Node& node = fabric.node(n);
     if (known.count(node.guid)) continue;
     const DiscoveredNode& dn = nodes[n];
+    const QosSupport have = support->count(node.guid) ? (*support)[node.guid] : QosSupport{};
     auto q = std::make_shared<NodeQos>();
     q->ports.resize(size_t{node.num_ports} + 1);
+    AttrReads sl2vl, vlarb;
+    vlarb.sl2vl = false;
     auto pi_known = [&](uint8_t p) {
       return p < dn.port_info_valid.size() && dn.port_info_valid[p] && p < dn.port_info.size();
     };
@@ -66,10 +99,10 @@ void QosReader::Run(const Fabric& fabric, const std::vector<DiscoveredNode>& nod
         if (fabric.port(n, PortNum{p}).connected()) cabled.push_back(p);
       for (uint8_t out : cabled) {
         q->ports[out].sl2vl.resize(size_t{node.num_ports} + 1);
-        for (uint8_t in : cabled) st->reads.push_back({n, out, in, 0, false});
+        for (uint8_t in : cabled) sl2vl.reads.push_back({n, out, in, 0, false});
         if (pi_known(out)) {
           EmptyBlocksBeyondCaps(dn.port_info[out], q->ports[out]);
-          for (uint8_t b : VlArbBlocks(dn.port_info[out])) st->reads.push_back({n, out, 0, b, false});
+          for (uint8_t b : VlArbBlocks(dn.port_info[out])) vlarb.reads.push_back({n, out, 0, b, false});
         }
       }
     } else {
@@ -77,60 +110,86 @@ void QosReader::Run(const Fabric& fabric, const std::vector<DiscoveredNode>& nod
       uint8_t p = dn.node_info.local_port_num;
       if (p >= 1 && p <= node.num_ports) {
         q->ports[p].sl2vl.resize(1);
-        st->reads.push_back({n, p, 0, 0, true});
+        sl2vl.reads.push_back({n, p, 0, 0, true});
         if (pi_known(p)) {
           EmptyBlocksBeyondCaps(dn.port_info[p], q->ports[p]);
-          for (uint8_t b : VlArbBlocks(dn.port_info[p])) st->reads.push_back({n, p, 0, b, true});
+          for (uint8_t b : VlArbBlocks(dn.port_info[p])) vlarb.reads.push_back({n, p, 0, b, true});
         }
       }
     }
+    for (AttrReads* a : {&sl2vl, &vlarb}) {
+      if (a->reads.empty()) continue;
+      if (a->sl2vl ? have.no_sl2vl : have.no_vlarb) {
+        st->stats.skipped += a->reads.size();
+        continue;
+      }
+      st->ready.push_back({st->attrs.size(), 0});
+      st->attrs.push_back(std::move(*a));
+    }
     st->tables[n] = std::move(q);
-    paths[n] = dn.path;
+    st->paths[n] = dn.path;
     ++st->stats.nodes;
   }
+  Feed(st, cancelled, support);
+  pipeline_.WhenIdle([this, st, done = std::move(done)]() {
+    running_ = false;
+    QosMap fresh;
+    for (auto& [n, q] : st->tables) fresh[st->guids[n]] = std::move(q);
+    done(std::move(fresh), st->stats);
+  });
+}
 
-  auto guids = std::make_shared<std::vector<Guid>>();
-  guids->reserve(fabric.node_count());
-  for (const Node& node : fabric.nodes()) guids->push_back(node.guid);
-
-  pipeline_.Feed([this, st, cancelled, paths = std::move(paths)]() {
-    if (*cancelled || st->next >= st->reads.size()) return false;
-    const Read r = st->reads[st->next++];
+// Hands the pipeline the ready reads as its window frees up. A probe that answers makes the
+// rest of its attribute's reads ready; a probe that fails marks the device as lacking the
+// attribute.
+void QosReader::Feed(const std::shared_ptr<State>& st, const std::shared_ptr<bool>& cancelled,
+                     QosSupportMap* support) {
+  if (st->feeding) return;
+  st->feeding = true;
+  pipeline_.Feed([this, st, cancelled, support]() {
+    if (*cancelled || st->ready.empty()) {
+      st->feeding = false;
+      return false;
+    }
+    const Item item = st->ready.front();
+    st->ready.pop_front();
+    const Read r = st->attrs[item.attr].reads[item.read];
     uint16_t attr = r.block == 0 ? mad::attr::kSlToVlTable : mad::attr::kVlArbitrationTable;
     // On a CA the modifier is ignored (the arrival port is meant): send 0 there.
     uint32_t mod = r.block != 0  ? mad::VlArbAttrMod(r.block, r.ca ? 0 : r.port)
                    : r.ca        ? 0
                                  : mad::SlToVlAttrMod(r.in_port, r.port);
     ++st->stats.smps;
-    pipeline_.Get(paths[r.node], attr, mod, [st, r](Result<mad::Smp> res) {
+    pipeline_.Get(st->paths[r.node], attr, mod, [this, st, cancelled, support, item, r](Result<mad::Smp> res) {
       NodeQos& q = *st->tables[r.node];
-      if (!res.ok()) {
-        ++st->stats.failed;
+      const bool probe = item.read == 0;
+      bool ok = res.ok();
+      if (ok) {
+        std::span<const uint8_t> data(res->data);
+        if (r.block == 0) {
+          mad::SlToVlTable t;
+          ok = mad::DecodeFrom(data, &t).ok();
+          if (ok) q.ports[r.port].sl2vl[r.in_port] = t;
+        } else {
+          mad::VlArbitrationTable t;
+          ok = mad::DecodeFrom(data, &t).ok();
+          if (ok) q.ports[r.port].vlarb[r.block - 1] = t;
+        }
+      }
+      if (!ok) ++st->stats.failed;
+      if (!probe) return;
+      AttrReads& a = st->attrs[item.attr];
+      if (!ok) {
+        ++st->stats.probes_failed;
+        st->stats.skipped += a.reads.size() - 1;
+        QosSupport& s = (*support)[st->guids[r.node]];
+        (a.sl2vl ? s.no_sl2vl : s.no_vlarb) = true;
         return;
       }
-      std::span<const uint8_t> data(res->data);
-      if (r.block == 0) {
-        mad::SlToVlTable t;
-        if (!mad::DecodeFrom(data, &t).ok()) {
-          ++st->stats.failed;
-          return;
-        }
-        q.ports[r.port].sl2vl[r.in_port] = t;
-      } else {
-        mad::VlArbitrationTable t;
-        if (!mad::DecodeFrom(data, &t).ok()) {
-          ++st->stats.failed;
-          return;
-        }
-        q.ports[r.port].vlarb[r.block - 1] = t;
-      }
+      for (size_t i = 1; i < a.reads.size(); ++i) st->ready.push_back({item.attr, i});
+      Feed(st, cancelled, support);
     });
     return true;
-  });
-  pipeline_.WhenIdle([st, guids, done = std::move(done)]() {
-    QosMap fresh;
-    for (auto& [n, q] : st->tables) fresh[(*guids)[n]] = std::move(q);
-    done(std::move(fresh), st->stats);
   });
 }
 

@@ -2,14 +2,23 @@
 // per node (IBA 14.2.5.8, 14.2.5.9), so the SA can answer SL2VLTableRecord and
 // VLArbitrationTableRecord (osmtest's QoS flow, saquery --sl2vl / --vlarb).
 //
-// Cost: a CA port takes one SL2VL Get and up to four VLArb Gets; a switch takes one SL2VL Get
-// per (input, output) pair of its cabled ports and port 0, as IBA gives a switch one table
-// per pair, and up to four VLArb Gets per such port. The SM reads a node only when it first
-// sees it (the tables change only when an SM writes them, and this one does not), after
-// the sweep has brought the subnet up, so the reads never delay SUBNET UP.
+// Both attributes are optional: some devices do not answer them at all, others answer
+// "unsupported". So each (device, attribute) is probed with one read first; only a device that
+// answers the probe gets its other reads, and one that does not is remembered as such
+// (QosSupport) and not asked again until it changes (leaves the fabric and comes back). A
+// device without a table costs one timed-out request per attribute, never one per table.
 //
-// Threading: QosReader runs on the transport's io_context thread, through the SM's
-// SmpPipeline; the QosMap it produces is immutable and shared with SA snapshots.
+// Cost for a device that answers: a CA port takes one SL2VL Get and up to four VLArb Gets; a
+// switch one SL2VL Get per (input, output) pair of its cabled ports and port 0 (IBA gives a
+// switch one table per pair), and up to four VLArb Gets per such port.
+//
+// The reads go through a pipeline of their own (a small window, one round), never the
+// sweep's: a heavy sweep, a trap, the SA and the control socket never wait behind them. The SM
+// starts them right after discovery and logs SUBNET UP once they are in, so the SA's records
+// are complete when SUBNET UP is logged.
+//
+// Threading: QosReader runs on the transport's io_context thread, through its SmpPipeline;
+// the QosMap it produces is immutable and shared with SA snapshots.
 #pragma once
 
 #include <array>
@@ -45,10 +54,20 @@ struct NodeQos {
 // By node GUID.
 using QosMap = std::unordered_map<Guid, std::shared_ptr<const NodeQos>>;
 
+// Per device (node GUID): the optional attributes it has been found not to answer, either
+// silently or with an "unsupported" status. Kept by the SM across sweeps.
+struct QosSupport {
+  bool no_sl2vl = false;
+  bool no_vlarb = false;
+};
+using QosSupportMap = std::unordered_map<Guid, QosSupport>;
+
 struct QosReadStats {
-  size_t nodes = 0;       // nodes read
-  uint64_t smps = 0;      // Gets sent
-  uint64_t failed = 0;    // Gets that got no usable answer (table left unknown)
+  size_t nodes = 0;            // nodes read
+  uint64_t smps = 0;           // Gets sent
+  uint64_t failed = 0;         // Gets that got no usable answer (table left unknown)
+  uint64_t probes_failed = 0;  // (device, attribute) pairs found without the table now
+  uint64_t skipped = 0;        // reads not sent: the device is known not to answer them
 };
 
 class QosReader {
@@ -57,17 +76,25 @@ class QosReader {
   explicit QosReader(SmpPipeline& pipeline) : pipeline_(pipeline) {}
 
   // Reads the tables of every node of `fabric` not in `known`, through the DR paths in
-  // `nodes` (index = NodeId). `done` gets the new entries only. REQUIRES: not running.
+  // `nodes` (index = NodeId), asking no device for an attribute `support` says it lacks and
+  // recording there the ones it finds lacking. `done` gets the new entries only.
+  // REQUIRES: not running(); `support` outlives the run.
   void Run(const Fabric& fabric, const std::vector<DiscoveredNode>& nodes, const QosMap& known,
-           std::function<void(QosMap fresh, QosReadStats stats)> done);
+           QosSupportMap* support, std::function<void(QosMap fresh, QosReadStats stats)> done);
+  bool running() const { return running_; }
   // Queues no more reads (the ones in flight finish); `done` still runs. For shutdown.
   void Cancel() {
     if (cancelled_) *cancelled_ = true;
   }
 
  private:
+  struct State;
+  void Feed(const std::shared_ptr<State>& st, const std::shared_ptr<bool>& cancelled,
+            QosSupportMap* support);
+
   SmpPipeline& pipeline_;
   std::shared_ptr<bool> cancelled_;  // of the current Run
+  bool running_ = false;
 };
 
 }  // namespace ibsm::sm

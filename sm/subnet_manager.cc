@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <unordered_set>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -78,12 +79,17 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
       store_(store),
       options_(std::move(options)),
       pipeline_(transport, options_.max_wire_smps, options_.send, options_.m_key),
+      qos_pipeline_(transport, std::max<size_t>(1, options_.max_wire_smps / 2), options_.send,
+                    options_.m_key),
       sa_(transport, SaOptions(options_), clock, store),
       mcast_(McOptions(options_)),
       light_timer_(io),
       poll_timer_(io),
       recovery_timer_(io) {
   pipeline_.set_fenced(true);  // nothing is written before the election says MASTER
+  qos_pipeline_.set_fenced(true);
+  // Optional tables: a device that does not answer costs one timed-out request, not two.
+  qos_pipeline_.set_rounds(1);
   sharp_ = std::make_unique<SharpManager>(transport_, pipeline_, SharpOptions{options_.send});
   // Traps 66/67 for groups created and deleted go to the InformInfo subscribers.
   mcast_.set_on_event([this](uint16_t trap, const mad::Gid& mgid) {
@@ -1018,6 +1024,12 @@ void SubnetManager::OnPortStateSet(PortId p, NodeId node, uint8_t num, PortState
 }
 
 void SubnetManager::FinishHeavySweep() {
+  // SUBNET UP means the SA answers everything, the SL2VL and VLArb records included: their
+  // reads, running beside the sweep since discovery, end first.
+  if (qos_reader_.running() && !stopped_ && state() == mad::SmState::kMaster) {
+    finish_waits_for_qos_ = true;
+    return;
+  }
   const PipelineCounters& c = pipeline_.counters();
   current_.smps = c.gets + c.sets - smps_at_start_;
   current_.smps_failed = c.failed - failed_at_start_;
@@ -1102,20 +1114,30 @@ void SubnetManager::FinishHeavySweep() {
     RequestHeavySweep("change during the last sweep");
     return;
   }
-  ReadNewQosTables();
+  ScheduleLightSweep();
 }
 
-// After SUBNET UP, so it never delays it: the SL2VL and VLArb tables of nodes seen for the
-// first time, for the SA. The pipeline stays this SM's (sweeping_) until the reads end.
-void SubnetManager::ReadNewQosTables() {
-  if (!discovered_ || sm_port_ == kNoPort) {
-    ScheduleLightSweep();
+// The SL2VL and VLArb tables of nodes not read yet, on the optional reads' own pipeline
+// (sm/qos_tables.h): started right after the election, beside the rest of the sweep.
+void SubnetManager::StartQosReads() {
+  if (!discovered_ || stopped_) return;
+  if (qos_reader_.running()) {
+    qos_rerun_ = true;  // this sweep's new nodes once the reads in flight end
     return;
   }
-  sweeping_ = true;
-  qos_reader_.Run(discovered_->fabric, discovered_->nodes, *qos_,
+  const Fabric& f = discovered_->fabric;
+  // A device that left is read afresh, and probed again, when it comes back.
+  std::unordered_set<Guid> present;
+  for (const Node& n : f.nodes()) present.insert(n.guid);
+  std::erase_if(qos_support_, [&](const auto& e) { return !present.count(e.first); });
+  if (std::any_of(qos_->begin(), qos_->end(), [&](const auto& e) { return !present.count(e.first); })) {
+    auto kept = std::make_shared<QosMap>(*qos_);
+    std::erase_if(*kept, [&](const auto& e) { return !present.count(e.first); });
+    qos_ = std::move(kept);
+  }
+  qos_rerun_ = false;
+  qos_reader_.Run(f, discovered_->nodes, *qos_, &qos_support_,
                   [this](QosMap fresh, QosReadStats stats) {
-                    sweeping_ = false;
                     if (stopped_) return;
                     if (!fresh.empty()) {
                       auto merged = std::make_shared<QosMap>(*qos_);
@@ -1123,16 +1145,20 @@ void SubnetManager::ReadNewQosTables() {
                       qos_ = std::move(merged);
                       Log(LogName::kSm)
                           .info("read SL2VL and VLArb tables of {} new nodes: {} SMPs, {} "
-                                "without an answer",
-                                stats.nodes, stats.smps, stats.failed);
-                      PublishSaSnapshot();
+                                "without an answer, {} device tables absent ({} reads not sent)",
+                                stats.nodes, stats.smps, stats.failed, stats.probes_failed,
+                                stats.skipped);
                     }
-                    if (sweep_again_) {
-                      sweep_again_ = false;
-                      RequestHeavySweep(queued_reason_);
+                    if (qos_rerun_) {
+                      StartQosReads();
                       return;
                     }
-                    ScheduleLightSweep();
+                    if (finish_waits_for_qos_) {
+                      finish_waits_for_qos_ = false;
+                      FinishHeavySweep();
+                    } else if (!fresh.empty() && sa_.snapshot() && !sweeping_) {
+                      PublishSaSnapshot();
+                    }
                   });
 }
 
@@ -1315,6 +1341,7 @@ void SubnetManager::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg
 
   // A legal Set: the answer is out; now act on it.
   pipeline_.set_fenced(state() != mad::SmState::kMaster);
+  qos_pipeline_.set_fenced(state() != mad::SmState::kMaster);
   std::string why = fmt::format("SMInfo Set {} from SM {}", req.attr_mod, from);
   if (req.attr_mod == mad::sminfo_mod::kHandover) ++counters_.handovers_received;
   if (shown == mad::SmState::kStandby && state() == mad::SmState::kMaster) {
@@ -1356,6 +1383,7 @@ void SubnetManager::SetSmState(ha::SmEvent event, const std::string& why) {
     return;
   }
   pipeline_.set_fenced(state() != mad::SmState::kMaster);
+  qos_pipeline_.set_fenced(state() != mad::SmState::kMaster);
   if (state() == mad::SmState::kMaster && before != mad::SmState::kMaster) {
     ++act_count_;
     if (took_over_) ++counters_.takeovers;
@@ -1542,6 +1570,7 @@ void SubnetManager::DecideRole() {
       return;
     }
     SetSmState(ha::SmEvent::kDiscoveryNoMaster, "no master and no better SM found");
+    StartQosReads();
     ProgramPKeys();
     return;
   }
@@ -1550,6 +1579,7 @@ void SubnetManager::DecideRole() {
       SendHandover(*handover_to);
       return;
     }
+    StartQosReads();
     ProgramPKeys();
     return;
   }

@@ -180,7 +180,7 @@ class SubnetManager {
   // No SMP queued or in flight (after Stop: the last answers are in). The daemon waits for
   // this before closing the port: libumad2sim (ibsim) crashes in its own thread when a port
   // is closed with MADs in flight.
-  bool quiescent() const { return pipeline_.idle(); }
+  bool quiescent() const { return pipeline_.idle() && qos_pipeline_.idle(); }
   // The heavy sweep running now, for progress displays: number, start, SMPs sent so far and
   // nodes found (0 until discovery ends). Empty between sweeps.
   struct SweepProgress {
@@ -296,7 +296,7 @@ class SubnetManager {
   void ActivateLinks(int pass);
   void OnPortStateSet(PortId p, NodeId node, uint8_t num, PortState to, const mad::PortInfo& pi);
   void FinishHeavySweep();
-  void ReadNewQosTables();
+  void StartQosReads();
   void ScheduleLightSweep();
   void LightSweep();
   // --- HA (SMInfo protocol) ---
@@ -358,7 +358,12 @@ class SubnetManager {
   std::map<std::string, uint64_t, std::less<>> snapshot_hashes_;
   SubnetManagerOptions options_;
   SmpPipeline pipeline_;
-  QosReader qos_reader_{pipeline_};
+  // Optional reads (SL2VL, VLArb) on a pipeline of their own, never the sweep's.
+  SmpPipeline qos_pipeline_;
+  QosReader qos_reader_{qos_pipeline_};
+  QosSupportMap qos_support_;  // devices found without one of those tables
+  bool qos_rerun_ = false;     // a sweep found new nodes while reads were in flight
+  bool finish_waits_for_qos_ = false;  // the sweep's end waits for the reads
   std::shared_ptr<const QosMap> qos_ = std::make_shared<QosMap>();  // by node GUID
   SaServer sa_;
   MulticastManager mcast_;

@@ -67,16 +67,11 @@ class OsmtestIbsimTest : public ::testing::Test {
     auto d = sim_->StartChild({Bin("ibsmd"), "-F", root_ + "/opensm.conf"});
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     daemon_.emplace(std::move(*d));
-    // SUBNET UP, then the SL2VL/VLArb reads that follow it.
-    auto until = std::chrono::steady_clock::now() + 60s;
-    std::string log;
-    while (std::chrono::steady_clock::now() < until) {
-      log = ReadFile(root_ + "/ibsmd.log");
-      if (log.find("read SL2VL and VLArb tables") != std::string::npos) break;
-      std::this_thread::sleep_for(50ms);
-    }
-    ASSERT_NE(log.find("SUBNET UP"), std::string::npos) << log;
-    ASSERT_NE(log.find("read SL2VL and VLArb tables"), std::string::npos) << log;
+    // osmtest runs right after SUBNET UP: the SL2VL/VLArb records must be there by then.
+    ASSERT_TRUE(WaitForCount(root_ + "/ibsmd.log", "SUBNET UP", 1, 60s))
+        << ReadFile(root_ + "/ibsmd.log");
+    const std::string log = ReadFile(root_ + "/ibsmd.log");
+    ASSERT_LT(log.find("read SL2VL and VLArb tables"), log.find("SUBNET UP")) << log;
   }
 
   void TearDown() override {
