@@ -482,5 +482,66 @@ TEST(FaultsSimTest, ATrapStormIsSilencedWhileTheSaKeepsAnswering) {
   r.sm.Stop();
 }
 
+// The details of a trap are the sender's bytes: a host that names a switch port in 250
+// trap 129s must not get the SM to disable that port (babbling_port_policy); a host whose
+// own port babbles still gets it disabled.
+TEST(FaultsSimTest, AForgedHealthTrapNamingAnotherNodesPortDisablesNothing) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::Simulator sim(*f);
+  SubnetManagerOptions o = Options();
+  o.babbling_port_policy = true;
+  SmRun r(*f, sim, io, o);
+  RunUntil(io, r);
+  ASSERT_TRUE(r.sm.last_sweep().subnet_up);
+  // The attacker: the last host. The victim: port 1 of the first leaf.
+  PortId attacker = kNoPort;
+  for (NodeId n = 0; n < f->node_count(); ++n)
+    if (f->node(n).kind == NodeKind::kCa) attacker = f->port_id(n, PortNum{1});
+  const NodeId leaf = *f->FindNodeByName("leaf-001");
+  const PortId victim = f->port_id(leaf, PortNum{1});
+  const uint16_t leaf_lid = sim.port_info(f->port_id(leaf, PortNum{0})).lid;
+  const uint16_t own_lid = sim.port_info(attacker).lid;
+  auto health_trap = [](uint16_t lid, uint8_t port, uint16_t issuer) {
+    mad::Notice n = mad::MakeTrap128(issuer);
+    n.trap_number_or_device_id = mad::trap::kLinkIntegrityThreshold;
+    n.data_details = {};
+    n.data_details[2] = static_cast<uint8_t>(lid >> 8);
+    n.data_details[3] = static_cast<uint8_t>(lid);
+    n.data_details[5] = port;
+    return n;
+  };
+  auto pump = [&] {
+    for (int i = 0; i < 20; ++i) {
+      io.restart();
+      io.run_for(5ms);
+    }
+  };
+  for (int i = 0; i < 300; ++i) {
+    // Forged twice over: the switch's port in the details, the switch as IssuerLID.
+    ASSERT_TRUE(sim.InjectTrap(attacker, health_trap(leaf_lid, 1, leaf_lid)).ok());
+    if (i % 50 == 0) pump();
+  }
+  pump();
+  const SmCounters& c = r.sm.counters();
+  EXPECT_EQ(sim.port_info(victim).port_phys_state, 5) << "the switch port stays LinkUp";
+  EXPECT_EQ(c.babbling_ports_disabled, 0u);
+  EXPECT_EQ(c.issues_by_id.count("SM-TRAP-004"), 1u);
+  EXPECT_EQ(c.traps_issuer_mismatch, 300u);
+  // Its own port babbling: disabled, as the policy says.
+  for (int i = 0; i < 300; ++i) {
+    // Once its port is disabled the host cannot reach the SM any more.
+    if (!sim.InjectTrap(attacker, health_trap(own_lid, 1, own_lid)).ok()) break;
+    if (i % 50 == 0) pump();
+  }
+  pump();
+  EXPECT_EQ(r.sm.counters().babbling_ports_disabled, 1u);
+  // Disabled at the switch end of its cable, so the SM's answer came back.
+  EXPECT_EQ(sim.port_info(f->port(attacker).peer).port_phys_state, 3);
+  EXPECT_NE(sim.port_info(attacker).port_phys_state, 5);
+  r.sm.Stop();
+}
+
 }  // namespace
 }  // namespace ibsm::sm

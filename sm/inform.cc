@@ -264,6 +264,21 @@ size_t InformManager::Publish(const mad::Notice& notice) {
   for (const Subscription& s : subs_) {
     if (!Matches(s.record.inform_info, notice)) continue;
     if (IsSecurityTrap(notice) && !s.trusted) continue;  // C15-0.2-1.16
+    size_t& to_sub = in_flight_to_[{s.report_to.lid.value(), s.report_to.qpn}];
+    if (in_flight_ >= options_.max_reports_in_flight ||
+        to_sub >= options_.max_reports_per_subscriber) {
+      ++counters_.reports_dropped;
+      if (!reports_dropping_) {
+        reports_dropping_ = true;
+        Log(LogName::kSa).warn("SA-INF-011 Report of notice {} to LID {} QPN {:#x} dropped: {} "
+                               "Reports wait for an answer ({} to that subscriber); more are "
+                               "dropped without a line until one is answered",
+                               notice.trap_number_or_device_id, s.report_to.lid.value(),
+                               s.report_to.qpn, in_flight_, to_sub);
+      }
+      continue;
+    }
+    ++to_sub;
     mad::SaMad report;
     report.hdr.mgmt_class = static_cast<uint8_t>(mad::MgmtClass::kSubnAdm);
     report.hdr.class_version = mad::kSaClassVersion;
@@ -295,7 +310,8 @@ void InformManager::SendAttempt(std::shared_ptr<Report> report) {
       auto hdr = r->header();
       if (hdr.ok() && hdr->method == mad::method::kReportResp) {
         ++counters_.reports_acked;
-        --in_flight_;
+        ReportDone(report->msg.addr);
+        reports_dropping_ = false;
         return;
       }
     }
@@ -307,12 +323,18 @@ void InformManager::SendAttempt(std::shared_ptr<Report> report) {
       return;
     }
     ++counters_.reports_unacked;
-    --in_flight_;
+    ReportDone(report->msg.addr);
     Log(LogName::kSa).warn("SA-INF-010 Report of notice {} to LID {} QPN {:#x} not answered "
                            "after {} attempt(s): {}",
                            report->trap, report->msg.addr.lid.value(), report->msg.addr.qpn,
                            report->attempts, r.ok() ? "not a ReportResponse" : r.status().message());
   });
+}
+
+void InformManager::ReportDone(const mad::MadAddress& to) {
+  --in_flight_;
+  auto it = in_flight_to_.find({to.lid.value(), to.qpn});
+  if (it != in_flight_to_.end() && --it->second == 0) in_flight_to_.erase(it);
 }
 
 size_t InformManager::DropGone(const Fabric& fabric) {

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,10 @@ struct InformOptions {
   mad::SendOptions report{std::chrono::milliseconds(200), 3};
   size_t max_subscriptions = 4096;     // in all (NO_RESOURCES beyond)
   size_t max_per_subscriber = 64;      // per subscriber port (NO_RESOURCES beyond)
+  // Reports waiting for their ReportResponse, in all and per report address: a subscriber
+  // that never answers (or a flood of traps) holds at most this many; the rest are dropped.
+  size_t max_reports_in_flight = 1024;
+  size_t max_reports_per_subscriber = 16;
 };
 
 // Operators act on these (STYLE.md rule 9).
@@ -59,6 +64,7 @@ struct InformCounters {
   uint64_t reports_unacked = 0;    // Reports given up after every retry
   uint64_t report_responses_late = 0;  // ReportResponses reaching the SA with nothing waiting
   uint64_t subscribers_dropped = 0;    // subscriptions dropped: the subscriber left the fabric
+  uint64_t reports_dropped = 0;  // not sent: too many Reports already waiting (SA-INF-011)
 };
 
 // One subscription as kept.
@@ -130,6 +136,10 @@ class InformManager {
   std::vector<Subscription> subs_;
   InformCounters counters_;
   size_t in_flight_ = 0;
+  // Reports waiting, by report address (LID, QPN).
+  std::map<std::pair<uint16_t, uint32_t>, size_t> in_flight_to_;
+  bool reports_dropping_ = false;  // SA-INF-011 logged for the current spell
+  void ReportDone(const mad::MadAddress& to);
   // Report handlers run only while this is alive (the transport may outlive the manager).
   std::shared_ptr<char> alive_ = std::make_shared<char>(0);
 };

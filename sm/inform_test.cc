@@ -294,6 +294,23 @@ TEST_F(InformManagerTest, AReportCarriesTheNoticeToTheSubscribersAddress) {
   EXPECT_EQ(m_.reports_in_flight(), 0u);
 }
 
+// A subscriber that never answers (or a flood of traps it subscribed to) must not pile up
+// Reports and their timers without end: beyond the cap per subscriber they are dropped and
+// counted; other subscribers still get theirs.
+TEST_F(InformManagerTest, ReportsWaitingForOneSubscriberAreCapped) {
+  ASSERT_EQ(Set(Wants(128), cas_[0]).status, 0);
+  for (int i = 0; i < 100; ++i) m_.Publish(Trap128From(3));
+  const size_t cap = InformOptions{}.max_reports_per_subscriber;
+  EXPECT_EQ(transport_.sent.size(), cap);
+  EXPECT_EQ(m_.reports_in_flight(), cap);
+  EXPECT_EQ(m_.counters().reports_dropped, 100 - cap);
+  ASSERT_EQ(Set(Wants(128), cas_[1]).status, 0);
+  EXPECT_EQ(m_.Publish(Trap128From(3)), 1u) << "the other subscriber is still served";
+  // Once one is answered the first subscriber has room again.
+  transport_.Ack(0);
+  EXPECT_EQ(m_.Publish(Trap128From(3)), 2u);
+}
+
 TEST_F(InformManagerTest, AnUnansweredReportIsResentThenGivenUp) {
   ASSERT_EQ(Set(Wants(128), cas_[0]).status, 0);
   m_.Publish(Trap128From(3));

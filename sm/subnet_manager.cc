@@ -110,6 +110,7 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
     sm_port_guid_ = local->port_guid;
     sm_lid_ = local->lid;  // until the first sweep assigns it
   }
+  WarnAboutDefaultKeys();
   LoadPersistedLids();
   // Whether this SM was the subnet's master when it stopped (read before this start
   // records DISCOVERING): only then are the registrations in its state file all there are.
@@ -136,6 +137,28 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
   sa_.AttachMulticast(&mcast_);
   // NOTACTIVE -> DISCOVERING: the first heavy sweep looks for other SMs before it writes.
   SetSmState(ha::SmEvent::kEnable, "start");
+}
+
+// OpenSM's defaults (sm_key and sa_key 0x1) are public: compatibility keeps them, but the
+// operator hears what they mean. With an M_Key configured they give it away: a requester
+// presenting sa_key 1 is trusted and sees every port's M_Key in PortInfoRecords.
+void SubnetManager::WarnAboutDefaultKeys() {
+  const bool default_sa = options_.sa_key == 1, default_sm = options_.sm_key == 1;
+  if (options_.m_key != 0 && (default_sa || default_sm)) {
+    ++counters_.issues_by_id["CONF-103"];
+    Log(LogName::kConf).error("CONF-103 m_key is set but {} still OpenSM's public default 0x1: "
+                              "any host presenting it is trusted with every port's M_Key "
+                              "(PortInfoRecord) and the SM's role; set {} to secrets",
+                              default_sa && default_sm ? "sa_key and sm_key are"
+                              : default_sa             ? "sa_key is"
+                                                       : "sm_key is",
+                              default_sa && default_sm ? "both" : default_sa ? "sa_key" : "sm_key");
+  } else if (default_sa) {
+    ++counters_.issues_by_id["CONF-102"];
+    Log(LogName::kConf).warn("CONF-102 sa_key is OpenSM's public default 0x1: SA requesters "
+                             "presenting it see SM_Key and ServiceKeys and pass partition "
+                             "filters (as with OpenSM); set sa_key to a secret");
+  }
 }
 
 void SubnetManager::Stop() {
@@ -1311,10 +1334,10 @@ void SubnetManager::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg
     } else if (options_.sm_key != 0 && in->sm_key != options_.sm_key) {
       status = ha::kSmInfoStatusInvalidField;
       ++counters_.sm_key_mismatches;
-      Log(LogName::kHa).warn("SM-HA-003 SMInfo Set {} from SM {} carries SM_Key {:#018x}, "
-                             "ours is {:#018x}: ignored (SMs cooperate only with the same "
-                             "sm_key)",
-                             req.attr_mod, from, in->sm_key, options_.sm_key);
+      // Never our own key: anyone can send one Set to have it logged.
+      Log(LogName::kHa).warn("SM-HA-003 SMInfo Set {} from SM {} carries another SM_Key: "
+                             "ignored (SMs cooperate only with the same sm_key)",
+                             req.attr_mod, from);
     } else {
       status = fsm_.HandleSet(req.attr_mod, in->sm_state, &t);
       if (status != 0) {
@@ -1514,9 +1537,9 @@ void SubnetManager::QueryOtherSms() {
       if (options_.sm_key != 0 && info->sm_key != options_.sm_key) {
         RecordPeer(*info, false);
         ++counters_.sm_key_mismatches;
-        Log(LogName::kHa).warn("SM-HA-003 SM {} (path {}) has SM_Key {:#018x}, ours is "
-                               "{:#018x}: ignored (SMs cooperate only with the same sm_key)",
-                               ToString(g), PathString(path), info->sm_key, options_.sm_key);
+        Log(LogName::kHa).warn("SM-HA-003 SM {} (path {}) has another SM_Key: ignored (SMs "
+                               "cooperate only with the same sm_key)",
+                               ToString(g), PathString(path));
         return;
       }
       if (info->sm_state == mad::SmState::kNotActive) return;
@@ -1744,12 +1767,42 @@ void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) 
   out.addr = msg.addr;
   (void)transport_.Post(std::move(out));
   uint16_t trap = notice->trap_number_or_device_id;
+  // Who sent it is the LID the MAD came from, which the sender's HCA sets; IssuerLID and the
+  // details are bytes the sender chose. A trap whose IssuerLID names another port is taken as
+  // the source's own (OpenSM uses the source LID as well).
+  const uint16_t source = msg.addr.lid.value();
+  if (notice->issuer_lid != source) {
+    ++counters_.traps_issuer_mismatch;
+    Log(LogName::kSm).debug("trap {} from LID {} claims IssuerLID {}", trap, source,
+                            notice->issuer_lid);
+    notice->issuer_lid = source;
+  }
   // A trap repeated within seconds says nothing new: after the 10th it is ignored until it
   // pauses, so a flapping port cannot keep the SM sweeping or flood subscribers.
   const bool port_health = notice->is_generic && TrapTracker::IsPortHealthTrap(trap);
-  const TrapKey key = TrapTracker::KeyOf(notice->issuer_lid, trap, notice->data_details);
-  const TrapVerdict v = trap_tracker_.Record(key, port_health, std::chrono::steady_clock::now());
-  if (v.disable_port && options_.babbling_port_policy) DisableBabblingPort(key, v.consecutive);
+  const TrapKey key = TrapTracker::KeyOf(source, trap, notice->data_details);
+  const TrapVerdict v = trap_tracker_.Record(key, port_health, clock_.Now());
+  if (v.disable_port && options_.babbling_port_policy) {
+    // Only a port of the sender itself: the details' LIDADDR must be the source LID, or any
+    // host could have the SM disable any port by naming it.
+    const uint16_t named = TrapTracker::DetailsLid(trap, notice->data_details);
+    auto same_port = [this](uint16_t x, uint16_t y) {
+      if (x == y) return true;
+      if (!discovered_) return false;
+      auto px = discovered_->fabric.FindPortByLid(Lid{x});
+      auto py = discovered_->fabric.FindPortByLid(Lid{y});
+      return px && py && *px == *py;  // two LIDs of one LMC range
+    };
+    if (same_port(named, source)) {
+      DisableBabblingPort(key, v.consecutive);
+    } else {
+      ++counters_.issues_by_id["SM-TRAP-004"];
+      Log(LogName::kSm).warn("SM-TRAP-004 trap {} from LID {} names LID {} port {}: a port "
+                             "of another node is not disabled (babbling_port_policy)",
+                             trap, source, TrapTracker::DetailsLid(trap, notice->data_details),
+                             key.port);
+    }
+  }
   if (v.suppressed) {
     ++counters_.traps_suppressed;
     if (v.first_suppressed) {
@@ -1758,22 +1811,26 @@ void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) 
                         "until it pauses that long",
                         trap, key.lid, key.port, v.consecutive - 1, port_health ? 60 : 5));
     }
-    Log(LogName::kSm).debug("trap {} from LID {} suppressed ({} in a row)", trap,
-                            notice->issuer_lid, v.consecutive);
+    Log(LogName::kSm).debug("trap {} from LID {} suppressed ({} in a row)", trap, source,
+                            v.consecutive);
     return;
   }
-  Log(LogName::kSm).info("trap {} from LID {}", trap, notice->issuer_lid);
+  // The first of a run at info, its repeats at debug: a sender cannot flood the log.
+  if (v.consecutive == 1) {
+    Log(LogName::kSm).info("trap {} from LID {}", trap, source);
+  } else {
+    Log(LogName::kSm).debug("trap {} from LID {} ({} in a row)", trap, source, v.consecutive);
+  }
   bool sweep_trap = trap == mad::trap::kLinkStateChanged || trap == mad::trap::kLocalChanges ||
                     trap == mad::trap::kGidInService || trap == mad::trap::kGidOutOfService;
   // Our own port reports the IsSM capability bit we set when claiming the SM role: nothing
   // on the fabric changed, so no sweep (ibsim sends it on every start).
-  if (trap == mad::trap::kLocalChanges && sm_lid_.value() != 0 &&
-      notice->issuer_lid == sm_lid_.value()) {
+  if (trap == mad::trap::kLocalChanges && sm_lid_.value() != 0 && source == sm_lid_.value()) {
     ++counters_.own_traps_ignored;
     sweep_trap = false;
   }
   if (sweep_trap && options_.sweep_on_trap) {
-    RequestHeavySweep(fmt::format("trap {} from LID {}", trap, notice->issuer_lid));
+    RequestHeavySweep(fmt::format("trap {} from LID {}", trap, source));
   }
   // Subscribers get the trap as a Report from the master, its issuer GID filled in (an SMP
   // Trap has none). Traps 64-67 are the SM's own to issue (ReportPortChanges,
@@ -1783,7 +1840,7 @@ void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) 
       trap <= mad::trap::kMcastGroupDeleted)
     return;
   if (discovered_) {
-    if (auto p = discovered_->fabric.FindPortByLid(Lid{notice->issuer_lid}))
+    if (auto p = discovered_->fabric.FindPortByLid(Lid{source}))
       notice->issuer_gid = PortGid(discovered_->fabric.port(*p).guid);
   }
   sa_.inform().Publish(*notice);
@@ -1799,16 +1856,25 @@ void SubnetManager::DisableBabblingPort(const TrapKey& key, uint32_t count) {
   const NodeId node = f.port(*owner).node;
   const Node& n = f.node(node);
   if (key.port > n.num_ports || (key.port == 0 && n.is_switch())) return;
-  const PortId p = n.is_switch() ? f.port_id(node, PortNum{key.port}) : *owner;
-  const DiscoveredNode& dn = discovered_->nodes[node];
+  PortId p = n.is_switch() ? f.port_id(node, PortNum{key.port}) : *owner;
+  // A CA's port is disabled from the switch end of its cable: disabling it at the CA would
+  // take down the link the answer comes back on (and the host could bring it up again).
+  if (!n.is_switch() && f.port(p).connected() && f.node(f.port(f.port(p).peer).node).is_switch())
+    p = f.port(p).peer;
+  const NodeId at = f.port(p).node;
+  const DiscoveredNode& dn = discovered_->nodes[at];
   const uint8_t num = f.port(p).num.value();
-  if (!dn.port_info_valid[num]) return;
+  if (num >= dn.port_info_valid.size() || !dn.port_info_valid[num]) return;
   mad::PortInfo want = dn.port_info[num];
   want.port_state = 0;       // no change
   want.port_phys_state = 3;  // Disabled
   std::array<uint8_t, 64> data{};
   mad::EncodeTo(want, data);
-  const std::string what = fmt::format("{} ({}) port {}", n.description, ToString(n.guid), num);
+  const Node& an = f.node(at);
+  const std::string what =
+      at == node ? fmt::format("{} ({}) port {}", an.description, ToString(an.guid), num)
+                 : fmt::format("{} ({}) port {}, the cable of {} ({})", an.description,
+                               ToString(an.guid), num, n.description, ToString(n.guid));
   pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data,
                 [this, what, count](Result<mad::Smp> r) {
                   if (!r.ok()) {

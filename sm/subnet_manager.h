@@ -123,6 +123,7 @@ struct SmCounters {
   uint64_t light_sweeps = 0;
   uint64_t traps_received = 0;
   uint64_t traps_malformed = 0;
+  uint64_t traps_issuer_mismatch = 0;  // IssuerLID other than the LID the trap came from
   uint64_t own_traps_ignored = 0;  // trap 144 from the SM's own port (its IsSM claim)
   uint64_t sminfo_requests = 0;
   uint64_t unsolicited_ignored = 0;  // requests for classes/attributes the SM does not serve
@@ -265,6 +266,7 @@ class SubnetManager {
     }
   };
 
+  void WarnAboutDefaultKeys();
   void BeginHeavySweep();
   void OnDiscovered(DiscoveryResult r);
   void ProgramPKeys();

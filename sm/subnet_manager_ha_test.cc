@@ -1,12 +1,17 @@
 // The daemon's side of the SMInfo protocol on the in-process simulator: what another SM
 // (a second transport bound at another host) gets back from a running master.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
 
+#include "base/log.h"
 #include "fabric/generators.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
@@ -187,6 +192,39 @@ TEST(SubnetManagerHaTest, ASetFromAnSmWithAnotherKeyIsRefusedAndCounted) {
         EXPECT_EQ(sm.counters().handovers_received, 0u);
       });
   EXPECT_EQ(replies["handover"].status, 7);
+}
+
+// Anyone can send one SMInfo Set with a wrong key: the log line it causes must not carry the
+// SM's own key (log readers are not key holders). With an M_Key set, OpenSM's public default
+// SA key is an error at start.
+TEST(SubnetManagerHaTest, TheSmsOwnKeyNeverReachesTheLog) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  const std::string log = (std::filesystem::temp_directory_path() /
+                           ("ibsm-ha-key-" + std::to_string(getpid()) + ".log"))
+                              .string();
+  ASSERT_TRUE(ConfigureLogging(log, spdlog::level::info));
+  SubnetManagerOptions o = Daemon();
+  o.sm_key = 0x5ec4e75ec4e7ull;
+  o.m_key = 0x42;  // sa_key stays OpenSM's default 1
+  std::map<std::string, SmInfoReply> replies;
+  RunAndAsk(
+      *f, o,
+      [&](SubnetManager& sm, PeerSm& peer, std::function<void()> finish) {
+        peer.Ask("handover", mad::method::kSet, mad::sminfo_mod::kHandover, mad::SmState::kMaster,
+                 0x78, sm.sm_lid(), &replies, finish);
+      },
+      [&](SubnetManager& sm) {
+        EXPECT_EQ(sm.counters().sm_key_mismatches, 1u);
+        EXPECT_EQ(sm.counters().issues_by_id.count("CONF-103"), 1u);
+      });
+  ConfigureLogging("", spdlog::level::info);
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(log);
+  EXPECT_NE(text.find("SM-HA-003"), std::string::npos) << text;
+  EXPECT_NE(text.find("CONF-103"), std::string::npos) << text;
+  EXPECT_EQ(text.find("5ec4e7"), std::string::npos) << text;
 }
 
 TEST(SubnetManagerHaTest, TheKeyIsShownOnlyToRequestersThatPassTheMKeyOrPresentTheKey) {

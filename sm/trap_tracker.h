@@ -6,6 +6,12 @@
 // when the policy is on. Memory is bounded: at most `max_keys` traps are tracked; when full,
 // entries whose window passed go first, then the least recently seen.
 //
+// Traps are keyed by the LID the MAD came from (set by the sender's HCA), never by what the
+// payload claims (IssuerLID, the details' LIDADDR: a host's root writes those): a sender that
+// varies its payload still counts as one, and besides the per-trap runs each (source LID, trap
+// number) has a run of its own, suppressed from `source_suppress_after` traps of that number
+// in a window whatever their details.
+//
 // Pure and single-threaded; the SM's io thread owns it.
 #pragma once
 
@@ -21,12 +27,13 @@ struct TrapTrackerOptions {
   std::chrono::steady_clock::duration window = std::chrono::seconds(5);
   std::chrono::steady_clock::duration unhealthy_window = std::chrono::seconds(60);
   uint32_t suppress_after = 10;
+  uint32_t source_suppress_after = 40;
   uint32_t disable_after = 250;
   size_t max_keys = 4096;
 };
 
 struct TrapKey {
-  uint16_t lid = 0;       // issuer LID, or for traps 129-131 the LID the details name
+  uint16_t lid = 0;       // the LID the trap MAD came from
   uint8_t port = 0;       // port the details name (129-131), else 0
   uint16_t trap = 0;
   uint64_t content = 0;   // hash of the data details
@@ -48,8 +55,10 @@ class TrapTracker {
   size_t size() const { return entries_.size(); }
   uint64_t evicted() const { return evicted_; }
 
-  // The key of a trap: traps 129-131 by the LID and port their details name.
-  static TrapKey KeyOf(uint16_t issuer_lid, uint16_t trap, std::span<const uint8_t> details);
+  // The key of a trap from `source_lid`: traps 129-131 also by the port their details name.
+  static TrapKey KeyOf(uint16_t source_lid, uint16_t trap, std::span<const uint8_t> details);
+  // The LID the details of a port-health trap (129-131) name (LIDADDR), 0 for other traps.
+  static uint16_t DetailsLid(uint16_t trap, std::span<const uint8_t> details);
   static bool IsPortHealthTrap(uint16_t trap) { return trap >= 129 && trap <= 131; }
 
  private:
@@ -58,6 +67,11 @@ class TrapTracker {
     uint32_t count = 0;
     bool port_health = false;
   };
+  // The content of a source's all-contents run of one trap number (port 0xFF: no real
+  // port-health key has it, so it never meets a per-trap key).
+  static constexpr uint64_t kAnyContent = 0;
+  TrapVerdict Count(const TrapKey& key, bool port_health,
+                    std::chrono::steady_clock::time_point now, uint32_t after);
   std::chrono::steady_clock::duration WindowOf(const Entry& e) const;
   void MakeRoom(std::chrono::steady_clock::time_point now);
 

@@ -50,6 +50,25 @@ TEST(TrapTrackerTest, APortHealthTrapDisablesItsPortAtTheThresholdAndWaitsAMinut
   EXPECT_FALSE(t.Record(k, true, now += 61s).suppressed);
 }
 
+// The payload is the sender's to choose: a sender that makes every trap different still
+// counts as one source, and is silenced once it passes the per-source threshold.
+TEST(TrapTrackerTest, ASenderVaryingItsDetailsIsStillSilencedAsOneSource) {
+  TrapTracker t;
+  Clock::time_point now{};
+  std::array<uint8_t, 54> details{};
+  size_t suppressed = 0;
+  for (int i = 0; i < 100; ++i) {
+    details[10] = static_cast<uint8_t>(i);  // a different trap each time
+    const TrapKey k = TrapTracker::KeyOf(77, 128, details);
+    EXPECT_EQ(k.lid, 77) << "keyed by the source LID";
+    suppressed += t.Record(k, false, now += 10ms).suppressed;
+  }
+  EXPECT_EQ(suppressed, 100u - TrapTrackerOptions{}.source_suppress_after);
+  // Another source, or another trap of this one, is not silenced by it.
+  EXPECT_FALSE(t.Record(TrapTracker::KeyOf(78, 128, details), false, now += 10ms).suppressed);
+  EXPECT_FALSE(t.Record(TrapTracker::KeyOf(77, 144, details), false, now += 10ms).suppressed);
+}
+
 TEST(TrapTrackerTest, MemoryStaysBoundedUnderTrapsFromManyIssuers) {
   TrapTrackerOptions o;
   o.max_keys = 64;
