@@ -1077,14 +1077,16 @@ void SubnetManager::FinishHeavySweep() {
       .info("heavy sweep {} done in {:.3f} s: {} nodes ({} switches, {} CAs), {} links; {} "
             "SMPs ({} failed); {} LID changes, {} PortInfo Sets ({} ClientReregister), {} LFT "
             "blocks sent ({} read), "
-            "{} P_Key blocks sent ({} read), {} ports armed, {} activated; engine {}",
+            "{} P_Key blocks sent ({} read), {} ports armed, {} activated ({} port state Sets "
+            "read back); engine {}",
             current_.number, current_.duration.count() / 1e6, current_.nodes,
             current_.switches, current_.cas, current_.links, current_.smps,
             current_.smps_failed, current_.lid_changes, current_.portinfo_sets,
             current_.client_reregisters,
             current_.lft_blocks_sent, current_.lft_blocks_read, current_.pkey_blocks_sent,
             current_.pkey_blocks_read, current_.ports_armed,
-            current_.ports_activated, current_.engine.empty() ? "-" : current_.engine);
+            current_.ports_activated, current_.port_state_readbacks,
+            current_.engine.empty() ? "-" : current_.engine);
   if (current_.subnet_up) {
     if (first_master_sweep_) {
       Log(LogName::kHa).info("first master sweep: ClientReregister on {} CA ports ({})",
