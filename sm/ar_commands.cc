@@ -147,9 +147,15 @@ void ArCommands::Traffic(const json& args, ControlServer::Reply reply) {
   if (worker_.joinable()) worker_.join();  // finished: its reply was posted
   running_ = true;
   worker_ = std::thread([this, alive = alive_, snap, o = *opts, reply]() mutable {
-    routing::TrafficReport r =
-        routing::RunTraffic(*snap->fabric, *snap->lids, *snap->tables, snap->ar.get(), o);
-    json result = TrafficReportJson(r, o, snap->ar != nullptr);
+    // An exception on this thread would end the daemon: it becomes the request's error.
+    Result<json> result = Status(StatusCode::kInternal, "traffic model failed");
+    try {
+      routing::TrafficReport r =
+          routing::RunTraffic(*snap->fabric, *snap->lids, *snap->tables, snap->ar.get(), o);
+      result = TrafficReportJson(r, o, snap->ar != nullptr);
+    } catch (const std::exception& e) {
+      result = Status(StatusCode::kInternal, std::string("traffic model failed: ") + e.what());
+    }
     boost::asio::post(io_, [this, alive, reply, result = std::move(result)]() mutable {
       if (!*alive) return;
       running_ = false;
