@@ -45,6 +45,7 @@ void Sim(std::string_view v, SmConfig*, CommandLineExtras* x) { x->sim_topology 
 void SimHost(std::string_view v, SmConfig*, CommandLineExtras* x) { x->sim_host = v; }
 void SimAr(std::string_view v, SmConfig*, CommandLineExtras* x) { x->sim_ar_switches = v; }
 void SimSharp(std::string_view v, SmConfig*, CommandLineExtras* x) { x->sim_sharp_switches = v; }
+void SimProfileFlag(std::string_view v, SmConfig*, CommandLineExtras* x) { x->sim_profile = v; }
 void PrintFabric(std::string_view, SmConfig*, CommandLineExtras* x) { x->print_fabric = true; }
 
 constexpr FlagDesc kFlags[] = {
@@ -110,6 +111,8 @@ constexpr FlagDesc kFlags[] = {
      "simulated switches that support adaptive routing"},
     {0, "sim-sharp-switches", "", "all|none|GUID,...", "", "", SimSharp,
      "simulated switches that support SHARP"},
+    {0, "sim-profile", "", "strict|strict-plain-names|kind", "", "", SimProfileFlag,
+     "how forgiving the simulated devices are (default strict)"},
     {0, "print-fabric", "", "", "", "", PrintFabric,
      "print every discovered node and cable after a sweep"},
     {'h', "help", "", "", "", "", Help, "this text"},

@@ -27,6 +27,7 @@ struct CommandLineExtras {
   std::string sim_host;            // --sim-host NAME|GUID: attach point (default first CA)
   std::string sim_ar_switches;     // --sim-ar-switches all|none|GUID,...: AR-capable switches
   std::string sim_sharp_switches;  // --sim-sharp-switches all|none|GUID,...
+  std::string sim_profile;         // --sim-profile strict|strict-plain-names|kind
   bool print_fabric = false;       // --print-fabric: list nodes and links after a sweep
   std::vector<Diagnostic> config_warnings;  // from the -F file (unknown keys ...)
 };

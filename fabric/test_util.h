@@ -1,10 +1,13 @@
 // Helpers shared by the fabric tests (header-only, test code only).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -54,6 +57,36 @@ inline void ExpectSameFabric(const Fabric& want, const Fabric& got) {
       ASSERT_EQ(wp.speed, gp.speed) << w.name << "[" << p << "]";
     }
   }
+}
+
+// Everything ExpectSameFabric compares, as one text (nodes by name, ports in order), and its
+// FNV-1a digest: how a fabric's identity with a reference is kept without the reference.
+inline std::string CanonicalFabric(const Fabric& f) {
+  std::vector<const Node*> nodes;
+  for (const Node& n : f.nodes()) nodes.push_back(&n);
+  std::sort(nodes.begin(), nodes.end(), [](const Node* a, const Node* b) { return a->name < b->name; });
+  std::ostringstream out;
+  for (const Node* n : nodes) {
+    out << n->name << ' ' << static_cast<int>(n->kind) << ' ' << n->guid.value() << ' '
+        << static_cast<int>(n->num_ports) << " \"" << n->description << "\"\n";
+    for (uint32_t p = n->is_switch() ? 0 : 1; p <= n->num_ports; ++p) {
+      const Port& port = f.port(n->first_port + p);
+      out << "  " << p << ' ' << port.guid.value();
+      if (port.connected()) {
+        const Port& r = f.port(port.peer);
+        out << " -> " << f.node(r.node).name << '[' << static_cast<int>(r.num.value()) << "] "
+            << static_cast<int>(port.width) << ' ' << static_cast<int>(port.speed);
+      }
+      out << '\n';
+    }
+  }
+  return out.str();
+}
+
+inline uint64_t FabricDigest(const Fabric& f) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : CanonicalFabric(f)) h = (h ^ c) * 0x100000001b3ull;
+  return h;
 }
 
 }  // namespace ibsm::testing

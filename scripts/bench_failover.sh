@@ -27,14 +27,12 @@
 # Needs: ibsim, opensm, libumad2sim, infiniband-diags (sminfo, ibstat, ibnetdiscover).
 set -uo pipefail
 
-here=$(cd "$(dirname "$0")/.." && pwd)
-GEN=${GEN:-$here/../shared/fabric-tools/gen_topology.py}
-SIM_SO=${SIM_SO:-/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so}
+script=bench_failover
+source "$(dirname "$0")/lib/bench.sh"
 fabric=ftree3:8 polling=1000 retries=2 runs=1 ibsmd=$here/build/bin/ibsmd sms="ibsmd opensm"
 keep=0
 
-die() { echo "bench_failover: $*" >&2; exit 2; }
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { usage_lines 2 28; }
 while [ $# -gt 0 ]; do
     case $1 in
         --fabric) [ $# -ge 2 ] || usage; fabric=$2; shift ;;
@@ -49,12 +47,10 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-for b in ibsim opensm sminfo ibstat ibnetdiscover python3 awk; do
-    command -v "$b" >/dev/null || die "$b not found in PATH"
-done
-[ -r "$SIM_SO" ] || die "$SIM_SO is missing (apt-get install ibsim-utils)"
+need ibsim opensm sminfo ibstat ibnetdiscover awk
+ibsmd=$(readlink -f "$ibsmd")
 [ -x "$ibsmd" ] || die "ibsmd not found at $ibsmd (build it or pass --ibsmd)"
-[ -r "$GEN" ] || die "topology generator $GEN is missing (set GEN=...)"
+build_dir=$(dirname "$(dirname "$ibsmd")")  # ibsm-topogen beside it
 
 tmp=$(mktemp -d /tmp/bench_failover.XXXXXX) || die "mktemp failed"
 pids=()   # every process we started, stopped by PID
@@ -68,31 +64,13 @@ trap 'exit 130' INT TERM HUP
 
 type=${fabric%%:*} k=${fabric##*:}
 net=$tmp/fabric.net
-python3 "$GEN" "$type" -k "$k" -o "$net" >/dev/null || die "cannot generate $fabric"
+gen_fabric "$fabric" "$net"
 hosts=$(awk -F'"' '/^Ca/ { print $2 }' "$net")
 first_host=$(echo "$hosts" | head -1)
 last_host=$(echo "$hosts" | tail -1)
 probe_host=$(echo "$hosts" | sed -n 2p)
 
-sod() { date +%H:%M:%S.%N | awk -F: '{ printf "%.6f", $1 * 3600 + $2 * 60 + $3 }'; }
 
-start_ibsim() {   # sets ibsim_pid and IBSIM_SOCKNAME
-    local nn ns np
-    read -r nn ns np < <(awk '
-        /^Switch/           { n++; s++; p += $2 + 1 }
-        /^(Ca|Hca|Rt)[ \t]/ { n++;       p += $2 }
-        END { print n + 0, s + 0, p + 0 }' "$net")
-    export IBSIM_SOCKNAME="benchfo$$x$RANDOM"
-    ibsim -s -n -N $((nn + 64)) -S $((ns + 16)) -P $((np + 1024)) -L 49152 "$net" \
-        >"$1/ibsim.log" 2>&1 </dev/null &
-    ibsim_pid=$!
-    pids+=("$ibsim_pid")
-    for _ in $(seq 600); do
-        grep -Eq "@${IBSIM_SOCKNAME}:out9(@|\$)" /proc/net/unix && return 0
-        sleep 0.1
-    done
-    die "ibsim did not come up"
-}
 
 on_sim() { (cd "$run_dir" && LD_PRELOAD=$SIM_SO SIM_HOST=$1 timeout -s KILL 30 "${@:2}"); }
 
@@ -147,7 +125,8 @@ for kind in $sms; do
         run_dir=$tmp/$kind-$run
         mkdir -p "$run_dir"
         echo "bench_failover: $kind -> $kind on $fabric, run $run" >&2
-        start_ibsim "$run_dir"
+        start_ibsim "$net" "$run_dir/ibsim.log" || die "ibsim did not come up"
+        pids+=("$ibsim_pid")
         start_sm "$kind" master "$first_host" 5
         master_pid=$sm_pid
         wait_log "$run_dir/master.log" "SUBNET UP" 300 || die "master never up ($run_dir)"

@@ -41,18 +41,16 @@
 # t1 leaf-spine, t2 spine-core; min-max (stddev)), shift and random max link sharing,
 # effective bisection bandwidth (see scripts/bench_routing.sh for their meaning).
 # Output: two Markdown tables on stdout (stages, quality); progress on stderr.
-# Needs: ibsim, opensm, libumad2sim (ibsim-utils), infiniband-diags, python3, GNU time.
+# Needs: ibsim, opensm, libumad2sim (ibsim-utils), infiniband-diags, GNU time.
 set -uo pipefail
 
-here=$(cd "$(dirname "$0")/.." && pwd)
-GEN=${GEN:-$here/../shared/fabric-tools/gen_topology.py}
-SIM_SO=${SIM_SO:-/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so}
+script=bench_stages
+source "$(dirname "$0")/lib/bench.sh"
 fabrics="ftree3:8 ftree3:16 ftree3:24" engines="ftree minhop" perms=100 quality=1 trace=1
 sm_timeout=1200 sim_timeout=600 ibsmd="" routecheck="" build_dir="$here/build-bench"
 do_build=1 keep=0
 
-die() { echo "bench_stages: $*" >&2; exit 2; }
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { usage_lines 2 17; }
 while [ $# -gt 0 ]; do
     case $1 in
         --fabrics) [ $# -ge 2 ] || usage; fabrics=$2; shift ;;
@@ -72,20 +70,10 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-for b in ibsim opensm python3 timeout awk ibnetdiscover dump_lfts; do
-    command -v "$b" >/dev/null || die "$b not found (apt-get install ibsim-utils opensm infiniband-diags)"
-done
+need ibsim opensm timeout awk ibnetdiscover dump_lfts
 [ -x /usr/bin/time ] || die "/usr/bin/time (GNU time) is missing (apt-get install time)"
-[ -r "$SIM_SO" ] || die "$SIM_SO is missing (apt-get install ibsim-utils)"
-[ -r "$GEN" ] || die "topology generator $GEN is missing (set GEN=...)"
-if [ "$do_build" = 1 ] && { [ -z "$ibsmd" ] || [ -z "$routecheck" ]; }; then
-    if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-        # -Wno-error=maybe-uninitialized: GCC -O3 warns on fabric/topogen_cli.cc (seen 2026-11)
-        cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-            -DCMAKE_CXX_FLAGS=-Wno-error=maybe-uninitialized >&2 || die "cmake configure failed"
-    fi
-    timeout 3600 cmake --build "$build_dir" --target ibsmd ibsm-routecheck \
-        --parallel "$(nproc)" >&2 || die "build failed"
+if [ "$do_build" = 1 ]; then
+    build_binaries "$build_dir" ibsmd ibsm-routecheck ibsm-topogen
 fi
 ibsmd=$(readlink -f "${ibsmd:-$build_dir/bin/ibsmd}")
 routecheck=$(readlink -f "${routecheck:-$build_dir/bin/ibsm-routecheck}")
@@ -93,15 +81,7 @@ routecheck=$(readlink -f "${routecheck:-$build_dir/bin/ibsm-routecheck}")
 [ "$quality" = 0 ] || [ -x "$routecheck" ] || die "ibsm-routecheck binary $routecheck is missing"
 
 tmp=$(mktemp -d /tmp/bench_stages.XXXXXX) || die "mktemp failed"
-ibsim_pid="" sm_pid=""
-stop_ibsim() {                       # only the ibsim we started, by PID
-    [ -n "$ibsim_pid" ] || return 0
-    kill "$ibsim_pid" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$ibsim_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$ibsim_pid" 2>/dev/null
-    wait "$ibsim_pid" 2>/dev/null
-    ibsim_pid=""
-}
+sm_pid=""
 cleanup() {
     [ -n "$sm_pid" ] && { kill "$sm_pid" 2>/dev/null; wait "$sm_pid" 2>/dev/null; }
     stop_ibsim
@@ -110,28 +90,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-sod() { date +%H:%M:%S.%N | awk -F: '{ printf "%.6f", $1 * 3600 + $2 * 60 + $3 }'; }
 
-# start_ibsim NETFILE LOG: fresh ibsim with its own IBSIM_SOCKNAME; waits for its sockets
-start_ibsim() {
-    local net=$1 log=$2 nn ns np
-    read -r nn ns np < <(awk '
-        /^Switch/           { n++; s++; p += $2 + 1 }
-        /^(Ca|Hca|Rt)[ \t]/ { n++;       p += $2 }
-        END { print n + 0, s + 0, p + 0 }' "$net")
-    export IBSIM_SOCKNAME="benchstages$$x$RANDOM"
-    ibsim -s -n -N $((nn + 64)) -S $((ns + 16)) -P $((np + 1024)) -L 49152 "$net" \
-        >"$log" 2>&1 </dev/null &
-    ibsim_pid=$!
-    local deadline=$((SECONDS + sim_timeout))
-    until grep -Eq "@${IBSIM_SOCKNAME}:out9(@|\$)" /proc/net/unix; do
-        if ! kill -0 "$ibsim_pid" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
-            echo "bench_stages: ibsim did not come up on $net" >&2; tail -5 "$log" >&2
-            stop_ibsim; return 1
-        fi
-        sleep 0.1
-    done
-}
 
 # in_sim DIR TIMEOUT OUT CMD...: CMD in DIR with umad2sim preloaded, stdout to OUT; sets rc.
 # With timefile set, CMD runs under /usr/bin/time -v -o $timefile (outside the preload).
@@ -171,7 +130,6 @@ secs() {
         END { if (!found) print "-" }' "$1" 2>/dev/null
 }
 diff3() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "-" && b != "-" && a != "" && b != "") printf "%.3f", b - a; else print "-" }'; }
-time_field() { awk -v p="$2" 'index($0, p) { sub(/.*: /, ""); v = $0 } END { print v }' "$1" 2>/dev/null; }
 
 # judge DIR: ibnetdiscover + dump_lfts on the live ibsim, then ibsm-routecheck; sets q_row
 judge() {
@@ -208,7 +166,7 @@ for spec in $fabrics; do
     case $type in ftree2|ftree3) ;; *) die "bad fabric $spec" ;; esac
     name="${type/ftree/}-tier k=$k"
     net=$tmp/$type-k$k.net
-    timeout 600 python3 "$GEN" "$type" -k "$k" -o "$net" >/dev/null || die "generating $spec failed"
+    gen_fabric "$spec" "$net"
     for engine in $engines; do
         for sm in ibsmd opensm; do
             dir=$tmp/$type-k$k/$engine/$sm

@@ -33,19 +33,18 @@
 #           vl15_send_mad debug line, from a separate untimed run with -D 0x0b
 #   load    /proc/loadavg (1 min) just before the run: figures taken under load are noisy
 # Output: a Markdown table on stdout; progress on stderr.
-# Needs: ibsim, opensm, libumad2sim (ibsim-utils), python3, GNU time, timeout.
+# Needs: ibsim, opensm, libumad2sim (ibsim-utils), GNU time, timeout.
 set -uo pipefail
 
-here=$(cd "$(dirname "$0")/.." && pwd)
-GEN=${GEN:-$here/../shared/fabric-tools/gen_topology.py}
-SIM_SO=${SIM_SO:-/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so}
+script=bench_sweep sim_timeout=600
+source "$(dirname "$0")/lib/bench.sh"
 quick="ftree2:8 ftree2:16 ftree3:8 ftree3:16"
 full="ftree2:8 ftree2:16 ftree2:32 ftree3:8 ftree3:16 ftree3:24 ftree3:32"
 fabrics=$quick runs=2 stages=0 osm_smps=1 smp_max_nodes=12000 sm_timeout=1200 sim_timeout=600
 ibsmd="" build_dir="$here/build-bench" do_build=1 engine=minhop keep=0 rawfile=""
+sim_timeout=600
 
-die() { echo "bench_sweep: $*" >&2; exit 2; }
-usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { usage_lines 2 36; }
 while [ $# -gt 0 ]; do
     case $1 in
         --full) fabrics=$full ;;
@@ -69,41 +68,18 @@ done
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "--runs wants a positive number"
 
 # --- prerequisites -------------------------------------------------------------------
-for b in ibsim opensm python3 timeout awk; do
-    command -v "$b" >/dev/null || die "$b not found in PATH (apt-get install ibsim-utils opensm)"
-done
+need ibsim opensm timeout awk
 [ -x /usr/bin/time ] || die "/usr/bin/time (GNU time) is missing (apt-get install time)"
-[ -r "$SIM_SO" ] || die "$SIM_SO is missing (apt-get install ibsim-utils)"
-[ -r "$GEN" ] || die "topology generator $GEN is missing (set GEN=...)"
-if [ -z "$ibsmd" ]; then
-    ibsmd=$build_dir/bin/ibsmd
-    if [ "$do_build" = 1 ]; then
-        if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-            echo "bench_sweep: configuring $build_dir (Release)" >&2
-            # -Wno-error=maybe-uninitialized: GCC -O3 warns on fabric/topogen_cli.cc (seen 2026-11)
-            cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-                -DCMAKE_CXX_FLAGS=-Wno-error=maybe-uninitialized >&2 ||
-                die "cmake configure failed"
-        fi
-        echo "bench_sweep: building ibsmd in $build_dir" >&2
-        timeout 3600 cmake --build "$build_dir" --target ibsmd --parallel "$(nproc)" >&2 ||
-            die "building ibsmd failed"
-    fi
+if [ "$do_build" = 1 ]; then
+    build_binaries "$build_dir" ibsmd ibsm-topogen
 fi
+[ -n "$ibsmd" ] || ibsmd=$build_dir/bin/ibsmd
 [ -x "$ibsmd" ] || die "ibsmd binary $ibsmd is missing (build it or pass --ibsmd)"
 ibsmd=$(readlink -f "$ibsmd")
 
 # --- cleanup -------------------------------------------------------------------------
 tmp=$(mktemp -d /tmp/bench_sweep.XXXXXX) || die "mktemp failed"
-ibsim_pid="" sm_pid=""
-stop_ibsim() {                       # only the ibsim we started, by PID
-    [ -n "$ibsim_pid" ] || return 0
-    kill "$ibsim_pid" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$ibsim_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$ibsim_pid" 2>/dev/null
-    wait "$ibsim_pid" 2>/dev/null
-    ibsim_pid=""
-}
+sm_pid=""
 cleanup() {
     # sm_pid is a `timeout` process leading its own process group: TERM reaches the SM too.
     [ -n "$sm_pid" ] && { kill "$sm_pid" 2>/dev/null; wait "$sm_pid" 2>/dev/null; }
@@ -113,33 +89,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-# --- helpers -------------------------------------------------------------------------
-sod() { date +%H:%M:%S.%N | awk -F: '{ printf "%.6f", $1 * 3600 + $2 * 60 + $3 }'; }
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 hz=$(getconf CLK_TCK)
 
-# start_ibsim NETFILE LOG: fresh ibsim, sets ibsim_pid and IBSIM_SOCKNAME, waits for sockets
-start_ibsim() {
-    local net=$1 log=$2 nn ns np
-    read -r nn ns np < <(awk '
-        /^Switch/           { n++; s++; p += $2 + 1 }
-        /^(Ca|Hca|Rt)[ \t]/ { n++;       p += $2 }
-        END { print n + 0, s + 0, p + 0 }' "$net")
-    export IBSIM_SOCKNAME="benchsweep$$x$RANDOM"
-    ibsim -s -n -N $((nn + 64)) -S $((ns + 16)) -P $((np + 1024)) -L 49152 "$net" \
-        >"$log" 2>&1 </dev/null &
-    ibsim_pid=$!
-    local deadline=$((SECONDS + sim_timeout))
-    until grep -Eq "@${IBSIM_SOCKNAME}:out9(@|\$)" /proc/net/unix; do
-        if ! kill -0 "$ibsim_pid" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
-            echo "bench_sweep: ibsim did not come up on $net; log:" >&2
-            tail -5 "$log" >&2
-            stop_ibsim
-            return 1
-        fi
-        sleep 0.1
-    done
-}
 
 # run_sm DIR TIMEOUT CMD...: runs CMD (cwd DIR, umad2sim preloaded) under /usr/bin/time -v;
 # sets rc, t_launch (seconds of day), sim_cpu
@@ -159,9 +111,6 @@ run_sm() {
     sim_cpu=$(awk -v a="$k0" -v b="$k1" -v hz="$hz" 'BEGIN { printf "%.2f", (b - a) / hz }')
 }
 
-time_field() {   # time_field FILE PATTERN: the value after the last ": "
-    awk -v p="$2" 'index($0, p) { sub(/.*: /, ""); v = $0 } END { print v }' "$1" 2>/dev/null
-}
 wall_secs() {    # "h:mm:ss" or "m:ss.ss" -> seconds
     echo "$1" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; printf "%.2f", s }'
 }
@@ -283,7 +232,7 @@ for spec in $fabrics; do
     case $type in ftree2|ftree3) ;; *) die "bad fabric $spec (want ftree2:K or ftree3:K)" ;; esac
     name="${type/ftree/}-tier k=$k"
     net=$tmp/$type-k$k.net
-    timeout 600 python3 "$GEN" "$type" -k "$k" -o "$net" >/dev/null || die "generating $spec failed"
+    gen_fabric "$spec" "$net"
     hosts=$(grep -c '^Ca' "$net"); switches=$(grep -c '^Switch' "$net")
     declare -A best_up=() best_rss=() best_line=() all_up=()
     for sm in ibsmd opensm; do

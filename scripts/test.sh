@@ -19,7 +19,7 @@ logs=()
 # ctest's per-test lines ("  12/234 Test  #56: Name ....   Passed    1.23 sec"), slowest first.
 slowest() {
   sed -nE 's/^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: ([^ ]+) .*[[:space:]]([0-9.]+) sec$/\2 \1/p' "$1" |
-    sort -rn | head -10 | awk '{ printf "  %8.2f s  %s\n", $1, $2 }'
+    sort -rn | awk 'NR <= 10' | awk '{ printf "  %8.2f s  %s\n", $1, $2 }'
 }
 
 # Sanitizer build first: it takes longest to build and to test, and its failures are the

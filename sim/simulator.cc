@@ -161,7 +161,8 @@ Simulator::Simulator(const Fabric& fabric, SimOptions options)
     sn.first_port = fn.first_port;
     sn.description = fn.description.empty() ? fn.name : fn.description;
     sn.quirks = QuirksFor(options_.profile, options_.seed, fn.guid, fn.kind);
-    if (sn.quirks.hostile_description) sn.description = HostileDescription(sn.description, n);
+    if (sn.quirks.hostile_description && options_.hostile_descriptions)
+      sn.description = HostileDescription(sn.description, n);
     if (fn.is_switch()) {
       sn.sw = static_cast<uint32_t>(switches_.size());
       switches_.emplace_back();

@@ -124,6 +124,9 @@ struct SimOptions {
   // Strict profile: the share of responses delivered twice, and held back so that later
   // ones overtake them (by `reorder_delay`).
   double duplicate_rate = 0.02;
+  // Strict profile: one CA in five gets a hostile NodeDescription (sim/device_profile.h).
+  // Off only to compare against a fabric whose descriptions are the topology file's (ibsim).
+  bool hostile_descriptions = true;
   double reorder_rate = 0.05;
   std::chrono::microseconds reorder_delay{300};
   uint64_t seed = 1;  // seeds the simulator's std::mt19937_64 (drops, jitter)

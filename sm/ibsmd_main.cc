@@ -350,6 +350,16 @@ int Main(int argc, char** argv) {
       if (!port.ok()) return 1;
     }
     sim::SimOptions so;
+    if (extras.sim_profile == "kind") {
+      so = sim::SimOptions::Kind();
+    } else if (extras.sim_profile == "strict-plain-names") {
+      so.hostile_descriptions = false;
+    } else if (!extras.sim_profile.empty() && extras.sim_profile != "strict") {
+      fmt::print(stderr,
+                 "ibsmd: --sim-profile: '{}' is none of strict, strict-plain-names, kind\n",
+                 extras.sim_profile);
+      return 1;
+    }
     so.io = &io;
     simulator = std::make_unique<sim::Simulator>(*fabric, so);
     auto ar_switches = sim::SelectSwitches(*fabric, extras.sim_ar_switches);

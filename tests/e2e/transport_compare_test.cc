@@ -58,7 +58,9 @@ TEST_P(TransportCompareTest, UmadOnIbsimAndTheSimulatorListTheSameNodesPortsAndC
   ASSERT_TRUE(on_ibsim.ok()) << on_ibsim.status().ToString();
   ASSERT_EQ(on_ibsim->exit_code, 0) << on_ibsim->err;
   auto on_sim = RunCommand(
-      {BinDir() + "/ibsmd", "-o", "--print-fabric", "--sim", net, "-F", Config("sim")}, 60s,
+      {BinDir() + "/ibsmd", "-o", "--print-fabric", "--sim", net, "--sim-profile",
+       "strict-plain-names", "-F", Config("sim")},
+      60s,
       dir_.string());
   ASSERT_TRUE(on_sim.ok()) << on_sim.status().ToString();
   ASSERT_EQ(on_sim->exit_code, 0) << on_sim->err;
