@@ -5,6 +5,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace ibsm::sm {
@@ -498,7 +499,11 @@ Result<std::vector<PathRecord>> QueryPaths(const PathSnapshot& snapshot, const P
 
 Result<std::vector<PathRecord>> QueryMultiPaths(const PathSnapshot& snapshot,
                                                 const mad::MultiPathRequest& request,
-                                                uint64_t comp_mask, PortId requester) {
+                                                uint64_t comp_mask, PortId requester,
+                                                MultiPathStats* stats) {
+  MultiPathStats unused;
+  if (stats == nullptr) stats = &unused;
+  *stats = {};
   const PathSnapshot& s = snapshot;
   IBSM_RETURN_IF_ERROR(CheckSnapshot(s));
   if (!(comp_mask & mc::kSgidCount) || !(comp_mask & mc::kDgidCount))
@@ -559,21 +564,44 @@ Result<std::vector<PathRecord>> QueryMultiPaths(const PathSnapshot& snapshot,
     dests.push_back(EndPoint{p, LidsOf(s, p), g});
   }
 
+  // A GID listed twice adds no paths. Keeping each side's first GID of every port gives
+  // the pairs a pairwise deduplication would keep, in the same order, in O(S + D) rather
+  // than comparing every pair with every other (255 x 255 GIDs: 65,025 pairs).
+  auto distinct_ports = [](std::vector<EndPoint>& ends) {
+    std::unordered_set<PortId> seen;
+    std::erase_if(ends, [&seen](const EndPoint& e) { return !seen.insert(e.port).second; });
+  };
+  distinct_ports(sources);
+  distinct_ports(dests);
+  const size_t pairs = sources.size() * dests.size();
+  stats->port_pairs = pairs;
+  if (pairs > kMultiPathMaxPortPairs) {
+    return ResourceExhausted(fmt::format(
+        "MultiPathRecord names {} source and {} destination ports: {} pairs, over the {} "
+        "one request may ask",
+        sources.size(), dests.size(), pairs, kMultiPathMaxPortPairs));
+  }
+
+  // Each pair's share of kMultiPathMaxCandidates. Shift t, source LID i: (i, i + t), so
+  // the first LID pairs are OpenSM's "fully redundant" (base+i, base+i) and any prefix
+  // uses every LID of both ports about equally.
+  const size_t share = std::max<size_t>(1, kMultiPathMaxCandidates / pairs);
   std::vector<Candidate> cands;
   size_t pair = 0;
-  std::vector<std::pair<PortId, PortId>> seen;
   for (const EndPoint& a : sources) {
     for (const EndPoint& b : dests) {
-      if (std::find(seen.begin(), seen.end(), std::make_pair(a.port, b.port)) != seen.end())
-        continue;  // a GID listed twice adds no paths
-      seen.emplace_back(a.port, b.port);
-      for (uint16_t slid : a.lids) {
-        for (uint16_t dlid : b.lids) {
-          auto c = MakeCandidate(s, req, comp, requester, a, slid, b, dlid);
-          if (!c) continue;
-          c->pair = pair;
-          cands.push_back(std::move(*c));
-        }
+      const size_t ns = a.lids.size(), nd = b.lids.size();
+      const size_t take = std::min(ns * nd, share);
+      if (take < ns * nd) stats->trimmed = true;
+      for (size_t k = 0; k < take; ++k) {
+        const size_t i = k % ns;
+        const uint16_t slid = a.lids[i];
+        const uint16_t dlid = b.lids[(i + k / ns) % nd];
+        ++stats->candidates;
+        auto c = MakeCandidate(s, req, comp, requester, a, slid, b, dlid);
+        if (!c) continue;
+        c->pair = pair;
+        cands.push_back(std::move(*c));
       }
       ++pair;
     }

@@ -42,6 +42,7 @@
 //   kUnsupported        a multicast DGID (the SA answers those from its multicast groups)
 //                                                                  -> ERR_REQ_INVALID
 //   kUnavailable        the snapshot has no fabric or tables yet   -> ERR_NO_RESOURCES
+//   kResourceExhausted  a MultiPathRecord over kMultiPathMaxPortPairs -> ERR_NO_RESOURCES
 // An empty vector is not an error: a SubnAdmGet answers it with ERR_NO_RECORDS, a GetTable
 // or GetMulti with an empty table. An unknown SLID/DLID gives an empty answer (OpenSM).
 #pragma once
@@ -96,14 +97,40 @@ Result<std::vector<mad::PathRecord>> QueryPaths(const PathSnapshot& snapshot,
                                                 PortId requester,
                                                 const PathQueryOptions& options = {});
 
+// What one MultiPathRecord request may cost. A request names up to 255 SGIDs and 255
+// DGIDs (one RMPP request of about 8 KB), and every port pair adds 2^LMC x 2^LMC LID pairs,
+// each routed both ways through the LFTs and then ranked against the others on the io
+// thread; these caps bound that work whatever the request says.
+//   kMultiPathMaxPortPairs   distinct (source port, destination port) pairs: more is
+//                            refused (kResourceExhausted -> ERR_NO_RESOURCES). OpenSM reads
+//                            at most 11 GIDs in all (IB_MULTIPATH_MAX_GIDS, so at most
+//                            5 x 6 = 30 pairs) and silently ignores the rest; every request
+//                            OpenSM answers whole fits here.
+//   kMultiPathMaxCandidates  LID pairs routed for one request: each port pair gets an equal
+//                            share (at least one), taken (base+i, base+i) first and then by
+//                            shifted diagonals, so a trimmed share still spreads over every
+//                            LID of both ports. Up to LMC 2 on 64 pairs nothing is trimmed.
+inline constexpr size_t kMultiPathMaxPortPairs = 64;
+inline constexpr size_t kMultiPathMaxCandidates = 1024;
+
+// What a MultiPathRecord query cost, counted in the units the caps above bound.
+struct MultiPathStats {
+  size_t port_pairs = 0;  // distinct (source, destination) port pairs the request names
+  size_t candidates = 0;  // LID pairs routed
+  bool trimmed = false;   // some LID pairs were left out for kMultiPathMaxCandidates
+};
+
 // MultiPathRecord query (SubnAdmGetMulti of attribute 0x003A; the answer is PathRecords,
-// o15-0.2.7). `comp_mask` uses mad::multipath_comp bits. Paths of every SGID x DGID pair
-// are ordered together by independence (so with NumbPath 2 and two ports on each side the
-// first two records are the most disjoint pair of paths, APM's primary and alternate), and
-// NumbPath (default 127, OpenSM's cap) limits the whole answer.
+// o15-0.2.7). `comp_mask` uses mad::multipath_comp bits. A GID listed twice (on one side)
+// adds nothing. Paths of every SGID x DGID pair are ordered together by independence (so
+// with NumbPath 2 and two ports on each side the first two records are the most disjoint
+// pair of paths, APM's primary and alternate), and NumbPath (default 127, OpenSM's cap)
+// limits the whole answer. More than kMultiPathMaxPortPairs pairs: kResourceExhausted.
+// `stats` (may be null) receives what the query cost.
 Result<std::vector<mad::PathRecord>> QueryMultiPaths(const PathSnapshot& snapshot,
                                                      const mad::MultiPathRequest& request,
-                                                     uint64_t comp_mask, PortId requester);
+                                                     uint64_t comp_mask, PortId requester,
+                                                     MultiPathStats* stats = nullptr);
 
 // The IBA rate code of a link of `width` x `speed` (4x EDR -> mad::rate::k100).
 uint8_t RateCode(LinkWidth width, LinkSpeed speed);

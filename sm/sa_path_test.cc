@@ -539,6 +539,95 @@ TEST(SaPathTest, MultiPathQueriesWithoutGidListsAreRejected) {
   EXPECT_EQ(SaStatusForPathError(r.status()), 0x0500);
 }
 
+// `count` GIDs of `ports`, taken in turn.
+std::vector<Gid> GidsOf(const Net& n, const std::vector<PortId>& ports, size_t count) {
+  std::vector<Gid> out;
+  for (size_t i = 0; i < count; ++i) out.push_back(n.gid(ports[i % ports.size()]));
+  return out;
+}
+
+mad::MultiPathRequest Lists(std::vector<Gid> sgids, std::vector<Gid> dgids) {
+  mad::MultiPathRequest m;
+  m.record.sgid_count = static_cast<uint8_t>(sgids.size());
+  m.record.dgid_count = static_cast<uint8_t>(dgids.size());
+  m.sgids = std::move(sgids);
+  m.dgids = std::move(dgids);
+  return m;
+}
+
+TEST(SaPathTest, AMultiPathRequestOverThePortPairCapIsRefusedBeforeAnyRouteIsWalked) {
+  auto n = Build(FatTree2(24), "minhop", 0);  // 288 hosts
+  ASSERT_GE(n->hosts.size(), size_t{255});
+  const std::vector<PortId> first(n->hosts.begin(), n->hosts.begin() + 255);
+  const std::vector<PortId> last(n->hosts.end() - 255, n->hosts.end());
+  // The largest request the wire allows: 255 distinct SGIDs x 255 distinct DGIDs.
+  MultiPathStats stats;
+  auto r = QueryMultiPaths(n->snap, Lists(GidsOf(*n, first, 255), GidsOf(*n, last, 255)),
+                           kCounts, n->hosts[0], &stats);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(SaStatusForPathError(r.status()), 0x0100);  // ERR_NO_RESOURCES
+  EXPECT_EQ(stats.port_pairs, 255u * 255u);
+  EXPECT_EQ(stats.candidates, 0u);
+  // Just over the cap (9 x 8 = 72 pairs) is refused too; at the cap (8 x 8) it is answered.
+  r = QueryMultiPaths(n->snap, Lists(GidsOf(*n, first, 9), GidsOf(*n, last, 8)), kCounts,
+                      n->hosts[0], &stats);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(stats.candidates, 0u);
+  r = QueryMultiPaths(n->snap, Lists(GidsOf(*n, first, 8), GidsOf(*n, last, 8)), kCounts,
+                      n->hosts[0], &stats);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(stats.port_pairs, kMultiPathMaxPortPairs);
+  EXPECT_EQ(r->size(), kMultiPathMaxPortPairs);  // LMC 0: one path per pair
+}
+
+TEST(SaPathTest, AGidListedManyTimesCountsOnceAndTheRequestIsAnswered) {
+  auto n = Build(FatTree2(24), "minhop", 0);
+  const PortId a = n->hosts[0], b = n->hosts[1], c = n->hosts[200];
+  MultiPathStats stats;
+  // 255 copies of one source and 255 of one destination: one pair, one path.
+  auto r = QueryMultiPaths(n->snap, Lists(GidsOf(*n, {a}, 255), GidsOf(*n, {c}, 255)), kCounts,
+                           a, &stats);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(stats.port_pairs, 1u);
+  EXPECT_EQ(stats.candidates, 1u);
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].slid, n->lid(a));
+  EXPECT_EQ((*r)[0].dlid, n->lid(c));
+  // Repeats interleaved with other ports keep the first-seen order of the pairs.
+  r = QueryMultiPaths(n->snap,
+                      Lists({n->gid(b), n->gid(a), n->gid(b), n->gid(a)}, GidsOf(*n, {c}, 3)),
+                      kCounts, a, &stats);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(stats.port_pairs, 2u);
+  ASSERT_EQ(r->size(), 2u);
+}
+
+TEST(SaPathTest, AMultiPathRequestAtThePortPairCapRoutesAtMostTheCandidateCap) {
+  // LMC 3: 8 LIDs a port, 64 LID pairs a port pair, 64 x 64 = 4,096 untrimmed.
+  auto n = Build(FatTree3(8), "ftree", 3);
+  const std::vector<PortId> src(n->hosts.begin(), n->hosts.begin() + 8);
+  const std::vector<PortId> dst(n->hosts.end() - 8, n->hosts.end());
+  MultiPathStats stats;
+  auto r = QueryMultiPaths(n->snap, Lists(GidsOf(*n, src, 8), GidsOf(*n, dst, 8)), kCounts,
+                           src[0], &stats);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(stats.port_pairs, 64u);
+  EXPECT_EQ(stats.candidates, kMultiPathMaxCandidates);
+  EXPECT_TRUE(stats.trimmed);
+  EXPECT_EQ(r->size(), 127u);  // NumbPath's default still fills
+  std::set<std::pair<uint16_t, uint16_t>> pairs;
+  for (const PathRecord& p : *r) pairs.insert({p.slid, p.dlid});
+  EXPECT_EQ(pairs.size(), r->size());
+
+  // One pair at LMC 3 is far below the cap: every one of its 64 LID pairs is routed.
+  r = QueryMultiPaths(n->snap, Lists({n->gid(src[0])}, {n->gid(dst[0])}), kCounts, src[0],
+                      &stats);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(stats.candidates, 64u);
+  EXPECT_FALSE(stats.trimmed);
+  EXPECT_EQ(r->size(), 64u);
+}
+
 TEST(SaPathTest, RateCodesFollowWidthTimesSpeed) {
   EXPECT_EQ(RateCode(LinkWidth::k1x, LinkSpeed::kSdr), mad::rate::k2_5);
   EXPECT_EQ(RateCode(LinkWidth::k4x, LinkSpeed::kQdr), mad::rate::k40);

@@ -8,6 +8,7 @@
 #include "mad/attr/class_port_info.h"
 #include "mad/attr/path_record.h"
 #include "mad/rmpp.h"
+#include "sm/log_worthy.h"
 #include "sm/sa_pack.h"
 #include "sm/sa_path.h"
 
@@ -327,6 +328,8 @@ struct Found {
   uint16_t attr_offset = 0;
   size_t count = 0;
   std::vector<uint8_t> payload;
+  MultiPathStats multipath;     // MultiPathRecord: what the query cost
+  bool multipath_over = false;  // refused for kMultiPathMaxPortPairs
 };
 
 template <typename R, typename Fn = CollectFn<R>>
@@ -410,7 +413,8 @@ Found RunPaths(const SaSnapshot& s, const Query& q, const mad::MadMessage& msg) 
       f.status = mad::sa_status::kReqInvalid;
       return f;
     }
-    paths = QueryMultiPaths(ps, *req, q.mad.comp_mask, requester);
+    paths = QueryMultiPaths(ps, *req, q.mad.comp_mask, requester, &f.multipath);
+    f.multipath_over = !paths.ok() && paths.status().code() == StatusCode::kResourceExhausted;
   }
   if (!paths.ok()) {
     f.status = SaStatusForPathError(paths.status());
@@ -856,7 +860,7 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
   // Logged for the first ten and then every thousandth, so a flood cannot fill the log.
   if (req.sm_key != 0 && req.sm_key != options_.sa_key) {
     uint64_t n = ++counters_.sa_key_mismatches;
-    if (n <= 10 || n % 1000 == 0) {
+    if (LogWorthy(n)) {
       Log(LogName::kSa).warn("SA-KEY-001 method {:#04x} attribute {:#06x} from LID {} carries "
                              "SM_Key {:#018x}, not the SA key: dropped ({} so far)",
                              req.hdr.method, req.hdr.attr_id, msg.addr.lid.value(), req.sm_key,
@@ -1003,6 +1007,16 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
       break;
     case mad::sa_attr::kPathRecord:
     case mad::sa_attr::kMultiPathRecord: f = RunPaths(s, q, msg); break;
+  }
+  if (f.multipath.trimmed) ++counters_.multipath_trimmed;
+  if (f.multipath_over) {
+    const uint64_t n = ++counters_.multipath_refused;
+    if (LogWorthy(n)) {
+      Log(LogName::kSa).info("SA-MP-001 MultiPathRecord from LID {} refused: {} port pairs, "
+                             "over the {} one request may ask ({} refused so far)",
+                             msg.addr.lid.value(), f.multipath.port_pairs,
+                             kMultiPathMaxPortPairs, n);
+    }
   }
   if (f.status != kNoStatus) return error(f.status);
   counters_.records_sent += f.count;

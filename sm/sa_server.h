@@ -132,6 +132,11 @@ struct SaCounters {
   uint64_t service_pkey_refused = 0;
   // MCMemberRecord proxy joins refused: requester and joining port share no partition.
   uint64_t mc_partition_refusals = 0;
+  // MultiPathRecord requests over sm/sa_path.h's caps: refused for naming more than
+  // kMultiPathMaxPortPairs port pairs (ERR_NO_RESOURCES, SA-MP-001), or answered from
+  // kMultiPathMaxCandidates LID pairs when they ask more.
+  uint64_t multipath_refused = 0;
+  uint64_t multipath_trimmed = 0;
   std::map<uint16_t, uint64_t> by_attribute;  // every request with a decodable header
   std::map<uint16_t, uint64_t> by_error;      // answers with a non-zero status
 };

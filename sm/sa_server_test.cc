@@ -514,6 +514,64 @@ TEST(SaServerTest, MultiPathRecordGetMultiLimitsTheAnswerToNumbPath) {
   EXPECT_NE(prs[0].dlid, prs[1].dlid);
 }
 
+// A GetMulti of MultiPathRecord as the SA receives it once RMPP has reassembled it: the
+// whole request, however many GIDs it carries, from `from`.
+MadMessage MultiPathRequestFrom(Lid from, const mad::MultiPathRequest& req) {
+  SaMad m;
+  m.hdr.mgmt_class = 3;
+  m.hdr.class_version = 2;
+  m.hdr.method = mad::method::kGetMulti;
+  m.hdr.attr_id = mad::sa_attr::kMultiPathRecord;
+  m.comp_mask = mad::multipath_comp::kSgidCount | mad::multipath_comp::kDgidCount;
+  MadMessage msg;
+  msg.bytes.resize(mad::kMadSize);
+  mad::EncodeSa(m, msg.bytes);
+  msg.bytes.resize(mad::kSaHeaderSize + mad::MultiPathRequestSize(req));
+  EXPECT_TRUE(mad::EncodeMultiPathRequest(
+                  req, std::span<uint8_t>(msg.bytes).subspan(mad::kSaHeaderSize))
+                  .ok());
+  msg.addr.lid = from;
+  return msg;
+}
+
+TEST(SaServerTest, AMultiPathRequestOfMaximalCountsIsCappedAndAnsweredQuickly) {
+  SaOnSimulator t(Ft2(24));  // 288 hosts
+  ASSERT_TRUE(t.up());
+  const Fabric& f = t.fabric();
+  const std::vector<PortId> hosts = CaPorts(f);
+  RecordingTransport tr;
+  ManualClock clock;
+  SaServer sa(tr, {}, clock);
+  sa.Publish(t.sm().sa().snapshot());
+  const Lid from{t.sim().port_info(t.client_port()).lid};
+  // 255 distinct SGIDs x 255 distinct DGIDs: 65,025 port pairs, refused before any route
+  // is walked (before the cap: about 2 x 10^9 pair comparisons and 65,025 routes).
+  mad::MultiPathRequest all;
+  for (size_t i = 0; i < 255; ++i) {
+    all.sgids.push_back(mad::ToGid(GidOf(f, hosts[i])));
+    all.dgids.push_back(mad::ToGid(GidOf(f, hosts[hosts.size() - 1 - i])));
+  }
+  auto out = sa.Answer(MultiPathRequestFrom(from, all));
+  ASSERT_TRUE(out);
+  EXPECT_EQ(StatusOf(*out), mad::sa_status::kNoResources);
+  EXPECT_EQ(sa.counters().multipath_refused, 1u);
+  EXPECT_EQ(sa.counters().by_error.at(mad::sa_status::kNoResources), 1u);
+  // The same counts naming one pair 255 times over are one pair: answered.
+  mad::MultiPathRequest same;
+  same.sgids.assign(255, mad::ToGid(GidOf(f, hosts[3])));
+  same.dgids.assign(255, mad::ToGid(GidOf(f, hosts[200])));
+  out = sa.Answer(MultiPathRequestFrom(from, same));
+  ASSERT_TRUE(out);
+  EXPECT_EQ(StatusOf(*out), 0);
+  mad::PathRecord pr;
+  ASSERT_TRUE(mad::DecodeFrom(std::span<const uint8_t>(out->bytes).subspan(mad::kSaHeaderSize),
+                              &pr)
+                  .ok());
+  EXPECT_EQ(pr.slid, t.sim().port_info(hosts[3]).lid);
+  EXPECT_EQ(pr.dlid, t.sim().port_info(hosts[200]).lid);
+  EXPECT_EQ(sa.counters().multipath_refused, 1u);
+}
+
 TEST(SaServerTest, PathRecordGetToAnUnknownLidIsNoRecords) {
   SaOnSimulator t(Ft2(4));
   ASSERT_TRUE(t.up());
