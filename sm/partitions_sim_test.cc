@@ -2,6 +2,7 @@
 // a reload changes only what differs, and the SA hides what a host may not see.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <set>
 
@@ -307,6 +308,62 @@ TEST(PartitionsSimTest, NodeRecordsOfCasAHostSharesNoPartitionWithAreHidden) {
   of1.lid = b.sim().port_info(h[1]).lid;
   EXPECT_TRUE(b.Table<mad::PortInfoRecord>(h[4], /*lid*/ 1, of1).empty());
   EXPECT_EQ(b.Table<mad::PortInfoRecord>(h[2], 1, of1).size(), 1u);
+}
+
+// OpenSM filters GUIDInfoRecords (the requester shares a P_Key with the port) and
+// LinkRecords (the requester shares one with both ends, and the ends with each other).
+TEST(PartitionsSimTest, GuidInfoAndLinkRecordsOfCasAHostSharesNoPartitionWithAreHidden) {
+  PartitionBed b({});
+  ASSERT_TRUE(b.Reload(Policy(ParsePartitionsText(TwoPartitions(b)))).subnet_up);
+  const auto& h = b.hosts();
+  std::map<uint16_t, int> host_of_lid;
+  for (size_t i = 0; i < h.size(); ++i) host_of_lid[b.sim().port_info(h[i]).lid] = int(i);
+  // The hosts whose LID a table names, and how many records name a switch.
+  auto hosts_in = [&](const std::vector<uint16_t>& lids, size_t* switch_lids) {
+    std::set<int> out;
+    *switch_lids = 0;
+    for (uint16_t l : lids) {
+      auto it = host_of_lid.find(l);
+      if (it != host_of_lid.end()) {
+        out.insert(it->second);
+      } else {
+        ++*switch_lids;
+      }
+    }
+    return out;
+  };
+  auto guid_info_lids = [&](PortId from, uint64_t sm_key) {
+    std::vector<uint16_t> lids;
+    for (const auto& r : b.Table<mad::GuidInfoRecord>(from, 0, {}, sm_key)) lids.push_back(r.lid);
+    return lids;
+  };
+  size_t switches = 0;
+  EXPECT_EQ(hosts_in(guid_info_lids(h[7], 0), &switches), (std::set<int>{0, 7}));
+  EXPECT_EQ(switches, b.fabric().switch_count());  // switches are everyone's
+  EXPECT_EQ(hosts_in(guid_info_lids(h[4], 0), &switches), (std::set<int>{0, 3, 4, 5, 6}));
+  EXPECT_EQ(hosts_in(guid_info_lids(h[7], 1), &switches).size(), h.size());  // the SA key
+
+  auto link_lids = [&](PortId from, uint64_t sm_key) {
+    std::vector<uint16_t> lids;
+    for (const auto& r : b.Table<mad::LinkRecord>(from, 0, {}, sm_key)) {
+      lids.push_back(r.from_lid);
+      lids.push_back(r.to_lid);
+    }
+    return lids;
+  };
+  EXPECT_EQ(hosts_in(link_lids(h[7], 0), &switches), (std::set<int>{0, 7}));
+  // Every cable between switches, both directions, and the two host cables both ways.
+  size_t isl = 0;
+  for (NodeId n = 0; n < b.fabric().node_count(); ++n) {
+    const Node& node = b.fabric().node(n);
+    for (uint8_t p = 1; node.is_switch() && p <= node.num_ports; ++p) {
+      const Port& port = b.fabric().port(n, PortNum{p});
+      if (port.connected() && b.fabric().node(b.fabric().port(port.peer).node).is_switch()) ++isl;
+    }
+  }
+  EXPECT_EQ(b.Table<mad::LinkRecord>(h[7]).size(), isl + 4);
+  EXPECT_EQ(hosts_in(link_lids(h[4], 0), &switches), (std::set<int>{0, 3, 4, 5, 6}));
+  EXPECT_EQ(hosts_in(link_lids(h[7], 1), &switches).size(), h.size());
 }
 
 TEST(PartitionsSimTest, PKeyTableRecordsShowTheProgrammedTables) {

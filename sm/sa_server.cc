@@ -197,6 +197,8 @@ void CollectSmInfos(const SaSnapshot& s, const Query& q,
   }
 }
 
+// A cable is listed only when the requester may see both ends, and two CAs cabled back to
+// back share a partition (OpenSM: requester and both ends share a P_Key).
 void CollectLinks(const SaSnapshot& s, const Query& q, Collector<mad::LinkRecord>& c) {
   std::optional<uint16_t> from = LidKey(q);
   for (NodeId n : Candidates(s, from)) {
@@ -205,6 +207,11 @@ void CollectLinks(const SaSnapshot& s, const Query& q, Collector<mad::LinkRecord
       const Port& port = s.fabric().port(n, PortNum{p});
       if (!port.connected()) continue;
       const Port& peer = s.fabric().port(port.peer);
+      const PortId here = s.fabric().port_id(n, PortNum{p});
+      if (!Visible(s, q, n, here) || !Visible(s, q, peer.node, port.peer)) continue;
+      if (s.partitioned && !q.trusted && !node.is_switch() &&
+          !s.fabric().node(peer.node).is_switch() && !s.SharePartition(here, port.peer))
+        continue;
       mad::LinkRecord r;
       r.from_lid = s.RecordLid(n, PortNum{p});
       r.from_port_num = p;
@@ -217,10 +224,12 @@ void CollectLinks(const SaSnapshot& s, const Query& q, Collector<mad::LinkRecord
 }
 
 // GUIDInfo: the SM assigns no alias GUIDs, so every end port holds exactly its port GUID at
-// index 0 (IBA 14.2.5.5: GUID 0 is the EUI-64 port GUID), in block 0.
+// index 0 (IBA 14.2.5.5: GUID 0 is the EUI-64 port GUID), in block 0. Only ports the
+// requester may see (OpenSM: it shares a P_Key with the port).
 void CollectGuidInfos(const SaSnapshot& s, const Query& q, Collector<mad::GuidInfoRecord>& c) {
   for (NodeId n : Candidates(s, LidKey(q))) {
     for (uint8_t p : EndPorts(s, n)) {
+      if (!Visible(s, q, n, s.fabric().port_id(n, PortNum{p}))) continue;
       mad::GuidInfoRecord r;
       r.lid = s.RecordLid(n, PortNum{p});
       if (r.lid == 0) continue;

@@ -77,7 +77,8 @@ struct SaSnapshot {
   // Partitions: every end port's memberships and every programmed port's P_Key table
   // (P_KeyTableRecord). With `partitioned` (a partitions.conf is in force) the SA hides
   // from an untrusted requester the CAs it shares no partition with (NodeRecord,
-  // PortInfoRecord, P_KeyTableRecord, PathRecord, ServiceRecord), as OpenSM does.
+  // PortInfoRecord, P_KeyTableRecord, SL2VL/VLArb tables, GUIDInfoRecord, LinkRecord,
+  // PathRecord, ServiceRecord), as OpenSM does.
   std::shared_ptr<const PKeyPlan> pkeys;
   bool partitioned = false;
 
