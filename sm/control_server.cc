@@ -268,7 +268,27 @@ std::string ControlServer::ErrorLine(const std::string& code, const std::string&
 void ControlServer::Dispatch(const std::string& line, uid_t uid,
                              std::function<void(std::string)> reply) {
   ++counters_.requests;
-  json req = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  // Nesting is refused while parsing, before anything copies, dumps or destroys the value:
+  // each of those recurses once per level (a 64 KiB line of '[' is 32,000 levels, several
+  // MB of stack), and no request needs more than a few levels.
+  bool too_deep = false;
+  json::parser_callback_t depth_guard = [&too_deep](int depth, json::parse_event_t event,
+                                                    json&) {
+    if ((event == json::parse_event_t::object_start ||
+         event == json::parse_event_t::array_start) &&
+        depth >= static_cast<int>(kMaxRequestDepth)) {
+      too_deep = true;
+      return false;  // the subtree is skipped, not built
+    }
+    return true;
+  };
+  json req = json::parse(line, depth_guard, /*allow_exceptions=*/false);
+  if (too_deep) {
+    ++counters_.bad_requests;
+    reply(ErrorLine("bad_request", fmt::format("a request is nested at most {} levels deep",
+                                               kMaxRequestDepth)));
+    return;
+  }
   if (req.is_discarded() || !req.is_object()) {
     ++counters_.bad_requests;
     reply(ErrorLine("bad_request", "a request is one JSON object per line"));

@@ -4,8 +4,9 @@
 //   reply:    {"ok": true,  "result": <json>, "id": <echoed>}
 //             {"ok": false, "error": "text", "code": "bad_request", "id": <echoed>}
 //
-// Error codes: bad_request (not JSON, not an object, no "cmd", bad args), too_large,
-// unknown_command, permission_denied, failed (the command ran and could not do it).
+// Error codes: bad_request (not JSON, not an object, nested deeper than kMaxRequestDepth,
+// no "cmd", bad args), too_large, unknown_command, permission_denied, failed (the command ran
+// and could not do it), busy (no connection slot for this peer; the connection is closed).
 // Every request is untrusted: each error is a reply and a counter, never a crash.
 //
 // Access: the socket file's mode and group decide who may connect at all (read-only commands
@@ -53,6 +54,10 @@ struct ControlCounters {
 
 class ControlServer {
  public:
+  // Arrays and objects nest at most this deep in a request (the request object is level 1);
+  // a deeper one is a bad_request.
+  static constexpr size_t kMaxRequestDepth = 32;
+
   struct Options {
     std::string path;                 // socket file; its directory is created if missing
     mode_t mode = 0660;

@@ -167,6 +167,36 @@ TEST_F(ControlServerTest, ARequestLongerThanTheLimitIsRefusedAndTheConnectionClo
   EXPECT_EQ(server_->counters().too_large, 1u);
 }
 
+// A request nested deeper than 32 levels is refused before it is copied or dumped (each of
+// those recurses per level: 32,000 levels need megabytes of stack), and the connection goes on.
+TEST_F(ControlServerTest, ARequestNestedDeeperThan32LevelsIsABadRequestAndTheConnectionGoesOn) {
+  StartServer();
+  RunIo();
+  int fd = Connect();
+  auto nested = [](size_t levels) {
+    return std::string(levels, '[') + std::string(levels, ']');
+  };
+  // The request object is level 1, "args" 2, "x" 3..: 30 levels inside "x" is 32 in all.
+  const std::string lines = "{\"cmd\":\"echo\",\"args\":{\"x\":" + nested(30) + "}}\n" +
+                            "{\"cmd\":\"echo\",\"args\":{\"x\":" + nested(31) + "}}\n" +
+                            "{\"cmd\":\"echo\",\"id\":" + nested(32000) + "}\n" +
+                            "{\"cmd\":\"echo\",\"args\":{\"y\":2}}\n";
+  ASSERT_EQ(::send(fd, lines.data(), lines.size(), 0), static_cast<ssize_t>(lines.size()));
+  json at_limit = json::parse(ReadLine(fd));
+  json over = json::parse(ReadLine(fd));
+  json deep = json::parse(ReadLine(fd));
+  json after = json::parse(ReadLine(fd));
+  ::close(fd);
+  EXPECT_EQ(at_limit["ok"], true) << at_limit.dump();
+  EXPECT_EQ(over["code"], "bad_request") << over.dump();
+  EXPECT_EQ(over["error"], "a request is nested at most 32 levels deep");
+  EXPECT_EQ(deep["code"], "bad_request");
+  EXPECT_FALSE(deep.contains("id")) << "the refused id is not echoed";
+  EXPECT_EQ(after["result"]["y"], 2);
+  StopIo();
+  EXPECT_EQ(server_->counters().bad_requests, 2u);
+}
+
 TEST_F(ControlServerTest, ChangeCommandsRunOnlyForTheAllowedUsers) {
   ControlServer::Options o;
   o.change_uids = {static_cast<uid_t>(geteuid() + 4242)};  // not us
