@@ -19,6 +19,7 @@
 
 #include "base/json.h"
 #include "base/log.h"
+#include "base/log_limit.h"
 
 namespace ibsm::sm {
 
@@ -45,6 +46,7 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
   }
 
   bool open() const { return socket_.is_open(); }
+  uid_t uid() const { return uid_; }
 
  private:
   void ArmTimer() {
@@ -56,8 +58,10 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
     });
   }
 
-  void ReadNext() {
-    ArmTimer();
+  // `rearm`: restart the idle timer. Only a request or a reply does; a blank line leaves the
+  // running one alone, so blank lines cannot hold a slot for ever.
+  void ReadNext(bool rearm = true) {
+    if (rearm) ArmTimer();
     asio::async_read_until(
         socket_, buf_, '\n',
         [self = shared_from_this()](boost::system::error_code ec, size_t n) {
@@ -85,8 +89,8 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
     in.read(line.data(), static_cast<std::streamsize>(n));
     if (!line.empty() && line.back() == '\n') line.pop_back();
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) {  // blank lines keep an interactive session (socat) alive
-      ReadNext();
+    if (line.empty()) {  // tolerated (socat users hit return), but not activity
+      ReadNext(/*rearm=*/false);
       return;
     }
     timer_.cancel();
@@ -222,17 +226,21 @@ void ControlServer::Accept() {
       }
       return;
     }
-    connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
-                                      [](const std::weak_ptr<Connection>& w) {
-                                        auto c = w.lock();
-                                        return !c || !c->open();
-                                      }),
-                       connections_.end());
-    if (connections_.size() >= options_.max_connections) {
-      ++counters_.connections_refused;
-      std::string line =
-          ErrorLine("busy", fmt::format("at most {} control connections", options_.max_connections)) +
-          "\n";
+    uid_t uid = static_cast<uid_t>(-1);  // unknown peer: read-only
+    if (options_.peer_uid) {
+      uid = options_.peer_uid(socket.native_handle());
+    } else {
+      ucred cred{};
+      socklen_t len = sizeof cred;
+      if (getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+        uid = cred.uid;
+    }
+    if (std::string why = NoSlotFor(uid); !why.empty()) {
+      const uint64_t n = ++counters_.connections_refused;
+      if (ShouldLogOccurrence(n))
+        Log(LogName::kSm).warn("SM-CTL-004 control connection of uid {} refused: {} ({} so far)",
+                               uid, why, n);
+      std::string line = ErrorLine("busy", why) + "\n";
       boost::system::error_code ignored;
       socket.non_blocking(true, ignored);
       socket.write_some(asio::buffer(line), ignored);  // best effort; never waits
@@ -240,17 +248,39 @@ void ControlServer::Accept() {
       Accept();
       return;
     }
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    uid_t uid = static_cast<uid_t>(-1);  // unknown peer: read-only
-    if (getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
-      uid = cred.uid;
     ++counters_.connections;
     auto c = std::make_shared<Connection>(this, std::move(socket), uid);
     connections_.push_back(c);
     c->Start();
     Accept();
   });
+}
+
+std::string ControlServer::NoSlotFor(uid_t uid) {
+  connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
+                                    [](const std::weak_ptr<Connection>& w) {
+                                      auto c = w.lock();
+                                      return !c || !c->open();
+                                    }),
+                     connections_.end());
+  const size_t open = connections_.size();
+  if (open >= options_.max_connections)
+    return fmt::format("at most {} control connections", options_.max_connections);
+  if (MayChange(uid)) return "";
+  size_t others = 0, own = 0;  // open connections of uids that may not change; of `uid`
+  for (const auto& w : connections_) {
+    auto c = w.lock();
+    if (!c) continue;
+    others += !MayChange(c->uid());
+    own += c->uid() == uid;
+  }
+  const size_t reserved = std::min(options_.reserved_change_slots, options_.max_connections);
+  if (others >= options_.max_connections - reserved)
+    return fmt::format("the last {} of {} control connections are kept for root", reserved,
+                       options_.max_connections);
+  if (own >= options_.max_connections_per_uid)
+    return fmt::format("at most {} control connections per user", options_.max_connections_per_uid);
+  return "";
 }
 
 bool ControlServer::MayChange(uid_t uid) const {
@@ -315,8 +345,10 @@ void ControlServer::Dispatch(const std::string& line, uid_t uid,
     return;
   }
   if (c->second.access == ControlAccess::kChange && !MayChange(uid)) {
-    ++counters_.denied;
-    Log(LogName::kSm).warn("SM-CTL-002 control command '{}' refused for uid {}", cmd, uid);
+    const uint64_t n = ++counters_.denied;
+    if (ShouldLogOccurrence(n))
+      Log(LogName::kSm).warn("SM-CTL-002 control command '{}' refused for uid {} ({} so far)", cmd,
+                             uid, n);
     reply(ErrorLine("permission_denied",
                     fmt::format("'{}' changes the fabric and is for root only", cmd), id));
     return;

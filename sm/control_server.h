@@ -13,6 +13,12 @@
 // for that group); commands registered as kChange run only for peers whose uid (SO_PEERCRED)
 // is in Options::change_uids (default: root and the daemon's own uid).
 //
+// Connection slots: at most max_connections at once, of which the uids not in change_uids
+// hold at most max_connections - reserved_change_slots together and
+// max_connections_per_uid each, so members of the socket group can neither lock root out
+// nor crowd each other out. A peer
+// with no free slot gets one `busy` line and is closed (counted, SM-CTL-004 rate-limited).
+//
 // Threading: everything runs on the io_context's thread; handlers run there too and must not
 // block it for long (long work goes to a worker, which replies through the Reply callback
 // after posting back to the io_context). A slow client never blocks the daemon: each
@@ -42,7 +48,7 @@ enum class ControlAccess { kRead, kChange };
 
 struct ControlCounters {
   uint64_t connections = 0;
-  uint64_t connections_refused = 0;  // over max_connections
+  uint64_t connections_refused = 0;  // no slot for the peer (see Connection slots above)
   uint64_t requests = 0;             // complete lines received
   uint64_t bad_requests = 0;
   uint64_t too_large = 0;
@@ -64,8 +70,14 @@ class ControlServer {
     std::string group;                // group owning the socket file; empty = the process's
     size_t max_request_bytes = 64 * 1024;
     size_t max_connections = 32;
+    size_t reserved_change_slots = 4;     // of max_connections, for change_uids only
+    size_t max_connections_per_uid = 8;   // for a uid not in change_uids
+    // Idle means no request: blank lines (which keep socat sessions tidy) do not count.
     std::chrono::milliseconds idle_timeout{60000};
     std::vector<uid_t> change_uids;   // empty = {0, geteuid()}
+    // The peer's uid of an accepted socket; empty = SO_PEERCRED (uid_t(-1) when unknown,
+    // which is read-only). Tests pass their own to stand in for other users.
+    std::function<uid_t(int fd)> peer_uid;
   };
 
   // Called exactly once, on the io_context's thread.
@@ -109,6 +121,8 @@ class ControlServer {
   ControlServer(boost::asio::io_context& io, Options options);
   void Accept();
   bool MayChange(uid_t uid) const;
+  // Empty when `uid` may open one more connection now, else why not (for the busy line).
+  std::string NoSlotFor(uid_t uid);
 
   boost::asio::io_context& io_;
   Options options_;

@@ -7,12 +7,16 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <thread>
 
 #include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
+#include "base/log.h"
 #include "tools/control_client.h"
 
 namespace ibsm::sm {
@@ -39,6 +43,16 @@ class ControlServerTest : public ::testing::Test {
 
   void StartServer(ControlServer::Options o = {}) {
     o.path = path_;
+    if (!o.peer_uid) {
+      // Connections made through ConnectAs come from the uid it was given, the rest from us.
+      o.peer_uid = [this](int) {
+        std::lock_guard<std::mutex> lock(uids_mu_);
+        if (next_uids_.empty()) return geteuid();
+        uid_t u = next_uids_.front();
+        next_uids_.pop_front();
+        return u;
+      };
+    }
     auto s = ControlServer::Start(io_, std::move(o));
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(*s);
@@ -86,6 +100,25 @@ class ControlServerTest : public ::testing::Test {
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     return fd;
   }
+  // A connection the server takes as coming from `uid` (peer_uid above).
+  int ConnectAs(uid_t uid) {
+    {
+      std::lock_guard<std::mutex> lock(uids_mu_);
+      next_uids_.push_back(uid);
+    }
+    return Connect();
+  }
+  // One request line on `fd` and its reply (or "<closed>").
+  static std::string Exchange(int fd, const std::string& line) {
+    std::string out = line + "\n";
+    ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+    return ReadLine(fd);
+  }
+  // A reply line as JSON; null for "<closed>" or anything else that is not JSON.
+  static json Parsed(const std::string& line) {
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    return j.is_discarded() ? json() : j;
+  }
   static std::string ReadLine(int fd) {
     std::string s;
     char c;
@@ -103,6 +136,27 @@ class ControlServerTest : public ::testing::Test {
   std::unique_ptr<ControlServer> server_;
   std::string dir_, path_;
   std::atomic<int> changes_{0};
+  std::mutex uids_mu_;
+  std::deque<uid_t> next_uids_;
+};
+
+// Log lines of the test in a file of its own, for tests that count what was logged; the
+// process logs to stderr again afterwards.
+class LogCapture {
+ public:
+  explicit LogCapture(const std::string& path) : path_(path) {
+    EXPECT_TRUE(ConfigureLogging(path_, spdlog::level::info));
+  }
+  ~LogCapture() { ConfigureLogging("", spdlog::level::info); }
+  size_t Count(const std::string& what) const {
+    std::ifstream in(path_);
+    size_t n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find(what) != std::string::npos;
+    return n;
+  }
+
+ private:
+  std::string path_;
 };
 
 TEST_F(ControlServerTest, AnswersACommandWithItsResultAndHelpListsEveryCommand) {
@@ -209,6 +263,106 @@ TEST_F(ControlServerTest, ChangeCommandsRunOnlyForTheAllowedUsers) {
   StopIo();
   EXPECT_EQ(changes_.load(), 0);
   EXPECT_EQ(server_->counters().denied, 1u);
+}
+
+// Members of the socket group (uids 1000 and 1001 here) fill every slot they may take; root
+// (a change uid) is still served, and one member cannot take another's share.
+TEST_F(ControlServerTest, GroupMembersCannotLockRootOutNorCrowdEachOtherOut) {
+  ControlServer::Options o;
+  o.max_connections = 6;
+  o.reserved_change_slots = 2;
+  o.max_connections_per_uid = 3;
+  o.change_uids = {0};
+  StartServer(o);
+  RunIo();
+  const std::string echo = R"({"cmd":"echo","args":{"x":1}})";
+  std::vector<int> held;
+  for (uid_t uid : {1000u, 1000u, 1000u}) {
+    held.push_back(ConnectAs(uid));
+    EXPECT_EQ(Parsed(Exchange(held.back(), echo))["ok"], true);
+  }
+  int fourth = ConnectAs(1000);
+  json busy = Parsed(ReadLine(fourth));
+  EXPECT_EQ(busy["code"], "busy");
+  EXPECT_EQ(busy["error"], "at most 3 control connections per user");
+  EXPECT_EQ(ReadLine(fourth), "<closed>");
+  ::close(fourth);
+
+  held.push_back(ConnectAs(1001));
+  EXPECT_EQ(Parsed(Exchange(held.back(), echo))["ok"], true) << "another member is served";
+  int fifth = ConnectAs(1001);
+  busy = Parsed(ReadLine(fifth));
+  EXPECT_EQ(busy["code"], "busy");
+  EXPECT_EQ(busy["error"], "the last 2 of 6 control connections are kept for root");
+  ::close(fifth);
+
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(ConnectAs(0));
+    json r = Parsed(Exchange(held.back(), R"({"cmd":"resweep"})"));
+    EXPECT_EQ(r["ok"], true) << "root is served in its reserved slot: " << r.dump();
+  }
+  int seventh = ConnectAs(0);
+  EXPECT_EQ(Parsed(ReadLine(seventh))["error"], "at most 6 control connections");
+  ::close(seventh);
+
+  // A slot given back is free again.
+  ::close(held.front());
+  held.erase(held.begin());
+  bool served = false;
+  for (int attempt = 0; attempt < 100 && !served; ++attempt) {
+    int again = ConnectAs(1000);
+    std::string reply = Exchange(again, echo);
+    served = Parsed(reply)["ok"] == true;
+    ::close(again);
+    if (!served) std::this_thread::sleep_for(20ms);  // the close may not be seen yet
+  }
+  EXPECT_TRUE(served);
+  for (int fd : held) ::close(fd);
+  StopIo();
+  EXPECT_GE(server_->counters().connections_refused, 3u);
+  EXPECT_EQ(changes_.load(), 2);
+}
+
+// Blank lines are tolerated but are no activity: a client that sends nothing else is hung up
+// on after the idle timeout as if it were silent.
+TEST_F(ControlServerTest, BlankLinesDoNotKeepAnIdleConnectionOpen) {
+  ControlServer::Options o;
+  o.idle_timeout = 300ms;
+  StartServer(o);
+  RunIo();
+  int fd = Connect();
+  timeval tv{0, 50000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  bool closed = false;
+  const auto give_up = std::chrono::steady_clock::now() + 20s;
+  while (!closed && std::chrono::steady_clock::now() < give_up) {
+    if (::send(fd, "\n", 1, MSG_NOSIGNAL) != 1) break;
+    char c;
+    closed = ::recv(fd, &c, 1, 0) == 0;  // times out after 50 ms while the server keeps it
+  }
+  EXPECT_TRUE(closed) << "still open after 20 s of blank lines";
+  ::close(fd);
+  StopIo();
+  EXPECT_EQ(server_->counters().idle_closed, 1u);
+  EXPECT_EQ(server_->counters().requests, 0u);
+}
+
+// Refusals are counted one by one but logged as the first ten and then every thousandth, so
+// a group member looping on a change command cannot fill the log.
+TEST_F(ControlServerTest, ManyRefusedChangeCommandsAreCountedButLoggedTenTimes) {
+  LogCapture log(dir_ + "/ibsmd.log");
+  ControlServer::Options o;
+  o.change_uids = {0};
+  StartServer(o);
+  RunIo();
+  int fd = ConnectAs(1000);
+  for (int i = 0; i < 200; ++i)
+    ASSERT_EQ(Parsed(Exchange(fd, R"({"cmd":"resweep"})"))["code"], "permission_denied");
+  ::close(fd);
+  StopIo();
+  EXPECT_EQ(server_->counters().denied, 200u);
+  EXPECT_EQ(log.Count("SM-CTL-002"), 10u);
+  EXPECT_EQ(log.Count("(10 so far)"), 1u);
 }
 
 TEST_F(ControlServerTest, TheDaemonsOwnUserMayChangeByDefault) {
