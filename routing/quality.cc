@@ -322,11 +322,16 @@ class QualityMeter {
     QualityReport report;
     report.hosts = hosts_.size();
     RoutesPerLink(report);
-    Permutations(report);
+    if (!Cancelled()) Permutations(report);
+    report.cancelled = Cancelled();
     return report;
   }
 
  private:
+  bool Cancelled() const {
+    return options_.cancel != nullptr && options_.cancel->load(std::memory_order_relaxed);
+  }
+
   // Appends the channels of the flow src -> dst to `path`; false (path partly appended) if
   // the tables do not deliver it.
   bool Walk(const Host& src, const Host& dst, std::vector<uint32_t>& path) const {
@@ -396,7 +401,8 @@ class QualityMeter {
       std::vector<uint8_t> state(S);  // 0 unknown, 1 on the walk, 2 delivered, 3 failed
       std::vector<uint64_t> flow(S);
       std::vector<uint32_t> bucket_start(kMaxSwitches + 2), order(S);
-      for (size_t chunk; (chunk = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+      for (size_t chunk; !Cancelled() &&
+                         (chunk = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
         for (size_t j = chunk * kChunk; j < std::min(H, (chunk + 1) * kChunk); ++j) {
           const Host& d = hosts_[j];
           for (uint32_t s = 0; s < S; ++s) {
@@ -532,7 +538,8 @@ class QualityMeter {
     std::atomic<size_t> next{0};
     RunWorkers(options_.threads, items, [&](size_t) {
       std::vector<uint32_t> load(fabric_.port_count(), 0), path, offsets, touched, dst(N);
-      for (size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
+      for (size_t item;
+           !Cancelled() && (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
         const bool random = item >= shifts;
         if (!random) {
           const uint32_t shift = static_cast<uint32_t>(item) + 1;

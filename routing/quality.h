@@ -5,6 +5,7 @@
 // knowledge, so they judge any engine's output (and OpenSM's, read back from a dump).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -75,6 +76,11 @@ struct QualityOptions {
   uint32_t random_permutations = 1000;
   uint64_t seed = 1;
   unsigned threads = 1;  // workers over destinations and permutations
+  // When set and true, the measurement stops at the next destination chunk or permutation
+  // (each worker looks before taking one) and the report says `cancelled`; its figures then
+  // cover only what was done. For callers that must stop promptly (a daemon shutting down).
+  // REQUIRES: outlives the call.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct QualityReport {
@@ -96,6 +102,7 @@ struct QualityReport {
   // Host pairs (all N x (N - 1) of them) the tables do not deliver; they are left out of
   // every figure above.
   uint64_t unrouted_flows = 0;
+  bool cancelled = false;  // options.cancel stopped it; the figures are partial
 };
 QualityReport MeasureQuality(const Fabric& fabric, const LidMap& lids, const RoutingTables& tables,
                              const QualityOptions& options = {});

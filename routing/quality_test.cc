@@ -205,6 +205,24 @@ TEST(MeasureQualityTest, FlowsThatStayOnOneSwitchShareNoChannel) {
   EXPECT_DOUBLE_EQ(q.routes_per_link[0].stddev_routes, 0.0);
 }
 
+// A daemon shutting down sets the cancel flag; a measurement of 100,000 permutations then
+// stops at the next one instead of running to the end.
+TEST(MeasureQualityTest, ASetCancelFlagStopsTheMeasurementAndSaysSo) {
+  const Fabric f = TwoLeavesOneSpine();
+  const LidMap lids(f);
+  const RoutingTables tables = MinHop(f, lids);
+  std::atomic<bool> cancel{false};
+  QualityOptions options;
+  options.random_permutations = 100000;
+  options.cancel = &cancel;
+  EXPECT_FALSE(MeasureQuality(f, lids, tables, options).cancelled) << "not set: runs to the end";
+  cancel = true;
+  const QualityReport q = MeasureQuality(f, lids, tables, options);
+  EXPECT_TRUE(q.cancelled);
+  EXPECT_EQ(q.random_max_sharing, 0u) << "no permutation was measured";
+  EXPECT_EQ(q.effective_bisection_bandwidth, 0.0);
+}
+
 TEST(MeasureQualityTest, CountsEveryFlowThatMustCrossTheOneUplink) {
   const Fabric f = TwoLeavesOneSpine();
   const LidMap lids(f);

@@ -227,7 +227,12 @@ TrafficReport RunTraffic(const Fabric& fabric, const LidMap& lids,
   std::vector<Flow> flows;
   std::vector<uint32_t> dst(N);
   double static_ebb = 0, ar_ebb = 0;
+  uint32_t done = 0;
   for (uint32_t m = 0; m < matrices; ++m) {
+    if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) {
+      report.cancelled = true;
+      break;
+    }
     flows.clear();
     if (options.pattern == TrafficPattern::kAllToAll) {
       const double a = 1.0 / (N - 1);
@@ -245,9 +250,10 @@ TrafficReport RunTraffic(const Fabric& fabric, const LidMap& lids,
     }
     model.RunMatrix(flows, false, report.static_routes, static_ebb);
     model.RunMatrix(flows, true, report.ar, ar_ebb);
+    ++done;
   }
-  report.static_routes.ebb = static_ebb / matrices;
-  report.ar.ebb = ar_ebb / matrices;
+  report.static_routes.ebb = done ? static_ebb / done : 0;
+  report.ar.ebb = done ? ar_ebb / done : 0;
   return report;
 }
 

@@ -22,6 +22,7 @@
 // flow runs at full link speed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string_view>
 
@@ -44,6 +45,9 @@ struct TrafficOptions {
   // all-to-all is one matrix whatever the count.
   uint32_t count = 1;
   uint64_t seed = 1;
+  // When set and true, the run stops before its next matrix and the report says `cancelled`
+  // (figures over the matrices done). REQUIRES: outlives the call.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct LoadFigures {
@@ -58,6 +62,7 @@ struct TrafficReport {
   uint32_t matrices = 0;
   LoadFigures static_routes;
   LoadFigures ar;  // equal to static_routes when `ar` is null or has no AR entry
+  bool cancelled = false;  // options.cancel stopped it before every matrix was run
 };
 
 // `ar` may be null (no AR programmed): the AR figures then repeat the static ones.

@@ -56,6 +56,24 @@ TEST(TrafficModelTest, WithoutArTablesBothFiguresAreTheStaticOnes) {
   EXPECT_DOUBLE_EQ(r.static_routes.ebb, 1.0);
 }
 
+TEST(TrafficModelTest, ASetCancelFlagStopsBeforeTheNextMatrixAndSaysSo) {
+  Programmed s = MakeProgrammed(*FatTree2(8), ArLidMode::kFree);
+  std::atomic<bool> cancel{true};
+  TrafficOptions o;
+  o.pattern = TrafficPattern::kRandom;
+  o.count = 100000;
+  o.cancel = &cancel;
+  TrafficReport r = RunTraffic(s.fabric, *s.lids, s.tables, &s.ar, o);
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_EQ(r.static_routes.flows, 0u) << "no matrix was run";
+  EXPECT_EQ(r.ar.ebb, 0.0);
+  cancel = false;
+  o.count = 3;
+  r = RunTraffic(s.fabric, *s.lids, s.tables, &s.ar, o);
+  EXPECT_FALSE(r.cancelled);
+  EXPECT_GT(r.static_routes.flows, 0u);
+}
+
 TEST(TrafficModelTest, FreeArSpreadsAllToAllEvenlyOverAFullFatTree) {
   Programmed s = MakeProgrammed(*FatTree2(8), ArLidMode::kFree);
   TrafficOptions o;

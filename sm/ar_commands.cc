@@ -126,6 +126,7 @@ ArCommands::ArCommands(boost::asio::io_context& io, ControlServer& server,
 
 ArCommands::~ArCommands() {
   *alive_ = false;
+  stopping_ = true;
   if (worker_.joinable()) worker_.join();
 }
 
@@ -146,7 +147,9 @@ void ArCommands::Traffic(const json& args, ControlServer::Reply reply) {
   }
   if (worker_.joinable()) worker_.join();  // finished: its reply was posted
   running_ = true;
-  worker_ = std::thread([this, alive = alive_, snap, o = *opts, reply]() mutable {
+  routing::TrafficOptions o = *opts;
+  o.cancel = &stopping_;  // the worker ends before this object does (the destructor joins)
+  worker_ = std::thread([this, alive = alive_, snap, o, reply]() mutable {
     // An exception on this thread would end the daemon: it becomes the request's error.
     Result<json> result = Status(StatusCode::kInternal, "traffic model failed");
     try {

@@ -9,6 +9,7 @@
 // io thread (sweeps, SA) never waits for it; one runs at a time.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <thread>
 
@@ -40,7 +41,9 @@ Result<routing::TrafficOptions> ParseTrafficArgs(const nlohmann::json& args);
 class ArCommands {
  public:
   ArCommands(boost::asio::io_context& io, ControlServer& server, const SubnetManager& sm);
-  ~ArCommands();  // waits for a running traffic worker
+  // Stops a running `traffic` before its next matrix and waits for it (a daemon told to stop
+  // does not wait out 100,000 permutations; the request gets no answer).
+  ~ArCommands();
 
   ArCommands(const ArCommands&) = delete;
   ArCommands& operator=(const ArCommands&) = delete;
@@ -52,6 +55,7 @@ class ArCommands {
   const SubnetManager& sm_;
   std::thread worker_;
   bool running_ = false;  // io thread only
+  std::atomic<bool> stopping_{false};  // set by the destructor; the worker polls it
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -208,6 +208,7 @@ ControlCommands::ControlCommands(boost::asio::io_context& io, ControlServer& ser
 
 ControlCommands::~ControlCommands() {
   *alive_ = false;
+  stopping_ = true;
   if (check_worker_.joinable()) check_worker_.join();
 }
 
@@ -450,15 +451,17 @@ void ControlCommands::Check(const json& args, ControlServer::Reply reply) {
               {"cycle", last->loops.cycle}}},
             {"seconds",
              {{"route", last->route_s}, {"verify", last->verify_s}, {"loops", last->loops_s}}}};
+  // Before the copy of the fabric: a refused request must cost the io thread nothing.
+  if (check_running_) {
+    reply(Unavailable("a check is already running; ask again when it has answered"));
+    return;
+  }
   auto fabric = std::make_shared<const Fabric>(*sm.fabric());
   routing::QualityOptions qo;
   qo.random_permutations = std::min<uint32_t>(*perms, 100000);
   qo.seed = *seed;
   qo.shifts = fabric->ca_count() <= 4096;  // every shift is O(hosts^2 x hops)
-  if (check_running_) {
-    reply(Unavailable("a check is already running; ask again when it has answered"));
-    return;
-  }
+  qo.cancel = &stopping_;  // the worker ends before this object does (the destructor joins)
   if (check_worker_.joinable()) check_worker_.join();  // finished: its reply was posted
   check_running_ = true;
   check_worker_ = std::thread([this, alive = alive_, fabric, tables, qo, base, reply]() mutable {

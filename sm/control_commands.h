@@ -17,6 +17,7 @@
 //   log-level {level} (change)  trace|debug|info|warn|error
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -66,7 +67,10 @@ nlohmann::json TraceRoute(const Fabric& fabric, const routing::RoutingTables& ta
 class ControlCommands {
  public:
   ControlCommands(boost::asio::io_context& io, ControlServer& server, ControlContext context);
-  ~ControlCommands();  // waits for the workers of long commands
+  // Stops a running `check` at its next permutation and waits for it, so a daemon told to
+  // stop never waits out a 100,000-permutation measurement (its request gets no answer: the
+  // socket closes with the daemon).
+  ~ControlCommands();
 
   ControlCommands(const ControlCommands&) = delete;
   ControlCommands& operator=(const ControlCommands&) = delete;
@@ -86,6 +90,7 @@ class ControlCommands {
   ControlContext ctx_;
   std::thread check_worker_;     // one `check` at a time
   bool check_running_ = false;   // io thread only
+  std::atomic<bool> stopping_{false};  // set by the destructor; the worker polls it
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -81,5 +81,67 @@ TEST(DaemonSignalsTest, HupRereadsTheConfigUsr1ReopensTheLogAndTermExitsCleanly)
   fs::remove_all(dir);
 }
 
+// `check --permutations 100000` and `traffic --count 100000` on a 3-tier k=16 fat tree (1,024
+// hosts) take about 6 s and 30 s of worker time in a release build, minutes under the
+// sanitizers. SIGTERM while both run must not wait for them: systemd kills a daemon that has
+// not stopped 15 s after it (TimeoutStopSec in conf/systemd/ibsmd.service).
+TEST(DaemonSignalsTest, TermWhileCheckAndTrafficRunExitsWithinSeconds) {
+  fs::path dir = fs::temp_directory_path() / ("ibsm-term-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path topo = dir / "k16.net";
+  auto gen = RunCommand({Bin("ibsm-topogen"), "ftree3", "-k", "16", "-o", topo.string()}, 60s,
+                        dir.string());
+  ASSERT_TRUE(gen.ok() && gen->exit_code == 0) << (gen.ok() ? Describe(*gen) : "");
+  const fs::path conf = dir / "ibsmd.conf", log = dir / "ibsmd.log";
+  const std::string sock = (dir / "ibsmd.sock").string();
+  std::ofstream(conf) << "log_file " << log.string() << "\n"
+                      << "dump_files_dir " << dir.string() << "\n"
+                      << "guid2lid_file " << (dir / "guid2lid").string() << "\n"
+                      << "control_socket " << sock << "\n"
+                      << "routing_engine ftree\n"
+                      << "sweep_interval 0\n";
+  auto daemon = ChildProcess::Start({Bin("ibsmd"), "-F", conf.string(), "--sim", topo.string()},
+                                    dir.string(), {});
+  ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
+  ASSERT_TRUE(WaitForCount(log, "SUBNET UP", 1)) << ReadFile(log);
+
+  const std::string ctl = Bin("ibsmctl");
+  auto check = ChildProcess::Start({ctl, "--socket", sock, "--timeout", "600000", "check",
+                                    "--permutations", "100000"},
+                                   dir.string(), {});
+  auto traffic = ChildProcess::Start({ctl, "--socket", sock, "--timeout", "600000", "traffic",
+                                      "--pattern", "random", "--count", "100000"},
+                                     dir.string(), {});
+  ASSERT_TRUE(check.ok() && traffic.ok());
+  // Both workers run once a second request of each kind is told so.
+  auto running = [&](std::vector<std::string> args, const std::string& says) {
+    args.insert(args.begin(), {ctl, "--socket", sock});
+    for (int i = 0; i < 200; ++i) {
+      auto r = RunCommand(args, 30s, dir.string());
+      if (r.ok() && r->err.find(says) != std::string::npos) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  };
+  ASSERT_TRUE(running({"check"}, "a check is already running"));
+  ASSERT_TRUE(running({"traffic"}, "a traffic run is already going"));
+
+  const auto term = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(daemon->pid(), SIGTERM), 0);
+  auto done = daemon->Wait(10s);
+  ASSERT_TRUE(done.ok());
+  EXPECT_FALSE(done->timed_out) << "ibsmd was still running 10 s after SIGTERM";
+  EXPECT_EQ(done->exit_code, 0) << done->err;
+  std::printf("ibsmd exited %.2f s after SIGTERM\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - term).count());
+  // The two requests were cut off with the daemon, which ibsmctl reports (exit status 2).
+  auto c = check->Wait(30s), t = traffic->Wait(30s);
+  ASSERT_TRUE(c.ok() && t.ok());
+  EXPECT_EQ(c->exit_code, 2) << Describe(*c);
+  EXPECT_EQ(t->exit_code, 2) << Describe(*t);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ibsm::test
