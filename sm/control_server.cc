@@ -220,12 +220,13 @@ void ControlServer::Accept() {
                                                 Local::socket socket) {
     if (!*alive) return;
     if (ec) {
-      if (ec != asio::error::operation_aborted) {
-        Log(LogName::kSm).warn("SM-CTL-001 control socket accept: {}", ec.message());
-        Accept();
-      }
+      if (ec != asio::error::operation_aborted)
+        accept_retry_.Failed(ec, acceptor_.native_handle(), [this, alive] {
+          if (*alive) Accept();
+        });
       return;
     }
+    accept_retry_.Succeeded();
     uid_t uid = static_cast<uid_t>(-1);  // unknown peer: read-only
     if (options_.peer_uid) {
       uid = options_.peer_uid(socket.native_handle());

@@ -23,7 +23,8 @@
 // block it for long (long work goes to a worker, which replies through the Reply callback
 // after posting back to the io_context). A slow client never blocks the daemon: each
 // connection reads its next request only after its reply is written, and a connection that
-// sends nothing or reads nothing for `idle_timeout` is closed.
+// sends nothing or reads nothing for `idle_timeout` is closed. A failing accept backs off
+// and sheds a waiting connection when descriptors run out (sm/accept_retry.h).
 #pragma once
 
 #include <sys/types.h>
@@ -41,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "sm/accept_retry.h"
 
 namespace ibsm::sm {
 
@@ -56,6 +58,7 @@ struct ControlCounters {
   uint64_t denied = 0;
   uint64_t failed = 0;               // handlers that returned an error
   uint64_t idle_closed = 0;          // connections closed for idling or not reading
+  AcceptCounters accept;             // failed accepts (SM-CTL-001), connections shed
 };
 
 class ControlServer {
@@ -130,6 +133,7 @@ class ControlServer {
   std::map<std::string, Command> commands_;
   std::vector<std::weak_ptr<Connection>> connections_;
   ControlCounters counters_;
+  AcceptRetry accept_retry_{io_, "SM-CTL-001 control socket accept", counters_.accept};
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // replies after destruction
 };
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "base/log_limit.h"
 
 namespace ibsm::sm {
 
@@ -20,7 +21,12 @@ class MetricsServer::Connection : public std::enable_shared_from_this<Connection
         alive_(server->alive_),
         socket_(std::move(socket)),
         buf_(server->options_.max_request_bytes),
-        timer_(server->io_) {}
+        timer_(server->io_) {
+    ++server_->open_connections_;
+  }
+  ~Connection() {
+    if (*alive_) --server_->open_connections_;
+  }
 
   void Start() {
     timer_.expires_after(server_->options_.request_timeout);
@@ -117,7 +123,23 @@ void MetricsServer::Accept() {
     if (!*alive) return;
     if (ec) {
       if (ec == asio::error::operation_aborted) return;
-      Log(LogName::kSm).warn("SM-MET-001 metrics accept: {}", ec.message());
+      accept_retry_.Failed(ec, acceptor_.native_handle(), [this, alive] {
+        if (*alive) Accept();
+      });
+      return;
+    }
+    accept_retry_.Succeeded();
+    if (open_connections_ >= options_.max_connections) {
+      const uint64_t n = ++counters_.refused;
+      if (ShouldLogOccurrence(n))
+        Log(LogName::kSm).warn("SM-MET-003 metrics connection refused: {} are open ({} so far)",
+                               open_connections_, n);
+      static constexpr char kBusy[] =
+          "HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+      boost::system::error_code ignored;
+      socket.non_blocking(true, ignored);
+      socket.write_some(asio::buffer(kBusy, sizeof kBusy - 1), ignored);  // never waits
+      socket.close(ignored);
     } else {
       std::make_shared<Connection>(this, std::move(socket))->Start();
     }

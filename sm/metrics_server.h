@@ -4,7 +4,10 @@
 // A deliberately small HTTP/1.0 server: one request per connection, the request head at most
 // 8 KiB and complete within 5 s, then the answer and close. Anything else (another path,
 // another method, an oversized or slow request) gets its status code or a close, and a
-// counter; the daemon never waits on a client. Runs on the io_context's thread.
+// counter; the daemon never waits on a client. At most max_connections are open at once; one
+// more gets 503 and is closed (counted, SM-MET-003 rate-limited). A failing accept backs off
+// and sheds a waiting connection when descriptors run out (sm/accept_retry.h, SM-MET-001).
+// Runs on the io_context's thread.
 #pragma once
 
 #include <chrono>
@@ -17,6 +20,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "base/status.h"
+#include "sm/accept_retry.h"
 
 namespace ibsm::sm {
 
@@ -24,6 +28,8 @@ struct MetricsServerCounters {
   uint64_t scrapes = 0;        // 200 answers to GET /metrics
   uint64_t bad_requests = 0;   // 400/404/405/431 answers
   uint64_t timed_out = 0;      // connections closed for not sending a request in time
+  uint64_t refused = 0;        // 503: max_connections were open
+  AcceptCounters accept;
 };
 
 class MetricsServer {
@@ -33,6 +39,8 @@ class MetricsServer {
     uint16_t port = 0;  // 0: pick a free one (tests); the daemon never starts with 0
     std::chrono::milliseconds request_timeout{5000};
     size_t max_request_bytes = 8192;
+    // Each holds a descriptor for up to request_timeout; a scraper needs one.
+    size_t max_connections = 64;
   };
   // Renders the exposition text; called on the io thread for each scrape.
   using Render = std::function<std::string()>;
@@ -53,8 +61,10 @@ class MetricsServer {
   Options options_;
   Render render_;
   boost::asio::ip::tcp::acceptor acceptor_;
-  uint16_t port_ = 0;
   MetricsServerCounters counters_;
+  AcceptRetry accept_retry_{io_, "SM-MET-001 metrics accept", counters_.accept};
+  uint16_t port_ = 0;
+  size_t open_connections_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -151,12 +151,23 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
     m.Sample(cc.denied, L::Labels({{"outcome", "denied"}}));
     m.Sample(cc.too_large, L::Labels({{"outcome", "too_large"}}));
     m.Sample(cc.failed, L::Labels({{"outcome", "failed"}}));
+    m.Family("ibsm_control_connections_total", "counter",
+             "control socket connections, by outcome");
+    m.Sample(cc.connections, L::Labels({{"outcome", "served"}}));
+    m.Sample(cc.connections_refused, L::Labels({{"outcome", "busy"}}));
+    m.Sample(cc.accept.failures, L::Labels({{"outcome", "accept_failed"}}));
+    m.Sample(cc.accept.shed, L::Labels({{"outcome", "shed"}}));
   }
   if (metrics) {
     m.Family("ibsm_metrics_requests_total", "counter", "metrics HTTP requests, by outcome");
     m.Sample(metrics->scrapes, L::Labels({{"outcome", "scrape"}}));
     m.Sample(metrics->bad_requests, L::Labels({{"outcome", "bad_request"}}));
     m.Sample(metrics->timed_out, L::Labels({{"outcome", "timed_out"}}));
+    m.Family("ibsm_metrics_connections_total", "counter",
+             "metrics connections not served, by outcome");
+    m.Sample(metrics->refused, L::Labels({{"outcome", "busy"}}));
+    m.Sample(metrics->accept.failures, L::Labels({{"outcome", "accept_failed"}}));
+    m.Sample(metrics->accept.shed, L::Labels({{"outcome", "shed"}}));
   }
   return m.text();
 }

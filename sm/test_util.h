@@ -1,15 +1,24 @@
-// Small helpers the sm/ unit tests share: where the SM attaches, the CA ports, GIDs with the
-// default subnet prefix, partitions.conf text parsed.
+// Small helpers the sm/ unit tests share (tools/ tests too): where the SM attaches, the CA
+// ports, GIDs with the default subnet prefix, partitions.conf text parsed, log lines
+// counted, descriptors used up.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "base/log.h"
 #include "conf/partitions.h"
 #include "fabric/fabric.h"
 
@@ -56,5 +65,52 @@ inline std::shared_ptr<const conf::PartitionConfig> ParsePartitionsText(const st
   EXPECT_TRUE(r.ok());
   return std::make_shared<const conf::PartitionConfig>(r.config);
 }
+
+// Log lines of one test in a file of its own, for tests that count what was logged; the
+// process logs to stderr again afterwards.
+class LogCapture {
+ public:
+  explicit LogCapture(std::string path) : path_(std::move(path)) {
+    EXPECT_TRUE(ConfigureLogging(path_, spdlog::level::info));
+  }
+  ~LogCapture() { ConfigureLogging("", spdlog::level::info); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  // Lines containing `what`.
+  size_t Count(const std::string& what) const {
+    std::ifstream in(path_);
+    size_t n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find(what) != std::string::npos;
+    return n;
+  }
+
+ private:
+  std::string path_;
+};
+
+// Uses up every file descriptor the process may open (the soft RLIMIT_NOFILE lowered to 1024
+// first, so the fill is small) until destroyed, as a daemon does under a descriptor flood.
+// Whatever the test needs (client sockets, log file) must be open before.
+class FdExhaustion {
+ public:
+  FdExhaustion() {
+    getrlimit(RLIMIT_NOFILE, &saved_);
+    rlimit low = saved_;
+    low.rlim_cur = std::min<rlim_t>(saved_.rlim_cur, 1024);
+    setrlimit(RLIMIT_NOFILE, &low);
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fds_.push_back(fd);
+    EXPECT_EQ(errno, EMFILE);
+  }
+  ~FdExhaustion() {
+    for (int fd : fds_) ::close(fd);
+    setrlimit(RLIMIT_NOFILE, &saved_);
+  }
+  FdExhaustion(const FdExhaustion&) = delete;
+  FdExhaustion& operator=(const FdExhaustion&) = delete;
+
+ private:
+  rlimit saved_{};
+  std::vector<int> fds_;
+};
 
 }  // namespace ibsm::sm::testutil

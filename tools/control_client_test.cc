@@ -16,7 +16,7 @@
 #include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
-#include "base/log.h"
+#include "sm/test_util.h"
 #include "tools/control_client.h"
 
 namespace ibsm::sm {
@@ -140,24 +140,6 @@ class ControlServerTest : public ::testing::Test {
   std::deque<uid_t> next_uids_;
 };
 
-// Log lines of the test in a file of its own, for tests that count what was logged; the
-// process logs to stderr again afterwards.
-class LogCapture {
- public:
-  explicit LogCapture(const std::string& path) : path_(path) {
-    EXPECT_TRUE(ConfigureLogging(path_, spdlog::level::info));
-  }
-  ~LogCapture() { ConfigureLogging("", spdlog::level::info); }
-  size_t Count(const std::string& what) const {
-    std::ifstream in(path_);
-    size_t n = 0;
-    for (std::string line; std::getline(in, line);) n += line.find(what) != std::string::npos;
-    return n;
-  }
-
- private:
-  std::string path_;
-};
 
 TEST_F(ControlServerTest, AnswersACommandWithItsResultAndHelpListsEveryCommand) {
   StartServer();
@@ -350,7 +332,7 @@ TEST_F(ControlServerTest, BlankLinesDoNotKeepAnIdleConnectionOpen) {
 // Refusals are counted one by one but logged as the first ten and then every thousandth, so
 // a group member looping on a change command cannot fill the log.
 TEST_F(ControlServerTest, ManyRefusedChangeCommandsAreCountedButLoggedTenTimes) {
-  LogCapture log(dir_ + "/ibsmd.log");
+  testutil::LogCapture log(dir_ + "/ibsmd.log");
   ControlServer::Options o;
   o.change_uids = {0};
   StartServer(o);
@@ -363,6 +345,37 @@ TEST_F(ControlServerTest, ManyRefusedChangeCommandsAreCountedButLoggedTenTimes) 
   EXPECT_EQ(server_->counters().denied, 200u);
   EXPECT_EQ(log.Count("SM-CTL-002"), 10u);
   EXPECT_EQ(log.Count("(10 so far)"), 1u);
+}
+
+// Out of descriptors, accept(2) fails and the connection stays queued: the server closes it
+// (with its spare descriptor) instead of retrying at once for ever, logs a few lines, not a
+// flood, and serves again once descriptors are back.
+TEST_F(ControlServerTest, OutOfDescriptorsAWaitingClientIsClosedAndTheServerDoesNotSpin) {
+  testutil::LogCapture log(dir_ + "/ibsmd.log");
+  StartServer();
+  RunIo();
+  int waiting = ::socket(AF_UNIX, SOCK_STREAM, 0);  // before the descriptors run out
+  std::string seen;
+  {
+    testutil::FdExhaustion exhausted;
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path_.c_str());
+    ASSERT_EQ(::connect(waiting, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    timeval tv{10, 0};
+    setsockopt(waiting, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char c;
+    ssize_t n = ::recv(waiting, &c, 1, 0);
+    seen = n == 0 ? "<closed>" : n < 0 ? "<timeout>" : "<data>";
+    std::this_thread::sleep_for(500ms);  // a spinning server logs thousands of lines by now
+  }
+  ::close(waiting);
+  EXPECT_EQ(seen, "<closed>") << "the waiting client is closed, not left hanging";
+  EXPECT_TRUE(tools::CallControl(path_, "echo").ok()) << "and the server serves again";
+  StopIo();
+  EXPECT_LE(log.Count("SM-CTL-001"), 10u);
+  EXPECT_GE(log.Count("SM-CTL-001"), 1u);
+  EXPECT_GE(server_->counters().accept.shed, 1u);
 }
 
 TEST_F(ControlServerTest, TheDaemonsOwnUserMayChangeByDefault) {
