@@ -1,5 +1,6 @@
 #include "sm/control_server.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -138,6 +139,36 @@ ControlServer::ControlServer(asio::io_context& io, Options options)
            });
 }
 
+namespace {
+
+// The directory that holds the socket decides who can replace it: whoever may write there can
+// swap the socket for a symlink or their own socket between our steps. So it must belong to
+// root or to us, and nobody else may write to it, unless it is sticky (as /tmp: then nobody
+// else can rename or remove what we create there). Write access for the directory's group is
+// accepted when that group is the daemon's own (a user's private group under umask 0002, or
+// root's group for a root daemon): its members are as trusted as the daemon.
+Status CheckSocketDirectory(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0)
+    return IoError(fmt::format("control socket directory {}: {}", dir, std::strerror(errno)));
+  if (!S_ISDIR(st.st_mode))
+    return FailedPrecondition(fmt::format("control socket directory {} is not a directory", dir));
+  if (st.st_uid != 0 && st.st_uid != geteuid())
+    return FailedPrecondition(fmt::format(
+        "control socket directory {} belongs to uid {}, not to root or this daemon: another "
+        "user could replace the socket",
+        dir, st.st_uid));
+  const mode_t others_write = S_IWOTH | (st.st_gid == getegid() ? 0 : S_IWGRP);
+  if ((st.st_mode & others_write) != 0 && (st.st_mode & S_ISVTX) == 0)
+    return FailedPrecondition(fmt::format(
+        "control socket directory {} is writable by {} (mode {:04o}) and not sticky: another "
+        "user could replace the socket",
+        dir, (st.st_mode & S_IWOTH) ? "everyone" : "its group", st.st_mode & 07777));
+  return Status();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ControlServer>> ControlServer::Start(asio::io_context& io,
                                                             Options options) {
   namespace fs = std::filesystem;
@@ -151,6 +182,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Start(asio::io_context& io
   if (!parent.empty()) fs::create_directories(parent, fec);
   if (fec)
     return IoError(fmt::format("control socket directory {}: {}", parent.string(), fec.message()));
+  IBSM_RETURN_IF_ERROR(CheckSocketDirectory(parent.empty() ? "." : parent.string()));
 
   struct stat st {};
   if (lstat(options.path.c_str(), &st) == 0) {
@@ -166,31 +198,50 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Start(asio::io_context& io
   }
 
   std::unique_ptr<ControlServer> s(new ControlServer(io, std::move(options)));
+  const std::string& path = s->options_.path;
   boost::system::error_code ec;
   s->acceptor_.open(Local(), ec);
-  if (!ec) s->acceptor_.bind(Local::endpoint(s->options_.path), ec);
+  // The socket file bind creates takes the socket's mode (less the umask): set before bind,
+  // the file is never more open than `mode`, not even for a moment.
+  if (!ec && ::fchmod(s->acceptor_.native_handle(), s->options_.mode) != 0)
+    ec.assign(errno, boost::system::system_category());
+  if (!ec) s->acceptor_.bind(Local::endpoint(path), ec);
+  if (!ec) s->remove_on_exit_ = true;  // from here on the file at `path` is ours
   if (!ec) s->acceptor_.listen(16, ec);
-  if (ec) return IoError(fmt::format("control socket {}: {}", s->options_.path, ec.message()));
+  if (ec) return IoError(fmt::format("control socket {}: {}", path, ec.message()));
+  auto fail = [&](const std::string& what, int err) -> Status {
+    ::unlink(path.c_str());
+    return IoError(fmt::format("control socket {}: {}: {}", path, what, std::strerror(err)));
+  };
+  // Group and mode go to the file bind made, through a descriptor of it: never through a
+  // symlink, and not to a file someone put in its place (it would not be our socket).
+  int fd = ::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return fail("reopen after bind", errno);
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  if (::fstat(fd, &st) != 0) return fail("fstat", errno);
+  if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+    s->remove_on_exit_ = false;  // not ours to remove
+    return FailedPrecondition(
+        fmt::format("control socket {} was replaced right after it was created", path));
+  }
   if (!s->options_.group.empty()) {
     struct group* g = getgrnam(s->options_.group.c_str());
     if (!g) {
-      ::unlink(s->options_.path.c_str());
+      ::unlink(path.c_str());
       return InvalidArgument(fmt::format("control socket group '{}' does not exist",
                                          s->options_.group));
     }
-    if (chown(s->options_.path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
-      int err = errno;
-      ::unlink(s->options_.path.c_str());
-      return IoError(fmt::format("control socket {}: chown to group {}: {}", s->options_.path,
-                                 s->options_.group, std::strerror(err)));
-    }
+    if (::fchownat(fd, "", static_cast<uid_t>(-1), g->gr_gid, AT_EMPTY_PATH) != 0)
+      return fail("chown to group " + s->options_.group, errno);
   }
-  if (chmod(s->options_.path.c_str(), s->options_.mode) != 0) {
-    int err = errno;
-    ::unlink(s->options_.path.c_str());
-    return IoError(fmt::format("control socket {}: chmod: {}", s->options_.path,
-                               std::strerror(err)));
-  }
+  // The umask may have taken bits `mode` asks for (UMask=0027 takes the group's write, which
+  // a group member needs to connect): give them back, to this inode only.
+  if ((st.st_mode & 07777) != s->options_.mode &&
+      ::chmod(fmt::format("/proc/self/fd/{}", fd).c_str(), s->options_.mode) != 0)
+    return fail("chmod", errno);
   s->Accept();
   return s;
 }
@@ -201,7 +252,7 @@ ControlServer::~ControlServer() {
   acceptor_.close(ignored);
   for (auto& w : connections_)
     if (auto c = w.lock()) c->Close();
-  ::unlink(options_.path.c_str());
+  if (remove_on_exit_) ::unlink(options_.path.c_str());
 }
 
 void ControlServer::Register(const std::string& cmd, ControlAccess access, std::string summary,

@@ -89,7 +89,11 @@ class ControlServer {
   using AsyncHandler = std::function<void(const nlohmann::json& args, Reply reply)>;
 
   // Binds and listens. A stale socket file (nothing accepting on it) is replaced; a live one
-  // (another daemon) is an error, so two daemons never share a socket.
+  // (another daemon) is an error, so two daemons never share a socket. The socket's directory
+  // (created if missing) must belong to root or this daemon's uid and be writable by nobody
+  // else (its group may write when it is the daemon's own group) unless sticky
+  // (FailedPrecondition otherwise: whoever can write there could replace the socket). The file never has more than `mode`; its group and mode are set through a
+  // descriptor of the socket bind created, never through a symlink.
   static Result<std::unique_ptr<ControlServer>> Start(boost::asio::io_context& io,
                                                       Options options);
   ~ControlServer();  // stops accepting, closes every connection, removes the socket file
@@ -135,6 +139,7 @@ class ControlServer {
   ControlCounters counters_;
   AcceptRetry accept_retry_{io_, "SM-CTL-001 control socket accept", counters_.accept};
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // replies after destruction
+  bool remove_on_exit_ = false;  // the file at options_.path is the socket this one bound
 };
 
 }  // namespace ibsm::sm

@@ -1,5 +1,6 @@
 #include "sm/control_server.h"
 
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include <boost/asio/post.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "sm/test_util.h"
@@ -424,6 +426,72 @@ TEST_F(ControlServerTest, AStaleSocketFileIsReplacedButALiveOneIsNotTaken) {
   ASSERT_TRUE(std::filesystem::exists(path_));
   auto third = ControlServer::Start(other, o);
   EXPECT_TRUE(third.ok()) << third.status().ToString();
+}
+
+// Whoever can write to the socket's directory can swap the socket for a symlink (root then
+// chgrps and chmods its target) or for their own socket: such a directory is refused, unless
+// it is sticky like /tmp. The daemon's own group may write there.
+TEST_F(ControlServerTest, ASocketDirectoryOthersCanWriteToIsRefusedUnlessSticky) {
+  ControlServer::Options o;
+  std::vector<mode_t> modes = {0777};
+  if (geteuid() == 0) modes.push_back(0770);  // with another group (only root can give one)
+  for (mode_t mode : modes) {
+    const std::string dir = dir_ + fmt::format("/open{:o}", mode);
+    ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+    ASSERT_EQ(::chmod(dir.c_str(), mode), 0);
+    if (mode == 0770) {
+      ASSERT_EQ(::chown(dir.c_str(), static_cast<uid_t>(-1), 65534), 0);
+    }
+    o.path = dir + "/ibsmd.sock";
+    auto s = ControlServer::Start(io_, o);
+    ASSERT_FALSE(s.ok()) << "mode " << std::oct << mode;
+    EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(s.status().message().find("another user could replace the socket"),
+              std::string::npos)
+        << s.status().message();
+    EXPECT_FALSE(std::filesystem::exists(o.path)) << "no socket was made there";
+  }
+  const std::string sticky = dir_ + "/sticky";
+  ASSERT_EQ(::mkdir(sticky.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(sticky.c_str(), 01777), 0);
+  o.path = sticky + "/ibsmd.sock";
+  auto s = ControlServer::Start(io_, o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  const std::string own_group = dir_ + "/own-group";
+  ASSERT_EQ(::mkdir(own_group.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(own_group.c_str(), 0770), 0);  // the group is ours (mkdir gave it)
+  o.path = own_group + "/ibsmd.sock";
+  auto own = ControlServer::Start(io_, o);
+  EXPECT_TRUE(own.ok()) << own.status().ToString();
+  if (geteuid() == 0) {  // a directory of another user (only root can make one)
+    const std::string theirs = dir_ + "/theirs";
+    ASSERT_EQ(::mkdir(theirs.c_str(), 0755), 0);
+    ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+    o.path = theirs + "/ibsmd.sock";
+    auto t = ControlServer::Start(io_, o);
+    ASSERT_FALSE(t.ok());
+    EXPECT_NE(t.status().message().find("belongs to uid 65534"), std::string::npos);
+  }
+}
+
+// The group gets the mode's bits even under a umask that takes them (the unit's UMask=0027
+// takes the group's write, which connecting needs), and the file is the daemon's group's.
+TEST_F(ControlServerTest, TheSocketHasItsModeAndGroupWhateverTheUmask) {
+  const mode_t old_umask = ::umask(0077);
+  ControlServer::Options o;
+  o.mode = 0660;
+  struct group* g = getgrgid(getegid());
+  ASSERT_NE(g, nullptr);
+  o.group = g->gr_name;
+  StartServer(o);
+  ::umask(old_umask);
+  struct stat st {};
+  ASSERT_EQ(::lstat(path_.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0660u);
+  EXPECT_EQ(st.st_gid, getegid());
+  RunIo();
+  EXPECT_TRUE(tools::CallControl(path_, "echo").ok());
 }
 
 TEST_F(ControlServerTest, NoDaemonIsAClearError) {
