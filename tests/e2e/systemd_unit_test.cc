@@ -2,9 +2,16 @@
 // tools as far as a machine without a running systemd allows: `systemd-analyze verify` parses
 // it (with ExecStart pointed at the built binary), and `systemd-analyze security --offline`
 // rates its sandbox. Skipped, saying so, where systemd-analyze is not installed.
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -65,6 +72,76 @@ TEST_F(SystemdUnitTest, TheSandboxRatesBelowFourOnSystemdsExposureScale) {
   for (const char* line : {"NoNewPrivileges=yes", "ProtectSystem=strict", "StateDirectory=ibsm",
                            "ReadWritePaths=/var/lib/ibsm"})
     EXPECT_NE(ReadFile(unit_).find(line), std::string::npos) << line;
+}
+
+// The value of `key=` in the unit (its last assignment), or "".
+std::string UnitValue(const std::string& unit, const std::string& key) {
+  std::string value;
+  std::istringstream in(unit);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key + "=", 0) == 0) value = line.substr(key.size() + 1);
+  return value;
+}
+
+// What the unit gives ibsmd, reproduced without systemd: its capability bounding set (the
+// capabilities a root service keeps), its UMask and its RuntimeDirectoryMode for the socket's
+// directory. Under them ibsmd must still hand the socket to control_socket_group (here
+// nogroup, which root is no member of), and a member of that group (nobody) must reach it,
+// while a user outside the group may not.
+TEST_F(SystemdUnitTest, AMemberOfTheSocketGroupReachesTheDaemonUnderTheUnitsLimits) {
+  if (geteuid() != 0 || !fs::exists("/usr/bin/setpriv") || getgrnam("nogroup") == nullptr ||
+      getpwnam("nobody") == nullptr)
+    GTEST_SKIP() << "needs root, setpriv (util-linux), user nobody and group nogroup";
+  const std::string unit = ReadFile(unit_);
+  std::string caps = "-all";
+  std::istringstream names(UnitValue(unit, "CapabilityBoundingSet"));
+  for (std::string cap; names >> cap;) {
+    ASSERT_EQ(cap.rfind("CAP_", 0), 0u) << cap;
+    std::string name = cap.substr(4);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    caps += ",+" + name;
+  }
+  const std::string umask = UnitValue(unit, "UMask");
+  const std::string run_mode = UnitValue(unit, "RuntimeDirectoryMode");
+  ASSERT_FALSE(umask.empty() || run_mode.empty());
+
+  fs::permissions(dir_, fs::perms(0755));  // as /run: anyone may traverse
+  const fs::path run = dir_ / "run", log = dir_ / "ibsmd.log", conf = dir_ / "ibsmd.conf";
+  fs::create_directories(run);
+  fs::permissions(run, fs::perms(std::stoi(run_mode, nullptr, 8)));
+  const std::string sock = (run / "ibsmd.sock").string();
+  std::ofstream(conf) << "log_file " << log.string() << "\n"
+                      << "dump_files_dir " << dir_.string() << "\n"
+                      << "guid2lid_file " << (dir_ / "guid2lid").string() << "\n"
+                      << "control_socket " << sock << "\n"
+                      << "control_socket_group nogroup\n"
+                      << "sweep_interval 0\n";
+  const std::string topo = std::string(IBSM_SOURCE_DIR) + "/sim/topologies/ftree3-k8.net";
+  auto daemon = ChildProcess::Start({"/bin/sh", "-c", "umask " + umask + " && exec \"$@\"", "sh",
+                                     "setpriv", "--bounding-set", caps, "--", Bin("ibsmd"), "-F",
+                                     conf.string(), "--sim", topo},
+                                    dir_.string(), {});
+  ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
+  ASSERT_TRUE(WaitForCount(log, "SUBNET UP", 1)) << ReadFile(log);
+  EXPECT_EQ(ReadFile(log).find("SM-CTL-003"), std::string::npos) << ReadFile(log);
+
+  auto as = [&](const std::string& gid) {
+    return RunCommand({"setpriv", "--reuid=65534", "--regid=" + gid, "--clear-groups",
+                       Bin("ibsmctl"), "--socket", sock, "status"},
+                      60s, dir_.string());
+  };
+  auto member = as(std::to_string(getgrnam("nogroup")->gr_gid));
+  ASSERT_TRUE(member.ok());
+  EXPECT_EQ(member->exit_code, 0) << Describe(*member);
+  EXPECT_NE(member->out.find("SM state:          MASTER"), std::string::npos) << member->out;
+  auto stranger = as("100");  // group users: not the socket's group
+  ASSERT_TRUE(stranger.ok());
+  EXPECT_EQ(stranger->exit_code, 2) << "only the socket's group may connect: " << Describe(*stranger);
+
+  kill(daemon->pid(), SIGTERM);
+  auto done = daemon->Wait(30s);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->exit_code, 0) << Describe(*done);
 }
 
 }  // namespace
