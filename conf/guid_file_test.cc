@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -92,7 +93,13 @@ TEST(Guid2LidTest, WrittenFileReadsBackAndMatchesOpenSmFormat) {
   ASSERT_NE(::mkdtemp(dir_tmpl), nullptr);
   const std::string path = std::string(dir_tmpl) + "/guid2lid";
   ASSERT_TRUE(SaveGuid2LidFile(path, e).ok());
-  EXPECT_NE(::access((path + ".tmp").c_str(), F_OK), 0);  // renamed, not left behind
+  // Renamed into place: the directory holds the file and no temporary beside it.
+  size_t entries = 0;
+  for (const auto& de : std::filesystem::directory_iterator(dir_tmpl)) {
+    EXPECT_EQ(de.path().filename(), "guid2lid");
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1u);
   auto r = LoadGuid2LidFile(path);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->entries, e);

@@ -4,7 +4,11 @@
 #include <cstring>
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -59,12 +63,32 @@ Result<std::string> ReadTextFile(const std::string& path, size_t max_bytes) {
   return out;
 }
 
-Status WriteFileAtomically(const std::string& path, std::string_view contents) {
-  const std::string tmp = path + ".tmp";
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) {
-    return IoError(fmt::format("{}: cannot create: {}", tmp, ErrnoText(errno)));
+Result<TempFile> CreateTempFileBeside(const std::string& path, mode_t mode) {
+  // A name nobody can guess, so nobody can plant it in advance; O_EXCL makes a planted one
+  // harmless anyway (EEXIST: try another), and O_NOFOLLOW says so twice.
+  constexpr int kTries = 16;
+  int err = EEXIST;
+  for (int i = 0; i < kTries && err == EEXIST; ++i) {
+    uint32_t r = 0;
+    if (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) {
+      // No entropy yet (early boot): unique within this process is still unique enough,
+      // since O_EXCL keeps a collision from doing harm.
+      static std::atomic<uint32_t> counter{0};
+      r = static_cast<uint32_t>(::getpid()) * 2654435761u + counter.fetch_add(1);
+    }
+    TempFile t{-1, fmt::format("{}.tmp.{:08x}", path, r)};
+    t.fd = ::open(t.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (t.fd >= 0) return t;
+    err = errno;
   }
+  return IoError(fmt::format("{}: cannot create a temporary file beside it: {}", path,
+                             ErrnoText(err)));
+}
+
+Status WriteFileAtomically(const std::string& path, std::string_view contents) {
+  IBSM_ASSIGN_OR_RETURN(TempFile created, CreateTempFileBeside(path, 0644));
+  const std::string& tmp = created.path;
+  Fd fd(created.fd);
   size_t done = 0;
   while (done < contents.size()) {
     ssize_t n = ::write(fd.get(), contents.data() + done, contents.size() - done);

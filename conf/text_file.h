@@ -1,6 +1,8 @@
 // Whole-file reads and crash-safe whole-file writes for the small text files conf handles.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -28,8 +30,20 @@ inline std::string_view TrimSpace(std::string_view s) {
 // `max_bytes` (a config file that large is a mistake, not a config).
 Result<std::string> ReadTextFile(const std::string& path, size_t max_bytes = kMaxConfFileBytes);
 
-// Writes `path` + ".tmp", fsyncs it, renames it over `path` and fsyncs the directory, so a
-// crash leaves either the old file or the new one, never a mix. Mode 0644.
+// A new, empty file beside `path`, to be written and renamed over it: "<path>.tmp.XXXXXXXX"
+// (a fresh random name per try), created with O_CREAT|O_EXCL|O_NOFOLLOW and `mode` (less
+// the umask). Whatever someone planted under a temp name (a symlink to /etc/shadow, say) is
+// never opened: the name is taken, and another is tried. The caller owns `fd` (close it) and
+// the file (rename it into place or unlink it).
+struct TempFile {
+  int fd = -1;
+  std::string path;
+};
+Result<TempFile> CreateTempFileBeside(const std::string& path, mode_t mode = 0644);
+
+// Writes a temporary file beside `path` (CreateTempFileBeside), fsyncs it, renames it over
+// `path` and fsyncs the directory, so a crash leaves either the old file or the new one, never
+// a mix. Mode 0644 (less the umask). A symlink at `path` itself is replaced, not followed.
 Status WriteFileAtomically(const std::string& path, std::string_view contents);
 
 }  // namespace ibsm::conf

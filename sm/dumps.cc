@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "conf/text_file.h"
 #include "routing/hop_table.h"
 
 namespace ibsm::sm {
@@ -230,9 +231,20 @@ void WriteMcfdbsDump(const Fabric& fabric, const MftPlan& mfts, std::FILE* out) 
 }
 
 Status WriteDumpFile(const std::string& path, const std::function<void(std::FILE*)>& write) {
-  std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (!f) return IoError(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
+  // Not fopen(path + ".tmp", "w"): dump_files_dir defaults to /var/log, which some systems
+  // let a group write to, and a fixed name there is a symlink waiting to be followed.
+  auto created = conf::CreateTempFileBeside(path, 0644);
+  if (!created.ok()) {
+    return IoError(fmt::format("cannot write {}: {}", path, created.status().message()));
+  }
+  const std::string tmp = created->path;
+  std::FILE* f = ::fdopen(created->fd, "w");
+  if (!f) {
+    int e = errno;
+    ::close(created->fd);
+    ::unlink(tmp.c_str());
+    return IoError(fmt::format("cannot write {}: {}", path, std::strerror(e)));
+  }
   errno = 0;
   write(f);
   // A write that failed inside fwrite (ENOSPC) leaves the stream's error flag set and

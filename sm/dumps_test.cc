@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -140,10 +141,31 @@ TEST(DumpsTest, AWriteThatFailsMidwayFailsTheDumpAndLeavesNoFile) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("opensm-lfts.dump"), std::string::npos) << s.ToString();
   EXPECT_FALSE(std::filesystem::exists(path));
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "no temporary file is left behind";
   // Within the limit it is written whole.
   EXPECT_TRUE(WriteDumpFile(path, [&](std::FILE* out) { std::fputs("ok\n", out); }).ok());
   EXPECT_EQ(Slurp(path), "ok\n");
+  std::filesystem::remove_all(dir);
+}
+
+// dump_files_dir defaults to /var/log, group-writable on some systems: a symlink planted at
+// the old fixed temp name "<dump>.tmp" made root overwrite its target with the dump.
+TEST(DumpsTest, ASymlinkPlantedAtTheTempNameIsNeverWrittenThrough) {
+  const std::string dir = ::testing::TempDir() + "/ibsm-dump-link-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/opensm-subnet.lst", target = dir + "/shadow";
+  std::ofstream(target) << "root:x:0:\n";
+  std::filesystem::create_symlink(target, path + ".tmp");
+  const mode_t old_umask = ::umask(022);
+  Status s = WriteDumpFile(path, [](std::FILE* out) { std::fputs("dump\n", out); });
+  ::umask(old_umask);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Slurp(target), "root:x:0:\n") << "the symlink's target is untouched";
+  EXPECT_EQ(Slurp(path), "dump\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
   std::filesystem::remove_all(dir);
 }
 
