@@ -1,4 +1,4 @@
-// SHARP aggregation nodes in the fabric model (shared/docs/ar-sharp.md "SHARP"). An
+// SHARP aggregation nodes in the fabric model (docs/ar-sharp.md "SHARP"). An
 // aggregation node (AN) lives inside a SHARP-capable switch ASIC and shows up as a CA whose
 // NodeDescription names it "Aggregation Node", cabled to the switch's extra port (the last
 // one: a SHARP switch reports NumPorts including it).

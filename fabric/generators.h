@@ -1,6 +1,6 @@
 // Deterministic fabric generators. Each builds exactly the fabric that
-// shared/fabric-tools/gen_topology.py writes for the same arguments: same node names,
-// NodeDescriptions, GUIDs and port numbering (a test checks this against the script).
+// the reference generator gen_topology.py writes for the same arguments: same node names,
+// NodeDescriptions, GUIDs and port numbering (fabric/generators_test.cc checks digests recorded from it).
 //
 // GUIDs: switch n (1-based, in creation order) is 0x0002c90200000000 + n and all its ports
 // carry that GUID; HCA n is 0x0002c90300000000 + 16 * n with port GUID = node GUID + 1.

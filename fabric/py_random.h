@@ -1,6 +1,6 @@
 // A random stream that reproduces CPython's `random.Random(seed)` draw for draw (MT19937
 // seeded by init_by_array, getrandbits, _randbelow, choice, sample, shuffle), so the
-// generators here build exactly the fabric that shared/fabric-tools/gen_topology.py writes
+// generators here build exactly the fabric that the reference generator gen_topology.py writes
 // for the same seed. Deterministic; holds no global state; not thread-safe.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Command-line front end of the generators, mirroring shared/fabric-tools/gen_topology.py:
+// Command-line front end of the generators, mirroring the reference generator gen_topology.py:
 //   topogen ftree2 -k K [--oversub R] [--hosts-per-leaf H] [--leaves L]
 //   topogen ftree3 -k K [--pods P | --scale F]
 //   topogen rail -k K --servers N --rails R [--rail-mode planes|superpod]

@@ -1,6 +1,6 @@
 // Reader for ibnetdiscover / ibsim net files ("topology files").
 //
-// Accepts what shared/fabric-tools/gen_topology.py writes, ibsim's net-examples, and real
+// Accepts what the reference generator gen_topology.py writes, ibsim's net-examples, and real
 // `ibnetdiscover` output:
 //   vendid=0x2c9 / devid=0xc738 / sysimgguid=0x... / switchguid=0x...(...) / caguid=0x...
 //   Switch 36 "S-0002c902..."  # "desc" enhanced port 0 lid 3 lmc 0

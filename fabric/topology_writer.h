@@ -1,5 +1,5 @@
 // Writer for ibnetdiscover / ibsim net files, in the layout of
-// shared/fabric-tools/gen_topology.py, so that ibsim 0.10 loads the result without warnings
+// the reference generator gen_topology.py, so that ibsim 0.10 loads the result without warnings
 // and ReadTopology() gives back the same fabric.
 //
 // Contract:

@@ -21,7 +21,7 @@ namespace {
 // append a new Migration for any change. ha/state_store_test.cc keeps a copy of version 1
 // and fails if it drifts.
 constexpr std::array<Migration, 9> kMigrations = {{
-    // Version 1: what the SM core needs (issue 3): LIDs kept across restarts, sweep
+    // Version 1: what the SM core needs: LIDs kept across restarts, sweep
     // history, SM state key/values.
     {1, R"sql(
 CREATE TABLE guid2lid (
@@ -53,7 +53,7 @@ CREATE TABLE sm_state (
   updated_us INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql"},
-    // Version 2: high availability (issue 6): events, peer SMs, per-switch LFT digests.
+    // Version 2: high availability: events, peer SMs, per-switch LFT digests.
     {2, R"sql(
 CREATE TABLE events (
   id        INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -79,7 +79,7 @@ CREATE TABLE lft_digest (
   updated_us  INTEGER NOT NULL
 );
 )sql"},
-    // Version 3: ServiceRecords registered with the SA (issue 5), so they outlive a restart.
+    // Version 3: ServiceRecords registered with the SA, so they outlive a restart.
     // `record` is the 176-byte wire image (IBA 15.2.5.14); the key columns repeat its
     // ServiceID, ServiceGID and ServiceP_Key. expires_us NULL: an infinite lease.
     {3, R"sql(
@@ -92,7 +92,7 @@ CREATE TABLE service_records (
   PRIMARY KEY (service_id, service_gid, pkey)
 );
 )sql"},
-    // Version 4: InformInfo event subscriptions (issue 5), so they outlive a restart.
+    // Version 4: InformInfo event subscriptions, so they outlive a restart.
     // `key` is the subscription's identity as sm/inform.cc builds it; `record` the 60-byte
     // InformInfoRecord wire image (IBA 15.2.5.12); report_* the address Reports go to.
     {4, R"sql(
@@ -164,7 +164,7 @@ CREATE TABLE ar_group_ids (
   group_id  INTEGER NOT NULL UNIQUE CHECK (group_id BETWEEN 0 AND 4095)
 );
 )sql"},
-    // Version 8: the daemon's last answers to nodes, links and health (issue 8), so that
+    // Version 8: the daemon's last answers to nodes, links and health, so that
     // ibsmctl --state-db answers them with no daemon running.
     {8, R"sql(
 CREATE TABLE snapshots (
@@ -251,7 +251,7 @@ Status ErrorFrom(sqlite3* db, const std::string& path, std::string_view what) {
 // Resets a cached statement and clears its bindings when the scope ends, on every path.
 class StmtScope {
  public:
-  explicit StmtScope(sqlite3_stmt* s) : s_(s) {}
+  explicit StmtScope(sqlite3_stmt* s): s_(s) {}
   ~StmtScope() {
     sqlite3_reset(s_);
     sqlite3_clear_bindings(s_);
@@ -288,8 +288,8 @@ Result<int64_t> PragmaInt(sqlite3* db, const std::string& path, const char* sql)
     return ErrorFrom(db, path, sql);
   }
   int rc = sqlite3_step(s);
-  int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-  Status st = rc == SQLITE_ROW || rc == SQLITE_DONE ? Status() : ErrorFrom(db, path, sql);
+  int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0): 0;
+  Status st = rc == SQLITE_ROW || rc == SQLITE_DONE ? Status(): ErrorFrom(db, path, sql);
   sqlite3_finalize(s);
   if (!st.ok()) return st;
   return v;
@@ -355,7 +355,7 @@ int StateStoreSchemaVersion() { return kMigrations.back().version; }
 // One write transaction; rolls back unless Commit() succeeded.
 class StateStore::Txn {
  public:
-  explicit Txn(StateStore& store) : store_(store) {}
+  explicit Txn(StateStore& store): store_(store) {}
   ~Txn() {
     if (active_) sqlite3_exec(store_.db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
@@ -455,7 +455,7 @@ namespace {
 // SQLite URI for `path` (RFC 3986 percent-encoding of what a URI path cannot hold).
 std::string FileUri(const std::string& path, std::string_view query) {
   std::string uri = "file:";
-  for (unsigned char c : path) {
+  for (unsigned char c: path) {
     if (std::isalnum(c) || std::strchr("/-._~", c) != nullptr) {
       uri += static_cast<char>(c);
     } else {
@@ -561,7 +561,7 @@ Status StateStore::Migrate() {
   IBSM_ASSIGN_OR_RETURN(int64_t from, PragmaInt(db_, path_, "PRAGMA user_version"));
   IBSM_RETURN_IF_ERROR(CheckIdentity(db_, path_, from));
   if (from == StateStoreSchemaVersion()) return txn.Commit();
-  for (const Migration& m : kMigrations) {
+  for (const Migration& m: kMigrations) {
     if (m.version <= from) continue;
     char* err = nullptr;
     if (sqlite3_exec(db_, m.sql, nullptr, nullptr, &err) != SQLITE_OK) {
@@ -624,7 +624,7 @@ Status StateStore::UpsertGuid2LidLocked(const std::vector<Guid2LidEntry>& upsert
                                 "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (port_guid) DO UPDATE SET "
                                 "min_lid = excluded.min_lid, max_lid = excluded.max_lid, "
                                 "updated_us = excluded.updated_us"));
-  for (const Guid2LidEntry& e : upserts) {
+  for (const Guid2LidEntry& e: upserts) {
     StmtScope scope(s);
     Bind(s, 1, ToDb(e.port_guid));
     Bind(s, 2, e.min_lid.value());
@@ -644,7 +644,7 @@ Status StateStore::SaveGuid2Lid(const std::vector<Guid2LidEntry>& upserts,
   IBSM_RETURN_IF_ERROR(txn.Begin());
   IBSM_RETURN_IF_ERROR(UpsertGuid2LidLocked(upserts, clock_->UnixMicros()));
   IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * del, Prepare("DELETE FROM guid2lid WHERE port_guid = ?1"));
-  for (Guid g : removals) {
+  for (Guid g: removals) {
     StmtScope scope(del);
     Bind(del, 1, ToDb(g));
     if (sqlite3_step(del) != SQLITE_DONE) {
@@ -770,7 +770,7 @@ Status StateStore::RecordEvent(const EventRow& row) {
 Status StateStore::RecordEvents(const std::vector<EventRow>& rows) {
   Txn txn(*this);
   IBSM_RETURN_IF_ERROR(txn.Begin());
-  for (const EventRow& row : rows) IBSM_RETURN_IF_ERROR(InsertEventLocked(row));
+  for (const EventRow& row: rows) IBSM_RETURN_IF_ERROR(InsertEventLocked(row));
   return txn.Commit();
 }
 
@@ -1012,7 +1012,7 @@ Status StateStore::SaveLftDigests(const std::vector<LftDigestEntry>& upserts,
                                 "digest = excluded.digest, max_lid = excluded.max_lid, "
                                 "updated_us = excluded.updated_us"));
   int64_t now = clock_->UnixMicros();
-  for (const LftDigestEntry& e : upserts) {
+  for (const LftDigestEntry& e: upserts) {
     StmtScope scope(s);
     Bind(s, 1, ToDb(e.switch_guid));
     Bind(s, 2, ToDb(e.digest));
@@ -1024,7 +1024,7 @@ Status StateStore::SaveLftDigests(const std::vector<LftDigestEntry>& upserts,
   }
   IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * del,
                         Prepare("DELETE FROM lft_digest WHERE switch_guid = ?1"));
-  for (Guid g : removals) {
+  for (Guid g: removals) {
     StmtScope scope(del);
     Bind(del, 1, ToDb(g));
     if (sqlite3_step(del) != SQLITE_DONE) {
@@ -1064,7 +1064,7 @@ Status StateStore::SaveServiceRecords(const std::vector<ServiceRow>& upserts,
                                       const std::vector<ServiceKey>& removals) {
   Txn txn(*this);
   IBSM_RETURN_IF_ERROR(txn.Begin());
-  for (const ServiceRow& r : upserts) {
+  for (const ServiceRow& r: upserts) {
     if (r.record.size() != kServiceRecordSize) {
       return InvalidArgument(fmt::format("service record of {} bytes, not {}", r.record.size(),
                                          kServiceRecordSize));
@@ -1075,7 +1075,7 @@ Status StateStore::SaveServiceRecords(const std::vector<ServiceRow>& upserts,
       Prepare("INSERT INTO service_records (service_id, service_gid, pkey, record, expires_us) "
               "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (service_id, service_gid, pkey) DO UPDATE "
               "SET record = excluded.record, expires_us = excluded.expires_us"));
-  for (const ServiceRow& r : upserts) {
+  for (const ServiceRow& r: upserts) {
     StmtScope scope(s);
     Bind(s, 1, ToDb(r.key.service_id));
     BindBlob(s, 2, r.key.service_gid);
@@ -1094,7 +1094,7 @@ Status StateStore::SaveServiceRecords(const std::vector<ServiceRow>& upserts,
       sqlite3_stmt * del,
       Prepare("DELETE FROM service_records WHERE service_id = ?1 AND service_gid = ?2 AND "
               "pkey = ?3"));
-  for (const ServiceKey& k : removals) {
+  for (const ServiceKey& k: removals) {
     StmtScope scope(del);
     Bind(del, 1, ToDb(k.service_id));
     BindBlob(del, 2, k.service_gid);
@@ -1139,7 +1139,7 @@ Status StateStore::SaveInformSubscriptions(const std::vector<InformRow>& upserts
                                            const std::vector<std::vector<uint8_t>>& removals) {
   Txn txn(*this);
   IBSM_RETURN_IF_ERROR(txn.Begin());
-  for (const InformRow& r : upserts) {
+  for (const InformRow& r: upserts) {
     if (r.record.size() != kInformInfoRecordSize || r.key.empty() || r.report_qpn > 0xFFFFFF ||
         r.sl > 15) {
       return InvalidArgument(fmt::format(
@@ -1155,7 +1155,7 @@ Status StateStore::SaveInformSubscriptions(const std::vector<InformRow>& upserts
               "report_lid = excluded.report_lid, report_qpn = excluded.report_qpn, "
               "report_qkey = excluded.report_qkey, pkey_index = excluded.pkey_index, "
               "sl = excluded.sl, trusted = excluded.trusted"));
-  for (const InformRow& r : upserts) {
+  for (const InformRow& r: upserts) {
     StmtScope scope(s);
     BindBlob(s, 1, r.key);
     BindBlob(s, 2, r.record);
@@ -1169,7 +1169,7 @@ Status StateStore::SaveInformSubscriptions(const std::vector<InformRow>& upserts
   }
   IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * del,
                         Prepare("DELETE FROM inform_subscriptions WHERE key = ?1"));
-  for (const std::vector<uint8_t>& k : removals) {
+  for (const std::vector<uint8_t>& k: removals) {
     StmtScope scope(del);
     BindBlob(del, 1, k);
     if (sqlite3_step(del) != SQLITE_DONE) return SqlError("remove inform subscription");
@@ -1180,7 +1180,7 @@ Status StateStore::SaveInformSubscriptions(const std::vector<InformRow>& upserts
 // ---- multicast groups ----
 
 Status StateStore::SaveMulticastGroups(const std::vector<McGroupRow>& groups) {
-  for (const McGroupRow& g : groups) {
+  for (const McGroupRow& g: groups) {
     if (g.record.size() != kMcGroupRecordSize) {
       return InvalidArgument(fmt::format("multicast group record of {} bytes, not {}",
                                          g.record.size(), kMcGroupRecordSize));
@@ -1204,7 +1204,7 @@ Status StateStore::SaveMulticastGroups(const std::vector<McGroupRow>& groups) {
   IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * m_ins,
                         Prepare("INSERT INTO mcast_members (mgid, port_guid, port_gid, "
                                 "join_state, proxy_join) VALUES (?1, ?2, ?3, ?4, ?5)"));
-  for (const McGroupRow& g : groups) {
+  for (const McGroupRow& g: groups) {
     {
       StmtScope scope(g_ins);
       BindBlob(g_ins, 1, g.mgid);
@@ -1215,7 +1215,7 @@ Status StateStore::SaveMulticastGroups(const std::vector<McGroupRow>& groups) {
         return SqlError(fmt::format("save multicast group MLID {:#x}", g.mlid));
       }
     }
-    for (const McMemberRow& m : g.members) {
+    for (const McMemberRow& m: g.members) {
       StmtScope scope(m_ins);
       BindBlob(m_ins, 1, g.mgid);
       Bind(m_ins, 2, ToDb(m.port_guid));
@@ -1397,7 +1397,7 @@ Status StateStore::RecordPerfHistory(const std::vector<PerfHistoryRow>& rows,
               "xmit_pkts, rcv_pkts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
               "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"));
   int64_t newest = 0;
-  for (const PerfHistoryRow& r : rows) {
+  for (const PerfHistoryRow& r: rows) {
     StmtScope scope(s);
     Bind(s, 1, r.sweep);
     Bind(s, 2, r.time_us);

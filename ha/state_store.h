@@ -1,9 +1,9 @@
 // The SM's persistent state: one SQLite file per SM instance (DESIGN.md "State").
 //
-// Holds guid2lid (so LIDs survive restarts, issue 3), sweep history, events, SM state
+// Holds guid2lid (so LIDs survive restarts), sweep history, events, SM state
 // key/values, known peer SMs and the last routing result as one LFT digest per switch (so a
-// restarted or newly promoted master can trust a matching digest, issue 6), and the
-// ServiceRecords and InformInfo subscriptions registered with the SA (issue 5).
+// restarted or newly promoted master can trust a matching digest), and the
+// ServiceRecords and InformInfo subscriptions registered with the SA.
 //
 // Durability contract: every write method runs in one transaction; once it returns OK the
 // rows survive a crash of the process at any later point, and (synchronous=FULL) a power
@@ -53,13 +53,13 @@ std::span<const Migration> StateStoreMigrations();
 int StateStoreSchemaVersion();
 
 // FROZEN: stored in sweeps.kind.
-enum class SweepKind : int {
+enum class SweepKind: int {
   kHeavy = 1,
   kLight = 2,
 };
 
 // FROZEN: stored in events.severity.
-enum class EventSeverity : int {
+enum class EventSeverity: int {
   kInfo = 1,
   kWarning = 2,
   kError = 3,

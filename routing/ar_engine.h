@@ -1,4 +1,4 @@
-// Routing engines ar_updn and ar_ftree (NVIDIA's names, issue 7): the static routes of updn /
+// Routing engines ar_updn and ar_ftree (NVIDIA's names): the static routes of updn /
 // ftree, unchanged; the name tells the SM to program adaptive routing on top of them (groups
 // from routing/ar_groups.h, default ports = these static routes). An operator who sets
 // ar_enable with plain updn gets no AR, and the SM says so.

@@ -1,7 +1,7 @@
-// Adaptive-routing groups and AR forwarding tables (issue 7), computed on top of a base
+// Adaptive-routing groups and AR forwarding tables, computed on top of a base
 // engine's static tables. Pure: fabric + LIDs + static tables + options in, tables out.
 //
-// The tree rule (NVIDIA's "tree" AR algorithm, shared/docs/ar-sharp.md): for switch S and a
+// The tree rule (NVIDIA's "tree" AR algorithm, docs/ar-sharp.md): for switch S and a
 // destination LID owned by a CA or router port cabled to leaf switch L (S != L), the group is
 // every port of S on a minimal-hop path to L. On a fat tree that is all up-ports on a source
 // leaf and the parallel down-links on a spine. Group IDs are allocated per destination leaf and
@@ -25,7 +25,7 @@
 namespace ibsm::routing {
 
 // Wire values of ARLFT LidState (frozen).
-enum class ArLidMode : uint8_t { kBounded = 0, kFree = 1, kStatic = 2 };
+enum class ArLidMode: uint8_t { kBounded = 0, kFree = 1, kStatic = 2 };
 std::string_view ArLidModeName(ArLidMode m);  // "bounded", "free", "static"
 
 struct ArEntry {

@@ -1,5 +1,4 @@
-// Allreduce traffic over the programmed tables (issue 7 "for an allreduce over a SHARP tree:
-// bytes per link versus a ring allreduce"). Pure: fabric (with LIDs) + LFTs + a tree in,
+// Allreduce traffic over the programmed tables. Pure: fabric (with LIDs) + LFTs + a tree in,
 // bytes per directed link out. Every flow follows the LFTs hop by hop, as the packets would.
 //
 //  - SHARP: every tree edge (host -> leaf AN, AN -> parent AN) carries S bytes up and the

@@ -1,4 +1,4 @@
-// SHARP reduction trees over the aggregation nodes of a fabric (issue 7; ar-sharp.md "Trees
+// SHARP reduction trees over the aggregation nodes of a fabric (ar-sharp.md "Trees
 // on a fat tree"). Pure: fabric + AN limits in, trees out. No MADs, files or clocks.
 //
 // The placement (NVIDIA's is not public; this one is ibsm's, deterministic and documented):
@@ -67,7 +67,7 @@ struct SharpPlan {
 
 SharpPlan BuildSharpTrees(const Fabric& fabric, const SharpInput& input);
 
-// The checks issue 7 asks for, as problems (empty = all hold): every tree acyclic (each AN
+// The checks the SHARP stage relies on, as problems (empty = all hold): every tree acyclic (each AN
 // once, parents before children), edges are cables between adjacent tiers, radix and tree
 // table respected, depth = switch_tiers, each tree spans every host except the ones it lists
 // missing, and with `require_full_span` none missing.

@@ -1,4 +1,4 @@
-// A flow-level traffic model over programmed tables (issue 7 "Simulator"): for a traffic
+// A flow-level traffic model over programmed tables: for a traffic
 // matrix (shift, seeded random permutation, all-to-all) it computes the load of every
 // directed link with the static LFT routes and with adaptive routing over the AR tables, and
 // reports the worst link load and the effective bisection bandwidth. Pure and deterministic.
@@ -33,7 +33,7 @@
 
 namespace ibsm::routing {
 
-enum class TrafficPattern : uint8_t { kShift, kRandom, kAllToAll };
+enum class TrafficPattern: uint8_t { kShift, kRandom, kAllToAll };
 std::string_view TrafficPatternName(TrafficPattern p);
 // "shift", "random", "alltoall"; InvalidArgument otherwise.
 Result<TrafficPattern> ParseTrafficPattern(std::string_view s);

@@ -1,6 +1,6 @@
-// The adaptive-routing agent of one simulated AR-capable switch (issue 7 "Simulator"): it
+// The adaptive-routing agent of one simulated AR-capable switch: it
 // answers GeneralInfo capabilities, ARInfo, ARGroupTable, ARLinearForwardingTable_SX and
-// ARGroupTableCopy as shared/docs/ar-sharp.md says ("ibsm encoding v1" where no public source
+// ARGroupTableCopy as docs/ar-sharp.md says ("ibsm encoding v1" where no public source
 // fixes the encoding), and holds the state a test reads back. Switches without this agent
 // drop vendor attributes without an answer, as ibsim and legacy switches do.
 //

@@ -1,4 +1,4 @@
-// Simulated SHARP aggregation nodes (issue 7 "Simulator"; shared/docs/ar-sharp.md). A
+// Simulated SHARP aggregation nodes (docs/ar-sharp.md). A
 // SHARP-capable switch (fabric/aggregation_node.h: WithAggregationNodes) has an AN CA behind
 // its last port. This extension makes those switches and ANs answer what real ones do:
 //  - the switch: GeneralInfo (0xFF17, modifier 4) with capability bit 18 set, and
@@ -33,7 +33,7 @@ struct SimAnOptions {
   uint16_t sharp_version = 2;
 };
 
-class SharpSim : public NodeExtension {
+class SharpSim: public NodeExtension {
  public:
   struct Qp {
     uint16_t tree_id = 0;

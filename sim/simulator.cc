@@ -42,7 +42,7 @@ mad::VlArbitrationTable DefaultVlArb(size_t b) {
   bool high = b == 2;
   for (size_t i = 0; i < 15; ++i) {
     t.vl[i] = static_cast<uint8_t>(i);
-    t.weight[i] = high ? (i == 0 ? 4 : 0) : (i == 0 ? 0 : 4);
+    t.weight[i] = high ? (i == 0 ? 4 : 0): (i == 0 ? 0 : 4);
   }
   return t;
 }
@@ -155,11 +155,11 @@ Simulator::Simulator(const Fabric& fabric, SimOptions options)
     sn.guid = fn.guid.value();
     sn.system_image_guid = fn.system_image_guid.value() ? fn.system_image_guid.value()
                                                         : fn.guid.value();
-    sn.vendor_id = fn.vendor_id ? fn.vendor_id : 0x0002c9;
+    sn.vendor_id = fn.vendor_id ? fn.vendor_id: 0x0002c9;
     sn.device_id = fn.device_id;
     sn.revision = fn.revision;
     sn.first_port = fn.first_port;
-    sn.description = fn.description.empty() ? fn.name : fn.description;
+    sn.description = fn.description.empty() ? fn.name: fn.description;
     sn.quirks = QuirksFor(options_.profile, options_.seed, fn.guid, fn.kind);
     if (sn.quirks.hostile_description && options_.hostile_descriptions)
       sn.description = HostileDescription(sn.description, n);
@@ -179,7 +179,7 @@ Simulator::Simulator(const Fabric& fabric, SimOptions options)
         uint64_t g0 = fabric.port(fn.first_port).guid.value();
         sp.guid = g0 ? g0 : fn.guid.value();
       } else {
-        sp.guid = fp.guid.value() ? fp.guid.value() : fn.guid.value() + p;
+        sp.guid = fp.guid.value() ? fp.guid.value(): fn.guid.value() + p;
       }
       FillSpeed(fp.speed, &sp.info);
       sp.info.link_width_active = static_cast<uint8_t>(fp.width);
@@ -217,7 +217,7 @@ void Simulator::ResetPort(PortId p) {
   FillSpeed(speed, &pi);
   pi.link_width_supported = 3;  // 1x, 4x
   pi.link_width_enabled = 3;
-  pi.link_width_active = width_active ? width_active : 2;
+  pi.link_width_active = width_active ? width_active: 2;
   pi.link_down_default_state = kPhysPolling;
   pi.mtu_cap = 5;  // 4096
   pi.neighbor_mtu = 5;
@@ -230,13 +230,13 @@ void Simulator::ResetPort(PortId p) {
   pi.resp_time_value = 8;
   bool mgmt = n.kind == NodeKind::kSwitch && pi.local_port_num == 0;
   bool up = mgmt || LinkShouldBeUp(p);
-  pi.port_phys_state = up ? kPhysLinkUp : kPhysPolling;
-  pi.port_state = up ? kStateInit : kStateDown;
+  pi.port_phys_state = up ? kPhysLinkUp: kPhysPolling;
+  pi.port_state = up ? kStateInit: kStateDown;
 }
 
 void Simulator::ResetNodeState(NodeId n) {
   SimNode& sn = nodes_[n];
-  for (NodeExtension* ext : extensions_) ext->OnNodeReset(n);
+  for (NodeExtension* ext: extensions_) ext->OnNodeReset(n);
   for (uint32_t p = 0; p <= sn.num_ports; ++p) ResetPort(sn.first_port + p);
   if (sn.sw != kNoSwitch) {
     SimSwitch& sw = switches_[sn.sw];
@@ -321,7 +321,7 @@ uint8_t Simulator::lft_entry(NodeId node, Lid lid) const {
 
 size_t Simulator::pending_traps() const {
   size_t n = 0;
-  for (const auto& sw : switches_) n += sw.traps.size();
+  for (const auto& sw: switches_) n += sw.traps.size();
   return n;
 }
 
@@ -446,7 +446,7 @@ PortId Simulator::CrossLink(PortId out, uint8_t min_state) {
   }
   PortId in = o.peer;
   CountHop(out, in);
-  return RollDrop(ports_[in].node) ? in : kNoPort;
+  return RollDrop(ports_[in].node) ? in: kNoPort;
 }
 
 std::chrono::nanoseconds Simulator::Latency(uint32_t hops) {
@@ -493,7 +493,7 @@ void Simulator::Inject(PortId from, mad::MadMessage msg) {
 void Simulator::HandleDr(PortId from, mad::MadMessage& msg) {
   std::span<uint8_t> b(msg.bytes);
   if (Get(b, kDrSlid) != 0xFFFF || Get(b, kDrDlid) != 0xFFFF) {
-    Drop(DropReason::kMixedDr);  // TODO(issue 2): LID-routed legs of a DR SMP
+    Drop(DropReason::kMixedDr);  // TODO: LID-routed legs of a DR SMP
     return;
   }
   uint64_t method = Get(b, kMethod);
@@ -587,7 +587,7 @@ bool OwnsLid(const mad::PortInfo& pi, uint16_t lid) {
 // forwards by LFT[dlid]. SMPs need every link at INIT or above, GMPs ACTIVE (7.2: only
 // SMPs may use a link before it is Active).
 PortId Simulator::RouteLid(PortId from, uint16_t dlid, bool is_smp, uint32_t* hops) {
-  uint8_t min_state = is_smp ? kStateInit : kStateActive;
+  uint8_t min_state = is_smp ? kStateInit: kStateActive;
   if (dlid == 0 || dlid > kMaxUnicastLid) {
     Drop(DropReason::kNoRoute);  // multicast/permissive LID routing not modelled
     return kNoPort;
@@ -653,7 +653,7 @@ void Simulator::ArriveAt(PortId dest, mad::MadMessage& msg, uint16_t slid, uint3
     // answers; its answer is a GMP and needs an ACTIVE path back.
     NodeId dn = ports_[dest].node;
     PortNum at{ports_[dest].info.local_port_num};
-    for (NodeExtension* ext : extensions_) {
+    for (NodeExtension* ext: extensions_) {
       if (!ext->HandleGmp(dn, at, b)) continue;
       ReturnGmp(dest, slid, msg, hops);
       return;
@@ -664,7 +664,7 @@ void Simulator::ArriveAt(PortId dest, mad::MadMessage& msg, uint16_t slid, uint3
   if (to_endpoint) {
     // A switch's SM (enhanced port 0) is bound at port 0 whatever port the MAD entered.
     NodeId dn = ports_[dest].node;
-    PortId ep_port = nodes_[dn].sw != kNoSwitch ? nodes_[dn].first_port : dest;
+    PortId ep_port = nodes_[dn].sw != kNoSwitch ? nodes_[dn].first_port: dest;
     if (endpoints_[ep_port] != nullptr) {
       DeliverTo(ep_port, msg, hops);
       return;
@@ -747,7 +747,7 @@ bool Simulator::Sma(PortId arrival, std::span<uint8_t> b) {
   // Failure = no response. Lease (14.2.4.2): a failure starts the lease timer when the lease
   // period is non-zero; if no SMP with the key arrives before it ends, the protect bits drop
   // to 0 and any SM may configure the port (the key itself stays).
-  PortId key_port = sn.sw != kNoSwitch ? sn.first_port : arrival;
+  PortId key_port = sn.sw != kNoSwitch ? sn.first_port: arrival;
   SimPort& kp = ports_[key_port];
   mad::PortInfo& kpi = kp.info;
   const auto now = std::chrono::steady_clock::now();
@@ -771,7 +771,7 @@ bool Simulator::Sma(PortId arrival, std::span<uint8_t> b) {
   // SMP without an answer, as ibsim and legacy switches do (the SM reads a timeout as "not
   // supported").
   const bool vendor = attr_id >= 0xFF00;
-  ArSwitch* ar = sn.sw != kNoSwitch ? switches_[sn.sw].ar.get() : nullptr;
+  ArSwitch* ar = sn.sw != kNoSwitch ? switches_[sn.sw].ar.get(): nullptr;
   std::optional<uint16_t> vendor_status;
   if (vendor && Get(b, kClassVersion) == 1 &&
       (method == mad::method::kGet || method == mad::method::kSet)) {
@@ -814,7 +814,7 @@ bool Simulator::Sma(PortId arrival, std::span<uint8_t> b) {
       case mad::attr::kGuidInfo: status = SmaGuidInfo(arrival, method, mod, data); break;
       default: {
         status = mad::mad_status::kMethodAttrUnsupported;
-        for (NodeExtension* ext : extensions_) {
+        for (NodeExtension* ext: extensions_) {
           auto st = ext->HandleSmp(ports_[arrival].node, PortNum{ports_[arrival].info.local_port_num},
                                    method, attr_id, mod, data);
           if (st) {
@@ -846,7 +846,7 @@ std::optional<uint16_t> Simulator::VendorSmp(NodeId node, PortId arrival, ArSwit
   if (attr_id == mad::attr::kGeneralInfo) {
     mad::GeneralInfoCapabilities caps;
     if (ar != nullptr) ar->AddCapabilities(caps);
-    for (const NodeExtension* ext : extensions_) ext->AddCapabilities(node, caps);
+    for (const NodeExtension* ext: extensions_) ext->AddCapabilities(node, caps);
     if (caps.capability == mad::GeneralInfoCapabilities{}.capability) return std::nullopt;
     if (method != mad::method::kGet) return mad::mad_status::kMethodAttrUnsupported;
     if (mod != mad::kGeneralInfoCapabilityModifier) return mad::mad_status::kInvalidField;
@@ -854,7 +854,7 @@ std::optional<uint16_t> Simulator::VendorSmp(NodeId node, PortId arrival, ArSwit
     mad::EncodeTo(caps, data);
     return mad::mad_status::kOk;
   }
-  for (NodeExtension* ext : extensions_) {
+  for (NodeExtension* ext: extensions_) {
     auto st = ext->HandleSmp(node, PortNum{ports_[arrival].info.local_port_num}, method, attr_id,
                              mod, data);
     if (st) return st;
@@ -875,7 +875,7 @@ uint16_t Simulator::SmaNodeInfo(PortId arrival, uint8_t method, std::span<uint8_
   ni.system_image_guid = sn.system_image_guid;
   ni.node_guid = sn.guid;
   ni.port_guid = sp.guid;
-  ni.partition_cap = sn.sw != kNoSwitch ? kPartitionCapSwitch : kPartitionCapCa;
+  ni.partition_cap = sn.sw != kNoSwitch ? kPartitionCapSwitch: kPartitionCapCa;
   ni.device_id = sn.device_id;
   ni.revision = sn.revision;
   ni.local_port_num = sp.info.local_port_num;
@@ -1174,7 +1174,7 @@ uint16_t Simulator::SmaPKeyTable(PortId arrival, uint8_t method, uint32_t mod,
     if (t && !t->pkeys.empty()) {
       blk.pkey[i] = t->pkeys[first + i];
     } else {
-      blk.pkey[i] = first + i == 0 ? mad::kDefaultPKey : 0;
+      blk.pkey[i] = first + i == 0 ? mad::kDefaultPKey: 0;
     }
   }
   mad::EncodeTo(blk, data);
@@ -1229,7 +1229,7 @@ uint16_t Simulator::SmaVlArb(PortId arrival, uint8_t method, uint32_t mod,
   }
   const size_t b = m.block - 1u;
   const mad::PortInfo& pi = ports_[target].info;
-  const size_t cap = b < 2 ? pi.vl_arb_low_cap : pi.vl_arb_high_cap;
+  const size_t cap = b < 2 ? pi.vl_arb_low_cap: pi.vl_arb_high_cap;
   const size_t skip = (b % 2) * mad::kVlArbBlockSize;
   if (cap <= skip) return mad::mad_status::kInvalidField;
   const size_t n = std::min(mad::kVlArbBlockSize, cap - skip);
@@ -1258,7 +1258,7 @@ uint16_t Simulator::SmaVlArb(PortId arrival, uint8_t method, uint32_t mod,
 uint16_t Simulator::SmaGuidInfo(PortId arrival, uint8_t method, uint32_t mod,
                                 std::span<uint8_t> data) {
   const SimNode& sn = nodes_[ports_[arrival].node];
-  PortId target = sn.sw != kNoSwitch ? sn.first_port : arrival;
+  PortId target = sn.sw != kNoSwitch ? sn.first_port: arrival;
   const size_t cap = ports_[target].info.guid_cap;
   const size_t blocks = (cap + mad::kGuidInfoBlockSize - 1) / mad::kGuidInfoBlockSize;
   if (mod >= blocks) return mad::mad_status::kInvalidField;
@@ -1312,11 +1312,11 @@ uint32_t Sat32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : static_cast<ui
 // Adds every counter of `b` into `a`, each saturating at its wire width.
 template <typename S>
 void AddCounters(S& a, const S& b) {
-  for (const auto& f : mad::Layout<S>::kFields) {
+  for (const auto& f: mad::Layout<S>::kFields) {
     if (IsSelectField(f.name)) continue;
     uint64_t max = f.bit_width >= 64 ? UINT64_MAX : (uint64_t{1} << f.bit_width) - 1;
     uint64_t x = f.get(a, 0), y = f.get(b, 0);
-    f.set(a, 0, x > max - std::min(y, max) ? max : x + y);
+    f.set(a, 0, x > max - std::min(y, max) ? max: x + y);
   }
 }
 }  // namespace
@@ -1328,8 +1328,8 @@ Simulator::PmState& Simulator::Pm(PortId p) {
 
 mad::PortCounters Simulator::port_counters(PortId p) const {
   const SimPort& sp = ports_[p];
-  mad::PortCounters pc = sp.pm ? sp.pm->errors : mad::PortCounters{};
-  Traffic base = sp.pm ? sp.pm->pc_base : Traffic{};
+  mad::PortCounters pc = sp.pm ? sp.pm->errors: mad::PortCounters{};
+  Traffic base = sp.pm ? sp.pm->pc_base: Traffic{};
   pc.port_select = 0;
   pc.counter_select = 0;
   pc.counter_select2 = 0;
@@ -1345,14 +1345,14 @@ mad::PortCountersExtended Simulator::port_counters_extended(PortId p) const {
   const SimPort& sp = ports_[p];
   mad::PortCountersExtended x;
   const PmState* pm = sp.pm.get();
-  Traffic base = pm ? pm->ext_base : Traffic{};
+  Traffic base = pm ? pm->ext_base: Traffic{};
   x.port_xmit_data = sp.traffic.xmit_data - base.xmit_data;
   x.port_rcv_data = sp.traffic.rcv_data - base.rcv_data;
   x.port_xmit_pkts = sp.traffic.xmit_pkts - base.xmit_pkts;
   x.port_rcv_pkts = sp.traffic.rcv_pkts - base.rcv_pkts;
   // Every MAD is unicast (no multicast forwarding is modelled).
-  x.port_unicast_xmit_pkts = sp.traffic.xmit_pkts - (pm ? pm->ext_unicast_xmit_base : 0);
-  x.port_unicast_rcv_pkts = sp.traffic.rcv_pkts - (pm ? pm->ext_unicast_rcv_base : 0);
+  x.port_unicast_xmit_pkts = sp.traffic.xmit_pkts - (pm ? pm->ext_unicast_xmit_base: 0);
+  x.port_unicast_rcv_pkts = sp.traffic.rcv_pkts - (pm ? pm->ext_unicast_rcv_base: 0);
   if (pm) {
     const mad::PortCounters& e = pm->errors;
     x.symbol_error_counter = e.symbol_error_counter;
@@ -1527,12 +1527,12 @@ uint16_t Simulator::PmaPortCountersExtended(PortId arrival, uint8_t method,
 size_t Simulator::state_bytes() const {
   size_t n = nodes_.capacity() * sizeof(SimNode) + ports_.capacity() * sizeof(SimPort) +
              switches_.capacity() * sizeof(SimSwitch) + endpoints_.capacity() * sizeof(Endpoint*);
-  for (const auto& nd : nodes_) n += nd.description.capacity() > 15 ? nd.description.capacity() : 0;
-  for (const auto& sw : switches_) {
+  for (const auto& nd: nodes_) n += nd.description.capacity() > 15 ? nd.description.capacity() : 0;
+  for (const auto& sw: switches_) {
     n += sw.lft.capacity() + sw.mft.capacity() * 2;
     if (sw.ar) n += sw.ar->state_bytes();
   }
-  for (const auto& p : ports_) {
+  for (const auto& p: ports_) {
     if (p.pm) n += sizeof(PmState);
     if (p.tables) {
       n += sizeof(PortTables) + p.tables->pkeys.capacity() * 2 +
@@ -1553,7 +1553,7 @@ void Simulator::SendTrap128(NodeId n) {
   SimSwitch& sw = switches_[sn.sw];
   const mad::PortInfo& p0 = ports_[sn.first_port].info;
   if (p0.lid == 0 || p0.master_sm_base_lid == 0) return;  // nobody to tell yet
-  for (const auto& t : sw.traps)
+  for (const auto& t: sw.traps)
     if (t.trap_num == mad::trap::kLinkStateChanged) return;  // still repeating
   sw.traps.push_back(PendingTrap{next_trap_tid_++, mad::trap::kLinkStateChanged, 0});
   SendTrap(n, sw.traps.back());
@@ -1591,7 +1591,7 @@ Status Simulator::InjectTrap(PortId from, const mad::Notice& notice) {
   if (from >= ports_.size()) return InvalidArgument("no such port");
   const SimNode& sn = nodes_[ports_[from].node];
   // A switch sends from port 0 (the port its LID is on).
-  PortId src = sn.sw != kNoSwitch ? sn.first_port : from;
+  PortId src = sn.sw != kNoSwitch ? sn.first_port: from;
   const mad::PortInfo& pi = ports_[src].info;
   if (pi.lid == 0 || pi.master_sm_base_lid == 0)
     return InvalidArgument("the port has no LID or no SM LID yet");
@@ -1620,7 +1620,7 @@ size_t Simulator::ResendTraps() {
   for (NodeId n = 0; n < nodes_.size(); ++n) {
     if (nodes_[n].sw == kNoSwitch || !nodes_[n].present) continue;
     auto& traps = switches_[nodes_[n].sw].traps;
-    for (auto& t : traps) {
+    for (auto& t: traps) {
       if (t.sends < options_.trap_max_sends) {
         SendTrap(n, t);
         ++sent;

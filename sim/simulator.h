@@ -1,4 +1,4 @@
-// The in-process fabric simulator (DESIGN.md "Fabrics to run on", issue 2 "sim/"). Every
+// The in-process fabric simulator. Every
 // node runs a subnet management agent (SMA) that answers SMPs as IBA chapter 14 says;
 // directed-route SMPs walk their path hop by hop (14.2.2), LID-routed MADs follow the LFTs
 // that the SM programmed, so a wrong table is a lost MAD as on a real fabric.
@@ -81,7 +81,7 @@ class NodeExtension {
 };
 
 // Why a MAD was lost. Frozen order: tests and dumps index counters by it.
-enum class DropReason : uint8_t {
+enum class DropReason: uint8_t {
   kMalformed = 0,   // not 256 bytes, bad header, unknown class/version
   kBadSource,       // injected at a port that does not exist or whose node is absent
   kBadPath,         // DR path names a port out of range, or hop counts are unreasonable
@@ -222,7 +222,7 @@ class Simulator {
   // The ports a switch forwards multicast LID `mlid` to (its MFT entry, all positions);
   // empty for a CA, an MLID below 0xC000 or an entry never set.
   std::vector<uint8_t> mft_ports(NodeId node, Lid mlid) const;
-  // Adaptive routing (issue 7): makes a switch AR-capable (or legacy again). A capable switch
+  // Adaptive routing: makes a switch AR-capable (or legacy again). A capable switch
   // answers GeneralInfo and the AR attributes; a legacy one drops them. InvalidArgument for
   // a node that is not a switch.
   Status SetArCapable(NodeId node, bool capable, ArSwitchCaps caps = {});

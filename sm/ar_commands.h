@@ -1,4 +1,4 @@
-// The adaptive-routing commands of ibsmd's control socket (issue 7 "Operators see it"):
+// The adaptive-routing commands of ibsmd's control socket:
 //
 //   ar                                   per switch: capable, enabled, SLs, mode, groups (and
 //                                        why not); per destination leaf: its group's ports

@@ -1,4 +1,4 @@
-// Adaptive routing in the heavy sweep (issue 7 "SM"): after the plain LFT push, find the
+// Adaptive routing in the heavy sweep: after the plain LFT push, find the
 // AR-capable switches (GeneralInfo capability bit 1, then ARInfo GroupCap; a timeout means a
 // legacy switch), compute the groups on top of the base engine's static routes
 // (routing/ar_groups.h), verify them, write the group tables by difference, then the AR LFT
@@ -103,7 +103,7 @@ class ArManager {
   // sweep's fabric (same nodes in the same order, same LIDs): the SM hands over the fabric
   // it shares with the SA, so the AR view costs no fabric of its own.
   void ShareFabric(std::shared_ptr<const Fabric> fabric);
-  const routing::ArTables* tables() const { return snapshot_ ? snapshot_->ar.get() : nullptr; }
+  const routing::ArTables* tables() const { return snapshot_ ? snapshot_->ar.get(): nullptr; }
   const ArCounters& counters() const { return counters_; }
 
  private:

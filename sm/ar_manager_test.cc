@@ -1,6 +1,6 @@
 // Adaptive routing end to end on the in-process simulator: the SM discovers AR-capable
 // switches, programs groups, AR LFTs and ARInfo, and what the simulator holds afterwards is
-// exactly what the SM intended (issue 7 "Must hold").
+// exactly what the SM intended.
 #include "sm/ar_manager.h"
 
 #include <gtest/gtest.h>
@@ -105,7 +105,7 @@ void ExpectSimHoldsWhatTheSmIntended(const Fabric& f, const sim::Simulator& sim,
 }
 
 TEST(ArManagerTest, TwoTierK16AndThreeTierK8ReadBackEqualsWhatTheSmIntended) {
-  for (auto fabric : {FatTree2(16), FatTree3(8)}) {
+  for (auto fabric: {FatTree2(16), FatTree3(8)}) {
     ASSERT_TRUE(fabric.ok());
     sim::Simulator sim(*fabric);
     AllCapable(*fabric, sim);
@@ -120,7 +120,7 @@ TEST(ArManagerTest, TwoTierK16AndThreeTierK8ReadBackEqualsWhatTheSmIntended) {
                                                switches, switches)),
               std::string::npos)
         << r.snap->summary;
-    for (const ArSwitchStatus& s : r.snap->switches) {
+    for (const ArSwitchStatus& s: r.snap->switches) {
       EXPECT_TRUE(s.capable && s.enabled) << s.name << ": " << s.why_not;
       EXPECT_EQ(s.sl_mask, 0xFFFF);
     }
@@ -165,7 +165,7 @@ TEST(ArManagerTest, LegacySwitchesInAMixedFabricKeepPlainLftsAndAreNamedInTheSum
   EXPECT_TRUE(r.sweep.subnet_up);  // AR problems never hold the subnet back
   ASSERT_NE(r.snap, nullptr);
   ExpectSimHoldsWhatTheSmIntended(*f, sim, *r.snap);
-  for (const ArSwitchStatus& s : r.snap->switches) {
+  for (const ArSwitchStatus& s: r.snap->switches) {
     const NodeId n = *f->FindNode(s.guid);
     EXPECT_EQ(s.capable, sim.ar_switch(n) != nullptr) << s.name;
     EXPECT_EQ(s.enabled, s.capable) << s.name;
@@ -280,7 +280,7 @@ TEST(ArManagerTest, WithOneSpineLinkDownGroupsShrinkToTheSurvivingPortsAndVerifi
   const routing::ArSwitchTable* t = r.snap->ar->table(leaf_in_snap);
   ASSERT_NE(t, nullptr);
   size_t groups = 0;
-  for (const auto& g : t->groups) {
+  for (const auto& g: t->groups) {
     if (g.empty()) continue;
     ++groups;
     EXPECT_EQ(g.size(), 7u);

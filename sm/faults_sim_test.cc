@@ -1,4 +1,4 @@
-// Faults in the in-process simulator during and between sweeps (issue 9): MAD loss, a dead
+// Faults in the in-process simulator during and between sweeps: MAD loss, a dead
 // switch, link flaps mid-sweep, a switch reboot, nodes removed and added back. Seeded, so every
 // run is the same run. After each, the fabric as the simulated switches hold it passes the
 // checks of sim_test_util.h and no LID is duplicated.
@@ -82,7 +82,7 @@ TEST(FaultsSimTest, MadLossDuringAHeavySweepGivesTheSameFabricAsNoLoss) {
   ASSERT_TRUE(f.ok());
   std::vector<std::pair<uint64_t, uint16_t>> want_lids;
   std::vector<uint8_t> want_lfts;
-  for (double loss : {0.0, 0.01, 0.05, 0.20}) {
+  for (double loss: {0.0, 0.01, 0.05, 0.20}) {
     boost::asio::io_context io;
     sim::SimOptions so;
     so.seed = 7;
@@ -125,7 +125,7 @@ TEST(FaultsSimTest, MadLossDuringAHeavySweepGivesTheSameFabricAsNoLoss) {
 TEST(FaultsSimTest, OneSweepBringsALossyFabricUpWhenRepliesOfAppliedSetsAreLost) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
-  for (double loss : {0.05, 0.10}) {
+  for (double loss: {0.05, 0.10}) {
     boost::asio::io_context io;
     sim::SimOptions so;
     so.seed = 11;
@@ -179,17 +179,17 @@ TEST(FaultsSimTest, LinksFlappingDuringASweepEndInAConsistentFabric) {
   sim.SetLatency(200us, 100us);  // a sweep long enough to flap links inside it
   // Three spine-core and leaf-spine cables go down and come back while the first sweep runs.
   std::vector<PortId> flapping;
-  for (const char* name : {"pod01-spine-01", "pod03-leaf-02", "pod05-spine-04"}) {
+  for (const char* name: {"pod01-spine-01", "pod03-leaf-02", "pod05-spine-04"}) {
     NodeId n = *f->FindNodeByName(name);
     flapping.push_back(f->port_id(n, PortNum{static_cast<uint8_t>(f->node(n).num_ports)}));
   }
   std::vector<std::unique_ptr<boost::asio::steady_timer>> timers;
   int k = 0;
-  for (PortId p : flapping) {
-    for (bool up : {false, true}) {
+  for (PortId p: flapping) {
+    for (bool up: {false, true}) {
       auto t = std::make_unique<boost::asio::steady_timer>(io, std::chrono::milliseconds(5 + 7 * k++));
       t->async_wait([&sim, p, up](boost::system::error_code ec) {
-        if (!ec) (void)(up ? sim.LinkUp(p) : sim.LinkDown(p));
+        if (!ec) (void)(up ? sim.LinkUp(p): sim.LinkDown(p));
       });
       timers.push_back(std::move(t));
     }
@@ -282,7 +282,7 @@ TEST(FaultsSimTest, AStateFileThatRefusesWritesStopsNothingAndCatchesUpLater) {
     auto rows = (*ro)->LoadGuid2Lid();
     EXPECT_TRUE(rows.ok());
     if (rows.ok())
-      for (const auto& r : *rows) m[r.port_guid.value()] = r.min_lid.value();
+      for (const auto& r: *rows) m[r.port_guid.value()] = r.min_lid.value();
     return m;
   };
   SmRun r(*f, sim, io, Options(), store->get());
@@ -365,7 +365,7 @@ TEST(FaultsSimTest, TheStateFileKeepsOnlyTheNewestSweepsAndEvents) {
   ASSERT_EQ(events->size(), 5u);
   // The SM's own (its two state changes) and the three newest of the old ones.
   std::set<std::string> kept;
-  for (const auto& e : *events) kept.insert(e.kind == "test" ? e.message : e.kind);
+  for (const auto& e: *events) kept.insert(e.kind == "test" ? e.message : e.kind);
   EXPECT_EQ(kept.count("old event 19") + kept.count("old event 18") + kept.count("old event 17"),
             3u);
   EXPECT_EQ(kept.count(std::string(ha::kEventStateChange)), 1u);
@@ -425,7 +425,7 @@ TEST(FaultsSimTest, ATrapStormIsSilencedWhileTheSaKeepsAnswering) {
     return mad::ToMessage(smp, Lid{sm_lid});
   };
   std::vector<std::unique_ptr<sim::SimTransport>> clients;
-  for (PortId h : hosts) {
+  for (PortId h: hosts) {
     clients.push_back(std::make_unique<sim::SimTransport>(io, sim, h));
     ASSERT_TRUE(clients.back()->bind_status().ok());
   }
@@ -469,7 +469,7 @@ TEST(FaultsSimTest, ATrapStormIsSilencedWhileTheSaKeepsAnswering) {
     io.restart();
     io.run_for(10ms);
   }
-  for (auto& c : clients) c->Close();
+  for (auto& c: clients) c->Close();
   EXPECT_EQ(answered, 10 * clients.size())
       << "every PathRecord query of every client answered during the storm";
   const SmCounters& c = r.sm.counters();

@@ -1,4 +1,4 @@
-// Fabric health rules (issue 8): which cables need an operator, judged from the PerfMgr's
+// Fabric health rules: which cables need an operator, judged from the PerfMgr's
 // counter deltas of one sweep (sm/perf_manager.h) and from the link widths and speeds
 // discovery read (sm/link_health.h). Pure: findings in, findings out; no MADs, no clock.
 //
@@ -20,7 +20,7 @@
 namespace ibsm::sm {
 
 // FROZEN order: counters and JSON index rules by it.
-enum class HealthRule : uint8_t {
+enum class HealthRule: uint8_t {
   kSymbolErrors = 0,
   kLinkErrorRecovery,
   kLinkDowned,

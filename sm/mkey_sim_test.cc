@@ -1,4 +1,4 @@
-// M_Key on the in-process simulator (issue 9 "Keys"): ibsmd puts its key, protection level and
+// M_Key on the in-process simulator: ibsmd puts its key, protection level and
 // lease period on every port; a second SM without the key can read (protection level 1) but
 // not reprogram; when the lease runs out after such attempts the protection drops to 0, as
 // IBA 14.2.4.2 says, and the SM that holds the key puts it back on its next sweep.
@@ -86,7 +86,7 @@ TEST(MKeySimTest, ASecondSmWithoutTheKeyCannotReprogramAndTheLeaseEndsTheProtect
   SweepStats first = Sweep(io, sim, a_port, KeyOptions(kKey));
   ASSERT_TRUE(first.subnet_up);
   const auto ports = KeyPorts(*f);
-  for (PortId p : ports) {
+  for (PortId p: ports) {
     EXPECT_EQ(sim.port_info(p).m_key, kKey) << f->node(f->port(p).node).name;
     EXPECT_EQ(sim.port_info(p).m_key_protect_bits, 1);
     EXPECT_EQ(sim.port_info(p).m_key_lease_period, 1);
@@ -104,7 +104,7 @@ TEST(MKeySimTest, ASecondSmWithoutTheKeyCannotReprogramAndTheLeaseEndsTheProtect
   EXPECT_GT(intruder.smps_failed, 0u);
   EXPECT_EQ(PortLids(*f, sim), lids) << "no LID changed";
   uint64_t violations = 0;
-  for (PortId p : ports) {
+  for (PortId p: ports) {
     violations += sim.port_info(p).m_key_violations;
     EXPECT_EQ(sim.port_info(p).m_key, kKey);
     EXPECT_EQ(sim.port_info(p).lmc, 0);
@@ -120,7 +120,7 @@ TEST(MKeySimTest, ASecondSmWithoutTheKeyCannotReprogramAndTheLeaseEndsTheProtect
   EXPECT_TRUE(back.subnet_up);
   EXPECT_GT(back.portinfo_sets, 0u) << "the expired protection is written back";
   EXPECT_EQ(PortLids(*f, sim), lids);
-  for (PortId p : ports) {
+  for (PortId p: ports) {
     EXPECT_EQ(sim.port_info(p).m_key, kKey);
     EXPECT_EQ(sim.port_info(p).m_key_protect_bits, 1) << f->node(f->port(p).node).name;
   }

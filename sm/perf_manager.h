@@ -1,4 +1,4 @@
-// The performance manager (OpenSM's PerfMgr; issue 8): every perfmgr_sweep_time_s, and once
+// The performance manager (OpenSM's PerfMgr): every perfmgr_sweep_time_s, and once
 // after the first SUBNET UP, reads PortCounters (IBA 16.1.3.5) and, where the node's PerfMgt
 // ClassPortInfo says it has them, PortCountersExtended (16.1.4.11) of every cabled port by
 // LID; keeps each port's previous reading and computes deltas; judges them with the health

@@ -1,4 +1,4 @@
-// The SHARP stage of a heavy sweep (issue 7 "SM"; shared/docs/ar-sharp.md). With
+// The SHARP stage of a heavy sweep (docs/ar-sharp.md). With
 // sharp_enable, after LIDs, LFTs and link activation:
 //  1. every switch with an aggregation node (AN) cabled to it is asked for GeneralInfo
 //     capability bit 18 (no answer = not SHARP capable), and its AN port's

@@ -1,4 +1,4 @@
-// The SM's SHARP stage on the in-process simulator (issue 7 "Must hold"): the trees read back
+// The SM's SHARP stage on the in-process simulator: the trees read back
 // from the simulated aggregation nodes are what the SM intended, and on their own (from the
 // ANs' tables alone) every tree is acyclic, spans every host, has depth = switch tiers and
 // respects the radix; after a spine link or a switch fails the trees are rebuilt.
@@ -101,7 +101,7 @@ struct AnView {
 AnView ReadTree(const Bed& bed, uint16_t id) {
   AnView v;
   std::map<Guid, const sim::SharpSim::An*> holders;
-  for (const auto& an : bed.sharp->ans())
+  for (const auto& an: bed.sharp->ans())
     if (an.trees.count(id)) holders[bed.AnPortGuid(an.an)] = &an;
   auto remote = [](const sim::SharpSim::An& an, uint32_t qpn) {
     auto q = an.qps.find(qpn);
@@ -111,8 +111,8 @@ AnView ReadTree(const Bed& bed, uint16_t id) {
   for (const auto& [g, an] : holders) {
     const auto& t = an->trees.at(id);
     SharpAnTree& at = v.by_an[g];
-    at.parent = t.parent_qpn ? remote(*an, t.parent_qpn) : Guid{0};
-    for (uint32_t q : t.child_qpn) at.children.push_back(remote(*an, q));
+    at.parent = t.parent_qpn ? remote(*an, t.parent_qpn): Guid{0};
+    for (uint32_t q: t.child_qpn) at.children.push_back(remote(*an, q));
     v.max_children = std::max(v.max_children, t.child_qpn.size());
     if (t.state != mad::tree_state::kEnabled) v.problems.push_back("tree not enabled on an AN");
     if (!t.parent_qpn) {
@@ -134,7 +134,7 @@ AnView ReadTree(const Bed& bed, uint16_t id) {
       continue;
     }
     v.depth = std::max(v.depth, level);
-    for (Guid c : v.by_an[g].children) {
+    for (Guid c: v.by_an[g].children) {
       if (holders.count(c)) {
         if (v.by_an[c].parent != g) v.problems.push_back("child does not name its parent");
         stack.push_back({c, level + 1});
@@ -155,7 +155,7 @@ AnView ReadTree(const Bed& bed, uint16_t id) {
 void ExpectTreesHold(const Bed& bed, const Seen& s, uint32_t tiers, bool full_span) {
   const std::set<Guid> hosts = bed.HostGuids();
   ASSERT_FALSE(s.summary.trees.empty());
-  for (const SharpTreeSummary& t : s.summary.trees) {
+  for (const SharpTreeSummary& t: s.summary.trees) {
     SCOPED_TRACE(::testing::Message() << "tree " << t.id);
     EXPECT_TRUE(t.programmed);
     const AnView v = ReadTree(bed, t.id);
@@ -169,7 +169,7 @@ void ExpectTreesHold(const Bed& bed, const Seen& s, uint32_t tiers, bool full_sp
     EXPECT_EQ(v.by_an, s.programmed.at(t.id));
     // Spans every host, or exactly those the SM reports missing.
     std::set<Guid> expect = hosts;
-    for (Guid m : t.missing_hosts) expect.erase(m);
+    for (Guid m: t.missing_hosts) expect.erase(m);
     EXPECT_EQ(v.hosts, expect);
     if (full_span) {
       EXPECT_TRUE(t.missing_hosts.empty());
@@ -195,7 +195,7 @@ TEST(SharpSmTest, TwoTierK16TreesReadBackAsIntendedAndSpanEveryHost) {
   EXPECT_EQ(s.summary.trees.size(), 8u);
   EXPECT_TRUE(s.summary.uncovered.empty());
   ExpectTreesHold(bed, s, 2, true);
-  for (const auto& an : bed.sharp->ans()) EXPECT_TRUE(an.enabled);
+  for (const auto& an: bed.sharp->ans()) EXPECT_TRUE(an.enabled);
 }
 
 // The production setting (ar_enable and sharp_enable on switches that have both): the
@@ -275,7 +275,7 @@ TEST(SharpSmTest, SpineLinkDownRebuildsThatTreeAndReportsTheHostsItLost) {
       leaf_hosts.insert(bed.fabric.port(bed.fabric.port(id).peer).guid);
   }
   ASSERT_EQ(leaf_hosts.size(), 8u);
-  for (const auto& t : after.summary.trees) {
+  for (const auto& t: after.summary.trees) {
     if (t.root_switch == bed.fabric.node(spine).guid) {
       EXPECT_EQ(t.hosts, 120u);
       EXPECT_EQ(std::set<Guid>(t.missing_hosts.begin(), t.missing_hosts.end()), leaf_hosts);
@@ -288,8 +288,8 @@ TEST(SharpSmTest, SpineLinkDownRebuildsThatTreeAndReportsTheHostsItLost) {
   ExpectTreesHold(bed, after, 2, false);
   // Tree IDs stay with their roots.
   std::map<Guid, uint16_t> before_ids, after_ids;
-  for (const auto& t : seen[0].summary.trees) before_ids[t.root_switch] = t.id;
-  for (const auto& t : after.summary.trees) after_ids[t.root_switch] = t.id;
+  for (const auto& t: seen[0].summary.trees) before_ids[t.root_switch] = t.id;
+  for (const auto& t: after.summary.trees) after_ids[t.root_switch] = t.id;
   EXPECT_EQ(before_ids, after_ids);
 }
 
@@ -302,7 +302,7 @@ TEST(SharpSmTest, RemovedCoreSwitchTakesItsTreeAwayAndTheRestStillSpanEveryHost)
   uint16_t gone_id = 0;
   auto seen = RunSharpSm(bed, SharpOn(), [&](int n, SubnetManager& sm) {
     if (n == 1) {
-      for (const auto& t : sm.sharp().summary().trees)
+      for (const auto& t: sm.sharp().summary().trees)
         if (t.root_switch == bed.fabric.node(core).guid) gone_id = t.id;
       EXPECT_TRUE(bed.sim->RemoveNode(core).ok());
       sm.RequestHeavySweep("test: core switch removed");
@@ -315,10 +315,10 @@ TEST(SharpSmTest, RemovedCoreSwitchTakesItsTreeAwayAndTheRestStillSpanEveryHost)
   const Seen& after = seen[1];
   EXPECT_TRUE(after.stats.subnet_up);
   EXPECT_EQ(after.summary.trees.size(), 15u);
-  for (const auto& t : after.summary.trees) EXPECT_NE(t.id, gone_id);
+  for (const auto& t: after.summary.trees) EXPECT_NE(t.id, gone_id);
   ExpectTreesHold(bed, after, 3, true);
   // The vanished tree was cleaned up on every AN still on the fabric.
-  for (const auto& an : bed.sharp->ans())
+  for (const auto& an: bed.sharp->ans())
     if (an.sw != core) {
       EXPECT_EQ(an.trees.count(gone_id), 0u) << an.an;
     }
@@ -333,7 +333,7 @@ TEST(SharpSmTest, MixedFabricUsesCapableSwitchesAndReportsHostsOfLegacyLeaves) {
   EXPECT_EQ(s.summary.ans, 23u);
   EXPECT_EQ(s.summary.trees.size(), 8u);
   EXPECT_EQ(s.summary.never_covered.size(), 8u);
-  for (const auto& t : s.summary.trees) EXPECT_EQ(t.hosts, 120u);
+  for (const auto& t: s.summary.trees) EXPECT_EQ(t.hosts, 120u);
   ExpectTreesHold(bed, s, 2, false);
 }
 

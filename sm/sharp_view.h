@@ -1,4 +1,4 @@
-// The operator's view of the SHARP trees (issue 7 "Operators see it"): what `ibsmctl sharp`
+// The operator's view of the SHARP trees: what `ibsmctl sharp`
 // prints and its --json. Pure: the SharpManager's summary in, JSON out.
 //
 //   {"enabled": bool, "aggregation_nodes": n, "enabled_nodes": n, "usable_nodes": n,

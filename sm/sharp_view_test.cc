@@ -1,5 +1,5 @@
 // `sharp` on the control socket: a running SM with SHARP on the simulator answers the trees it
-// programmed, in the JSON issue 7 names.
+// programmed, in the JSON the README documents.
 #include "sm/sharp_view.h"
 
 #include <unistd.h>

@@ -70,7 +70,7 @@ std::vector<uint16_t> SimCaLids(const Fabric& f, const sim::Simulator& sim) {
 
 
 TEST(SubnetManagerTest, ColdFabricComesUpWithUniqueLidsActiveLinksAndFullReachability) {
-  for (auto fabric : {FatTree2(8), FatTree3(8), RandomGraph(24, 8, 2, 5)}) {
+  for (auto fabric: {FatTree2(8), FatTree3(8), RandomGraph(24, 8, 2, 5)}) {
     ASSERT_TRUE(fabric.ok());
     boost::asio::io_context io;
     sim::Simulator sim(*fabric);
@@ -91,7 +91,7 @@ TEST(SubnetManagerTest, SmPortGetsLidOneAndEveryPortPointsAtIt) {
   RunSm(io, sim, sm_port, Once());
   EXPECT_EQ(sim.port_info(sm_port).lid, 1);
   for (NodeId n = 0; n < f->node_count(); ++n) {
-    PortId p = f->node(n).is_switch() ? f->port_id(n, PortNum{0}) : f->port_id(n, PortNum{1});
+    PortId p = f->node(n).is_switch() ? f->port_id(n, PortNum{0}): f->port_id(n, PortNum{1});
     EXPECT_EQ(sim.port_info(p).master_sm_base_lid, 1);
   }
 }
@@ -152,10 +152,10 @@ TEST(SubnetManagerTest, StateFileGivesEveryPortItsLidBackOnAFreshFabric) {
   std::filesystem::remove_all(dir);
 }
 
-// ClientReregister only where SA state was lost (issue 6): a client re-registers its
+// ClientReregister only where SA state was lost: a client re-registers its
 // ServiceRecords, multicast joins and subscriptions when told to; an SM that restarts with
 // the state file it kept as master holds them all, so nobody needs telling.
-class ClientReregisterTest : public ::testing::Test {
+class ClientReregisterTest: public ::testing::Test {
  protected:
   void SetUp() override {
     auto f = FatTree2(4);
@@ -264,7 +264,7 @@ TEST(SubnetManagerTest, LinkDownTrapReroutesAroundTheLinkWithinOneSweep) {
   EXPECT_EQ(s.links, f->link_count() - 1);
   EXPECT_GT(s.lft_blocks_sent, 0u);
   // No route leaves leaf-002 by the dead port, and every host still reaches every host.
-  for (uint16_t lid : SimCaLids(*f, sim)) EXPECT_NE(sim.lft_entry(leaf, Lid{lid}), 5);
+  for (uint16_t lid: SimCaLids(*f, sim)) EXPECT_NE(sim.lft_entry(leaf, Lid{lid}), 5);
   Fabric g = *f;
   g.Disconnect(uplink);
   ExpectFabricUp(g, sim);
@@ -305,7 +305,7 @@ TEST(SubnetManagerTest, LftCacheSendsNothingForAnUnchangedFabricAndOnlyChangedBl
   ASSERT_EQ(last.links, f->link_count() - 1);
   EXPECT_GT(last.lft_blocks_sent, 0u);
   EXPECT_LT(last.lft_blocks_sent, sweeps[0].lft_blocks_sent);
-  for (uint16_t lid : SimCaLids(*f, sim)) EXPECT_NE(sim.lft_entry(leaf, Lid{lid}), 5);
+  for (uint16_t lid: SimCaLids(*f, sim)) EXPECT_NE(sim.lft_entry(leaf, Lid{lid}), 5);
   Fabric g = *f;
   g.Disconnect(uplink);
   ExpectFabricUp(g, sim);
@@ -398,7 +398,7 @@ Fabric Ring5() {
 
 TEST(SubnetManagerTest, MinhopCreditLoopIsReportedButUpdnRoutesHaveNone) {
   Fabric f = Ring5();
-  for (const char* engine : {"minhop", "updn"}) {
+  for (const char* engine: {"minhop", "updn"}) {
     SCOPED_TRACE(engine);
     boost::asio::io_context io;
     sim::Simulator sim(f, {});
@@ -417,7 +417,7 @@ TEST(SubnetManagerTest, MinhopCreditLoopIsReportedButUpdnRoutesHaveNone) {
     io.run();
     EXPECT_TRUE(last.subnet_up);
     EXPECT_EQ(last.engine, engine);
-    EXPECT_EQ(sm.counters().credit_loops_found, std::string(engine) == "minhop" ? 1u : 0u);
+    EXPECT_EQ(sm.counters().credit_loops_found, std::string(engine) == "minhop" ? 1u: 0u);
     ExpectFabricUp(f, sim);
   }
 }
@@ -498,7 +498,7 @@ TEST(SubnetManagerTest, NodeDescriptionsThatAreNotUtf8AreStoredAsValidJsonAfterE
   auto j = nlohmann::json::parse((*nodes)->json, nullptr, /*allow_exceptions=*/false);
   ASSERT_FALSE(j.is_discarded());
   std::set<std::string> descriptions;
-  for (const auto& n : j["nodes"]) descriptions.insert(n["description"].get<std::string>());
+  for (const auto& n: j["nodes"]) descriptions.insert(n["description"].get<std::string>());
   EXPECT_TRUE(descriptions.count("r\xEF\xBF\xBDseau-01 HCA-1")) << (*nodes)->json;
   EXPECT_TRUE(descriptions.count("x\n\x1b[2J\"<b>")) << (*nodes)->json;
   std::filesystem::remove_all(dir);

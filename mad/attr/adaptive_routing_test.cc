@@ -1,5 +1,5 @@
 // Golden bytes and round trips for the adaptive-routing attributes and GeneralInfo, worked
-// out by hand from shared/docs/ar-sharp.md ("byte N bit b", bit 7 the most significant).
+// out by hand from docs/ar-sharp.md ("byte N bit b", bit 7 the most significant).
 #include "mad/attr/adaptive_routing.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The independent oracle (issue 2): every field of our layouts is checked against
+// The independent oracle: every field of our layouts is checked against
 // libibmad's own field table (rdma-core libibmad/fields.c), in both directions, on the same
 // bytes. libibmad numbers bits differently (LSB-first inside 32-bit big-endian words); its
 // accessors do that conversion, so agreement here means our spec offsets are right.
@@ -50,15 +50,15 @@ const Field<S>& MustFind(std::string_view name) {
   const Field<S>* f = FindField<S>(name);
   EXPECT_NE(f, nullptr) << "no field " << name << " in " << Layout<S>::kName;
   static const Field<S> kNone{};
-  return f ? *f : kNone;
+  return f ? *f: kNone;
 }
 
 template <typename S>
 void ExpectEveryFieldIsMapped(const std::vector<Mapping>& map,
                               const std::set<std::string_view>& unmapped) {
-  for (const auto& f : Layout<S>::kFields) {
+  for (const auto& f: Layout<S>::kFields) {
     bool found = unmapped.count(f.name) > 0;
-    for (const auto& m : map) found = found || m.ours == f.name;
+    for (const auto& m: map) found = found || m.ours == f.name;
     EXPECT_TRUE(found) << Layout<S>::kName << "." << f.name << " has no libibmad counterpart";
   }
 }
@@ -69,7 +69,7 @@ void ExpectLibibmadReadsOurBytes(const std::vector<Mapping>& map, uint64_t seed)
   S s = PatternFilled<S>(seed);
   std::array<uint8_t, kMadSize> buf{};
   EncodeTo(s, buf);
-  for (const auto& m : map) {
+  for (const auto& m: map) {
     const Field<S>& f = MustFind<S>(m.ours);
     if (f.name.empty()) continue;
     SCOPED_TRACE(std::string(Layout<S>::kName) + "." + std::string(m.ours));
@@ -100,7 +100,7 @@ template <typename S>
 void ExpectWeReadLibibmadBytes(const std::vector<Mapping>& map, uint64_t seed) {
   S want = PatternFilled<S>(seed);
   std::array<uint8_t, kMadSize> buf{};
-  for (const auto& m : map) {
+  for (const auto& m: map) {
     const Field<S>& f = MustFind<S>(m.ours);
     if (f.name.empty()) continue;
     if (m.element < 0 && f.count > 1) {
@@ -117,7 +117,7 @@ void ExpectWeReadLibibmadBytes(const std::vector<Mapping>& map, uint64_t seed) {
   }
   auto got = Decode<S>(buf);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
-  for (const auto& m : map) {
+  for (const auto& m: map) {
     const Field<S>& f = MustFind<S>(m.ours);
     if (f.name.empty()) continue;
     SCOPED_TRACE(std::string(Layout<S>::kName) + "." + std::string(m.ours));
@@ -133,7 +133,7 @@ template <typename S>
 void CheckAgainstLibibmad(const std::vector<Mapping>& map,
                           const std::set<std::string_view>& unmapped = {}) {
   ExpectEveryFieldIsMapped<S>(map, unmapped);
-  for (uint64_t seed : {1ull, 7ull, 0x5EEDull, 0xFFFFFFFFull}) {
+  for (uint64_t seed: {1ull, 7ull, 0x5EEDull, 0xFFFFFFFFull}) {
     ExpectLibibmadReadsOurBytes<S>(map, seed);
     ExpectWeReadLibibmadBytes<S>(map, seed);
   }

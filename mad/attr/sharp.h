@@ -1,6 +1,6 @@
 // SHARP (Scalable Hierarchical Aggregation and Reduction Protocol) wire formats: the
 // aggregation-management MAD (class 0x0B) and its attributes, and the two SMP attributes the
-// SM uses to find and enable aggregation nodes (shared/docs/ar-sharp.md "SHARP").
+// SM uses to find and enable aggregation nodes (docs/ar-sharp.md "SHARP").
 //
 // What the public sources fix is declared at their offsets. Where they fix nothing the
 // layouts below are "ibsm encoding v1", chosen here and frozen (marked so per field); a

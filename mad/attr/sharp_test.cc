@@ -1,5 +1,5 @@
 // Golden bytes and round trips for the SHARP wire formats (mad/attr/sharp.h). Offsets come
-// from shared/docs/ar-sharp.md; the ibsm encoding v1 ones from the header's own table.
+// from docs/ar-sharp.md; the ibsm encoding v1 ones from the header's own table.
 #include "mad/attr/sharp.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// PathRecord service under load (issue 5, "Performance"): ibsmd's SubnetManager and SA on the
+// PathRecord service under load: ibsmd's SubnetManager and SA on the
 // in-process simulator, an SA client on another host asking PathRecord Gets between random
 // host pairs, one query at a time (latency) and 16 in flight (throughput); first on a quiet
 // SM, then while a heavy sweep re-discovers and fully re-routes the fabric. The SA answers
@@ -114,7 +114,7 @@ void BM_PathRecords(benchmark::State& state) {
     return;
   }
   std::vector<uint16_t> lids;
-  for (PortId p : cas) lids.push_back(sim.port_info(p).lid);
+  for (PortId p: cas) lids.push_back(sim.port_info(p).lid);
   tools::SaClient client(client_port, sm.sm_lid(), mad::SendOptions{std::chrono::seconds(5), 0});
 
   for (auto _ : state) {
@@ -144,7 +144,7 @@ void BM_PathRecords(benchmark::State& state) {
     state.counters["quiet_p50_us"] = Percentile(quiet.latencies_us(), 0.50);
     state.counters["quiet_p99_us"] = Percentile(quiet.latencies_us(), 0.99);
     state.counters["quiet_max_us"] = Percentile(quiet.latencies_us(), 1.0);
-    state.counters["reroute_s"] = swept ? reroute_s : -1;
+    state.counters["reroute_s"] = swept ? reroute_s: -1;
     state.counters["during_queries"] = static_cast<double>(busy.latencies_us().size());
     state.counters["during_qps"] = static_cast<double>(busy.latencies_us().size()) / busy_s;
     state.counters["during_p50_us"] = Percentile(busy.latencies_us(), 0.50);

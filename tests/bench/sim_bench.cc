@@ -1,4 +1,4 @@
-// Simulator SMP round trips through SimTransport (issue 2 "Done when": figures for the
+// Simulator SMP round trips through SimTransport (figures for the
 // README). Reports items/s; asserts nothing.
 #include <benchmark/benchmark.h>
 

@@ -1,4 +1,4 @@
-// High availability end to end on ibsim (issue 6, "Must hold"): several SM processes, each
+// High availability end to end on ibsim: several SM processes, each
 // attached to its own host of one ibsim fabric, run the SMInfo protocol through ibsim, which
 // forwards SMInfo to the SM client bound at the destination port. What a user sees is
 // checked with infiniband-diags (sminfo, ibnetdiscover) and the SMs' own logs.
@@ -54,7 +54,7 @@ std::string WaitFor(const std::string& path, Pred done, std::chrono::seconds dea
 // The text after the first occurrence of `marker` (empty if none).
 std::string After(const std::string& text, const std::string& marker) {
   size_t at = text.find(marker);
-  return at == std::string::npos ? std::string() : text.substr(at);
+  return at == std::string::npos ? std::string(): text.substr(at);
 }
 
 struct SmInfoSeen {
@@ -64,7 +64,7 @@ struct SmInfoSeen {
   std::string raw;
 };
 
-class HaIbsimTest : public ::testing::Test {
+class HaIbsimTest: public ::testing::Test {
  protected:
   void SetUp() override {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
@@ -174,7 +174,7 @@ class HaIbsimTest : public ::testing::Test {
     if (!r.ok()) return "";
     std::smatch m;
     static const std::regex re(R"(Base lid: (\d+))");
-    return std::regex_search(r->out, m, re) ? m[1].str() : "";
+    return std::regex_search(r->out, m, re) ? m[1].str(): "";
   }
 
   // ibnetdiscover's topology (every node, cable and LID) from a host without an SM,
@@ -223,7 +223,7 @@ class HaIbsimTest : public ::testing::Test {
 
   uint64_t PortGuidOf(const std::string& host) const {
     auto n = fabric_.FindNodeByName(host);
-    return n ? fabric_.port(*n, PortNum{1}).guid.value() : 0;
+    return n ? fabric_.port(*n, PortNum{1}).guid.value(): 0;
   }
 
   std::string root_;
@@ -243,7 +243,7 @@ std::string TakeoverSweepLine(const std::string& log, const std::string& marker)
   std::string tail = After(log, marker);
   std::smatch m;
   static const std::regex re(R"(heavy sweep \d+ done .*)");
-  return std::regex_search(tail, m, re) ? m[0].str() : "";
+  return std::regex_search(tail, m, re) ? m[0].str(): "";
 }
 
 TEST_F(HaIbsimTest, TwoIbsmdElectOneMasterAndTheStandbyTakesOverAfterKill9KeepingLidsAndLfts) {
@@ -365,7 +365,7 @@ TEST_F(HaIbsimTest, ThreeIbsmdShowOneMasterTwoStandbysAndTheBestStandbyTakesOver
   std::vector<std::string> sm_lids = DumpValues(issm, "EndPortLid");
   std::set<std::string> lids = {LidOf(host_a), LidOf(host_b), LidOf(host_c)};
   EXPECT_GE(sm_lids.size(), 2u) << issm;
-  for (const auto& l : sm_lids) EXPECT_TRUE(lids.count(l)) << "LID " << l << " is no SM's\n" << issm;
+  for (const auto& l: sm_lids) EXPECT_TRUE(lids.count(l)) << "LID " << l << " is no SM's\n" << issm;
 
   SmInfoSeen master = Sminfo();
   EXPECT_EQ(master.state, "SMINFO_MASTER") << master.raw;

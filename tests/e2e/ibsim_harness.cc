@@ -227,7 +227,7 @@ Result<std::unique_ptr<IbsimInstance>> IbsimInstance::Start(const std::string& n
   if (!Available()) return Unavailable("ibsim or libumad2sim.so not installed");
   std::ifstream net(net_file);
   if (!net) return NotFound("cannot read net file " + net_file);
-  // Size ibsim's tables from the file as fabric-tools/run_on_ibsim.sh does.
+  // Size ibsim's tables from the file as ibsim needs for a fabric this size.
   uint64_t nodes = 0, switches = 0, ports = 0;
   for (std::string line; std::getline(net, line);) {
     std::istringstream ls(line);

@@ -1,4 +1,4 @@
-// ibsmctl's SA client end to end on ibsim (issue 5: "the project's own SA client does RMPP
+// ibsmctl's SA client end to end on ibsim ("the project's own SA client does RMPP
 // in user space and reads whole tables from ibsmd on ibsim; the counts match the fabric").
 // ibsim carries MADs of 256 bytes and no kernel RMPP, so saquery sees one MAD of a table;
 // ibsmctl, whose transport segments and reassembles RMPP itself, must see all of it. The
@@ -55,7 +55,7 @@ Discovered ParseDiscovered(const std::string& out) {
   return d;
 }
 
-class IbsmctlIbsimTest : public ::testing::Test {
+class IbsmctlIbsimTest: public ::testing::Test {
  protected:
   void SetUp() override {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
@@ -109,7 +109,7 @@ class IbsmctlIbsimTest : public ::testing::Test {
     argv.insert(argv.end(), args.begin(), args.end());
     auto r = sim_->Run(argv, 30s, host.empty() ? far_host_ : host);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : CommandResult{};
+    return r.ok() ? *r: CommandResult{};
   }
 
   std::string root_, far_host_, near_host_;
@@ -127,7 +127,7 @@ std::vector<std::string> Lines(const std::string& s) {
 
 TEST_F(IbsmctlIbsimTest, WholeTablesFromIbsmdMatchWhatIbnetdiscoverSees) {
   auto disc = sim_->Run({"ibnetdiscover"}, 30s, far_host_);
-  ASSERT_TRUE(disc.ok() && disc->exit_code == 0) << (disc.ok() ? Describe(*disc) : "");
+  ASSERT_TRUE(disc.ok() && disc->exit_code == 0) << (disc.ok() ? Describe(*disc): "");
   Discovered want = ParseDiscovered(disc->out);
   ASSERT_EQ(want.end_port_guids.size(), 36u);  // 20 switches + 16 hosts
 
@@ -136,7 +136,7 @@ TEST_F(IbsmctlIbsimTest, WholeTablesFromIbsmdMatchWhatIbnetdiscoverSees) {
   ASSERT_EQ(nodes.exit_code, 0) << Describe(nodes);
   std::set<uint64_t> seen;
   static const std::regex guid_re(R"(port_guid (0x[0-9a-f]+))");
-  for (const auto& l : Lines(nodes.out)) {
+  for (const auto& l: Lines(nodes.out)) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(l, m, guid_re)) << l;
     EXPECT_TRUE(seen.insert(std::stoull(m[1], nullptr, 16)).second) << "listed twice: " << l;

@@ -1,4 +1,4 @@
-// Event subscriptions end to end on ibsim (issue 5, "Must hold on ibsim"): a client written
+// Event subscriptions end to end on ibsim: a client written
 // on libibumad (inform_client) subscribes with InformInfo through ibsmd's SA, a host's
 // cable is pulled through ibsim's console, and the client receives the Report of trap 65
 // (GID out of service) for that host and answers it with a ReportResponse.

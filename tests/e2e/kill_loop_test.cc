@@ -1,5 +1,5 @@
 // ibsmd killed with SIGKILL at random points of its first sweep, 50 times, and started again
-// each time (issue 9): the state file always opens, the LIDs it holds never change, and a
+// each time: the state file always opens, the LIDs it holds never change, and a
 // final run still brings the fabric up with the same LIDs. On the in-process simulator, whose
 // fabric starts cold (LIDs 0) at every start, so every run really re-assigns from the file.
 #include <signal.h>
@@ -32,7 +32,7 @@ std::map<uint64_t, std::pair<uint16_t, uint16_t>> Lids(const std::string& db) {
   auto rows = (*store)->LoadGuid2Lid();
   EXPECT_TRUE(rows.ok());
   if (rows.ok())
-    for (const auto& r : *rows) out[r.port_guid.value()] = {r.min_lid.value(), r.max_lid.value()};
+    for (const auto& r: *rows) out[r.port_guid.value()] = {r.min_lid.value(), r.max_lid.value()};
   return out;
 }
 

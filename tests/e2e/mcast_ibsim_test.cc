@@ -1,4 +1,4 @@
-// Multicast end to end on ibsim (issue 5, "Must hold on ibsim"): ibsmd runs as a daemon on
+// Multicast end to end on ibsim: ibsmd runs as a daemon on
 // a FatTree2(4) fabric (4 leaves of 2 hosts, 2 spines); a test client (mcast_client, run
 // under libumad2sim) joins a group through ibsmd's SA from two hosts on different leaves,
 // and infiniband-diags' `ibroute -M` shows the MLID on exactly the switches of the tree;
@@ -29,11 +29,11 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-class McastIbsimTest : public ::testing::Test {
+class McastIbsimTest: public ::testing::Test {
  protected:
   void SetUp() override {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
-    for (const char* b : {"ibsmd", "mcast_client"})
+    for (const char* b: {"ibsmd", "mcast_client"})
       ASSERT_EQ(access(Bin(b).c_str(), X_OK), 0) << Bin(b) << " not built";
     std::string tmpl = (fs::temp_directory_path() / "ibsm-mcast-e2e-XXXXXX").string();
     std::vector<char> buf(tmpl.begin(), tmpl.end());
@@ -78,7 +78,7 @@ class McastIbsimTest : public ::testing::Test {
     }
     ASSERT_NE(log.find("SUBNET UP"), std::string::npos) << log;
     auto sw = sim_->Run({"ibswitches"}, kToolTimeout, hosts_[0]);
-    ASSERT_TRUE(sw.ok() && sw->exit_code == 0) << (sw.ok() ? Describe(*sw) : "");
+    ASSERT_TRUE(sw.ok() && sw->exit_code == 0) << (sw.ok() ? Describe(*sw): "");
     std::regex lid_re(R"(base port 0 lid (\d+))");
     std::istringstream lines(sw->out);
     for (std::string line; std::getline(lines, line);) {
@@ -103,7 +103,7 @@ class McastIbsimTest : public ::testing::Test {
     argv.insert(argv.end(), args.begin(), args.end());
     auto r = sim_->Run(argv, kToolTimeout, host);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : CommandResult{};
+    return r.ok() ? *r: CommandResult{};
   }
 
   // The switches whose MFT (ibroute -M, read over the fabric; it prints only MLIDs with a
@@ -113,10 +113,10 @@ class McastIbsimTest : public ::testing::Test {
     size_t n = 0;
     for (int attempt = 0; attempt < 50; ++attempt) {
       n = 0;
-      for (int lid : switch_lids_) {
+      for (int lid: switch_lids_) {
         auto r = sim_->Run({"ibroute", "-M", std::to_string(lid)}, kToolTimeout, hosts_[0]);
         if (!r.ok() || r->exit_code != 0) {
-          ADD_FAILURE() << "ibroute -M " << lid << ": " << (r.ok() ? Describe(*r) : "");
+          ADD_FAILURE() << "ibroute -M " << lid << ": " << (r.ok() ? Describe(*r): "");
           return 0;
         }
         std::istringstream lines(r->out);

@@ -1,4 +1,4 @@
-// OpenSM's own SA test program against ibsmd on ibsim (issue 5: "osmtest -f e, -f q and
+// OpenSM's own SA test program against ibsmd on ibsim ("osmtest -f e, -f q and
 // -f f, the flows that ibsim can carry, pass against ibsmd"). osmtest is a client nobody
 // here wrote: it validates ClassPortInfo, builds an inventory from NodeRecord, PortInfoRecord
 // and PathRecord tables (on ibsim only the first MAD of each, as with OpenSM), asks for the
@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 std::string DescribeTails(const CommandResult& r) {
-  auto tail = [](const std::string& s) { return s.size() > 3000 ? s.substr(s.size() - 3000) : s; };
+  auto tail = [](const std::string& s) { return s.size() > 3000 ? s.substr(s.size() - 3000): s; };
   return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
          "\nstdout (tail):\n" + tail(r.out) + "\nstderr (tail):\n" + tail(r.err);
 }
@@ -42,7 +42,7 @@ bool Sanitized() {
 #endif
 }
 
-class OsmtestIbsimTest : public ::testing::Test {
+class OsmtestIbsimTest: public ::testing::Test {
  protected:
   void SetUp() override {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
@@ -98,7 +98,7 @@ class OsmtestIbsimTest : public ::testing::Test {
       r = sim_->Run(argv, timeout, far_host_, root_);
     }
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : CommandResult{};
+    return r.ok() ? *r: CommandResult{};
   }
 
   static bool Passed(const CommandResult& r) {

@@ -1,4 +1,4 @@
-// Partitions end to end on ibsim (issue 5, "Partitions: two partitions on an 8-host fabric"):
+// Partitions end to end on ibsim:
 // ibsmd runs with a partitions.conf of two partitions on FatTree2(4); infiniband-diags'
 // saquery, run on a host, gets PathRecords to hosts of its own partition and none to the
 // other's, and smpquery pkeys shows every host's P_Key table as configured.
@@ -52,7 +52,7 @@ struct PartHost {
   uint16_t lid = 0;
 };
 
-class PartitionsIbsimTest : public ::testing::Test {
+class PartitionsIbsimTest: public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     error_ = new std::string;
@@ -83,7 +83,7 @@ class PartitionsIbsimTest : public ::testing::Test {
     // The SM runs on host 0 (ibsim attaches clients without SIM_HOST to the first CA).
     std::ofstream(*root_ + "/partitions.conf")
         << "# two partitions\n"
-        << "red=0x0001, ipoib : " << g(1) << "=full, " << g(2) << "=full, " << g(3)
+        << "red=0x0001, ipoib: " << g(1) << "=full, " << g(2) << "=full, " << g(3)
         << "=full, SELF=full ;\n"
         << "blue=0x0002 :\n    " << g(4) << "=full, " << g(5) << "=full,\n    " << g(6)
         << "=full, SELF=full ;\n";
@@ -116,11 +116,11 @@ class PartitionsIbsimTest : public ::testing::Test {
       return;
     }
     // Each host's LID, as the host itself reads it (smpquery portinfo over DR "0": itself).
-    for (PartHost& h : *hosts_) {
+    for (PartHost& h: *hosts_) {
       auto r = sim_->Run({"smpquery", "-D", "portinfo", "0"}, kToolTimeout, h.name);
       if (!r.ok() || r->exit_code != 0) {
         *error_ = "smpquery portinfo on " + h.name + ": " +
-                  (r.ok() ? Describe(*r) : r.status().ToString());
+                  (r.ok() ? Describe(*r): r.status().ToString());
         return;
       }
       std::smatch m;

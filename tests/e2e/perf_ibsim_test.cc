@@ -1,4 +1,4 @@
-// The PerfMgr and `ibsmctl health` end to end on ibsim (issue 8, "Must hold"): errors planted
+// The PerfMgr and `ibsmctl health` end to end on ibsim: errors planted
 // with ibsim's console command PerformanceSet on two ports show up, within one PerfMgr sweep,
 // as exactly those two cables with both ends named, worst first; the counts ibsmd read and
 // stored are what perfquery (infiniband-diags) reads from the same ports.
@@ -47,7 +47,7 @@ std::optional<uint64_t> PerfqueryField(const std::string& out, const std::string
   return std::stoull(m[1]);
 }
 
-class PerfIbsimTest : public ::testing::Test {
+class PerfIbsimTest: public ::testing::Test {
  protected:
   void SetUp() override {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
@@ -109,7 +109,7 @@ class PerfIbsimTest : public ::testing::Test {
     args.insert(args.begin(), {Bin("ibsmctl"), "--socket", sock_});
     auto r = RunCommand(args, 60s, dir_.string());
     EXPECT_TRUE(r.ok());
-    return r.ok() ? *r : CommandResult{};
+    return r.ok() ? *r: CommandResult{};
   }
 
   // Leaf switch ports cabled to hosts.
@@ -139,7 +139,7 @@ TEST_F(PerfIbsimTest, PlantedErrorsAreExactlyTheTwoCablesHealthListsWorstFirstAs
       if (fabric_.node(n).kind == NodeKind::kCa) return n;
     return kNoNode;
   }();
-  for (PortId sw : LeafHostPorts()) {
+  for (PortId sw: LeafHostPorts()) {
     PortId host = fabric_.port(sw).peer;
     if (fabric_.port(host).node == sm_node) continue;
     cables.push_back({sw, host});
@@ -205,7 +205,7 @@ TEST_F(PerfIbsimTest, PlantedErrorsAreExactlyTheTwoCablesHealthListsWorstFirstAs
   // The human table names both ends of both cables.
   CommandResult table = Ctl({"health"});
   ASSERT_EQ(table.exit_code, 0) << Describe(table);
-  for (PortId p : {sym_sw, sym_host, down_sw, down_host})
+  for (PortId p: {sym_sw, sym_host, down_sw, down_host})
     EXPECT_NE(table.out.find(guid(p)), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("2 cables with findings, worst first"), std::string::npos) << table.out;
   EXPECT_LT(table.out.find("symbol_errors"), table.out.find("link_downed")) << table.out;
@@ -236,7 +236,7 @@ TEST_F(PerfIbsimTest, PlantedErrorsAreExactlyTheTwoCablesHealthListsWorstFirstAs
   auto rows = (*store)->LoadPerfHistory(std::nullopt, 100000);
   ASSERT_TRUE(rows.ok());
   uint64_t stored_sym = 0, stored_down = 0;
-  for (const auto& r : *rows) {
+  for (const auto& r: *rows) {
     std::string g = fmt::format("{:#018x}", r.node_guid.value());
     if (g == sym["at"]["guid"] && r.port_num.value() == sym["at"]["port"]) stored_sym += r.deltas[0];
     if (g == down["at"]["guid"] && r.port_num.value() == down["at"]["port"]) stored_down += r.deltas[2];
@@ -249,7 +249,7 @@ TEST_F(PerfIbsimTest, PlantedErrorsAreExactlyTheTwoCablesHealthListsWorstFirstAs
   ASSERT_EQ(events.exit_code, 0);
   size_t health_events = 0;
   const json ev = json::parse(events.out);
-  for (const auto& e : ev["events"])
+  for (const auto& e: ev["events"])
     if (e["kind"] == "health") {
       ++health_events;
       EXPECT_NE(e["message"].get<std::string>().find("other end"), std::string::npos);

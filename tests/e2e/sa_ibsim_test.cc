@@ -1,4 +1,4 @@
-// ibsmd's SA end to end on ibsim (issue 5, "Must hold on ibsim"): ibsmd runs as a daemon on
+// ibsmd's SA end to end on ibsim: ibsmd runs as a daemon on
 // a FatTree2(8) fabric and infiniband-diags' saquery, run from a far host under
 // libumad2sim, must see what ibnetdiscover sees (LIDs, GUIDs, descriptions).
 //
@@ -111,7 +111,7 @@ struct Shared {
   std::string error;
 };
 
-class SaIbsimTest : public ::testing::Test {
+class SaIbsimTest: public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     s_ = new Shared;
@@ -165,7 +165,7 @@ class SaIbsimTest : public ::testing::Test {
     }
     auto disc = s.sim->Run({"ibnetdiscover"}, kToolTimeout);
     if (!disc.ok() || disc->exit_code != 0) {
-      s.error = "ibnetdiscover: " + (disc.ok() ? Describe(*disc) : disc.status().ToString());
+      s.error = "ibnetdiscover: " + (disc.ok() ? Describe(*disc): disc.status().ToString());
       return;
     }
     s.ports = ParseSeenPorts(disc->out);
@@ -208,7 +208,7 @@ class SaIbsimTest : public ::testing::Test {
     std::vector<const SeenPort*> out;
     const SeenPort* last_sw = nullptr;
     const SeenPort* last_ca = nullptr;
-    for (const auto& p : s_->ports) {
+    for (const auto& p: s_->ports) {
       if (p.is_switch && out.empty()) out.push_back(&p);
       if (p.is_switch) last_sw = &p;
       if (!p.is_switch) last_ca = &p;
@@ -219,7 +219,7 @@ class SaIbsimTest : public ::testing::Test {
   }
 
   static const SeenPort& SmPort() {
-    for (const auto& p : s_->ports)
+    for (const auto& p: s_->ports)
       if (p.port_guid == s_->sm_port_guid) return p;
     return s_->ports.front();
   }
@@ -228,7 +228,7 @@ class SaIbsimTest : public ::testing::Test {
 };
 
 TEST_F(SaIbsimTest, NodeRecordByLidIsTheNodeIbnetdiscoverShows) {
-  for (const SeenPort* p : Sample()) {
+  for (const SeenPort* p: Sample()) {
     std::string out = Saquery({"NR", std::to_string(p->lid)});
     auto lids = DumpValues(out, "lid");
     ASSERT_EQ(lids.size(), 1u) << out;
@@ -241,7 +241,7 @@ TEST_F(SaIbsimTest, NodeRecordByLidIsTheNodeIbnetdiscoverShows) {
 }
 
 TEST_F(SaIbsimTest, PortInfoRecordOfAPortShowsItsLidAndActiveState) {
-  for (const SeenPort* p : Sample()) {
+  for (const SeenPort* p: Sample()) {
     const int port = 1;
     std::string out = Saquery({"PIR", std::to_string(p->lid) + "/" + std::to_string(port)});
     auto lids = DumpValues(out, "EndPortLid");
@@ -280,7 +280,7 @@ TEST_F(SaIbsimTest, SwitchInfoRecordOfASwitchShowsItsProgrammedTop) {
   ASSERT_FALSE(lids.empty()) << out;
   EXPECT_EQ(lids[0], std::to_string(sw->lid));
   uint16_t max_lid = 0;
-  for (const auto& p : s_->ports) max_lid = std::max(max_lid, p.lid);
+  for (const auto& p: s_->ports) max_lid = std::max(max_lid, p.lid);
   char top[16];
   std::snprintf(top, sizeof(top), "0x%X", max_lid);
   EXPECT_EQ(DumpValues(out, "LinearFDBTop").at(0), top) << out;
@@ -302,7 +302,7 @@ TEST_F(SaIbsimTest, LftRecordBlockZeroRoutesEveryLidToAPortOfTheSwitch) {
   }
   ASSERT_EQ(entries.size(), 64u) << out;
   EXPECT_EQ(entries.at(sw->lid), 0) << "a switch's own LID goes to port 0";
-  for (const auto& p : s_->ports) {
+  for (const auto& p: s_->ports) {
     if (p.lid >= 64 || p.lid == sw->lid) continue;
     EXPECT_GE(entries.at(p.lid), 1) << "LID " << p.lid;
     EXPECT_LE(entries.at(p.lid), sw->num_ports) << "LID " << p.lid;
@@ -330,7 +330,7 @@ TEST_F(SaIbsimTest, LinkRecordFromAHostLeadsToItsLeafSwitch) {
 TEST_F(SaIbsimTest, PathRecordBetweenTwoHostsHasTheirLidsAndIbsimsMtuAndRate) {
   const SeenPort& src = SmPort();
   const SeenPort* dst = nullptr;
-  for (const auto& p : s_->ports)
+  for (const auto& p: s_->ports)
     if (!p.is_switch && p.port_guid != src.port_guid) dst = &p;
   ASSERT_NE(dst, nullptr);
   std::string out = Saquery({"PR", "--slid", std::to_string(src.lid), "--dlid",
@@ -344,7 +344,7 @@ TEST_F(SaIbsimTest, PathRecordBetweenTwoHostsHasTheirLidsAndIbsimsMtuAndRate) {
   EXPECT_EQ(DumpValues(out, "dgid").at(0), "fe80::" + GidTail(dst->port_guid)) << out;
   // Selector bits 7-6 = 2 ("exactly"), then the code: MTU 4 = 2048, the MtuCap ibsim gives
   // every port; rate 16 = 100 Gb/s (ibsim's 4x EDR links); PacketLifeTime 18 (subnet_timeout).
-  for (const SeenPort* end : {&src, dst}) {
+  for (const SeenPort* end: {&src, dst}) {
     std::string pir = Saquery({"PIR", std::to_string(end->lid) + "/1"});
     ASSERT_EQ(DumpValues(pir, "MtuCap").at(0), "2048") << pir;
   }

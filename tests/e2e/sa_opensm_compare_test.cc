@@ -1,4 +1,4 @@
-// ibsmd's SA against OpenSM 3.3.23's on the same fabric (issue 5: single-record saquery
+// ibsmd's SA against OpenSM 3.3.23's on the same fabric (single-record saquery
 // forms "match OpenSM's answers on the same fabric (compare by GUID)"). Two ibsim instances
 // run one net file; ibsmd masters one, opensm the other. The SMs may give a port different
 // LIDs, so every answer is compared by GUID with the LID-valued fields left out; everything

@@ -1,4 +1,4 @@
-// ibsmd end to end on ibsim (issue 3, "Must hold on ibsim"): a real ibsmd process brings a
+// ibsmd end to end on ibsim: a real ibsmd process brings a
 // simulated fabric up, and what a user sees is checked only through tools nobody here wrote
 // (infiniband-diags: ibnetdiscover, iblinkinfo, dump_lfts, ibtracert, sminfo), all run under
 // libumad2sim with hard timeouts. Each check runs on three fabrics: a 2-tier and a 3-tier fat
@@ -324,7 +324,7 @@ struct FabricRun {
 };
 
 template <typename F>
-class SmIbsimTest : public ::testing::Test {
+class SmIbsimTest: public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     run_ = new FabricRun;
@@ -370,7 +370,7 @@ class SmIbsimTest : public ::testing::Test {
     }
     auto disc = r.sim->Run({"ibnetdiscover"}, kToolTimeout);
     if (!disc.ok() || disc->exit_code != 0) {
-      r.error = "ibnetdiscover: " + (disc.ok() ? Describe(*disc) : disc.status().ToString());
+      r.error = "ibnetdiscover: " + (disc.ok() ? Describe(*disc): disc.status().ToString());
       return;
     }
     r.discover_out = disc->out;
@@ -510,8 +510,8 @@ TYPED_TEST(SmIbsimTest, DumpLftsHasAnEntryForEveryLidAndEveryHostReachesEveryOth
   std::vector<Host> hosts = Hosts(seen);
   ASSERT_EQ(hosts.size(), r.fabric.ca_count());
   size_t failed = 0;
-  for (const Host& s : hosts) {
-    for (const Host& d : hosts) {
+  for (const Host& s: hosts) {
+    for (const Host& d: hosts) {
       if (s.lid == d.lid) continue;
       std::string why = Walk(seen, lfts, s, d);
       if (!why.empty() && ++failed <= 10)
@@ -537,7 +537,7 @@ TYPED_TEST(SmIbsimTest, IbdmchkFindsEveryCaPairRoutedAndNoCreditLoop) {
   const std::string engine = std::string(TypeParam::kEngine).substr(0, std::string(TypeParam::kEngine).find(','));
   EXPECT_NE(r.cold_log.find("[routing] info: " + engine + " tables configured"), std::string::npos)
       << r.cold_log;
-  for (const char* f : {"opensm-subnet.lst", "opensm.fdbs", "opensm.mcfdbs"})
+  for (const char* f: {"opensm-subnet.lst", "opensm.fdbs", "opensm.mcfdbs"})
     ASSERT_TRUE(fs::exists(dir + "/" + f)) << f << " not written";
   auto chk = RunCommand({"ibdmchk", "-s", dir + "/opensm-subnet.lst", "-f", dir + "/opensm.fdbs",
                          "-m", dir + "/opensm.mcfdbs"},
@@ -577,7 +577,7 @@ TYPED_TEST(SmIbsimTest, SminfoReportsTheRunningIbsmdAsMaster) {
   std::string far_host;
   for (NodeId n = 0; n < r.fabric.node_count(); ++n)
     if (r.fabric.node(n).kind == NodeKind::kCa) far_host = r.fabric.node(n).name;
-  for (const std::string& host : {std::string(), far_host}) {
+  for (const std::string& host: {std::string(), far_host}) {
     auto info = r.sim->Run({"sminfo"}, kToolTimeout, host);
     ASSERT_TRUE(info.ok()) << info.status().ToString();
     EXPECT_EQ(info->exit_code, 0) << "from " << host << ": " << Describe(*info);
@@ -711,7 +711,7 @@ void CheckUnlinkedCableIsRoutedAround(const FabricRun& r, const std::string& run
   ASSERT_TRUE(dump.ok());
   ASSERT_EQ(dump->exit_code, 0) << Describe(*dump);
   SeenLfts lfts = ParseDumpLfts(dump->out);
-  for (const Port* end : {&a, &b}) {
+  for (const Port* end: {&a, &b}) {
     const Node& sw = f.node(end->node);
     auto t = lfts.find(sw.guid.value());
     ASSERT_NE(t, lfts.end()) << sw.name << " missing from dump_lfts";
@@ -723,8 +723,8 @@ void CheckUnlinkedCableIsRoutedAround(const FabricRun& r, const std::string& run
   std::vector<Host> hosts = Hosts(seen);
   ASSERT_EQ(hosts.size(), f.ca_count());
   size_t failed = 0;
-  for (const Host& s : hosts)
-    for (const Host& d : hosts)
+  for (const Host& s: hosts)
+    for (const Host& d: hosts)
       if (s.lid != d.lid && !Walk(seen, lfts, s, d).empty() && ++failed <= 10)
         ADD_FAILURE() << "LID " << s.lid << " -> " << d.lid << ": " << Walk(seen, lfts, s, d);
   EXPECT_EQ(failed, 0u);

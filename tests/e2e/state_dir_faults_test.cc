@@ -1,4 +1,4 @@
-// ibsmd's state directory stops taking writes (issue 9): it fills up while the daemon runs,
+// ibsmd's state directory stops taking writes: it fills up while the daemon runs,
 // or it is read-only when the daemon starts. Either way the fabric keeps being swept and
 // served, the outage is reported once and counted, and when the directory takes writes again
 // the daemon says so and writes what it holds.
@@ -69,7 +69,7 @@ bool NamespacesWork() {
   return r.ok() && r->exit_code == 0;
 }
 
-class StateDirFaultsTest : public ::testing::Test {
+class StateDirFaultsTest: public ::testing::Test {
  protected:
   void SetUp() override {
     if (!NamespacesWork())
@@ -126,10 +126,10 @@ class StateDirFaultsTest : public ::testing::Test {
     return json::parse(r->out, nullptr, false);
   }
   uint64_t Counter(const json& status, const std::string& name) {
-    return status.contains("counters") ? status["counters"].value(name, uint64_t{0}) : 0;
+    return status.contains("counters") ? status["counters"].value(name, uint64_t{0}): 0;
   }
   uint64_t SweepNumber(const json& status) {
-    return status.contains("last_sweep") ? status["last_sweep"].value("number", uint64_t{0}) : 0;
+    return status.contains("last_sweep") ? status["last_sweep"].value("number", uint64_t{0}): 0;
   }
 
   // Polls status until `done(status)`; the last status read.
@@ -230,7 +230,7 @@ TEST_F(StateDirFaultsTest, AReadOnlyStateDirectoryAtStartStillBringsTheFabricUpW
     auto rows = (*store)->LoadGuid2Lid();
     ASSERT_TRUE(rows.ok());
     ASSERT_EQ(rows->size(), 80u + 128u);
-    for (auto& r : *rows) {
+    for (auto& r: *rows) {
       r.min_lid = Lid{static_cast<uint16_t>(r.min_lid.value() + 1000)};
       r.max_lid = r.min_lid;
       want[r.port_guid.value()] = r.min_lid.value();
@@ -251,8 +251,8 @@ TEST_F(StateDirFaultsTest, AReadOnlyStateDirectoryAtStartStillBringsTheFabricUpW
   json answer = json::parse(nodes->out, nullptr, false);
   ASSERT_TRUE(answer.contains("nodes")) << nodes->out;
   size_t lids = 0;
-  for (const auto& n : answer["nodes"])
-    for (const auto& l : n["lids"]) {
+  for (const auto& n: answer["nodes"])
+    for (const auto& l: n["lids"]) {
       ++lids;
       EXPECT_GT(l.get<int>(), 1000) << n.dump() << ": every LID is the one the file holds";
     }
@@ -281,7 +281,7 @@ TEST_F(StateDirFaultsTest, AReadOnlyStateDirectoryAtStartStillBringsTheFabricUpW
   auto rows = (*store)->LoadGuid2Lid();
   ASSERT_TRUE(rows.ok());
   std::map<uint64_t, uint16_t> got;
-  for (const auto& r : *rows) got[r.port_guid.value()] = r.min_lid.value();
+  for (const auto& r: *rows) got[r.port_guid.value()] = r.min_lid.value();
   EXPECT_EQ(got, want) << "no LID changed";
   auto sweeps = (*store)->RecentSweeps(1);
   ASSERT_TRUE(sweeps.ok());

@@ -1,5 +1,5 @@
 // `ibsmctl topo --format svg` of a 3-tier k=8 fat tree, opened in a real browser (Debian's
-// chromium, headless), as issue 8 asks: the browser parses the SVG without an error, and its
+// chromium, headless), so that the browser parses the SVG without an error, and its
 // screenshot shows every switch and every host - counted as separate boxes of their fill
 // colours in the decoded PNG, not guessed from the file. Skipped, saying so, where chromium
 // is not installed (scripts/setup.sh installs it).
