@@ -264,7 +264,12 @@ int Main(int argc, char** argv) {
     return 0;
   }
   // Lines at info and above are flushed at once so scripts can wait for "SUBNET UP".
-  if (!ConfigureLogging(config.log_file, LevelFor(extras.verbosity))) return 1;
+  // log_max_size is in MB as in OpenSM; -e (accum_log_file FALSE) empties the file at start.
+  const LogFileOptions log_file{config.accum_log_file, uint64_t{config.log_max_size} << 20};
+  if (!ConfigureLogging(config.log_file, LevelFor(extras.verbosity), spdlog::level::info,
+                        log_file)) {
+    return 1;
+  }
   for (const auto& w : extras.config_warnings) Log(LogName::kConf).warn("{}", w.ToString());
   auto options = MakeOptions(config, extras.once);
   if (!options.ok()) {
@@ -496,7 +501,9 @@ int Main(int argc, char** argv) {
     other_signals.async_wait([&](boost::system::error_code ec, int sig) {
       if (ec) return;
       if (sig == SIGUSR1) {
-        ConfigureLogging(config.log_file, LevelFor(extras.verbosity));
+        LogFileOptions reopen = log_file;
+        reopen.append = true;  // a reopen after logrotate never empties the new file
+        ConfigureLogging(config.log_file, LevelFor(extras.verbosity), spdlog::level::info, reopen);
         Log(LogName::kSm).info("log reopened");
       } else {
         // Settings that take effect at the next sweep are re-read; the port binding and the

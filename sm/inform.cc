@@ -4,6 +4,7 @@
 #include <array>
 
 #include "base/log.h"
+#include "base/log_limit.h"
 #include "mad/attr/sa_records.h"
 
 namespace ibsm::sm {
@@ -173,9 +174,11 @@ InformSetAnswer InformManager::Set(const Fabric& fabric, uint64_t subnet_prefix,
       return reject(mad::sa_status::kNoResources, "state file");
     }
     subs_.erase(same);
-    ++counters_.unsubscribed;
-    Log(LogName::kSa).info("event subscription of LID {} QPN {:#x} removed", from.lid.value(),
-                           from.qpn);
+    // One line per request would let any host fill the log: the first ones, then a sample.
+    if (ShouldLogOccurrence(++counters_.unsubscribed)) {
+      Log(LogName::kSa).info("event subscription of LID {} QPN {:#x} removed ({} so far)",
+                             from.lid.value(), from.qpn, counters_.unsubscribed);
+    }
     return answer;
   }
 
@@ -223,12 +226,13 @@ InformSetAnswer InformManager::Set(const Fabric& fabric, uint64_t subnet_prefix,
   } else {
     subs_.push_back(sub);
   }
-  ++counters_.subscribed;
-  Log(LogName::kSa).info(
-      "event subscription of LID {} QPN {:#x}: generic {} type {:#x} trap {:#x} producer "
-      "{:#x}",
-      from.lid.value(), from.qpn, ii.is_generic, ii.type, ii.trap_number_or_device_id,
-      ii.producer_type_or_vendor_id);
+  if (ShouldLogOccurrence(++counters_.subscribed)) {
+    Log(LogName::kSa).info(
+        "event subscription of LID {} QPN {:#x}: generic {} type {:#x} trap {:#x} producer "
+        "{:#x} ({} so far)",
+        from.lid.value(), from.qpn, ii.is_generic, ii.type, ii.trap_number_or_device_id,
+        ii.producer_type_or_vendor_id, counters_.subscribed);
+  }
   return answer;
 }
 

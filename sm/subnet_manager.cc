@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "base/log_limit.h"
 #include "mad/attr/linear_forwarding_table.h"
 #include "mad/attr/modifiers.h"
 #include "mad/attr/notice.h"
@@ -275,7 +276,7 @@ void SubnetManager::BeginHeavySweep() {
 void SubnetManager::OnDiscovered(DiscoveryResult r) {
   if (stopped_) return;
   issues_in_sweep_ += r.issues.size();
-  for (const auto& i : r.issues) ++counters_.issues_by_id[i.id];
+  for (const auto& i: r.issues) ++counters_.issues_by_id[i.id];
   discovered_ = std::make_shared<DiscoveryResult>(std::move(r));
   const Fabric& f = discovered_->fabric;
   current_.nodes = f.node_count();
@@ -321,9 +322,9 @@ void SubnetManager::ProgramPKeys() {
   const Fabric& f = discovered_->fabric;
   std::vector<PortId> ports = PartitionEndPorts(*discovered_);
   if (options_.partitions.enforce != PartEnforce::kOff) {
-    for (PortId p : EnforcingSwitchPorts(*discovered_)) ports.push_back(p);
+    for (PortId p: EnforcingSwitchPorts(*discovered_)) ports.push_back(p);
   }
-  for (PortId p : ports) {
+  for (PortId p: ports) {
     const Port& port = f.port(p);
     const Node& node = f.node(port.node);
     const DiscoveredNode& dn = discovered_->nodes[port.node];
@@ -373,13 +374,13 @@ void SubnetManager::SetPKeyTables() {
   auto current = [this, &f](PortId p) -> const std::vector<uint16_t>* {
     const Port& port = f.port(p);
     auto it = pkey_cache_.find({f.node(port.node).guid, port.num.value()});
-    return it == pkey_cache_.end() ? nullptr : &it->second.keys;
+    return it == pkey_cache_.end() ? nullptr: &it->second.keys;
   };
   auto plan = std::make_shared<PKeyPlan>(
       PlanPKeys(*discovered_, sm_port_, options_.partitions, current));
   // A partition set larger than a port's table is the configuration's problem, not the
   // fabric's: logged and counted, but the subnet still comes up (OpenSM does the same).
-  for (const auto& i : plan->issues) {
+  for (const auto& i: plan->issues) {
     ++counters_.issues_by_id[i.id];
     Log(LogName::kSm).warn("{} {}", i.id, i.message);
   }
@@ -503,8 +504,8 @@ mad::PortInfo SubnetManager::DesiredPortInfo(PortId p) const {
   } else if (port.connected()) {
     // A switch port facing a CA or router gets the leaf values (OpenSM's link manager).
     bool leaf = !f.node(f.port(port.peer).node).is_switch();
-    pi.hoq_life = leaf ? options_.leaf_head_of_queue_lifetime : options_.head_of_queue_lifetime;
-    pi.vl_stall_count = leaf ? options_.leaf_vl_stall_count : options_.vl_stall_count;
+    pi.hoq_life = leaf ? options_.leaf_head_of_queue_lifetime: options_.head_of_queue_lifetime;
+    pi.vl_stall_count = leaf ? options_.leaf_vl_stall_count: options_.vl_stall_count;
   }
   return pi;
 }
@@ -546,7 +547,7 @@ void SubnetManager::ConfigureLids() {
     // Taking over from another master: the LIDs the ports hold now are the subnet's, so
     // they win over this SM's own (older) guid2lid rows. Clients keep their LIDs.
     size_t kept = 0;
-    for (PortId p : EndPorts(f)) {
+    for (PortId p: EndPorts(f)) {
       const Port& port = f.port(p);
       if (port.lid.value() == 0) continue;
       uint16_t count = static_cast<uint16_t>(1u << port.lmc);
@@ -557,13 +558,13 @@ void SubnetManager::ConfigureLids() {
     Log(LogName::kHa).info("takeover: keeping the {} LIDs the ports hold", kept);
   }
   lids_ = AssignLids(f, sm_port_, guid2lid_, options_.lids);
-  for (const auto& i : lids_.issues) Issue(i.id, i.message);
+  for (const auto& i: lids_.issues) Issue(i.id, i.message);
   current_.lid_changes = lids_.changed;
   sm_lid_ = Lid{lids_.base[sm_port_]};
 
   std::unordered_map<Guid, bool> known;
-  for (Guid g : known_ports_) known[g] = true;
-  for (PortId p : lids_.end_ports) {
+  for (Guid g: known_ports_) known[g] = true;
+  for (PortId p: lids_.end_ports) {
     if (lids_.base[p] == 0) continue;
     const Port& port = f.port(p);
     const DiscoveredNode& dn = discovered_->nodes[port.node];
@@ -571,7 +572,7 @@ void SubnetManager::ConfigureLids() {
     const mad::PortInfo& now = dn.port_info[port.num.value()];
     mad::PortInfo want = DesiredPortInfo(p);
     bool is_ca = !f.node(port.node).is_switch();
-    // ClientReregister only where SA state was lost (issue 6). A CA port's clients hold SA
+    // ClientReregister only where SA state was lost. A CA port's clients hold SA
     // registrations (ServiceRecords, multicast joins, InformInfo) with the master that
     // configured the port, and each SM keeps its own, in its own state file. So:
     // - on the first sweep as master (start, or takeover after another master served),
@@ -703,7 +704,7 @@ void SubnetManager::OnRouted(Routed routed) {
   const bool loops_refused = !loops.acyclic && engine != "minhop";
   if (!loops.acyclic) {
     std::string cycle;
-    for (const auto& hop : loops.cycle) cycle += (cycle.empty() ? "" : " -> ") + hop;
+    for (const auto& hop: loops.cycle) cycle += (cycle.empty() ? "" : " -> ") + hop;
     ++counters_.credit_loops_found;
     if (loops_refused) ++counters_.routing_failures;
     Log(LogName::kRouting)
@@ -716,7 +717,7 @@ void SubnetManager::OnRouted(Routed routed) {
   if (!report.ok || loops_refused) {
     if (!report.ok) {
       ++counters_.routing_failures;
-      for (const auto& p : report.problems) Log(LogName::kRouting).warn("SM-ROUTE-003 {}", p);
+      for (const auto& p: report.problems) Log(LogName::kRouting).warn("SM-ROUTE-003 {}", p);
     }
     Issue("SM-ROUTE-002",
           fmt::format("{} tables failed verification ({} missing entries, {} loops, {} "
@@ -819,7 +820,7 @@ void SubnetManager::PushLfts() {
   c->blocks = top / 64 + 1;
   for (NodeId n = 0; n < f.node_count(); ++n)
     if (f.node(n).is_switch() && tables_->table(n)) c->switches.push_back(n);
-  for (NodeId n : c->switches) {
+  for (NodeId n: c->switches) {
     SwitchCache& cache = switch_cache_[f.node(n).guid];
     cache.top = top;
     // Rebase on the new tables: a block the switch holds of the old ones stays held only
@@ -927,7 +928,7 @@ bool SubnetManager::LoadMulticastGroups() {
   if (!store_) return true;
   auto rows = store_->LoadMulticastGroups();
   Result<std::vector<McGroup>> groups =
-      rows.ok() ? FromRows(*rows) : Result<std::vector<McGroup>>(rows.status());
+      rows.ok() ? FromRows(*rows): Result<std::vector<McGroup>>(rows.status());
   if (!groups.ok()) {
     Log(LogName::kSm).warn("SM-STATE-008 cannot read multicast groups from the state file: {}",
                            groups.status().ToString());
@@ -964,8 +965,8 @@ void SubnetManager::OnMulticastChange() {
 // Link manager: ports whose link is up at both ends go INIT -> ARMED (pass 0), then
 // ARMED -> ACTIVE (pass 1). Switch port 0 has no link.
 void SubnetManager::ActivateLinks(int pass) {
-  PortState from = pass == 0 ? PortState::kInit : PortState::kArmed;
-  PortState to = pass == 0 ? PortState::kArmed : PortState::kActive;
+  PortState from = pass == 0 ? PortState::kInit: PortState::kArmed;
+  PortState to = pass == 0 ? PortState::kArmed: PortState::kActive;
   if (state() != mad::SmState::kMaster) return;
   auto next = std::make_shared<PortId>(0);
   pipeline_.Feed([this, next, from, to]() -> bool {
@@ -1038,7 +1039,7 @@ void SubnetManager::OnPortStateSet(PortId p, NodeId node, uint8_t num, PortState
                                    const mad::PortInfo& pi) {
   DiscoveryResult& d = MutableDiscovered();
   d.nodes[node].port_info[num] = pi;
-  d.fabric.mutable_port(p).state = static_cast<PortState>(pi.port_state <= 4 ? pi.port_state : 0);
+  d.fabric.mutable_port(p).state = static_cast<PortState>(pi.port_state <= 4 ? pi.port_state: 0);
   if (to == PortState::kArmed) {
     ++current_.ports_armed;
   } else {
@@ -1063,7 +1064,7 @@ void SubnetManager::FinishHeavySweep() {
   const std::vector<Guid> ports_before = known_ports_;  // traps 64/65 below
   if (discovered_ && sm_port_ != kNoPort) {
     // Remember what this sweep assigned so a restart and the next sweep keep it.
-    for (PortId p : lids_.end_ports) {
+    for (PortId p: lids_.end_ports) {
       const Port& port = discovered_->fabric.port(p);
       if (port.lid.value() == 0) continue;
       uint16_t count = static_cast<uint16_t>(1u << port.lmc);
@@ -1071,7 +1072,7 @@ void SubnetManager::FinishHeavySweep() {
                               static_cast<uint16_t>(port.lid.value() + count - 1)};
     }
     known_ports_.clear();
-    for (PortId p : lids_.end_ports) known_ports_.push_back(discovered_->fabric.port(p).guid);
+    for (PortId p: lids_.end_ports) known_ports_.push_back(discovered_->fabric.port(p).guid);
   }
   Log(LogName::kSm)
       .info("heavy sweep {} done in {:.3f} s: {} nodes ({} switches, {} CAs), {} links; {} "
@@ -1153,7 +1154,7 @@ void SubnetManager::StartQosReads() {
   const Fabric& f = discovered_->fabric;
   // A device that left is read afresh, and probed again, when it comes back.
   std::unordered_set<Guid> present;
-  for (const Node& n : f.nodes()) present.insert(n.guid);
+  for (const Node& n: f.nodes()) present.insert(n.guid);
   std::erase_if(qos_support_, [&](const auto& e) { return !present.count(e.first); });
   if (std::any_of(qos_->begin(), qos_->end(), [&](const auto& e) { return !present.count(e.first); })) {
     auto kept = std::make_shared<QosMap>(*qos_);
@@ -1238,7 +1239,7 @@ void SubnetManager::LightSweep() {
     Guid pg = guid;
     pipeline_.Get(peer.path, mad::attr::kSmInfo, 0, [this, pg, change](Result<mad::Smp> r) {
       auto known = peers_.find(pg);
-      auto info = r.ok() ? mad::Decode<mad::SmInfo>(r->data) : Result<mad::SmInfo>(r.status());
+      auto info = r.ok() ? mad::Decode<mad::SmInfo>(r->data): Result<mad::SmInfo>(r.status());
       bool valid = info.ok() && info->guid == pg.value() &&
                    (options_.sm_key == 0 || info->sm_key == options_.sm_key) &&
                    info->sm_state != mad::SmState::kNotActive;
@@ -1307,7 +1308,7 @@ void SubnetManager::OnUnsolicited(mad::MadMessage msg) {
 mad::SmInfo SubnetManager::OwnSmInfo(mad::SmState shown, bool with_key) const {
   mad::SmInfo info;
   info.guid = sm_port_guid_.value();
-  info.sm_key = with_key ? options_.sm_key : 0;
+  info.sm_key = with_key ? options_.sm_key: 0;
   info.act_count = act_count_;
   info.priority = options_.sm_priority;
   info.sm_state = shown;
@@ -1325,7 +1326,7 @@ void SubnetManager::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg
   mad::SmState shown = state();  // a Set is answered with the state it found (OpenSM)
   uint16_t status = 0;
   ha::SmTransition t;
-  std::string from = in.ok() ? ToString(Guid{in->guid}) : std::string("?");
+  std::string from = in.ok() ? ToString(Guid{in->guid}): std::string("?");
   if (req.method == mad::method::kSet) {
     if (!in.ok()) {
       status = ha::kSmInfoStatusInvalidField;
@@ -1511,7 +1512,7 @@ void SubnetManager::QueryOtherSms() {
     return;
   }
   const Fabric& f = discovered_->fabric;
-  for (PortId p : EndPorts(f)) {
+  for (PortId p: EndPorts(f)) {
     const Port& port = f.port(p);
     if (port.guid == sm_port_guid_) continue;
     const DiscoveredNode& dn = discovered_->nodes[port.node];
@@ -1587,7 +1588,7 @@ void SubnetManager::DecideRole() {
   }
   if (state() == mad::SmState::kDiscovering) {
     if (master || better) {
-      const PeerSm target = master ? *master : *better;
+      const PeerSm target = master ? *master: *better;
       SetSmState(ha::SmEvent::kDiscoveryFoundMaster,
                  fmt::format("{} SM {} priority {}", master ? "master" : "better",
                              ToString(target.guid), target.info.priority));
@@ -1720,7 +1721,7 @@ void SubnetManager::SendTrap144(const PeerSm& master) {
   if (!mp || !own) return;
   uint16_t master_lid = discovered_->fabric.port(*mp).lid.value();
   auto local = transport_.QueryLocalPort();
-  uint16_t my_lid = local.ok() ? local->lid.value() : 0;
+  uint16_t my_lid = local.ok() ? local->lid.value(): 0;
   if (master_lid == 0 || my_lid == 0) return;
   mad::Trap144Details d;
   d.lid = my_lid;
@@ -1798,20 +1799,23 @@ void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) 
     if (same_port(named, source)) {
       DisableBabblingPort(key, v.consecutive);
     } else {
-      ++counters_.issues_by_id["SM-TRAP-004"];
-      Log(LogName::kSm).warn("SM-TRAP-004 trap {} from LID {} names LID {} port {}: a port "
-                             "of another node is not disabled (babbling_port_policy)",
-                             trap, source, TrapTracker::DetailsLid(trap, notice->data_details),
-                             key.port);
+      const uint64_t n = ++counters_.issues_by_id["SM-TRAP-004"];
+      if (ShouldLogOccurrence(n)) {
+        Log(LogName::kSm).warn("SM-TRAP-004 trap {} from LID {} names LID {} port {}: a port "
+                               "of another node is not disabled (babbling_port_policy; {} so "
+                               "far)",
+                               trap, source, TrapTracker::DetailsLid(trap, notice->data_details),
+                               key.port, n);
+      }
     }
   }
   if (v.suppressed) {
     ++counters_.traps_suppressed;
     if (v.first_suppressed) {
       ++counters_.issues_by_id["SM-TRAP-001"];
-      Log(LogName::kSm).warn("SM-TRAP-001 {}", fmt::format("trap {} from LID {} (port {}) repeated {} times within {} s: ignored "
-                        "until it pauses that long",
-                        trap, key.lid, key.port, v.consecutive - 1, port_health ? 60 : 5));
+      Log(LogName::kSm).warn("SM-TRAP-001 trap {} from LID {} (port {}) repeated {} times within "
+                             "{} s: ignored until it pauses that long",
+                             trap, key.lid, key.port, v.consecutive - 1, port_health ? 60 : 5);
     }
     Log(LogName::kSm).debug("trap {} from LID {} suppressed ({} in a row)", trap, source,
                             v.consecutive);
@@ -1858,7 +1862,7 @@ void SubnetManager::DisableBabblingPort(const TrapKey& key, uint32_t count) {
   const NodeId node = f.port(*owner).node;
   const Node& n = f.node(node);
   if (key.port > n.num_ports || (key.port == 0 && n.is_switch())) return;
-  PortId p = n.is_switch() ? f.port_id(node, PortNum{key.port}) : *owner;
+  PortId p = n.is_switch() ? f.port_id(node, PortNum{key.port}): *owner;
   // A CA's port is disabled from the switch end of its cable: disabling it at the CA would
   // take down the link the answer comes back on (and the host could bring it up again).
   if (!n.is_switch() && f.port(p).connected() && f.node(f.port(f.port(p).peer).node).is_switch())
@@ -1921,12 +1925,12 @@ void SubnetManager::ReportPortChanges(const std::vector<Guid>& before) {
   std::set_difference(now.begin(), now.end(), old.begin(), old.end(), std::back_inserter(added));
   std::set_difference(old.begin(), old.end(), now.begin(), now.end(),
                       std::back_inserter(removed));
-  for (Guid g : removed) PublishSmNotice(mad::trap::kGidOutOfService, PortGid(g));
-  for (Guid g : added) PublishSmNotice(mad::trap::kGidInService, PortGid(g));
+  for (Guid g: removed) PublishSmNotice(mad::trap::kGidOutOfService, PortGid(g));
+  for (Guid g: added) PublishSmNotice(mad::trap::kGidInService, PortGid(g));
 }
 
 void SubnetManager::ReportMulticastGroup(bool created, const std::array<uint8_t, 16>& mgid) {
-  PublishSmNotice(created ? mad::trap::kMcastGroupCreated : mad::trap::kMcastGroupDeleted, mgid);
+  PublishSmNotice(created ? mad::trap::kMcastGroupCreated: mad::trap::kMcastGroupDeleted, mgid);
 }
 
 // --- outputs -------------------------------------------------------------------------
@@ -2006,16 +2010,16 @@ void SubnetManager::LoadPersistedLids() {
       Log(LogName::kSm).warn("SM-STATE-001 cannot read guid2lid from the state file: {}",
                              rows.status().ToString());
     } else {
-      for (const auto& r : *rows) guid2lid_[r.port_guid] = {r.min_lid.value(), r.max_lid.value()};
+      for (const auto& r: *rows) guid2lid_[r.port_guid] = {r.min_lid.value(), r.max_lid.value()};
     }
   }
   // Migration from OpenSM: its guid2lid file fills what the state file does not have.
   if (!options_.guid2lid_file.empty()) {
     auto file = conf::LoadGuid2LidFile(options_.guid2lid_file);
     if (file.ok()) {
-      for (const auto& w : file->warnings) Log(LogName::kConf).warn("{}", w.ToString());
+      for (const auto& w: file->warnings) Log(LogName::kConf).warn("{}", w.ToString());
       size_t added = 0;
-      for (const auto& e : file->entries) {
+      for (const auto& e: file->entries) {
         if (guid2lid_.emplace(e.guid, PersistedLid{e.min_lid.value(), e.max_lid.value()}).second)
           ++added;
       }
@@ -2152,7 +2156,7 @@ void SubnetManager::SaveSnapshots(bool topology) {
 void SubnetManager::SaveSnapshot(std::string_view name, const SnapshotProducer& produce) {
   uint64_t digest = 0xcbf29ce484222325ull;
   auto into_digest = [&digest](std::string_view piece) {
-    for (unsigned char c : piece) digest = (digest ^ c) * 0x100000001b3ull;
+    for (unsigned char c: piece) digest = (digest ^ c) * 0x100000001b3ull;
   };
   auto it = snapshot_hashes_.find(name);
   if (it == snapshot_hashes_.end()) {
