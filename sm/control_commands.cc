@@ -418,6 +418,33 @@ Result<json> ControlCommands::Ha(const json&) const {
   return j;
 }
 
+namespace {
+
+// The `check` answer: balance measured over the tables (runs on the check worker).
+json CheckAnswer(const Fabric& fabric, const routing::RoutingTables& tables,
+                 const routing::QualityOptions& qo, json base) {
+  routing::LidMap lids(fabric);
+  routing::QualityReport q = routing::MeasureQuality(fabric, lids, tables, qo);
+  json tiers = json::array();
+  for (const auto& t : q.routes_per_link)
+    tiers.push_back({{"tier", t.tier},
+                     {"channels", t.channels},
+                     {"min_routes", t.min_routes},
+                     {"max_routes", t.max_routes},
+                     {"mean_routes", t.mean_routes},
+                     {"stddev_routes", t.stddev_routes}});
+  base["balance"] = {{"hosts", q.hosts},
+                     {"routes_per_link", tiers},
+                     {"shift_max_sharing", qo.shifts ? json(q.shift_max_sharing) : json()},
+                     {"random_permutations", qo.random_permutations},
+                     {"random_max_sharing", q.random_max_sharing},
+                     {"effective_bisection_bandwidth", q.effective_bisection_bandwidth},
+                     {"unrouted_flows", q.unrouted_flows}};
+  return base;
+}
+
+}  // namespace
+
 // Verification and the deadlock proof are those of the last routing (the SM runs them before
 // it programs anything); the balance figures are computed now, on a worker thread, from a
 // copy of the fabric and the shared tables, so the daemon keeps serving meanwhile.
@@ -465,27 +492,17 @@ void ControlCommands::Check(const json& args, ControlServer::Reply reply) {
   if (check_worker_.joinable()) check_worker_.join();  // finished: its reply was posted
   check_running_ = true;
   check_worker_ = std::thread([this, alive = alive_, fabric, tables, qo, base, reply]() mutable {
-    routing::LidMap lids(*fabric);
-    routing::QualityReport q = routing::MeasureQuality(*fabric, lids, *tables, qo);
-    json tiers = json::array();
-    for (const auto& t : q.routes_per_link)
-      tiers.push_back({{"tier", t.tier},
-                       {"channels", t.channels},
-                       {"min_routes", t.min_routes},
-                       {"max_routes", t.max_routes},
-                       {"mean_routes", t.mean_routes},
-                       {"stddev_routes", t.stddev_routes}});
-    base["balance"] = {{"hosts", q.hosts},
-                       {"routes_per_link", tiers},
-                       {"shift_max_sharing", qo.shifts ? json(q.shift_max_sharing) : json()},
-                       {"random_permutations", qo.random_permutations},
-                       {"random_max_sharing", q.random_max_sharing},
-                       {"effective_bisection_bandwidth", q.effective_bisection_bandwidth},
-                       {"unrouted_flows", q.unrouted_flows}};
-    boost::asio::post(io_, [this, alive, reply, base = std::move(base)]() mutable {
+    // An exception on this thread would end the daemon: it becomes the request's error.
+    Result<json> result = ibsm::Status(StatusCode::kInternal, "check failed");
+    try {
+      result = CheckAnswer(*fabric, *tables, qo, std::move(base));
+    } catch (const std::exception& e) {
+      result = ibsm::Status(StatusCode::kInternal, std::string("check failed: ") + e.what());
+    }
+    boost::asio::post(io_, [this, alive, reply, result = std::move(result)]() mutable {
       if (!*alive) return;
       check_running_ = false;
-      reply(std::move(base));
+      reply(std::move(result));
     });
   });
 }

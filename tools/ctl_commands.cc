@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/json.h"
+#include "base/text.h"
 #include "ha/sm_state_machine.h"
 #include "ha/state_store.h"
 #include "sm/control_answers.h"
@@ -732,7 +733,9 @@ const CtlCommand* FindCtlCommand(const std::string& name) {
 
 std::string Cell(const json& v) {
   if (v.is_null()) return "-";
-  if (v.is_string()) return v.get<std::string>();
+  // Strings come from the fabric (NodeDescriptions a host's root chose): an escape sequence
+  // or a line break must reach the operator's terminal as text, \x1B, never as a command.
+  if (v.is_string()) return EscapeControls(v.get<std::string>());
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
   if (v.is_number_float()) return fmt::format("{:.3f}", v.get<double>());
   return DumpJson(v);

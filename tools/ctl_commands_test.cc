@@ -30,6 +30,21 @@ TEST(CtlCommandsTest, AlignedTablePadsColumnsAndRightAlignsNumbers) {
 
 // resweep --wait against a scripted daemon: a sweep (7) runs when it asks, so the one it
 // queued is 8; it waits through 7's end and 8's progress and stops when 8 is done.
+// A NodeDescription is whatever a host's root wrote: ESC sequences (clear screen, set the
+// window title), C1 CSI, line breaks. A table cell shows them as \xNN text.
+TEST(CtlCommandsTest, TableCellsNeverCarryTerminalControls) {
+  const std::string hostile = "h\x1b[2J\x1b]0;pwn\x07\n\xc2\x9b" "31m\r\x7f caf\xc3\xa9";
+  const std::string cell = Cell(nlohmann::json(hostile));
+  for (unsigned char c : cell) {
+    EXPECT_FALSE(c < 0x20 || c == 0x7f) << "control byte " << int(c) << " in " << cell;
+  }
+  EXPECT_EQ(cell.find("\xc2\x9b"), std::string::npos) << "C1 CSI escaped too";
+  EXPECT_NE(cell.find("caf\xc3\xa9"), std::string::npos) << "printable UTF-8 kept";
+  EXPECT_NE(cell.find("\\x1b[2J"), std::string::npos) << cell;
+  const std::string table = AlignedTable({"NAME"}, {{cell}});
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2) << "one line per row";
+}
+
 TEST(CtlCommandsTest, ResweepWaitWaitsForTheSweepItQueuedNotTheOneRunning) {
   std::vector<json> statuses = {
       {{"sweep_running", {{"number", 7}, {"elapsed_s", 1.5}, {"smps", 900}, {"nodes", 0}}},
