@@ -1,4 +1,4 @@
-// Time as a dependency (STYLE.md rule 8): code that needs "now" takes a Clock&.
+// Time as a dependency: code that needs "now" takes a Clock&.
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// Named loggers from a closed list (STYLE.md rule 9). Every warning and error carries a
+// Named loggers from a closed list. Every warning and error carries a
 // stable ID ("SM-LID-012") as the first word of its message; per-MAD lines are trace only.
 #pragma once
 

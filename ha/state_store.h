@@ -1,4 +1,4 @@
-// The SM's persistent state: one SQLite file per SM instance (DESIGN.md "State").
+// The SM's persistent state: one SQLite file per SM instance (ARCHITECTURE.md).
 //
 // Holds guid2lid (so LIDs survive restarts), sweep history, events, SM state
 // key/values, known peer SMs and the last routing result as one LFT digest per switch (so a

@@ -1,4 +1,4 @@
-// The table-driven wire codec (STYLE.md rule 4). Each attribute layout is declared once as a
+// The table-driven wire codec. Each attribute layout is declared once as a
 // constexpr table of fields at the spec's bit offsets; EncodeTo, DecodeFrom and Dump below are
 // the only code that turns wire bytes into values. No hand-written shifts elsewhere.
 //

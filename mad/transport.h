@@ -1,4 +1,4 @@
-// One interface for MAD I/O (DESIGN.md "Transports"): UmadTransport (libibumad: hardware, or
+// One interface for MAD I/O (ARCHITECTURE.md): UmadTransport (libibumad: hardware, or
 // ibsim through its preload library) and SimTransport (the in-process simulator). The SM
 // cannot tell them apart.
 //

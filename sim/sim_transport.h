@@ -1,4 +1,4 @@
-// SimTransport: mad::Transport over the in-process Simulator (DESIGN.md "Transports").
+// SimTransport: mad::Transport over the in-process Simulator (ARCHITECTURE.md).
 //
 // Threading: belongs to one io_context; every method and handler runs on its thread, the
 // same thread that drives the Simulator. Send hands the request to the simulator at once;

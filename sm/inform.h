@@ -16,7 +16,7 @@
 // (one transaction per change, written before the answer goes out), so they outlive a
 // restart (Load).
 //
-// Every Set is untrusted (STYLE.md rule 7): bad requests get an SA status and a counter.
+// Every Set is untrusted: bad requests get an SA status and a counter.
 //
 // Threading: every method runs on the transport's io_context thread.
 #pragma once
@@ -51,7 +51,7 @@ struct InformOptions {
   size_t max_reports_per_subscriber = 16;
 };
 
-// Operators act on these (STYLE.md rule 9).
+// Operators act on these.
 struct InformCounters {
   uint64_t subscribed = 0;         // Sets with Subscribe=1 accepted (replacements included)
   uint64_t unsubscribed = 0;       // Sets with Subscribe=0 that removed a subscription

@@ -1,4 +1,4 @@
-// LID assignment (IBA 4.1.3, 14.2.5.6; OpenSM's osm_lid_mgr behaviour in opensm-facts.md):
+// LID assignment (IBA 4.1.3, 14.2.5.6; OpenSM's osm_lid_mgr behaviour):
 // 2^LMC LIDs per end port, base aligned to 2^LMC; preference (1) the persisted guid2lid
 // entry, (2) the LID the port holds now if its range is free, (3) the lowest free aligned
 // range. No two ports ever share a LID: of two ports claiming one, the first in assignment

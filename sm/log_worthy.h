@@ -1,4 +1,4 @@
-// Rate limit for log lines that outside input can trigger (STYLE.md rule 7: a flood must not
+// Rate limit for log lines that outside input can trigger (a flood must not
 // fill the log). The counter beside each such line keeps the true number.
 #pragma once
 

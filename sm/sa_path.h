@@ -1,7 +1,7 @@
 // PathRecord and MultiPathRecord answers (IBA 15.2.5.16/17, 15.4): pure functions over an
 // immutable snapshot of the fabric, its LIDs and the LFTs the SM programmed. No MADs, no
 // locks, no clock: the SA server decodes the request, calls QueryPaths / QueryMultiPaths
-// on the last published snapshot, and encodes the records (DESIGN.md: the SA answers from
+// on the last published snapshot, and encodes the records (the SA answers from
 // the last snapshot, so routing never blocks it).
 //
 // What a record says, and where it comes from:

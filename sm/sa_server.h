@@ -1,4 +1,4 @@
-// The Subnet Administrator (IBA 15; DESIGN.md "the SA answers from the last published
+// The Subnet Administrator (IBA 15; "the SA answers from the last published
 // snapshot"): Get and GetTable of NodeRecord, PortInfoRecord, SwitchInfoRecord, LFTRecord,
 // SMInfoRecord, LinkRecord, GUIDInfoRecord, P_KeyTableRecord, SL2VLTableRecord,
 // VLArbitrationTableRecord and ClassPortInfo, with component masks honoured; Get and
@@ -16,7 +16,7 @@
 // sweep or a routing run in progress never delays an answer (OpenSM's SA stalls while it
 // routes). A GetTable answer larger than one MAD goes out as RMPP through Transport::Post.
 //
-// Every request is untrusted (STYLE.md rule 7): malformed MADs are dropped and counted,
+// Every request is untrusted: malformed MADs are dropped and counted,
 // bad requests answered with an SA status and counted, nothing asserts on wire input.
 //
 // Threading: Publish, OnRequest, LoadServices and ExpireServices run on the transport's
@@ -108,7 +108,7 @@ struct SaServerOptions {
   InformOptions inform;  // event subscriptions and Reports (taken at construction)
 };
 
-// Operators act on these (STYLE.md rule 9). Keys of the maps are attribute IDs and MAD
+// Operators act on these. Keys of the maps are attribute IDs and MAD
 // status values.
 struct SaCounters {
   uint64_t requests = 0;          // class 0x03 MADs handed to the server

@@ -1,6 +1,6 @@
 // A window of SMPs in flight (opensm.conf max_wire_smps): every sweep stage queues its
 // Gets and Sets here and waits for the pipeline to drain, which is the barrier between
-// configuration stages (opensm-facts.md "each a barrier").
+// configuration stages (OpenSM: "each a barrier").
 //
 // Threading: the transport's io_context thread only. Callbacks run on it.
 #pragma once

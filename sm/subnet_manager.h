@@ -1,4 +1,4 @@
-// The subnet manager's sweep engine (DESIGN.md "Data flow of one heavy sweep"): discovery,
+// The subnet manager's sweep engine (ARCHITECTURE.md): discovery,
 // LIDs, PortInfo, routing, LFT push by diff, link activation, dumps, state rows, then
 // "SUBNET UP"; light sweeps between heavy ones; traps; the SMInfo answer that tells other
 // SMs and tools (sminfo) who is master.

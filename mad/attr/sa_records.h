@@ -3,7 +3,7 @@
 // SMInfoRecord, LinkRecord, GUIDInfoRecord, P_KeyTableRecord, VLArbitrationTableRecord;
 // and ServiceRecord, which is SA state registered by clients rather than a fabric view.
 //
-// Each record is declared once, in the spec's offsets, in three tables (STYLE.md rule 4):
+// Each record is declared once, in the spec's offsets, in three tables:
 //   Layout<R>::kFields       the record's own key fields (LID, port, block, ...);
 //   SaRecord<R>::kEmbedded   the SMP attribute it carries (NodeInfo, PortInfo, ...) and the
 //                            byte where it starts, encoded by that attribute's own layout;
