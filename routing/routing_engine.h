@@ -1,4 +1,4 @@
-// The routing engine interface (STYLE.md rule 5; OpenSM's struct osm_routing_engine without
+// The routing engine interface (OpenSM's struct osm_routing_engine without
 // the reach into the daemon). An engine is a pure function: fabric + LIDs + options in,
 // forwarding tables out. No MADs, files, clocks or globals, so engines run on a worker pool
 // over an immutable snapshot and are testable on 65,536-host fabrics in a unit test.
@@ -108,6 +108,15 @@ struct ChainResult {
   RoutingTables tables;
   std::vector<std::pair<std::string, Status>> declined;
 };
+
+// The chain ibsm routes with when no routing_engine is configured: engines whose routes are
+// up*/down* and so free of credit loops. OpenSM's default is minhop, which is not (the
+// README's OpenSM compatibility section says so); minhop stays the last resort after them.
+inline constexpr std::string_view kDefaultChain = "ftree,updn";
+
+// True when `chain` names minhop itself (not only as the appended last resort): the operator
+// chose shortest paths over deadlock freedom, and a credit loop is reported, not refused.
+bool ChainNamesMinHop(std::string_view chain);
 
 // Runs `chain` in order; minhop is appended as the last resort unless `chain` contains
 // "no_fallback". InvalidArgument for an unknown engine name; the last engine's Status if

@@ -49,6 +49,15 @@ std::unique_ptr<RoutingEngine> MakeEngine(std::string_view name) {
   return nullptr;
 }
 
+bool ChainNamesMinHop(std::string_view chain) {
+  while (true) {
+    const size_t comma = chain.find(',');
+    if (Trim(chain.substr(0, comma)) == "minhop") return true;
+    if (comma == std::string_view::npos) return false;
+    chain.remove_prefix(comma + 1);
+  }
+}
+
 Result<ChainResult> RouteChain(std::string_view chain, const Fabric& fabric, const LidMap& lids,
                                const RoutingOptions& options) {
   std::vector<std::unique_ptr<RoutingEngine>> engines;

@@ -223,8 +223,9 @@ Result<json> ControlCommands::Status(const json&) const {
          {"sm_lid", sm.sm_lid().value()},
          {"lmc", sm.options().lids.lmc},
          {"engine", s.engine.empty() ? json() : json(s.engine)},
-         {"engine_configured", sm.options().routing_engine.empty() ? "minhop"
-                                                                    : sm.options().routing_engine},
+         {"engine_configured", sm.options().routing_engine.empty()
+                                   ? std::string(routing::kDefaultChain)
+                                   : sm.options().routing_engine},
          {"subnet_up", s.subnet_up},
          {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(now - ctx_.started).count()},
          {"config_file", ctx_.config_file}};

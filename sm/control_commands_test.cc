@@ -115,7 +115,8 @@ TEST_F(ControlCommandsTest, StatusShowsTheMasterAndTheFabricItSwept) {
   EXPECT_EQ(s["state"], "MASTER");
   EXPECT_EQ(s["subnet_up"], true);
   EXPECT_EQ(s["sm_lid"], 1);
-  EXPECT_EQ(s["engine"], "minhop");
+  EXPECT_EQ(s["engine"], "ftree");
+  EXPECT_EQ(s["engine_configured"], "ftree,updn") << "the default chain";
   EXPECT_EQ(s["counts"]["switches"], fabric_->switch_count());
   EXPECT_EQ(s["counts"]["cas"], fabric_->ca_count());
   EXPECT_EQ(s["counts"]["links"], fabric_->link_count());
@@ -266,7 +267,7 @@ TEST_F(ControlCommandsTest, CheckReportsTheProofsAndBalanceOfTheProgrammedRoutes
   ASSERT_TRUE(f.ok());
   Bring(std::move(*f));
   json r = Result("check", {{"permutations", 20}});
-  EXPECT_EQ(r["engine"], "minhop");
+  EXPECT_EQ(r["engine"], "ftree");
   EXPECT_EQ(r["accepted"], true);
   EXPECT_EQ(r["verify"]["ok"], true);
   EXPECT_EQ(r["verify"]["missing_entries"], 0);

@@ -641,7 +641,15 @@ void SubnetManager::ConfigureLids() {
 
 void SubnetManager::Route() {
   auto snapshot = std::make_shared<const Fabric>(discovered_->fabric);
-  std::string chain = options_.routing_engine.empty() ? "minhop" : options_.routing_engine;
+  std::string chain = options_.routing_engine.empty() ? std::string(routing::kDefaultChain)
+                                                      : options_.routing_engine;
+  // OpenSM falls back to minhop when the chain declines; ibsm tries updn first, which routes
+  // any connected fabric without a credit loop, so minhop is reached only when updn declines
+  // too (and its loops are then refused unless the operator named minhop).
+  if (chain.find("no_fallback") == std::string::npos && !routing::ChainNamesMinHop(chain) &&
+      chain.find("updn") == std::string::npos) {
+    chain += ",updn";
+  }
   routing::RoutingOptions ro = options_.routing;
   ro.lmc = options_.lids.lmc;
   // The io_context has nothing else to do while routing runs: keep it from returning.
@@ -700,8 +708,11 @@ void SubnetManager::OnRouted(Routed routed) {
   last_check_ = RoutingCheck{engine,          false,          report,        loops,
                              routed.route_s, routed.verify_s, routed.loops_s};
   // minhop promises shortest paths, not deadlock freedom (OpenSM's too): its credit loops are
-  // reported. Every other engine promises up*/down* routes, so a cycle is a bug: refused.
-  const bool loops_refused = !loops.acyclic && engine != "minhop";
+  // reported when the operator chose minhop. Every other engine promises up*/down* routes, so
+  // a cycle is a bug, and minhop reached only as the last resort after them must not program
+  // a deadlock the operator did not ask for: refused, the last good tables stay.
+  const bool minhop_chosen = routing::ChainNamesMinHop(options_.routing_engine);
+  const bool loops_refused = !loops.acyclic && !(engine == "minhop" && minhop_chosen);
   if (!loops.acyclic) {
     std::string cycle;
     for (const auto& hop: loops.cycle) cycle += (cycle.empty() ? "" : " -> ") + hop;
@@ -711,7 +722,10 @@ void SubnetManager::OnRouted(Routed routed) {
         .warn("SM-ROUTE-005 {} routes have a credit loop (channel dependency cycle of {} "
               "channels){}: {}",
               engine, loops.cycle.size(),
-              loops_refused ? "" : "; minhop does not avoid them (use updn or ftree)", cycle);
+              loops_refused ? (engine == "minhop" ? "; minhop was only the last resort: refused"
+                                                  : "")
+                            : "; minhop does not avoid them (use updn or ftree)",
+              cycle);
     if (loops_refused) ++counters_.issues_by_id["SM-ROUTE-005"], ++issues_in_sweep_;
   }
   if (!report.ok || loops_refused) {
@@ -724,8 +738,12 @@ void SubnetManager::OnRouted(Routed routed) {
                       "unreachable pairs, {}); {}",
                       engine, report.missing_entries, report.loops, report.unreachable_pairs,
                       loops.acyclic ? "no credit loop" : "a credit loop",
-                      tables_ ? "keeping the last good tables" : "programming them anyway"));
-    if (tables_) {
+                      tables_ ? "keeping the last good tables"
+                      : loops_refused ? "programming nothing"
+                                      : "programming them anyway"));
+    // Tables with a credit loop the operator did not accept are never programmed, not even
+    // on the first sweep: a fabric that can deadlock is worse than one not yet routed.
+    if (tables_ || loops_refused) {
       ActivateLinks(0);
       return;
     }
@@ -886,7 +904,7 @@ void SubnetManager::PushLfts() {
   });
 }
 
-// Multicast (opensm-facts.md: after unicast, before the link manager): members whose port
+// Multicast (OpenSM: after unicast, before the link manager): members whose port
 // this sweep did not find leave their groups, then MFT blocks go out by difference.
 void SubnetManager::PushMfts(std::function<void()> then) {
   const Fabric& f = discovered_->fabric;
@@ -1503,7 +1521,7 @@ std::optional<DrPath> SubnetManager::PathToPort(Guid port_guid) const {
   return path;
 }
 
-// SMInfo Get to every port that claims IsSM (opensm-facts.md: "SMInfo Get to ports with
+// SMInfo Get to every port that claims IsSM (OpenSM: "SMInfo Get to ports with
 // the IsSM capability bit"). Answers are judged in DecideRole once all are in.
 void SubnetManager::QueryOtherSms() {
   peers_.clear();

@@ -70,6 +70,9 @@ std::vector<uint16_t> SimCaLids(const Fabric& f, const sim::Simulator& sim) {
 
 
 TEST(SubnetManagerTest, ColdFabricComesUpWithUniqueLidsActiveLinksAndFullReachability) {
+  // No routing_engine: the fat trees get ftree, the random graph updn (never minhop).
+  const char* engines[] = {"ftree", "ftree", "updn"};
+  int i = 0;
   for (auto fabric: {FatTree2(8), FatTree3(8), RandomGraph(24, 8, 2, 5)}) {
     ASSERT_TRUE(fabric.ok());
     boost::asio::io_context io;
@@ -77,7 +80,7 @@ TEST(SubnetManagerTest, ColdFabricComesUpWithUniqueLidsActiveLinksAndFullReachab
     SweepStats s = RunSm(io, sim, FirstCaPort(*fabric), Once());
     EXPECT_TRUE(s.subnet_up);
     EXPECT_EQ(s.smps_failed, 0u);
-    EXPECT_EQ(s.engine, "minhop");
+    EXPECT_EQ(s.engine, engines[i++]);
     ExpectFabricUp(*fabric, sim);
   }
 }
@@ -418,6 +421,35 @@ TEST(SubnetManagerTest, MinhopCreditLoopIsReportedButUpdnRoutesHaveNone) {
     EXPECT_TRUE(last.subnet_up);
     EXPECT_EQ(last.engine, engine);
     EXPECT_EQ(sm.counters().credit_loops_found, std::string(engine) == "minhop" ? 1u: 0u);
+    ExpectFabricUp(f, sim);
+  }
+}
+
+// Safe by default: with no routing_engine (OpenSM would use minhop) and with a chain of
+// engines that decline this fabric, the ring is routed by updn, loop-free, never by minhop,
+// whose routes on it have a credit loop (the test above).
+TEST(SubnetManagerTest, WithoutMinhopNamedTheRoutesAreFreeOfCreditLoops) {
+  Fabric f = Ring5();
+  for (const char* engine: {"", "ftree"}) {
+    SCOPED_TRACE(std::string("routing_engine '") + engine + "'");
+    boost::asio::io_context io;
+    sim::Simulator sim(f, {});
+    SubnetManagerOptions o = Once();
+    o.routing_engine = engine;
+    sim::SimTransport t(io, sim, FirstCaPort(f));
+    SystemClock clock;
+    SubnetManager sm(io, t, clock, nullptr, o);
+    SweepStats last;
+    sm.Start([&](const SweepStats& s) {
+      last = s;
+      sm.Stop();
+      t.Close();
+      io.stop();
+    });
+    io.run();
+    EXPECT_TRUE(last.subnet_up);
+    EXPECT_EQ(last.engine, "updn");
+    EXPECT_EQ(sm.counters().credit_loops_found, 0u);
     ExpectFabricUp(f, sim);
   }
 }
