@@ -1121,17 +1121,21 @@ void SubnetManager::FinishHeavySweep() {
     took_over_ = false;
     // Clients told to re-register now register here: from now on this SM holds them all.
     if (state() == mad::SmState::kMaster) sa_state_complete_ = true;
-    Log(LogName::kSm).info("SUBNET UP");
   } else {
     Log(LogName::kSm).warn("SM-SWEEP-001 sweep {} finished with {} issues; the subnet is not "
                            "up yet",
                            current_.number, current_.issues);
   }
-  // After the fabric is up: files never delay the fabric.
+  // After the fabric is programmed: files never delay the fabric. The SA answers from this
+  // sweep and the dump files hold it by the time SUBNET UP is logged (as OpenSM writes its
+  // dumps before it), so a script that waits for the line reads this sweep's files.
   if (discovered_ && sm_port_ != kNoPort) {
     PublishSaSnapshot();
     ReportPortChanges(ports_before);
     WriteDumps();
+  }
+  if (current_.subnet_up) Log(LogName::kSm).info("SUBNET UP");
+  if (discovered_ && sm_port_ != kNoPort) {
     PersistState();
     if (current_.subnet_up) SaveLftDigests();
   }

@@ -1,7 +1,7 @@
-// The subnet manager's sweep engine (ARCHITECTURE.md): discovery,
-// LIDs, PortInfo, routing, LFT push by diff, link activation, dumps, state rows, then
-// "SUBNET UP"; light sweeps between heavy ones; traps; the SMInfo answer that tells other
-// SMs and tools (sminfo) who is master.
+// The subnet manager's sweep engine (ARCHITECTURE.md): discovery, LIDs, PortInfo, routing,
+// LFT push by diff, link activation, the SA snapshot and dumps, then "SUBNET UP", then the
+// state rows; light sweeps between heavy ones; traps; the SMInfo answer that tells other SMs
+// and tools (sminfo) who is master.
 //
 // Threading: every method runs on the io_context thread that owns the transport. Routing
 // runs on a worker thread over an immutable fabric snapshot and posts its result back.
