@@ -1,5 +1,7 @@
 #include "fabric/topogen_cli.h"
 
+#include "base/version.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -72,6 +74,10 @@ int TopoGenMain(int argc, char** argv) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       std::cout << kUsage;
+      return 0;
+    }
+    if (arg == "--version") {
+      std::cout << VersionLine("ibsm-topogen") << "\n";
       return 0;
     }
     if (!arg.empty() && arg[0] == '-') {

@@ -25,6 +25,7 @@
 #include "base/clock.h"
 #include "base/guarded_run.h"
 #include "base/log.h"
+#include "base/version.h"
 #include "conf/command_line.h"
 #include "conf/guid_file.h"
 #include "conf/partitions.h"
@@ -251,7 +252,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (extras.show_version) {
-    fmt::print("ibsmd 0.1.0\n");
+    fmt::print("{}\n", VersionLine("ibsmd"));
     return 0;
   }
   if (!extras.create_config_file.empty()) {

@@ -14,6 +14,7 @@
 
 #include "base/json.h"
 #include "base/text.h"
+#include "base/version.h"
 #include "ha/sm_state_machine.h"
 #include "ha/state_store.h"
 #include "sm/control_answers.h"
@@ -677,6 +678,7 @@ namespace {
 
 constexpr char kGlobalUsage[] =
     "usage: ibsmctl [--socket PATH] [--json] [--timeout MS] COMMAND [ARGS]\n"
+    "       ibsmctl --version\n"
     "       ibsmctl --state-db PATH [--json] COMMAND [ARGS]   (no daemon: read its state file;\n"
     "               status events ha nodes links health topo, as the daemon last recorded them)\n"
     "       ibsmctl [port options] sa TABLE ...   (ask the SA; see ibsmctl sa --help)\n"
@@ -871,6 +873,9 @@ int RunCtl(const std::vector<std::string>& argv) {
       }
     } else if (f == "-h" || f == "--help") {
       std::fputs(usage().c_str(), stdout);
+      return 0;
+    } else if (f == "--version") {
+      std::printf("%s\n", VersionLine("ibsmctl").c_str());
       return 0;
     } else {
       break;

@@ -1,5 +1,7 @@
 #include "tools/routecheck.h"
 
+#include "base/version.h"
+
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -65,7 +67,7 @@ constexpr std::string_view kUsage =
     "usage: ibsm-routecheck (--fat-tree3 K | --fat-tree2 K | --topology FILE)\n"
     "         [--engine CHAIN | --lft-dump FILE] [--lmc N] [--threads N]\n"
     "         [--quality] [--permutations N] [--no-shifts] [--seed S] [--problems N]\n"
-    "Routes the fabric with the engine chain (default minhop) or reads OpenSM's tables from\n"
+    "Routes the fabric with the engine chain (default ftree,updn, as ibsmd) or reads OpenSM's tables from\n"
     "an opensm-lfts.dump / dump_lfts file, then prints one line per step: fabric, routing,\n"
     "verification, credit loops and, with --quality, routes per link per tier, worst link\n"
     "sharing under shift and random permutations and effective bisection bandwidth.\n"
@@ -245,6 +247,10 @@ int RouteCheckMain(int argc, char** argv, std::ostream& out, std::ostream& err) 
       out << kUsage;
       return 0;
     }
+    if (arg == "--version") {
+      out << VersionLine("ibsm-routecheck") << "\n";
+      return 0;
+    }
     if (!arg.starts_with("--")) return usage(fmt::format("unexpected argument '{}'", arg));
     std::string_view key = arg.substr(2);
     std::optional<std::string_view> value;
@@ -372,7 +378,8 @@ int RouteCheckMain(int argc, char** argv, std::ostream& out, std::ostream& err) 
     routing::RoutingOptions options;
     options.lmc = static_cast<uint8_t>(o.lmc);
     options.threads = threads;
-    auto chain = routing::RouteChain(o.engine, *fabric, lids, options);
+    const std::string engines = o.engine.empty() ? std::string(routing::kDefaultChain) : o.engine;
+    auto chain = routing::RouteChain(engines, *fabric, lids, options);
     if (!chain.ok()) {
       err << "ibsm-routecheck: routing failed: " << chain.status().ToString() << "\n";
       return chain.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
@@ -383,7 +390,7 @@ int RouteCheckMain(int argc, char** argv, std::ostream& out, std::ostream& err) 
       declined += fmt::format("; {} declined: {}", name, why.message());
     out << fmt::format(
         "routing: engine {} (chain '{}'{}), {} threads, {:.2f} s, peak RSS {:.1f} MiB\n",
-        tables.engine, o.engine.empty() ? "minhop" : o.engine, declined, threads, Since(t0),
+        tables.engine, engines, declined, threads, Since(t0),
         PeakRssMiB());
   }
   out.flush();
