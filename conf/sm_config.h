@@ -50,7 +50,7 @@ struct SmConfig {
   bool force_heavy_sweep = false;
   bool sweep_on_trap = true;
   // --- Routing
-  std::string routing_engine;           // comma list; unset = minhop
+  std::string routing_engine;           // comma list; unset = ftree,updn (routing::kDefaultChain)
   bool use_ucast_cache = false;
   std::string root_guid_file;
   std::string cn_guid_file;

@@ -271,6 +271,17 @@ int Main(int argc, char** argv) {
                         log_file)) {
     return 1;
   }
+  // The banner: what runs, from which file, with which settings that matter most (OpenSM
+  // prints its version and the options it uses the same way).
+  Log(LogName::kSm).info(
+      "{} starting: config {}; routing {}; lmc {}; sweep_interval {} s; sm_priority {}; "
+      "perfmgr {}; state file {}; control socket {}",
+      VersionLine("ibsmd"), extras.config_file.empty() ? "(none)" : extras.config_file,
+      config.routing_engine.empty() ? std::string(routing::kDefaultChain)
+                                    : config.routing_engine,
+      config.lmc, config.sweep_interval, config.sm_priority, config.perfmgr ? "on" : "off",
+      config.state_db_file.empty() ? "(none)" : config.state_db_file,
+      config.control_socket.empty() ? "(none)" : config.control_socket);
   for (const auto& w : extras.config_warnings) Log(LogName::kConf).warn("{}", w.ToString());
   auto options = MakeOptions(config, extras.once);
   if (!options.ok()) {

@@ -1,5 +1,9 @@
 // Every program says which version and which commit it was built from, so an operator's bug
 // report names the code that ran.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -33,6 +37,34 @@ TEST(VersionTest, EveryProgramPrintsItsVersionAndTheCommitItWasBuiltFrom) {
       EXPECT_EQ(m[2].str().substr(0, 12), head) << r->out;
     }
   }
+}
+
+// The log's first line says what ran and with which settings, as OpenSM's does.
+TEST(VersionTest, TheLogStartsWithTheVersionTheConfigFileAndTheSettingsThatMatter) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("ibsm-banner-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path conf = dir / "ibsmd.conf", log = dir / "ibsmd.log";
+  std::ofstream(conf) << "state_db_file " << (dir / "state.db").string() << "\nguid2lid_file "
+                      << (dir / "guid2lid").string() << "\ndump_files_dir " << dir.string()
+                      << "\ncontrol_socket none\nlog_file " << log.string()
+                      << "\nlmc 1\nsm_priority 7\n";
+  auto r = RunCommand({Bin("ibsmd"), "-o", "-F", conf.string(), "--sim",
+                       std::string(IBSM_SOURCE_DIR) + "/sim/topologies/ftree3-k8.net"},
+                      60s, dir.string());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 0) << r->err;
+  std::ifstream in(log);
+  std::string first;
+  std::getline(in, first);
+  auto version = RunCommand({Bin("ibsmd"), "--version"}, 10s, BinDir());
+  ASSERT_TRUE(version.ok());
+  std::string v = version->out.substr(0, version->out.find('\n'));
+  EXPECT_NE(first.find(v + " starting: config " + conf.string()), std::string::npos) << first;
+  EXPECT_NE(first.find("routing ftree,updn; lmc 1;"), std::string::npos) << first;
+  EXPECT_NE(first.find("sm_priority 7"), std::string::npos) << first;
+  fs::remove_all(dir);
 }
 
 }  // namespace
