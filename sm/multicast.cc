@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "base/log_limit.h"
 #include "mad/attr/notice.h"
 
 namespace ibsm::sm {
@@ -135,8 +136,13 @@ void MulticastManager::Changed() {
 
 McAnswer MulticastManager::Refuse(bool join, uint16_t status, std::string id, std::string why) {
   ++(join ? counters_.joins_rejected : counters_.leaves_rejected);
-  ++counters_.rejected_by_id[id];
-  Log(LogName::kSa).info("{} MCMemberRecord {} refused: {}", id, join ? "join" : "leave", why);
+  // Any host can send the same bad request in a loop: each ID gets the first lines and then
+  // every thousandth (base/log_limit.h); the counters hold the full count.
+  const uint64_t n = ++counters_.rejected_by_id[id];
+  if (ShouldLogOccurrence(n)) {
+    Log(LogName::kSa).info("{} MCMemberRecord {} refused: {} ({} so far)", id,
+                           join ? "join" : "leave", why, n);
+  }
   McAnswer a;
   a.status = status;
   a.id = std::move(id);
@@ -285,6 +291,13 @@ void MulticastManager::SetPartitionGroups(const conf::PartitionConfig* config) {
 
 McAnswer MulticastManager::Join(const mad::McMemberRecord& req_in, uint64_t mask,
                                 const McPortCaps& port, Guid requester) {
+  // o15-0.2.1 lets only the port itself, or a proxy for a ProxyJoin membership, change a
+  // membership. A requester the SA cannot name is neither: taking it for the port would let
+  // any host that sets an unused LID end or rewrite anyone's membership.
+  if (requester.value() == 0) {
+    return Refuse(true, mad::sa_status::kReqInvalid, "SA-MC-021",
+                  "the requester's LID names no port of the fabric");
+  }
   if ((mask & mad::mcr_comp::kJoin) != mad::mcr_comp::kJoin) {
     return Refuse(true, mad::sa_status::kReqInsufficientComponents, "SA-MC-001",
                   fmt::format("component mask {:#x} lacks MGID, PortGID or JoinState", mask));
@@ -355,7 +368,7 @@ McAnswer MulticastManager::Join(const mad::McMemberRecord& req_in, uint64_t mask
   auto m = g.members.find(port.port_guid);
   if (m != g.members.end()) {
     // o15-0.2.1: only the port itself, or anyone in its partition for a proxy join.
-    if (!m->second.proxy_join && requester.value() != 0 && requester != port.port_guid) {
+    if (!m->second.proxy_join && requester != port.port_guid) {
       return Refuse(true, mad::sa_status::kReqInvalid, "SA-MC-009",
                     fmt::format("port {} may not change {}'s membership of {} (no ProxyJoin)",
                                 ToString(requester), ToString(port.port_guid), name));
@@ -371,7 +384,7 @@ McAnswer MulticastManager::Join(const mad::McMemberRecord& req_in, uint64_t mask
   McMember mem;
   mem.port_gid = req.port_gid();
   mem.join_state = bits;
-  mem.proxy_join = requester.value() != 0 && requester != port.port_guid;
+  mem.proxy_join = requester != port.port_guid;
   auto [ins, added] = g.members.emplace(port.port_guid, mem);
   ++counters_.joins;
   Log(LogName::kSa).debug("port {} joined {} (JoinState {:#x})", ToString(port.port_guid), name,
@@ -465,7 +478,7 @@ McAnswer MulticastManager::Create(const mad::McMemberRecord& req, uint64_t mask,
   McMember mem;
   mem.port_gid = req.port_gid();
   mem.join_state = req.join_state & mad::join_state::kAll;
-  mem.proxy_join = requester.value() != 0 && requester != port.port_guid;
+  mem.proxy_join = requester != port.port_guid;
   if ((mask & kProxyJoin) && req.proxy_join) mem.proxy_join = true;
   g.members.emplace(port.port_guid, mem);
   auto [it, added] = groups_.emplace(mgid, std::move(g));
@@ -491,6 +504,10 @@ void MulticastManager::Delete(std::map<mad::Gid, McGroup>::iterator it) {
 
 McAnswer MulticastManager::Leave(const mad::McMemberRecord& req_in, uint64_t mask,
                                  Guid requester, const PKeyFilter& requester_holds) {
+  if (requester.value() == 0) {  // as in Join
+    return Refuse(false, mad::sa_status::kReqInvalid, "SA-MC-021",
+                  "the requester's LID names no port of the fabric");
+  }
   if ((mask & (kMgid | kPortGid)) != (kMgid | kPortGid)) {
     return Refuse(false, mad::sa_status::kReqInsufficientComponents, "SA-MC-030",
                   fmt::format("component mask {:#x} lacks MGID or PortGID", mask));
@@ -519,7 +536,7 @@ McAnswer MulticastManager::Leave(const mad::McMemberRecord& req_in, uint64_t mas
                   fmt::format("leave of {} clears JoinState {:#x}; the member holds {:#x}",
                               GidString(g.mgid), bits, m->second.join_state));
   }
-  if (!m->second.proxy_join && requester.value() != 0 && requester != m->first) {
+  if (!m->second.proxy_join && requester != m->first) {
     return Refuse(false, mad::sa_status::kReqInvalid, "SA-MC-034",
                   fmt::format("port {} may not end {}'s membership of {} (no ProxyJoin)",
                               ToString(requester), ToString(m->first), GidString(g.mgid)));

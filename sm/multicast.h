@@ -131,7 +131,8 @@ class MulticastManager {
   // is left). Idempotent; called at start and on every partitions.conf reload.
   void SetPartitionGroups(const conf::PartitionConfig* config);
 
-  // SubnAdmSet(MCMemberRecord). `requester`: the port GUID the request came from (0 unknown).
+  // SubnAdmSet(MCMemberRecord). `requester`: the port GUID the request came from; 0 (its LID
+  // names no known port) is refused, SA-MC-021, as is a Leave from it.
   McAnswer Join(const mad::McMemberRecord& req, uint64_t comp_mask, const McPortCaps& port,
                 Guid requester);
   // SubnAdmDelete(MCMemberRecord).

@@ -77,7 +77,7 @@ TEST(MulticastManagerTest, CreatingJoinTakesTheNextMlidAndReportsTrap66) {
 
 TEST(MulticastManagerTest, JoinWithoutMgidPortGidOrJoinStateIsInsufficient) {
   MulticastManager m;
-  McAnswer a = m.Join(Req(kGroupA, 0x11), kCreateMask & ~comp::kJoinState, Caps(0x11), Guid{0});
+  McAnswer a = m.Join(Req(kGroupA, 0x11), kCreateMask & ~comp::kJoinState, Caps(0x11), Guid{0x11});
   EXPECT_EQ(a.status, mad::sa_status::kReqInsufficientComponents);
   EXPECT_EQ(m.counters().joins_rejected, 1u);
   EXPECT_EQ(m.counters().rejected_by_id.at("SA-MC-001"), 1u);
@@ -85,18 +85,20 @@ TEST(MulticastManagerTest, JoinWithoutMgidPortGidOrJoinStateIsInsufficient) {
 
 TEST(MulticastManagerTest, CreateWithoutQKeyIsInsufficientButJoiningAnExistingGroupIsNot) {
   MulticastManager m;
-  McAnswer a = m.Join(Req(kGroupA, 0x11), comp::kJoin, Caps(0x11), Guid{0});
+  McAnswer a = m.Join(Req(kGroupA, 0x11), comp::kJoin, Caps(0x11), Guid{0x11});
   EXPECT_EQ(a.status, mad::sa_status::kReqInsufficientComponents);
   EXPECT_TRUE(m.groups().empty());
-  ASSERT_TRUE(m.Join(Req(kGroupA, 0x11), kCreateMask, Caps(0x11), Guid{0}).ok());
-  McAnswer b = m.Join(Req(kGroupA, 0x12, mad::join_state::kNon), comp::kJoin, Caps(0x12), Guid{0});
+  ASSERT_TRUE(m.Join(Req(kGroupA, 0x11), kCreateMask, Caps(0x11), Guid{0x11}).ok());
+  McAnswer b =
+      m.Join(Req(kGroupA, 0x12, mad::join_state::kNon), comp::kJoin, Caps(0x12), Guid{0x12});
   ASSERT_TRUE(b.ok()) << b.why;
   EXPECT_EQ(m.Find(kGroupA)->members.size(), 2u);
 }
 
 TEST(MulticastManagerTest, OnlyAFullMemberMayCreate) {
   MulticastManager m;
-  McAnswer a = m.Join(Req(kGroupA, 0x11, mad::join_state::kNon), kCreateMask, Caps(0x11), Guid{0});
+  McAnswer a =
+      m.Join(Req(kGroupA, 0x11, mad::join_state::kNon), kCreateMask, Caps(0x11), Guid{0x11});
   EXPECT_EQ(a.status, mad::sa_status::kReqInvalid);
   EXPECT_TRUE(m.groups().empty());
 }
@@ -106,8 +108,8 @@ TEST(MulticastManagerTest, ZeroMgidGetsAnSaAssignedMgidOnTheSubnetPrefix) {
   o.subnet_prefix = 0xfe80000000001234ull;
   o.ipoib_broadcast = false;
   MulticastManager m(o);
-  McAnswer a = m.Join(Req(mad::Gid{}, 0x11), kCreateMask, Caps(0x11), Guid{0});
-  McAnswer b = m.Join(Req(mad::Gid{}, 0x11), kCreateMask, Caps(0x11), Guid{0});
+  McAnswer a = m.Join(Req(mad::Gid{}, 0x11), kCreateMask, Caps(0x11), Guid{0x11});
+  McAnswer b = m.Join(Req(mad::Gid{}, 0x11), kCreateMask, Caps(0x11), Guid{0x11});
   ASSERT_TRUE(a.ok() && b.ok());
   // ff12:a01b, then the prefix's first six bytes, a counter, zero.
   EXPECT_EQ(a.record.mgid().prefix, 0xff12a01bfe800000ull);
@@ -118,7 +120,7 @@ TEST(MulticastManagerTest, ZeroMgidGetsAnSaAssignedMgidOnTheSubnetPrefix) {
   // A requested scope goes into the MGID.
   McMemberRecord r = Req(mad::Gid{}, 0x11);
   r.scope = mad::mc_scope::kSiteLocal;
-  McAnswer c = m.Join(r, kCreateMask | comp::kScope, Caps(0x11), Guid{0});
+  McAnswer c = m.Join(r, kCreateMask | comp::kScope, Caps(0x11), Guid{0x11});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c.record.mgid().prefix >> 48, 0xff15u);
   EXPECT_EQ(c.record.scope, mad::mc_scope::kSiteLocal);
@@ -128,16 +130,16 @@ TEST(MulticastManagerTest, ClientMayNotCreateAnSaSignedLinkLocalOrNonMulticastMg
   MulticastManager m;
   // ff12:a01b:... is what the SA itself assigns (OpenSM's validate_requested_mgid).
   EXPECT_EQ(m.Join(Req(mad::Gid{0xff12a01bfe800000ull, 1}, 0x11), kCreateMask, Caps(0x11),
-                   Guid{0}).status,
+                   Guid{0x11}).status,
             mad::sa_status::kReqInvalid);
   EXPECT_EQ(m.Join(Req(mad::Gid{0xfe80000000000000ull, 1}, 0x11), kCreateMask, Caps(0x11),
-                   Guid{0}).status,
+                   Guid{0x11}).status,
             mad::sa_status::kReqInvalid);
   EXPECT_EQ(m.counters().rejected_by_id.at("SA-MC-013"), 2u);
   EXPECT_TRUE(m.groups().empty());
   // The same signature with site-local scope is fine.
   EXPECT_TRUE(m.Join(Req(mad::Gid{0xff15a01bfe800000ull, 1}, 0x11), kCreateMask, Caps(0x11),
-                     Guid{0}).ok());
+                     Guid{0x11}).ok());
 }
 
 TEST(MulticastManagerTest, CreateMtuAndRateSelectorsMustFitTheRequestersLink) {
@@ -146,32 +148,33 @@ TEST(MulticastManagerTest, CreateMtuAndRateSelectorsMustFitTheRequestersLink) {
   r.mtu_selector = mad::selector::kExactly;
   r.mtu = mad::mtu::k4096;
   McAnswer a = m.Join(r, kCreateMask | comp::kMtu | comp::kMtuSelector,
-                      Caps(0x11, mad::mtu::k2048), Guid{0});
+                      Caps(0x11, mad::mtu::k2048), Guid{0x11});
   EXPECT_EQ(a.status, mad::sa_status::kReqInvalid);
   EXPECT_EQ(m.counters().rejected_by_id.at("SA-MC-015"), 1u);
   r.mtu_selector = mad::selector::kGreaterThan;
   r.mtu = mad::mtu::k1024;
   McAnswer b = m.Join(r, kCreateMask | comp::kMtu | comp::kMtuSelector,
-                      Caps(0x11, mad::mtu::k2048), Guid{0});
+                      Caps(0x11, mad::mtu::k2048), Guid{0x11});
   ASSERT_TRUE(b.ok()) << b.why;
   EXPECT_EQ(b.record.mtu, mad::mtu::k2048);
   McMemberRecord s = Req(mad::Gid{0xff12123400000000ull, 0x202}, 0x11);
   s.rate_selector = mad::selector::kGreaterThan;
   s.rate = mad::rate::k10;
   McAnswer c = m.Join(s, kCreateMask | comp::kRate | comp::kRateSelector,
-                      Caps(0x11, mad::mtu::k2048, mad::rate::k10), Guid{0});
+                      Caps(0x11, mad::mtu::k2048, mad::rate::k10), Guid{0x11});
   EXPECT_EQ(c.status, mad::sa_status::kReqInvalid);
 }
 
 TEST(MulticastManagerTest, JoinMustAgreeWithTheGroupAndItsLinkMustCarryIt) {
   MulticastManager m;
-  ASSERT_TRUE(m.Join(Req(kGroupA, 0x11), kCreateMask, Caps(0x11, mad::mtu::k4096), Guid{0}).ok());
+  ASSERT_TRUE(
+      m.Join(Req(kGroupA, 0x11), kCreateMask, Caps(0x11, mad::mtu::k4096), Guid{0x11}).ok());
   McMemberRecord wrong_qkey = Req(kGroupA, 0x12);
   wrong_qkey.q_key = 0x99;
-  EXPECT_EQ(m.Join(wrong_qkey, comp::kJoin | comp::kQKey, Caps(0x12), Guid{0}).status,
+  EXPECT_EQ(m.Join(wrong_qkey, comp::kJoin | comp::kQKey, Caps(0x12), Guid{0x12}).status,
             mad::sa_status::kReqInvalid);
   // The group took 4096 from its creator's link; a 2048 port cannot join.
-  EXPECT_EQ(m.Join(Req(kGroupA, 0x13), comp::kJoin, Caps(0x13, mad::mtu::k2048), Guid{0}).status,
+  EXPECT_EQ(m.Join(Req(kGroupA, 0x13), comp::kJoin, Caps(0x13, mad::mtu::k2048), Guid{0x13}).status,
             mad::sa_status::kReqInvalid);
   EXPECT_EQ(m.counters().rejected_by_id.at("SA-MC-008"), 1u);
   EXPECT_EQ(m.Find(kGroupA)->members.size(), 1u);
@@ -182,14 +185,14 @@ TEST(MulticastManagerTest, LeaveClearsBitsAndTheLastFullMemberDeletesTheGroup) {
   Events ev;
   ev.Attach(m);
   ASSERT_TRUE(m.Join(Req(kGroupA, 0x11, mad::join_state::kFull | mad::join_state::kNon),
-                     kCreateMask, Caps(0x11), Guid{0}).ok());
+                     kCreateMask, Caps(0x11), Guid{0x11}).ok());
   ASSERT_TRUE(m.Join(Req(kGroupA, 0x12, mad::join_state::kSendOnlyNon), comp::kJoin, Caps(0x12),
-                     Guid{0}).ok());
-  McAnswer a = m.Leave(Req(kGroupA, 0x11, mad::join_state::kNon), comp::kJoin, Guid{0});
+                     Guid{0x12}).ok());
+  McAnswer a = m.Leave(Req(kGroupA, 0x11, mad::join_state::kNon), comp::kJoin, Guid{0x11});
   ASSERT_TRUE(a.ok()) << a.why;
   EXPECT_EQ(a.record.join_state, mad::join_state::kFull);
   ASSERT_NE(m.Find(kGroupA), nullptr);
-  McAnswer b = m.Leave(Req(kGroupA, 0x11, mad::join_state::kFull), comp::kJoin, Guid{0});
+  McAnswer b = m.Leave(Req(kGroupA, 0x11, mad::join_state::kFull), comp::kJoin, Guid{0x11});
   ASSERT_TRUE(b.ok()) << b.why;
   // Only a send-only member is left: the group goes.
   EXPECT_EQ(m.Find(kGroupA), nullptr);
@@ -197,18 +200,19 @@ TEST(MulticastManagerTest, LeaveClearsBitsAndTheLastFullMemberDeletesTheGroup) {
   EXPECT_EQ(ev.seen[1].first, mad::trap::kMcastGroupDeleted);
   EXPECT_EQ(ev.seen[1].second, kGroupA);
   // Its MLID is free again.
-  EXPECT_EQ(m.Join(Req(kGroupA, 0x11), kCreateMask, Caps(0x11), Guid{0}).record.mlid, 0xC000);
+  EXPECT_EQ(m.Join(Req(kGroupA, 0x11), kCreateMask, Caps(0x11), Guid{0x11}).record.mlid, 0xC000);
 }
 
 TEST(MulticastManagerTest, BadLeavesAreRefusedAndChangeNothing) {
   MulticastManager m;
-  ASSERT_TRUE(m.Join(Req(kGroupA, 0x11), kCreateMask, Caps(0x11), Guid{0}).ok());
-  EXPECT_EQ(m.Leave(Req(kGroupA, 0x99), comp::kJoin, Guid{0}).status, mad::sa_status::kReqInvalid);
-  EXPECT_EQ(m.Leave(Req(kGroupA, 0x11, mad::join_state::kNon), comp::kJoin, Guid{0}).status,
+  ASSERT_TRUE(m.Join(Req(kGroupA, 0x11), kCreateMask, Caps(0x11), Guid{0x11}).ok());
+  EXPECT_EQ(m.Leave(Req(kGroupA, 0x99), comp::kJoin, Guid{0x99}).status,
+            mad::sa_status::kReqInvalid);
+  EXPECT_EQ(m.Leave(Req(kGroupA, 0x11, mad::join_state::kNon), comp::kJoin, Guid{0x11}).status,
             mad::sa_status::kReqInvalid);  // a bit it does not hold
-  EXPECT_EQ(m.Leave(Req(mad::Gid{0xff12123400000000ull, 7}, 0x11), comp::kJoin, Guid{0}).status,
+  EXPECT_EQ(m.Leave(Req(mad::Gid{0xff12123400000000ull, 7}, 0x11), comp::kJoin, Guid{0x11}).status,
             mad::sa_status::kReqInvalid);  // no such group
-  EXPECT_EQ(m.Leave(Req(kGroupA, 0x11), comp::kMgid, Guid{0}).status,
+  EXPECT_EQ(m.Leave(Req(kGroupA, 0x11), comp::kMgid, Guid{0x11}).status,
             mad::sa_status::kReqInsufficientComponents);
   // Another port may not end a membership that was not a proxy join.
   EXPECT_EQ(m.Leave(Req(kGroupA, 0x11), comp::kJoin, Guid{0x12}).status,
@@ -218,14 +222,40 @@ TEST(MulticastManagerTest, BadLeavesAreRefusedAndChangeNothing) {
   EXPECT_EQ(m.Find(kGroupA)->members.at(Guid{0x11}).join_state, mad::join_state::kFull);
 }
 
+// o15-0.2.1 lets only the port itself, or a proxy for a ProxyJoin membership, change a
+// membership; a requester the SA cannot name (Guid 0: its LID is not in the snapshot) is
+// neither, so it is refused outright rather than taken for the port.
+TEST(MulticastManagerTest, AnUnknownRequesterIsRefusedAsAStrangerNotTakenForTheOwner) {
+  MulticastManager m;
+  ASSERT_TRUE(m.Join(Req(kGroupA, 0x11), kCreateMask, Caps(0x11), Guid{0x11}).ok());
+  const Guid unknown{0};
+  McAnswer leave = m.Leave(Req(kGroupA, 0x11), comp::kJoin, unknown);
+  EXPECT_EQ(leave.status, mad::sa_status::kReqInvalid);
+  EXPECT_EQ(leave.id, "SA-MC-021");
+  McAnswer change = m.Join(Req(kGroupA, 0x11, mad::join_state::kNon), comp::kJoin, Caps(0x11),
+                           unknown);
+  EXPECT_EQ(change.status, mad::sa_status::kReqInvalid);
+  McAnswer add = m.Join(Req(kGroupA, 0x12), comp::kJoin, Caps(0x12), unknown);
+  EXPECT_EQ(add.status, mad::sa_status::kReqInvalid);
+  const mad::Gid other{0xff12123400000000ull, 0x202};
+  McAnswer create = m.Join(Req(other, 0x12), kCreateMask, Caps(0x12), unknown);
+  EXPECT_EQ(create.status, mad::sa_status::kReqInvalid);
+  EXPECT_EQ(m.counters().rejected_by_id.at("SA-MC-021"), 4u);
+  EXPECT_EQ(m.counters().joins_rejected, 3u);
+  EXPECT_EQ(m.counters().leaves_rejected, 1u);
+  ASSERT_EQ(m.groups().size(), 1u);
+  ASSERT_EQ(m.Find(kGroupA)->members.size(), 1u);
+  EXPECT_EQ(m.Find(kGroupA)->members.at(Guid{0x11}).join_state, mad::join_state::kFull);
+}
+
 TEST(MulticastManagerTest, BroadcastGroupOutlivesItsLastMember) {
   MulticastManager m;
   m.CreateDefaultGroups();
   mad::Gid bcast = IpoibBroadcastMgid(0xffff);
   McMemberRecord r = Req(bcast, 0x11);
   r.q_key = 0x0B1B;
-  ASSERT_TRUE(m.Join(r, comp::kJoin | comp::kQKey, Caps(0x11), Guid{0}).ok());
-  ASSERT_TRUE(m.Leave(r, comp::kJoin, Guid{0}).ok());
+  ASSERT_TRUE(m.Join(r, comp::kJoin | comp::kQKey, Caps(0x11), Guid{0x11}).ok());
+  ASSERT_TRUE(m.Leave(r, comp::kJoin, Guid{0x11}).ok());
   ASSERT_NE(m.Find(bcast), nullptr);
   EXPECT_TRUE(m.Find(bcast)->members.empty());
   EXPECT_EQ(m.counters().groups_deleted, 0u);
@@ -235,8 +265,8 @@ TEST(MulticastManagerTest, PruneDropsMembersWhosePortsAreGone) {
   MulticastManager m;
   Events ev;
   ev.Attach(m);
-  ASSERT_TRUE(m.Join(Req(kGroupA, 0x11), kCreateMask, Caps(0x11), Guid{0}).ok());
-  ASSERT_TRUE(m.Join(Req(kGroupA, 0x12), comp::kJoin, Caps(0x12), Guid{0}).ok());
+  ASSERT_TRUE(m.Join(Req(kGroupA, 0x11), kCreateMask, Caps(0x11), Guid{0x11}).ok());
+  ASSERT_TRUE(m.Join(Req(kGroupA, 0x12), comp::kJoin, Caps(0x12), Guid{0x12}).ok());
   uint64_t gen = m.generation();
   EXPECT_EQ(m.Prune([](Guid g) { return g != Guid{0x11}; }), 1u);
   EXPECT_GT(m.generation(), gen);
@@ -254,9 +284,9 @@ TEST(MulticastManagerTest, NoFreeMlidIsNoResources) {
   MulticastManager m(o);
   for (uint64_t i = 1; i <= 2; ++i)
     ASSERT_TRUE(m.Join(Req(mad::Gid{0xff12123400000000ull, i}, 0x11), kCreateMask, Caps(0x11),
-                       Guid{0}).ok());
+                       Guid{0x11}).ok());
   McAnswer a = m.Join(Req(mad::Gid{0xff12123400000000ull, 3}, 0x11), kCreateMask, Caps(0x11),
-                      Guid{0});
+                      Guid{0x11});
   EXPECT_EQ(a.status, mad::sa_status::kNoResources);
   EXPECT_EQ(m.counters().mlids_exhausted, 1u);
 }
@@ -264,9 +294,9 @@ TEST(MulticastManagerTest, NoFreeMlidIsNoResources) {
 TEST(MulticastManagerTest, UntrustedQueriesSeeGroupsTrustedOnesSeeMembers) {
   MulticastManager m;
   m.CreateDefaultGroups();
-  ASSERT_TRUE(m.Join(Req(kGroupA, 0x11), kCreateMask, Caps(0x11), Guid{0}).ok());
+  ASSERT_TRUE(m.Join(Req(kGroupA, 0x11), kCreateMask, Caps(0x11), Guid{0x11}).ok());
   ASSERT_TRUE(m.Join(Req(kGroupA, 0x12, mad::join_state::kNon), comp::kJoin, Caps(0x12),
-                     Guid{0}).ok());
+                     Guid{0x12}).ok());
   McMemberRecord any;
   auto groups = m.Query(any, 0, false);
   ASSERT_EQ(groups.size(), 2u);
@@ -288,7 +318,8 @@ TEST(MulticastManagerTest, RestoreKeepsMlidsAndSkipsDuplicates) {
   McGroup g;
   g.mgid = kGroupA;
   g.mlid = 0xC005;
-  g.members[Guid{0x11}] = McMember{mad::Gid{testutil::kDefaultPrefix, 0x11}, mad::join_state::kFull, false};
+  g.members[Guid{0x11}] =
+      McMember{mad::Gid{testutil::kDefaultPrefix, 0x11}, mad::join_state::kFull, false};
   McGroup dup = g;
   dup.mgid = mad::Gid{0xff12123400000000ull, 9};  // same MLID
   EXPECT_EQ(m.Restore({g, dup}), 1u);

@@ -13,6 +13,7 @@
 #include "mad/attr/notice.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
+#include "sm/sa_server.h"
 #include "sm/subnet_manager.h"
 #include "sm/test_util.h"
 
@@ -229,6 +230,46 @@ TEST_F(McastOnSimulator, BadJoinsGetSaStatusesAndProgramNothing) {
   EXPECT_EQ(b.status, mad::sa_status::kReqInvalid);
   EXPECT_TRUE(Forwarding(0xC001).empty());
   EXPECT_EQ(sm_->multicast().counters().joins_rejected, 2u);
+}
+
+// A request whose source LID names no port of the snapshot (a port that set its own LID to
+// an unused value) is a stranger: it may not create, join for, or end anyone's membership.
+TEST_F(McastOnSimulator, ARequesterWhoseLidIsUnknownMayNotJoinLeaveOrCreate) {
+  ASSERT_TRUE(up_);
+  PortId me = cas_.back();
+  ASSERT_EQ(Mc(mad::method::kSet, JoinReq(me), comp::kCreate).status, 0);
+  // The same SA on the same snapshot, asked directly with a source LID nobody holds.
+  mad::Transport& unused = client_;
+  SaServer sa(unused, {}, clock_);
+  sa.Publish(sm_->sa().snapshot());
+  sa.AttachMulticast(&sm_->multicast());
+  auto from_nowhere = [&](uint8_t method, const McMemberRecord& rec, uint64_t mask) {
+    SaMad m;
+    m.hdr.mgmt_class = static_cast<uint8_t>(mad::MgmtClass::kSubnAdm);
+    m.hdr.class_version = mad::kSaClassVersion;
+    m.hdr.method = method;
+    m.hdr.attr_id = mad::sa_attr::kMcMemberRecord;
+    m.comp_mask = mask;
+    mad::EncodeRecord(rec, std::span<uint8_t>(m.data).first(56));
+    MadMessage msg;
+    msg.bytes.resize(mad::kMadSize);
+    mad::EncodeSa(m, msg.bytes);
+    msg.addr.lid = Lid{0xBEEF};
+    auto out = sa.Answer(msg);
+    EXPECT_TRUE(out);
+    return out ? out->header()->status : uint16_t{0xFFFF};
+  };
+  EXPECT_EQ(from_nowhere(mad::method::kDelete, JoinReq(me), comp::kJoin),
+            mad::sa_status::kReqInvalid);
+  EXPECT_EQ(from_nowhere(mad::method::kSet, JoinReq(cas_.front()), comp::kJoin),
+            mad::sa_status::kReqInvalid);
+  McMemberRecord other = JoinReq(me);
+  other.set_mgid(mad::Gid{0xff12123400000000ull, 0x77});
+  EXPECT_EQ(from_nowhere(mad::method::kSet, other, comp::kCreate), mad::sa_status::kReqInvalid);
+  ASSERT_NE(sm_->multicast().Find(kGroup), nullptr);
+  EXPECT_EQ(sm_->multicast().Find(kGroup)->members.size(), 1u);
+  EXPECT_EQ(sm_->multicast().groups().size(), 2u);  // the broadcast group and kGroup
+  EXPECT_EQ(sm_->multicast().counters().rejected_by_id.at("SA-MC-021"), 3u);
 }
 
 TEST_F(McastOnSimulator, HeavySweepPrunesAMemberWhosePortWentAway) {
