@@ -1,12 +1,16 @@
 #include "ha/state_store.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -333,6 +337,31 @@ Status CheckIdentity(sqlite3* db, const std::string& path, int64_t version) {
         "ibsm or use another state file",
         path, version, StateStoreSchemaVersion()));
   }
+  // ibsm's schema has no trigger and no view. One in the file was put there by someone
+  // else, and runs (a trigger on a write, a view on a read) with the SM's privileges.
+  {
+    sqlite3_stmt* s = nullptr;
+    constexpr const char* kSql =
+        "SELECT type, name FROM sqlite_schema WHERE type IN ('trigger', 'view') ORDER BY name";
+    if (sqlite3_prepare_v2(db, kSql, -1, &s, nullptr) != SQLITE_OK) {
+      return ErrorFrom(db, path, "read the schema");
+    }
+    std::string found;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+      found += fmt::format("{}{} \"{}\"", found.empty() ? "" : ", ", ColText(s, 0),
+                           ColText(s, 1));
+    }
+    Status st = rc == SQLITE_DONE ? Status() : ErrorFrom(db, path, "read the schema");
+    sqlite3_finalize(s);
+    IBSM_RETURN_IF_ERROR(st);
+    if (!found.empty()) {
+      return FailedPrecondition(fmt::format(
+          "state file {} holds {}, which no ibsm writes: refused; move the file aside (ibsmd "
+          "then starts a new one)",
+          path, found));
+    }
+  }
   if (version == 0) {
     IBSM_ASSIGN_OR_RETURN(int64_t tables,
                           PragmaInt(db, path, "SELECT count(*) FROM sqlite_schema"));
@@ -344,6 +373,54 @@ Status CheckIdentity(sqlite3* db, const std::string& path, int64_t version) {
     }
   }
   return Status();
+}
+
+// A state file is the SM's own: SQL in it (a trigger, a view's body, a function call in a
+// CHECK) never runs with the SM's privileges beyond what the schema itself needs, and the
+// connection cannot be talked into writing the file's pages directly (DEFENSIVE).
+Status Harden(sqlite3* db, const std::string& path) {
+  int on = -1;
+  if (sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, &on) != SQLITE_OK || on != 1 ||
+      sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, &on) != SQLITE_OK || on != 0) {
+    return ErrorFrom(db, path, "cannot turn on SQLite's defensive mode");
+  }
+  if (sqlite3_exec(db, "PRAGMA trusted_schema=OFF", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return ErrorFrom(db, path, "PRAGMA trusted_schema=OFF");
+  }
+  return Status();
+}
+
+// The state file holds ServiceKeys and M_Key-protected registrations: owner only (0600),
+// whatever the umask. SQLite creates a file 0644 less the umask, and its -wal, -shm and
+// -journal files with the database file's mode, so the file is created 0600 here before
+// SQLite opens it, and an existing one (or its companions) is narrowed. By path, never by
+// an open-and-close: closing a descriptor drops every POSIX lock this process holds on the
+// file, SQLite's included. A file that cannot be created here is left to SQLite, which
+// reports why.
+void RestrictMode(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      (void)::fchmod(fd, 0600);  // 0600 exactly, even under a umask that would take more
+      ::close(fd);
+    }
+  }
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const std::string p = path + suffix;
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077) == 0)
+      continue;
+    const unsigned mode = st.st_mode & 07777, narrowed = st.st_mode & 0700;
+    if (::chmod(p.c_str(), narrowed) == 0) {
+      Log(LogName::kHa).warn("HA-DB-002 state file {} was mode {:04o}, open to other users; "
+                             "narrowed to {:04o} (it holds ServiceKeys)",
+                             p, mode, narrowed);
+    } else {
+      Log(LogName::kHa).warn("HA-DB-003 state file {} is mode {:04o}, open to other users, "
+                             "and cannot be narrowed: {}",
+                             p, mode, std::strerror(errno));
+    }
+  }
 }
 
 }  // namespace
@@ -389,6 +466,7 @@ StateStore::~StateStore() {
 }
 
 Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path, const Clock& clock) {
+  RestrictMode(path);
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(
       path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -400,6 +478,7 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path, co
   auto store = std::unique_ptr<StateStore>(new StateStore(path, db, &clock));
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  IBSM_RETURN_IF_ERROR(Harden(db, path));
 
   // The header is read first: a file that is not SQLite fails here as Corrupt, and a newer
   // or foreign file is refused before anything is written to it.
@@ -437,6 +516,7 @@ Result<std::unique_ptr<StateStore>> StateStore::OpenReadOnly(const std::string& 
   auto store = std::unique_ptr<StateStore>(new StateStore(path, db, nullptr));
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  IBSM_RETURN_IF_ERROR(Harden(db, path));
   IBSM_RETURN_IF_ERROR(store->Exec("PRAGMA query_only=ON"));
   IBSM_ASSIGN_OR_RETURN(int64_t version, PragmaInt(db, path, "PRAGMA user_version"));
   IBSM_RETURN_IF_ERROR(CheckIdentity(db, path, version));
@@ -482,7 +562,7 @@ Result<std::unique_ptr<StateStore>> StateStore::OpenDegraded(const std::string& 
     store.reset(new StateStore(path, db, &clock));
     sqlite3_extended_result_codes(db, 1);
     auto version = PragmaInt(db, path, "PRAGMA user_version");
-    if (!version.ok() || *version != StateStoreSchemaVersion() ||
+    if (!Harden(db, path).ok() || !version.ok() || *version != StateStoreSchemaVersion() ||
         !CheckIdentity(db, path, *version).ok() ||
         !QuickCheck(db, path, "PRAGMA quick_check").ok()) {
       store.reset();  // an older or unsound file: start empty rather than guess

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +20,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "base/log.h"
 
 namespace ibsm::ha {
 namespace {
@@ -1126,6 +1129,58 @@ TEST_F(StateStoreTest, AVersionFiveFileIsMigratedKeepingItsEventsAndGainsPerfHis
   ASSERT_TRUE(store->RecordPerfHistory({PerfRow(1, 7, 1, 9)}, 10).ok());
   EXPECT_EQ(store->LoadPerfHistory(std::nullopt, 10)->size(), 1u);
   EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
+// No ibsm schema has a trigger or a view: one in the file is someone else's SQL that would
+// run with the SM's privileges on its next write or read, so the file is refused, by name.
+TEST_F(StateStoreTest, AFileCarryingATriggerOrAViewIsRefusedNamingIt) {
+  OpenOrDie().reset();
+  RawExec(path_, "CREATE TRIGGER wipe AFTER INSERT ON events BEGIN DELETE FROM guid2lid; END;");
+  auto r = StateStore::Open(path_, clock_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("trigger \"wipe\""), std::string::npos)
+      << r.status().ToString();
+  auto ro = StateStore::OpenReadOnly(path_);
+  ASSERT_FALSE(ro.ok());
+  EXPECT_NE(ro.status().message().find("trigger \"wipe\""), std::string::npos);
+  RawExec(path_, "DROP TRIGGER wipe; CREATE VIEW peek AS SELECT * FROM guid2lid;");
+  auto v = StateStore::Open(path_, clock_);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("view \"peek\""), std::string::npos)
+      << v.status().ToString();
+  RawExec(path_, "DROP VIEW peek;");
+  EXPECT_NE(OpenOrDie(), nullptr);
+}
+
+// The file holds ServiceKeys: owner only, whatever the umask; a wider file is narrowed, and
+// the log says so.
+TEST_F(StateStoreTest, TheStateFileIsOwnerOnlyEvenUnderUmask022AndAWiderOneIsNarrowed) {
+  const mode_t saved = ::umask(022);
+  auto mode = [](const std::string& p) {
+    struct stat st {};
+    EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 07777;
+  };
+  {
+    auto store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->SetValue("k", "v").ok());
+    EXPECT_EQ(mode(path_), 0600u);
+    EXPECT_EQ(mode(path_ + "-wal"), 0600u);
+    EXPECT_EQ(mode(path_ + "-shm"), 0600u);
+  }
+  ASSERT_EQ(::chmod(path_.c_str(), 0644), 0);
+  const std::string log = dir_ + "/log";
+  ASSERT_TRUE(ConfigureLogging(log, spdlog::level::info));
+  EXPECT_NE(OpenOrDie(), nullptr);
+  ConfigureLogging("", spdlog::level::info);
+  EXPECT_EQ(mode(path_), 0600u);
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("HA-DB-002 state file " + path_ + " was mode 0644"), std::string::npos)
+      << text;
+  ::umask(saved);
 }
 
 }  // namespace
