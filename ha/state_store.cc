@@ -449,6 +449,7 @@ class StateStore::Txn {
   Status Commit() {
     IBSM_RETURN_IF_ERROR(store_.Exec("COMMIT"));
     active_ = false;
+    ++store_.commits_;
     return Status();
   }
 

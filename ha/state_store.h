@@ -324,6 +324,10 @@ class StateStore {
   // Ordered by MLID, members by port GUID. Corrupt for a malformed row.
   Result<std::vector<McGroupRow>> LoadMulticastGroups();
 
+  // Write transactions committed through this store since it was opened (tests, and what a
+  // burst of SA changes costs in fsyncs).
+  uint64_t transactions() const { return commits_; }
+
   // Adaptive-routing group IDs by destination leaf switch GUID (routing/ar_groups.h):
   // replaces the whole map in one transaction. InvalidArgument for an ID above 4095.
   Status SaveArGroupIds(const std::map<Guid, uint16_t>& ids);
@@ -366,6 +370,7 @@ class StateStore {
   const Clock* clock_;  // null for a read-only store
   std::unordered_map<std::string_view, sqlite3_stmt*> stmts_;
   std::string degraded_why_;  // non-empty: opened by OpenDegraded, not yet writable
+  uint64_t commits_ = 0;
 };
 
 }  // namespace ibsm::ha

@@ -455,6 +455,37 @@ TEST(PartitionsSimTest, AServiceIsRegisteredOnlyByAMemberOfItsPartition) {
   EXPECT_EQ(b.sm().sa().services().size(), 1u);
 }
 
+// The P_Key a Set stores is the P_Key checked: clearing the ServiceP_Key bit does not slip a
+// record of the requester's choosing into a partition it is not in; the SA stores the default
+// partition's key then (as OpenSM's set method fills it) and checks that.
+TEST(PartitionsSimTest, ClearingTheServicePKeyBitStoresTheDefaultKeyNotTheRecordsBytes) {
+  PartitionBed b({});
+  ASSERT_TRUE(b.Reload(Policy(ParsePartitionsText(TwoPartitions(b)))).subnet_up);
+  const auto& h = b.hosts();
+  namespace sr = mad::sr_comp;
+  mad::ServiceRecord r;
+  r.service_id = 0x44;
+  const uint64_t prefix = 0xfe80000000000000ull;
+  const uint64_t guid = b.fabric().port(h[4]).guid.value();
+  for (int i = 0; i < 8; ++i) {
+    r.service_gid[i] = static_cast<uint8_t>(prefix >> (56 - 8 * i));
+    r.service_gid[8 + i] = static_cast<uint8_t>(guid >> (56 - 8 * i));
+  }
+  r.service_p_key = 0x8001;  // red: host 4 is blue only
+  r.service_lease = mad::kServiceLeaseInfinite;
+  std::vector<uint8_t> buf(mad::Layout<mad::ServiceRecord>::kSize);
+  mad::EncodeRecord(r, buf);
+  SaAnswer set = b.Ask(h[4], mad::method::kSet, mad::sa_attr::kServiceRecord,
+                       sr::kServiceId | sr::kServiceGid, buf);
+  // Host 4 is in the default partition: registered there, not in red.
+  ASSERT_EQ(set.status, 0);
+  ASSERT_EQ(set.records.size(), 1u);
+  EXPECT_EQ(mad::DecodeRecord<mad::ServiceRecord>(set.records[0])->service_p_key, 0xFFFF);
+  ASSERT_EQ(b.sm().sa().services().size(), 1u);
+  EXPECT_EQ(b.sm().sa().services()[0].service_p_key, 0xFFFF);
+  for (const auto& seen : b.Table<mad::ServiceRecord>(h[1])) EXPECT_NE(seen.service_p_key, 0x8001);
+}
+
 // partitions.conf's `ipoib` flag makes the partition's IPoIB broadcast group (P_Key with the
 // full bit), `mgid=` a group of its own; a port joins and sees only groups of its partitions.
 TEST(PartitionsSimTest, MulticastGroupsFollowThePartitionsAndTheirMembers) {

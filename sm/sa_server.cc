@@ -548,20 +548,97 @@ ha::ServiceKey KeyOf(const mad::ServiceRecord& r) {
   return ha::ServiceKey{r.service_id, r.service_gid, r.service_p_key};
 }
 
-bool Expired(const std::optional<int64_t>& expires_us, int64_t now_us) {
-  return expires_us && *expires_us <= now_us;
+}  // namespace
+
+size_t SaServer::ServiceKeyHash::operator()(const ha::ServiceKey& k) const {
+  uint64_t h = k.service_id * 0x9E3779B97F4A7C15ull ^ k.pkey;
+  for (uint8_t b : k.service_gid) h = (h ^ b) * 0x100000001B3ull;
+  return static_cast<size_t>(h);
 }
 
-}  // namespace
+void SaServer::PutService(const mad::ServiceRecord& r, std::optional<int64_t> expires_us,
+                          Guid owner) {
+  const ha::ServiceKey key = KeyOf(r);
+  ServiceList::iterator it;
+  if (auto found = service_index_.find(key); found != service_index_.end()) {
+    it = found->second;
+    if (it->expires_us) service_expiry_.erase(it->expiry);
+    it->record = r;
+    it->expires_us = expires_us;
+  } else {
+    it = services_.insert(services_.end(), Service{r, expires_us, owner, {}});
+    service_index_.emplace(key, it);
+    ++services_by_owner_[owner];
+  }
+  if (expires_us) it->expiry = service_expiry_.emplace(*expires_us, key);
+}
+
+void SaServer::DropService(ServiceList::iterator it) {
+  if (it->expires_us) service_expiry_.erase(it->expiry);
+  if (auto o = services_by_owner_.find(it->owner); o != services_by_owner_.end() && --o->second == 0)
+    services_by_owner_.erase(o);
+  service_index_.erase(KeyOf(it->record));
+  services_.erase(it);
+}
+
+void SaServer::MarkServiceChanged(const ha::ServiceKey& key, bool removed) {
+  if (!store_) return;
+  if (removed) {
+    pending_upserts_.erase(key);
+    pending_removals_.insert(key);
+  } else {
+    pending_removals_.erase(key);
+    pending_upserts_.insert(key);
+  }
+  if (!on_services_dirty_) {
+    (void)FlushServices();  // nobody schedules a flush: write through
+  } else {
+    on_services_dirty_();
+  }
+}
+
+Status SaServer::FlushServices() {
+  if (!store_ || !services_dirty()) return Status();
+  std::vector<ha::ServiceRow> upserts;
+  for (const ha::ServiceKey& key : pending_upserts_) {
+    auto it = service_index_.find(key);
+    if (it == service_index_.end()) continue;
+    auto wire = ServiceWire(it->second->record);
+    upserts.push_back(ha::ServiceRow{key, std::vector<uint8_t>(wire.begin(), wire.end()),
+                                     it->second->expires_us});
+  }
+  std::vector<ha::ServiceKey> removals(pending_removals_.begin(), pending_removals_.end());
+  Status st = store_->SaveServiceRecords(upserts, removals);
+  if (!st.ok()) {
+    // Memory keeps serving them; the next flush writes them (and LoadServices drops records
+    // whose lease ran out, so a removal that never reached the file does no harm).
+    const uint64_t n = ++counters_.service_state_failures;
+    if (LogWorthy(n)) {
+      Log(LogName::kSa).warn("SA-SR-001 {} ServiceRecord change(s) not written to the state "
+                             "file: {} ({} failed writes so far)",
+                             upserts.size() + removals.size(), st.ToString(), n);
+    }
+    return st;
+  }
+  pending_upserts_.clear();
+  pending_removals_.clear();
+  return Status();
+}
 
 Status SaServer::LoadServices() {
   if (!store_) return Status();
   IBSM_ASSIGN_OR_RETURN(std::vector<ha::ServiceRow> rows, store_->LoadServiceRecords());
   services_.clear();
+  service_index_.clear();
+  service_expiry_.clear();
+  services_by_owner_.clear();
+  pending_upserts_.clear();
+  pending_removals_.clear();
   for (const ha::ServiceRow& row : rows) {
     auto r = mad::DecodeRecord<mad::ServiceRecord>(row.record);
     if (!r.ok()) return r.status();
-    services_.push_back(Service{*r, row.expires_us});
+    // Who registered it is not in the file: the port it names is the likeliest owner.
+    PutService(*r, row.expires_us, Guid{r->GidGuid()});
   }
   size_t dropped = ExpireServices();
   Log(LogName::kSa).info("{} ServiceRecord(s) restored from the state file, {} expired",
@@ -571,23 +648,16 @@ Status SaServer::LoadServices() {
 
 size_t SaServer::ExpireServices() {
   const int64_t now = clock_.UnixMicros();
-  std::vector<ha::ServiceKey> gone;
-  for (const Service& sv : services_)
-    if (Expired(sv.expires_us, now)) gone.push_back(KeyOf(sv.record));
-  if (gone.empty()) return 0;
-  // Memory drops them even if the file cannot: an expired lease is never served. The file
-  // keeps them until a later write succeeds; LoadServices drops them again on restart.
-  if (store_) {
-    Status st = store_->SaveServiceRecords({}, gone);
-    if (!st.ok()) {
-      ++counters_.service_state_failures;
-      Log(LogName::kSa).warn(
-          "SA-SR-002 expired ServiceRecords not removed from the state file: {}", st.ToString());
-    }
+  size_t gone = 0;
+  // Memory drops them even if the file cannot: an expired lease is never served.
+  while (!service_expiry_.empty() && service_expiry_.begin()->first <= now) {
+    const ha::ServiceKey key = service_expiry_.begin()->second;
+    DropService(service_index_.at(key));
+    MarkServiceChanged(key, /*removed=*/true);
+    ++gone;
   }
-  std::erase_if(services_, [&](const Service& sv) { return Expired(sv.expires_us, now); });
-  counters_.services_expired += gone.size();
-  return gone.size();
+  counters_.services_expired += gone;
+  return gone;
 }
 
 std::vector<mad::ServiceRecord> SaServer::services() const {
@@ -622,27 +692,45 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
   const int64_t now = clock_.UnixMicros();
   constexpr uint64_t kKey =
       mad::sr_comp::kServiceId | mad::sr_comp::kServiceGid | mad::sr_comp::kServicePKey;
+  const bool set = req.hdr.method == mad::method::kSet;
+  const bool del = req.hdr.method == mad::method::kDelete;
 
   auto decoded = mad::DecodeRecord<mad::ServiceRecord>(data);
   if (!decoded.ok()) return error(mad::sa_status::kReqInvalid);
-  const mad::ServiceRecord& want = *decoded;
+  mad::ServiceRecord want = *decoded;
   const bool trusted = options_.sa_key != 0 && req.sm_key == options_.sa_key;
   const PortId requester = s.lids ? s.lids->owner(msg.addr.lid) : kNoPort;
 
-  // Set and Delete (OpenSM validate_sr): a ServiceP_Key in the mask must be held by the
-  // requester and by the service's port, so no host registers into or removes from a
-  // partition it is not in.
-  if ((req.hdr.method == mad::method::kSet || req.hdr.method == mad::method::kDelete) &&
-      (req.comp_mask & mad::sr_comp::kServicePKey) && s.partitioned && !trusted) {
+  if (set) {
+    // A registration is named by its ServiceID and ServiceGID; a Set that leaves them out
+    // of the mask names nothing (OpenSM refuses it too, with REQ_INVALID; INSUFFICIENT
+    // COMPONENTS says what is wrong, as Delete's check below does).
+    constexpr uint64_t kNamed = mad::sr_comp::kServiceId | mad::sr_comp::kServiceGid;
+    if ((req.comp_mask & kNamed) != kNamed)
+      return error(mad::sa_status::kReqInsufficientComponents);
+    // What the mask leaves out is not the requester's to choose through the record's bytes:
+    // no ServiceP_Key is the default partition's key and no ServiceLease an infinite lease,
+    // as OpenSM's set method fills them. The key stored is the key checked below.
+    if (!(req.comp_mask & mad::sr_comp::kServicePKey)) want.service_p_key = 0xFFFF;
+    if (!(req.comp_mask & mad::sr_comp::kServiceLease))
+      want.service_lease = mad::kServiceLeaseInfinite;
+  }
+  // A Delete names one registration by its key; a wider mask could wipe other clients'.
+  if (del && (req.comp_mask & kKey) != kKey)
+    return error(mad::sa_status::kReqInsufficientComponents);
+
+  // Set and Delete (OpenSM validate_sr): the ServiceP_Key must be held by the requester and
+  // by the service's port, so no host registers into or removes from a partition it is not
+  // in.
+  if ((set || del) && s.partitioned && !trusted) {
     auto port = want.GidGuid() == 0 ? std::nullopt : s.fabric().FindPort(Guid{want.GidGuid()});
     if (requester == kNoPort || !s.HoldsPKey(requester, want.service_p_key) ||
         (port && !s.HoldsPKey(*port, want.service_p_key))) {
       ++counters_.service_pkey_refused;
       Log(LogName::kSa).info("SA-SR-004 ServiceRecord {:#x} {} from LID {} refused: ServiceP_Key "
                              "{:#06x} is not held by the requester or the service port",
-                             want.service_id,
-                             req.hdr.method == mad::method::kSet ? "Set" : "Delete",
-                             msg.addr.lid.value(), want.service_p_key);
+                             want.service_id, set ? "Set" : "Delete", msg.addr.lid.value(),
+                             want.service_p_key);
       return error(mad::sa_status::kReqInvalid);
     }
   }
@@ -656,13 +744,11 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
     ++counters_.service_key_refused;
     Log(LogName::kSa).info("SA-SR-005 ServiceRecord {:#x} {} from LID {} refused: another "
                            "ServiceKey than the registration's",
-                           held.service_id,
-                           req.hdr.method == mad::method::kSet ? "Set" : "Delete",
-                           msg.addr.lid.value());
+                           held.service_id, set ? "Set" : "Delete", msg.addr.lid.value());
     return true;
   };
 
-  if (req.hdr.method == mad::method::kSet) {
+  if (set) {
     // The service must live on a port of this subnet.
     auto port = want.GidGuid() == 0 ? std::nullopt : s.fabric().FindPort(Guid{want.GidGuid()});
     if (!port || want.GidPrefix() != s.subnet_prefix) {
@@ -673,53 +759,51 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
     std::optional<int64_t> expires;
     if (want.service_lease != mad::kServiceLeaseInfinite)
       expires = now + int64_t{want.service_lease} * 1'000'000;
-    for (const Service& sv : services_) {
-      if (KeyOf(sv.record) == KeyOf(want) && key_refused(sv.record))
-        return error(mad::sa_status::kReqDenied);
-    }
-    if (store_) {
-      auto wire = ServiceWire(want);
-      ha::ServiceRow row{KeyOf(want), std::vector<uint8_t>(wire.begin(), wire.end()), expires};
-      Status st = store_->SaveServiceRecords({row}, {});
-      if (!st.ok()) {
-        ++counters_.service_state_failures;
-        Log(LogName::kSa).warn("SA-SR-001 ServiceRecord {:#x} not registered: state file: {}",
-                               want.service_id, st.ToString());
+    const ha::ServiceKey key = KeyOf(want);
+    auto held = service_index_.find(key);
+    if (held != service_index_.end() && key_refused(held->second->record))
+      return error(mad::sa_status::kReqDenied);
+    const Guid owner = requester == kNoPort ? Guid{0} : s.fabric().port(requester).guid;
+    if (held == service_index_.end()) {
+      // A replacement takes nothing more; a new registration must fit both caps.
+      auto mine = services_by_owner_.find(owner);
+      if (mine != services_by_owner_.end() && mine->second >= options_.services_per_port) {
+        const uint64_t n = ++counters_.service_port_cap_refused;
+        if (LogWorthy(n)) {
+          Log(LogName::kSa).warn("SA-SR-006 ServiceRecord {:#x} Set from LID {} refused: its "
+                                 "port holds {} registrations already ({} refused so far)",
+                                 want.service_id, msg.addr.lid.value(),
+                                 options_.services_per_port, n);
+        }
+        return error(mad::sa_status::kNoResources);
+      }
+      if (services_.size() >= options_.services_total) {
+        const uint64_t n = ++counters_.service_total_cap_refused;
+        if (LogWorthy(n)) {
+          Log(LogName::kSa).warn("SA-SR-007 ServiceRecord {:#x} Set from LID {} refused: the SA "
+                                 "holds {} registrations, its limit ({} refused so far)",
+                                 want.service_id, msg.addr.lid.value(),
+                                 options_.services_total, n);
+        }
         return error(mad::sa_status::kNoResources);
       }
     }
-    auto same = std::find_if(services_.begin(), services_.end(), [&](const Service& sv) {
-      return KeyOf(sv.record) == KeyOf(want);
-    });
-    if (same != services_.end()) {
-      *same = Service{want, expires};
-    } else {
-      services_.push_back(Service{want, expires});
-    }
+    PutService(want, expires, owner);
+    MarkServiceChanged(key, /*removed=*/false);
     ++counters_.services_registered;
     return one(mad::method::kGetResp, want);
   }
 
-  if (req.hdr.method == mad::method::kDelete) {
-    // A Delete names one registration by its key; a wider mask could wipe other clients'.
-    if ((req.comp_mask & kKey) != kKey) return error(mad::sa_status::kReqInsufficientComponents);
-    auto it = std::find_if(services_.begin(), services_.end(), [&](const Service& sv) {
-      auto wire = ServiceWire(sv.record);
-      return mad::Matches<mad::ServiceRecord>(req.comp_mask, data, wire);
-    });
-    if (it == services_.end()) return error(mad::sa_status::kNoRecords);
-    if (key_refused(it->record)) return error(mad::sa_status::kReqDenied);
-    if (store_) {
-      Status st = store_->SaveServiceRecords({}, {KeyOf(it->record)});
-      if (!st.ok()) {
-        ++counters_.service_state_failures;
-        Log(LogName::kSa).warn("SA-SR-003 ServiceRecord {:#x} not deleted: state file: {}",
-                               it->record.service_id, st.ToString());
-        return error(mad::sa_status::kNoResources);
-      }
-    }
-    mad::ServiceRecord gone = it->record;
-    services_.erase(it);
+  if (del) {
+    auto held = service_index_.find(KeyOf(want));
+    // The key names the registration; the rest of the mask must match it too.
+    if (held == service_index_.end() ||
+        !mad::Matches<mad::ServiceRecord>(req.comp_mask, data, ServiceWire(held->second->record)))
+      return error(mad::sa_status::kNoRecords);
+    if (key_refused(held->second->record)) return error(mad::sa_status::kReqDenied);
+    mad::ServiceRecord gone = held->second->record;
+    DropService(held->second);
+    MarkServiceChanged(KeyOf(gone), /*removed=*/true);
     ++counters_.services_deleted;
     return one(mad::method::kDeleteResp, gone);
   }

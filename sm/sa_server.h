@@ -8,8 +8,11 @@
 // Reports' late ReportResponses are routed there too.
 //
 // ServiceRecords are the one piece of state the server owns: registered by clients, kept
-// in memory and, when a StateStore is given, in the state file (written in one transaction
-// per change before the answer goes out), so they outlive a restart (LoadServices).
+// in memory and, when a StateStore is given, in the state file, so they outlive a restart
+// (LoadServices). Changes are written by FlushServices: at once when nobody schedules it,
+// else when the SM's flush timer fires (a burst of Sets costs one transaction, not one
+// fsync each) and at shutdown. At most kServicesPerPort records per requesting port and
+// kServicesTotal in all (README "What one SA request may cost or hold").
 //
 // The server owns nothing of the sweep. After each heavy sweep the SubnetManager publishes
 // an immutable SaSnapshot and the server answers every query from the last one it got, so a
@@ -26,10 +29,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
@@ -100,12 +107,19 @@ std::vector<uint8_t> LinkMtus(const Fabric& fabric, const std::vector<Discovered
 // smallest v (8..31) with 4.096 us * 2^v >= timeout (200 ms -> 16).
 uint8_t RespTimeValueFor(std::chrono::milliseconds transaction_timeout);
 
+// ServiceRecords one requesting port may register, and the SA holds in all: one host cannot
+// take the SA's memory, and every Get walks a bounded table.
+inline constexpr size_t kServicesPerPort = 32;
+inline constexpr size_t kServicesTotal = 8192;
+
 struct SaServerOptions {
   // Requests whose SM_Key field equals this are trusted (see M_Key and SM_Key in answers);
   // opensm.conf sa_key. 0: nobody is trusted.
   uint64_t sa_key = 1;
   uint8_t resp_time_value = 18;  // ClassPortInfo RespTimeValue (4.096 us * 2^v)
   InformOptions inform;  // event subscriptions and Reports (taken at construction)
+  size_t services_per_port = kServicesPerPort;  // tests lower them
+  size_t services_total = kServicesTotal;
 };
 
 // Operators act on these. Keys of the maps are attribute IDs and MAD
@@ -123,7 +137,13 @@ struct SaCounters {
   uint64_t services_registered = 0;  // ServiceRecord Sets stored (replacements included)
   uint64_t services_deleted = 0;     // ServiceRecords removed by a Delete
   uint64_t services_expired = 0;     // ServiceRecords dropped when their lease ran out
-  uint64_t service_state_failures = 0;  // state-file writes that failed (request refused)
+  // Writes of ServiceRecord changes to the state file that failed (SA-SR-001; the changes
+  // stay in memory, served, and are written at the next flush).
+  uint64_t service_state_failures = 0;
+  // ServiceRecord Sets of a new registration refused with ERR_NO_RESOURCES: the requesting
+  // port holds kServicesPerPort already (SA-SR-006), or the SA holds kServicesTotal (SA-SR-007).
+  uint64_t service_port_cap_refused = 0;
+  uint64_t service_total_cap_refused = 0;
   // SA_Key (C15-0.1.5, opensm.conf sa_key): requests whose SM_Key is neither 0 nor the SA
   // key are dropped unanswered, as OpenSM does (its ERR 1A04).
   uint64_t sa_key_mismatches = 0;
@@ -160,6 +180,14 @@ class SaServer {
   // The registered ServiceRecords, in registration order (tests, ibsmctl).
   std::vector<mad::ServiceRecord> services() const;
 
+  // ServiceRecord changes not yet in the state file, and writing them (one transaction).
+  // A failed write keeps them for the next call (counted, SA-SR-001).
+  bool services_dirty() const { return !pending_upserts_.empty() || !pending_removals_.empty(); }
+  Status FlushServices();
+  // Runs after every change; the SM arms its flush timer there (once for a burst). Unset:
+  // every change is flushed before the answer goes out.
+  void set_on_services_dirty(std::function<void()> fn) { on_services_dirty_ = std::move(fn); }
+
   // Makes `snapshot` the one every later answer comes from. Null is ignored.
   void Publish(std::shared_ptr<const SaSnapshot> snapshot);
   std::shared_ptr<const SaSnapshot> snapshot() const { return snapshot_; }
@@ -189,10 +217,21 @@ class SaServer {
   const InformManager& inform() const { return inform_; }
 
  private:
+  struct ServiceKeyHash {
+    size_t operator()(const ha::ServiceKey& k) const;
+  };
   struct Service {
     mad::ServiceRecord record;
     std::optional<int64_t> expires_us;  // Unix microseconds; nullopt: infinite lease
+    // The port that registered it (its cap); restored records: the ServiceGID's port.
+    Guid owner{0};
+    std::multimap<int64_t, ha::ServiceKey>::iterator expiry;  // valid with expires_us
   };
+  using ServiceList = std::list<Service>;
+  // Adds or replaces the record of its key (keeping its owner on replacement); drops one.
+  void PutService(const mad::ServiceRecord& r, std::optional<int64_t> expires_us, Guid owner);
+  void DropService(ServiceList::iterator it);
+  void MarkServiceChanged(const ha::ServiceKey& key, bool removed);
   std::optional<mad::MadMessage> AnswerService(const mad::MadMessage& msg,
                                                const mad::SaMad& req,
                                                std::span<const uint8_t> data);
@@ -210,7 +249,14 @@ class SaServer {
   SaServerOptions options_;
   const Clock& clock_;
   ha::StateStore* store_;
-  std::vector<Service> services_;
+  // Registration order, indexed by key, by lease end and by owner, so no request walks the
+  // whole table to find, expire or count what it touches.
+  ServiceList services_;
+  std::unordered_map<ha::ServiceKey, ServiceList::iterator, ServiceKeyHash> service_index_;
+  std::multimap<int64_t, ha::ServiceKey> service_expiry_;
+  std::unordered_map<Guid, size_t> services_by_owner_;
+  std::unordered_set<ha::ServiceKey, ServiceKeyHash> pending_upserts_, pending_removals_;
+  std::function<void()> on_services_dirty_;
   MulticastManager* mcast_ = nullptr;
   std::shared_ptr<const SaSnapshot> snapshot_;
   std::vector<mad::SmInfoRecord> other_sms_;

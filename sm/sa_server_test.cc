@@ -854,7 +854,8 @@ TEST(SaServerTest, AServiceLeaseRunsOutOnTheSmClock) {
   ManualClock clock;
   SaOnSimulator t(Ft2(4), 0, &clock);
   ASSERT_TRUE(t.up());
-  ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, ServiceOn(t, t.client_port(), 1, "short", 10))
+  ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey | sr::kServiceLease,
+                     ServiceOn(t, t.client_port(), 1, "short", 10))
                 .status,
             0);
   ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, ServiceOn(t, t.client_port(), 2, "forever"))
@@ -887,7 +888,8 @@ TEST(SaServerTest, ServicesSurviveARestartThroughTheStateFileAndExpireWhileDown)
     ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, ServiceOn(t, t.client_port(), 1, "kept"))
                   .status,
               0);
-    ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, ServiceOn(t, t.client_port(), 2, "brief", 60))
+    ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey | sr::kServiceLease,
+                       ServiceOn(t, t.client_port(), 2, "brief", 60))
                   .status,
               0);
     ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey, ServiceOn(t, t.client_port(), 3, "deleted"))
@@ -908,6 +910,112 @@ TEST(SaServerTest, ServicesSurviveARestartThroughTheStateFileAndExpireWhileDown)
     ASSERT_EQ(all.size(), 1u);
     EXPECT_EQ(NameOf(all[0]), "kept");
     EXPECT_EQ((*store)->LoadServiceRecords()->size(), 1u);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A Set names its registration by ServiceID and ServiceGID, and takes ServiceLease only from
+// the mask: without the bit the lease is infinite, whatever the record's bytes say (OpenSM).
+TEST(SaServerTest, ASetMustNameIdAndGidAndALeaseOutsideTheMaskIsInfinite) {
+  ManualClock clock;
+  SaOnSimulator t(Ft2(4), 0, &clock);
+  ASSERT_TRUE(t.up());
+  mad::ServiceRecord r = ServiceOn(t, t.client_port(), 0x61, "unnamed", 10);
+  EXPECT_EQ(t.AskFor(mad::method::kSet, sr::kServiceGid | sr::kServicePKey, r).status,
+            mad::sa_status::kReqInsufficientComponents);
+  EXPECT_EQ(t.AskFor(mad::method::kSet, sr::kServiceId | sr::kServicePKey, r).status,
+            mad::sa_status::kReqInsufficientComponents);
+  EXPECT_TRUE(t.sm().sa().services().empty());
+  Answer set = t.AskFor(mad::method::kSet, kSrKey, r);
+  ASSERT_EQ(set.status, 0);
+  auto echoed = Decode<mad::ServiceRecord>(set);
+  ASSERT_EQ(echoed.size(), 1u);
+  EXPECT_EQ(echoed[0].service_lease, mad::kServiceLeaseInfinite);
+  clock.Advance(std::chrono::seconds(3600));
+  EXPECT_EQ(Decode<mad::ServiceRecord>(
+                t.Ask(mad::method::kGetTable, mad::sa_attr::kServiceRecord, 0))
+                .size(),
+            1u);
+  EXPECT_EQ(t.sm().sa().counters().services_expired, 0u);
+}
+
+// One port may hold kServicesPerPort registrations and the SA kServicesTotal (lowered here):
+// past either, a new registration is ERR_NO_RESOURCES and counted, a replacement still works,
+// and another port registers while the total allows.
+TEST(SaServerTest, ServiceRecordsAreCappedPerRequestingPortAndInAll) {
+  SaOnSimulator t(Ft2(4));
+  ASSERT_TRUE(t.up());
+  RecordingTransport transport;
+  ManualClock clock;
+  SaServerOptions o;
+  o.services_per_port = 3;
+  o.services_total = 5;
+  SaServer sa(transport, o, clock);
+  sa.Publish(t.sm().sa().snapshot());
+  const SaSnapshot& snap = *sa.snapshot();
+  auto lid_of = [&](PortId p) {
+    auto in_snap = snap.fabric().FindPort(t.fabric().port(p).guid);
+    EXPECT_TRUE(in_snap);
+    const Port& port = snap.fabric().port(*in_snap);
+    return Lid{snap.RecordLid(port.node, port.num)};
+  };
+  auto set_from = [&](PortId from, const mad::ServiceRecord& r) {
+    MadMessage msg = Request(mad::method::kSet, mad::sa_attr::kServiceRecord);
+    SaMad m;
+    EXPECT_TRUE(mad::DecodeSa(msg.bytes, &m).ok());
+    m.comp_mask = kSrKey;
+    mad::EncodeRecord(r, std::span<uint8_t>(m.data).first(mad::Layout<mad::ServiceRecord>::kSize));
+    mad::EncodeSa(m, msg.bytes);
+    msg.addr.lid = lid_of(from);
+    auto out = sa.Answer(msg);
+    EXPECT_TRUE(out);
+    return out ? StatusOf(*out) : uint16_t{0xFFFF};
+  };
+  const PortId a = t.client_port(), b = t.sm_port();
+  for (uint64_t id = 1; id <= 3; ++id) ASSERT_EQ(set_from(a, ServiceOn(t, a, id, "a")), 0);
+  EXPECT_EQ(set_from(a, ServiceOn(t, a, 4, "a")), mad::sa_status::kNoResources);
+  EXPECT_EQ(sa.counters().service_port_cap_refused, 1u);
+  EXPECT_EQ(set_from(a, ServiceOn(t, a, 2, "a-v2")), 0);  // a replacement takes no place
+  for (uint64_t id = 10; id <= 11; ++id) ASSERT_EQ(set_from(b, ServiceOn(t, b, id, "b")), 0);
+  EXPECT_EQ(set_from(b, ServiceOn(t, b, 12, "b")), mad::sa_status::kNoResources);
+  EXPECT_EQ(sa.counters().service_total_cap_refused, 1u);
+  EXPECT_EQ(sa.services().size(), 5u);
+  EXPECT_EQ(sa.counters().by_error.at(mad::sa_status::kNoResources), 2u);
+}
+
+// A burst of Sets costs the state file one transaction per flush, not one fsync each; the
+// file then holds exactly the registrations the SA answered for.
+TEST(SaServerTest, ABurstOfServiceSetsIsWrittenInFewTransactions) {
+  char tmpl[] = "/tmp/ibsm_sa_burst_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ManualClock clock;
+  clock.Advance(std::chrono::seconds(1'700'000'000));
+  {
+    auto store = ha::StateStore::Open(dir + "/state.db", clock);
+    ASSERT_TRUE(store.ok());
+    SaOnSimulator t(Ft2(4), 0, &clock, store->get());
+    ASSERT_TRUE(t.up());
+    const uint64_t before = (*store)->transactions();
+    constexpr uint64_t kSets = 30;
+    for (uint64_t id = 1; id <= kSets; ++id) {
+      ASSERT_EQ(t.AskFor(mad::method::kSet, kSrKey,
+                         ServiceOn(t, id % 2 ? t.client_port() : t.sm_port(), id, "burst"))
+                    .status,
+                0);
+    }
+    ASSERT_EQ(t.AskFor(mad::method::kDelete, kSrKey, ServiceOn(t, t.client_port(), 1, "burst"))
+                  .status,
+              0);
+    const uint64_t during = (*store)->transactions() - before;
+    EXPECT_LT(during, kSets / 10) << during;
+    t.sm().FlushState();
+    EXPECT_LE((*store)->transactions() - before, during + 1);
+    auto reader = ha::StateStore::OpenReadOnly(dir + "/state.db");
+    ASSERT_TRUE(reader.ok());
+    auto rows = (*reader)->LoadServiceRecords();
+    ASSERT_TRUE(rows.ok());
+    EXPECT_EQ(rows->size(), kSets - 1);
   }
   std::filesystem::remove_all(dir);
 }

@@ -96,11 +96,40 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
   mcast_.set_on_event([this](uint16_t trap, const mad::Gid& mgid) {
     ReportMulticastGroup(trap == mad::trap::kMcastGroupCreated, mad::ToGidBytes(mgid));
   });
+  sa_.set_on_services_dirty([this] { ScheduleStateFlush(); });
 }
 
 SubnetManager::~SubnetManager() {
   stopped_ = true;
+  FlushState();  // what clients were told is in the file when the SM goes
   routing_pool_.join();
+}
+
+void SubnetManager::ScheduleStateFlush() {
+  if (!store_) return;
+  if (stopped_) {
+    FlushState();
+    return;
+  }
+  if (state_flush_armed_) return;  // the armed flush takes this change too
+  state_flush_armed_ = true;
+  state_flush_timer_.expires_after(kStateFlushInterval);
+  state_flush_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;  // cancelled: FlushState ran already
+    state_flush_armed_ = false;
+    FlushState();
+  });
+}
+
+void SubnetManager::FlushState() {
+  if (state_flush_armed_) {
+    state_flush_armed_ = false;
+    state_flush_timer_.cancel();
+  }
+  if (!store_) return;
+  // A failed write is counted and logged by the SA (SA-SR-001) and kept: the next change's
+  // flush or the next heavy sweep (PersistState) writes it.
+  if (sa_.services_dirty()) (void)sa_.FlushServices();
 }
 
 void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
@@ -168,6 +197,7 @@ void SubnetManager::Stop() {
   light_timer_.cancel();
   poll_timer_.cancel();
   recovery_timer_.cancel();
+  FlushState();
 }
 
 void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
@@ -1438,6 +1468,9 @@ void SubnetManager::SetSmState(ha::SmEvent event, const std::string& why) {
   }
   if (before != state()) {
     Log(LogName::kSm).info("Entering {} state ({})", ha::SmStateName(state()), why);
+    // Registrations a client was told about are in the file before another role begins
+    // (a standby that takes over, or a master that hands over, may stop soon after).
+    FlushState();
     RecordStateChange(before, why);
     if (before == mad::SmState::kMaster) sa_state_complete_ = false;  // another SM serves
   }
@@ -2112,6 +2145,7 @@ void SubnetManager::PersistState() {
           "SM-STATE-009", store_->SaveMulticastGroups(ToRows(mcast_.groups())),
           "multicast groups");
     }
+    FlushState();  // and what a failed flush left
     ha::SweepRow row;
     row.kind = ha::SweepKind::kHeavy;
     row.ended_us = clock_.UnixMicros();

@@ -175,6 +175,12 @@ class SubnetManager {
   // Queues a heavy sweep (after the one running, if any). `reason` goes to the log.
   void RequestHeavySweep(const std::string& reason);
   void Stop();
+  // Writes the ServiceRecord changes not yet in the state file now, in one transaction.
+  // Changes are otherwise written at most once per kStateFlushInterval (so a registration
+  // storm costs a bounded number of fsyncs); Stop, the destructor and every SM state change
+  // (a takeover, a handover) flush.
+  void FlushState();
+  static constexpr std::chrono::milliseconds kStateFlushInterval{200};
   // A handler on the io thread threw (the daemon's loop caught it): counted and logged; the
   // sweep it may have broken is abandoned once idle and a heavy sweep starts afresh.
   void NoteInternalError(const std::string& what);
@@ -418,6 +424,9 @@ class SubnetManager {
   bool state_write_failing_ = false;
   bool dump_write_failing_ = false;
   bool mcast_save_pending_ = false;  // multicast groups changed but not yet saved
+  boost::asio::steady_timer state_flush_timer_{io_};
+  bool state_flush_armed_ = false;
+  void ScheduleStateFlush();
   TrapTracker trap_tracker_;
   void DisableBabblingPort(const TrapKey& key, uint32_t count);
   std::shared_ptr<const routing::RoutingTables> tables_;  // last good tables

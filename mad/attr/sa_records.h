@@ -593,6 +593,7 @@ namespace sr_comp {
 inline constexpr uint64_t kServiceId = 1ull << 0;
 inline constexpr uint64_t kServiceGid = 1ull << 1;
 inline constexpr uint64_t kServicePKey = 1ull << 2;
+inline constexpr uint64_t kServiceLease = 1ull << 4;
 }  // namespace sr_comp
 
 inline uint64_t ServiceRecord::GidPrefix() const {
