@@ -1311,6 +1311,65 @@ Status StateStore::SaveMulticastGroups(const std::vector<McGroupRow>& groups) {
   return txn.Commit();
 }
 
+Status StateStore::SaveMulticastChanges(const std::vector<McGroupRow>& upserts,
+                                        const std::vector<std::array<uint8_t, 16>>& removals) {
+  for (const McGroupRow& g : upserts) {
+    if (g.record.size() != kMcGroupRecordSize) {
+      return InvalidArgument(fmt::format("multicast group record of {} bytes, not {}",
+                                         g.record.size(), kMcGroupRecordSize));
+    }
+  }
+  Txn txn(*this);
+  IBSM_RETURN_IF_ERROR(txn.Begin());
+  // Removals first: a group created in the same batch may take a deleted group's MLID.
+  // Members go with their group (ON DELETE CASCADE).
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * g_del, Prepare("DELETE FROM mcast_groups WHERE mgid = ?1"));
+  for (const auto& mgid : removals) {
+    StmtScope scope(g_del);
+    BindBlob(g_del, 1, mgid);
+    if (sqlite3_step(g_del) != SQLITE_DONE) return SqlError("remove multicast group");
+  }
+  IBSM_ASSIGN_OR_RETURN(
+      sqlite3_stmt * g_up,
+      Prepare("INSERT INTO mcast_groups (mgid, mlid, record, permanent) VALUES (?1, ?2, ?3, ?4) "
+              "ON CONFLICT (mgid) DO UPDATE SET mlid = excluded.mlid, record = excluded.record, "
+              "permanent = excluded.permanent"));
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * m_clear,
+                        Prepare("DELETE FROM mcast_members WHERE mgid = ?1"));
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * m_ins,
+                        Prepare("INSERT INTO mcast_members (mgid, port_guid, port_gid, "
+                                "join_state, proxy_join) VALUES (?1, ?2, ?3, ?4, ?5)"));
+  for (const McGroupRow& g : upserts) {
+    {
+      StmtScope scope(g_up);
+      BindBlob(g_up, 1, g.mgid);
+      Bind(g_up, 2, int64_t{g.mlid});
+      BindBlob(g_up, 3, g.record);
+      Bind(g_up, 4, int64_t{g.permanent ? 1 : 0});
+      if (sqlite3_step(g_up) != SQLITE_DONE) {
+        return SqlError(fmt::format("save multicast group MLID {:#x}", g.mlid));
+      }
+    }
+    {
+      StmtScope scope(m_clear);
+      BindBlob(m_clear, 1, g.mgid);
+      if (sqlite3_step(m_clear) != SQLITE_DONE) return SqlError("clear multicast members");
+    }
+    for (const McMemberRow& m : g.members) {
+      StmtScope scope(m_ins);
+      BindBlob(m_ins, 1, g.mgid);
+      Bind(m_ins, 2, ToDb(m.port_guid));
+      BindBlob(m_ins, 3, m.port_gid);
+      Bind(m_ins, 4, int64_t{m.join_state});
+      Bind(m_ins, 5, int64_t{m.proxy_join ? 1 : 0});
+      if (sqlite3_step(m_ins) != SQLITE_DONE) {
+        return SqlError(fmt::format("save member {:#x} of MLID {:#x}", m.port_guid, g.mlid));
+      }
+    }
+  }
+  return txn.Commit();
+}
+
 Result<std::vector<InformRow>> StateStore::LoadInformSubscriptions() {
   IBSM_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,

@@ -321,6 +321,11 @@ class StateStore {
   // Replaces every multicast group and member with `groups`, in one transaction.
   // InvalidArgument for a record that is not kMcGroupRecordSize bytes (nothing written).
   Status SaveMulticastGroups(const std::vector<McGroupRow>& groups);
+  // Row by row: deletes the groups in `removals` (their members with them), then writes each
+  // group of `upserts` and replaces its members, in one transaction. What neither names is
+  // left as it is. InvalidArgument as SaveMulticastGroups.
+  Status SaveMulticastChanges(const std::vector<McGroupRow>& upserts,
+                              const std::vector<std::array<uint8_t, 16>>& removals);
   // Ordered by MLID, members by port GUID. Corrupt for a malformed row.
   Result<std::vector<McGroupRow>> LoadMulticastGroups();
 

@@ -587,6 +587,32 @@ TEST_F(StateStoreTest, MulticastGroupsAndMembersRoundTripAndSavesReplaceTheSet) 
   EXPECT_EQ(*store->LoadMulticastGroups(), std::vector<McGroupRow>{groups[0]});
 }
 
+// Row-level saves: one transaction writes the named groups (members replaced) and deletes
+// the removed ones; every other group stays as it was.
+TEST_F(StateStoreTest, MulticastChangesTouchOnlyTheGroupsTheyNameInOneTransaction) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  std::vector<McGroupRow> groups = {SampleGroup(0xC000, 0), SampleGroup(0xC001, 3),
+                                    SampleGroup(0xC002, 2)};
+  ASSERT_TRUE(store->SaveMulticastGroups(groups).ok());
+  const uint64_t before = store->transactions();
+  McGroupRow changed = groups[1];
+  changed.members.pop_back();
+  changed.members[0].join_state = 8;
+  McGroupRow added = SampleGroup(0xC003, 1);
+  added.mlid = 0xC002;  // takes the MLID of the group removed in the same batch
+  added.record[37] = 0x02;
+  ASSERT_TRUE(store->SaveMulticastChanges({changed, added}, {groups[2].mgid}).ok());
+  EXPECT_EQ(store->transactions(), before + 1);
+  EXPECT_EQ(*store->LoadMulticastGroups(),
+            (std::vector<McGroupRow>{groups[0], changed, added}));
+  McGroupRow bad = SampleGroup(0xC004, 1);
+  bad.record.resize(10);
+  EXPECT_EQ(store->SaveMulticastChanges({bad}, {groups[0].mgid}).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->LoadMulticastGroups()->size(), 3u);
+}
+
 TEST_F(StateStoreTest, AVersionThreeFileIsMigratedKeepingServicesAndGainsMulticastTables) {
   auto migrations = StateStoreMigrations();
   ASSERT_GE(migrations.size(), 4u);

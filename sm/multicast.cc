@@ -455,6 +455,18 @@ McAnswer MulticastManager::Create(const mad::McMemberRecord& req, uint64_t mask,
                   fmt::format("rate {} (selector {}) cannot be met by port {} (link rate {})",
                               req.rate, rate_sel, ToString(port.port_guid), port.rate));
   }
+  if (options_.max_groups_per_requester != 0) {
+    const size_t held = static_cast<size_t>(
+        std::count_if(groups_.begin(), groups_.end(), [&](const auto& g) {
+          return g.second.creator == requester && !g.second.permanent;
+        }));
+    if (held >= options_.max_groups_per_requester) {
+      ++counters_.creates_over_requester_cap;
+      return Refuse(true, mad::sa_status::kNoResources, "SA-MC-022",
+                    fmt::format("port {} holds {} groups it created, its limit; {} not created",
+                                ToString(requester), held, GidString(mgid)));
+    }
+  }
   auto mlid = FreeMlid();
   if (!mlid) {
     ++counters_.mlids_exhausted;
@@ -475,6 +487,7 @@ McAnswer MulticastManager::Create(const mad::McMemberRecord& req, uint64_t mask,
   g.tclass = req.tclass;
   g.hop_limit = (mask & kHopLimit) ? req.hop_limit : 0;
   g.scope = MgidScope(mgid);
+  g.creator = requester;
   McMember mem;
   mem.port_gid = req.port_gid();
   mem.join_state = req.join_state & mad::join_state::kAll;

@@ -50,6 +50,9 @@ struct MulticastOptions {
   uint8_t broadcast_rate = mad::rate::k10;
   uint8_t broadcast_sl = 0;
   uint32_t broadcast_q_key = 0x0B1B;
+  // Groups one requesting port may have created and still hold (README "What one SA request
+  // may cost or hold"): one host cannot take every MLID. 0: no cap.
+  size_t max_groups_per_requester = 64;
 };
 
 // What the SA knows of the port a request names, from the last fabric snapshot.
@@ -84,6 +87,9 @@ struct McGroup {
   uint8_t hop_limit = 0;
   uint8_t scope = 0;
   bool permanent = false;             // never deleted for want of members
+  // The port whose join created it (its cap); 0 for groups the SM made or restored from the
+  // state file, which holds no creator.
+  Guid creator{0};
   std::map<Guid, McMember> members;   // by port GUID
 
   bool HasFullMember() const;
@@ -102,6 +108,8 @@ struct McCounters {
   uint64_t joins_rejected = 0;
   uint64_t leaves_rejected = 0;
   uint64_t mlids_exhausted = 0;  // creates refused: no free MLID
+  // creates refused: the requester holds max_groups_per_requester groups already (SA-MC-022)
+  uint64_t creates_over_requester_cap = 0;
   std::map<std::string, uint64_t> rejected_by_id;  // stable log ID ("SA-MC-004") -> count
 };
 

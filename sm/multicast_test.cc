@@ -291,6 +291,30 @@ TEST(MulticastManagerTest, NoFreeMlidIsNoResources) {
   EXPECT_EQ(m.counters().mlids_exhausted, 1u);
 }
 
+// One port cannot take every MLID: past its cap its creates are refused, while another port
+// still creates, and a group it ends frees a place.
+TEST(MulticastManagerTest, ARequesterOverItsGroupCapGetsNoResourcesWhileAnotherStillCreates) {
+  MulticastOptions o;
+  o.ipoib_broadcast = false;
+  o.max_groups_per_requester = 3;
+  MulticastManager m(o);
+  auto group = [](uint64_t i) { return mad::Gid{0xff12123400000000ull, i}; };
+  for (uint64_t i = 1; i <= 3; ++i)
+    ASSERT_TRUE(m.Join(Req(group(i), 0x11), kCreateMask, Caps(0x11), Guid{0x11}).ok());
+  McAnswer over = m.Join(Req(group(4), 0x11), kCreateMask, Caps(0x11), Guid{0x11});
+  EXPECT_EQ(over.status, mad::sa_status::kNoResources);
+  EXPECT_EQ(over.id, "SA-MC-022");
+  EXPECT_EQ(m.counters().creates_over_requester_cap, 1u);
+  EXPECT_EQ(m.counters().rejected_by_id.at("SA-MC-022"), 1u);
+  EXPECT_EQ(m.Find(group(4)), nullptr);
+  // Joining an existing group is not creating one.
+  EXPECT_TRUE(m.Join(Req(group(1), 0x11, mad::join_state::kNon), comp::kJoin, Caps(0x11),
+                     Guid{0x11}).ok());
+  EXPECT_TRUE(m.Join(Req(group(4), 0x12), kCreateMask, Caps(0x12), Guid{0x12}).ok());
+  ASSERT_TRUE(m.Leave(Req(group(2), 0x11), comp::kJoin, Guid{0x11}).ok());
+  EXPECT_TRUE(m.Join(Req(group(5), 0x11), kCreateMask, Caps(0x11), Guid{0x11}).ok());
+}
+
 TEST(MulticastManagerTest, UntrustedQueriesSeeGroupsTrustedOnesSeeMembers) {
   MulticastManager m;
   m.CreateDefaultGroups();

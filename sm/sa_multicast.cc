@@ -153,7 +153,17 @@ std::optional<mad::MadMessage> SaServer::AnswerMftRecord(const mad::MadMessage& 
   const SaSnapshot& s = *snapshot_;
   std::vector<mad::MftRecord> out;
   if (mcast_) {
-    MftPlan plan = PlanMfts(s.fabric(), mcast_->groups());
+    // The plan walks every group's tree: computed once per change of the groups or of the
+    // fabric, not once per request.
+    const bool same_snapshot =
+        !mft_plan_snapshot_.owner_before(snapshot_) && !snapshot_.owner_before(mft_plan_snapshot_);
+    if (!mft_plan_ || !same_snapshot || mft_plan_generation_ != mcast_->generation()) {
+      mft_plan_ = std::make_shared<const MftPlan>(PlanMfts(s.fabric(), mcast_->groups()));
+      mft_plan_snapshot_ = snapshot_;
+      mft_plan_generation_ = mcast_->generation();
+      ++counters_.mft_plans_computed;
+    }
+    const MftPlan& plan = *mft_plan_;
     for (const auto& [n, sw] : plan.switches) {
       uint16_t lid = s.RecordLid(n, PortNum{0});
       if (lid == 0 || sw.masks.empty()) continue;

@@ -4,7 +4,9 @@
 // heavy sweep.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <optional>
+#include <set>
 
 #include <boost/asio/io_context.hpp>
 
@@ -13,6 +15,8 @@
 #include "mad/attr/notice.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
+#include "ha/state_store.h"
+#include "sm/multicast_state.h"
 #include "sm/sa_server.h"
 #include "sm/subnet_manager.h"
 #include "sm/test_util.h"
@@ -38,14 +42,14 @@ struct SaReply {
 // client on the last host.
 class McastOnSimulator : public ::testing::Test {
  protected:
-  McastOnSimulator()
+  explicit McastOnSimulator(ha::StateStore* store = nullptr)
       : fabric_(*FatTree2(4)), sim_(fabric_), cas_(CaPorts(fabric_)),
         sm_transport_(io_, sim_, cas_.front()), client_(io_, sim_, cas_.back()) {
     SubnetManagerOptions o;
     o.once = true;
     o.send.timeout = std::chrono::milliseconds(20);
     o.send.retries = 4;
-    sm_ = std::make_unique<SubnetManager>(io_, sm_transport_, clock_, nullptr, o);
+    sm_ = std::make_unique<SubnetManager>(io_, sm_transport_, clock_, store, o);
     sm_->multicast().set_on_event(
         [this](uint16_t trap, const mad::Gid& g) { events_.emplace_back(trap, g); });
     sm_->Start([this](const SweepStats& s) {
@@ -270,6 +274,102 @@ TEST_F(McastOnSimulator, ARequesterWhoseLidIsUnknownMayNotJoinLeaveOrCreate) {
   EXPECT_EQ(sm_->multicast().Find(kGroup)->members.size(), 1u);
   EXPECT_EQ(sm_->multicast().groups().size(), 2u);  // the broadcast group and kGroup
   EXPECT_EQ(sm_->multicast().counters().rejected_by_id.at("SA-MC-021"), 3u);
+}
+
+// MFTRecords come from one plan per multicast generation: asking twice computes it once and
+// answers the same bytes; a join (a new generation) computes it again.
+TEST_F(McastOnSimulator, MftRecordsArePlannedOncePerMulticastGeneration) {
+  ASSERT_TRUE(up_);
+  ASSERT_EQ(Mc(mad::method::kSet, JoinReq(cas_.back()), comp::kCreate).status, 0);
+  const uint64_t before = sm_->sa().counters().mft_plans_computed;
+  SaReply a = Ask(mad::method::kGetTable, mad::sa_attr::kMftRecord, 0, {});
+  SaReply b = Ask(mad::method::kGetTable, mad::sa_attr::kMftRecord, 0, {});
+  ASSERT_EQ(a.status, 0);
+  ASSERT_FALSE(a.raw.empty());
+  EXPECT_EQ(a.raw, b.raw);
+  EXPECT_EQ(sm_->sa().counters().mft_plans_computed, before + 1);
+  ASSERT_EQ(Mc(mad::method::kSet, JoinReq(cas_[1]), comp::kJoin).status, 0);
+  SaReply c = Ask(mad::method::kGetTable, mad::sa_attr::kMftRecord, 0, {});
+  EXPECT_EQ(sm_->sa().counters().mft_plans_computed, before + 2);
+  EXPECT_NE(c.raw, a.raw);  // the new member's leaf forwards the group now
+}
+
+// The SM with a state file in a fresh directory (removed afterwards).
+struct StateDir {
+  StateDir() {
+    char tmpl[] = "/tmp/ibsm_mc_state_XXXXXX";
+    EXPECT_NE(mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+    path = dir + "/state.db";
+    auto s = ha::StateStore::Open(path, clock);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (s.ok()) store = std::move(s).value();
+  }
+  ~StateDir() { std::filesystem::remove_all(dir); }
+  SystemClock clock;
+  std::string dir, path;
+  std::unique_ptr<ha::StateStore> store;
+};
+
+class McastWithStateFile : public StateDir, public McastOnSimulator {
+ protected:
+  McastWithStateFile() : McastOnSimulator(store.get()) {}
+};
+
+// A join/leave storm costs a bounded number of transactions (the SM saves at most once per
+// kStateFlushInterval, only the groups that changed), and what the file holds afterwards is
+// exactly the groups the SM holds.
+TEST_F(McastWithStateFile, AJoinAndLeaveStormCostsFewTransactionsAndTheFileEndsExact) {
+  ASSERT_TRUE(up_);
+  const PortId me = cas_.back();
+  // The run's first save writes every group; the storm's saves are then row by row.
+  ASSERT_EQ(Mc(mad::method::kSet, JoinReq(me), comp::kCreate).status, 0);
+  sm_->FlushState();
+  const uint64_t before = store->transactions();
+  constexpr int kGroups = 40;
+  int requests = 0;
+  for (int i = 0; i < kGroups; ++i) {
+    McMemberRecord r = JoinReq(me);
+    r.set_mgid(mad::Gid{0xff12123400000000ull, 0x9000u + static_cast<uint64_t>(i)});
+    ASSERT_EQ(Mc(mad::method::kSet, r, comp::kCreate).status, 0);
+    McMemberRecord other = r;
+    other.set_port_gid(mad::Gid{testutil::kDefaultPrefix, GuidOf(cas_[1]).value()});
+    ASSERT_EQ(Mc(mad::method::kSet, other, comp::kJoin).status, 0);
+    requests += 2;
+    if (i % 2 == 0) {  // every other group ends: its creator leaves, then the other member
+      ASSERT_EQ(Mc(mad::method::kDelete, r, comp::kJoin).status, 0);
+      ASSERT_EQ(Mc(mad::method::kDelete, other, comp::kJoin).status, 0);
+      requests += 2;
+    }
+  }
+  const uint64_t during = store->transactions() - before;
+  EXPECT_LT(during, static_cast<uint64_t>(requests) / 10) << during << " for " << requests;
+  sm_->FlushState();
+  EXPECT_LE(store->transactions() - before, during + 1);
+  // Another reader of the file sees exactly the groups (and members) the SM holds.
+  auto reader = ha::StateStore::OpenReadOnly(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  auto rows = (*reader)->LoadMulticastGroups();
+  ASSERT_TRUE(rows.ok());
+  auto key = [](const ha::McGroupRow& r) { return r.mgid; };
+  std::map<std::array<uint8_t, 16>, ha::McGroupRow> in_file, held;
+  for (const auto& r : *rows) in_file.emplace(key(r), r);
+  for (const auto& r : ToRows(sm_->multicast().groups())) held.emplace(key(r), r);
+  EXPECT_EQ(in_file.size(), 2u + kGroups / 2);  // the broadcast group, kGroup, the odd ones
+  EXPECT_TRUE(in_file == held);
+}
+
+TEST_F(McastWithStateFile, AJoinIsInTheFileWhenTheSmStopsBeforeItsFlushTimer) {
+  ASSERT_TRUE(up_);
+  ASSERT_EQ(Mc(mad::method::kSet, JoinReq(cas_.back()), comp::kCreate).status, 0);
+  sm_->Stop();
+  auto reader = ha::StateStore::OpenReadOnly(path);
+  ASSERT_TRUE(reader.ok());
+  auto rows = (*reader)->LoadMulticastGroups();
+  ASSERT_TRUE(rows.ok());
+  std::set<std::array<uint8_t, 16>> mgids;
+  for (const auto& r : *rows) mgids.insert(r.mgid);
+  EXPECT_TRUE(mgids.count(mad::ToGidBytes(kGroup)));
 }
 
 TEST_F(McastOnSimulator, HeavySweepPrunesAMemberWhosePortWentAway) {

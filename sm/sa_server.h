@@ -54,6 +54,8 @@
 
 namespace ibsm::sm {
 
+struct MftPlan;
+
 // What the SA serves: the fabric of one heavy sweep as the SM left it (LIDs and PortInfo as
 // programmed), its routing tables, and the SM itself. Immutable once published.
 struct SaSnapshot {
@@ -158,6 +160,9 @@ struct SaCounters {
   // kMultiPathMaxCandidates LID pairs when they ask more.
   uint64_t multipath_refused = 0;
   uint64_t multipath_trimmed = 0;
+  // MFTRecord answers come from one multicast forwarding plan per (snapshot, multicast
+  // generation): how many plans were computed (not one per request).
+  uint64_t mft_plans_computed = 0;
   std::map<uint16_t, uint64_t> by_attribute;  // every request with a decodable header
   std::map<uint16_t, uint64_t> by_error;      // answers with a non-zero status
 };
@@ -204,7 +209,10 @@ class SaServer {
   const SaCounters& counters() const { return counters_; }
   // MCMemberRecord and MFTRecord are served from `groups` (sm/sa_multicast.cc); null: not
   // served. REQUIRES: outlives the server, same thread.
-  void AttachMulticast(MulticastManager* groups) { mcast_ = groups; }
+  void AttachMulticast(MulticastManager* groups) {
+    mcast_ = groups;
+    mft_plan_.reset();  // another manager's generations are not comparable
+  }
   // The other SMs the SM knows (matching SM_Key, not NOTACTIVE), as SMInfoRecords with
   // their keys: served beside the SM's own record (OpenSM's sm_guid_tbl), keys only to
   // the trusted. Replaces the previous list.
@@ -259,6 +267,11 @@ class SaServer {
   std::function<void()> on_services_dirty_;
   MulticastManager* mcast_ = nullptr;
   std::shared_ptr<const SaSnapshot> snapshot_;
+  // The MFT plan of the multicast generation and snapshot it was computed for (a weak
+  // pointer: no snapshot is kept alive for it, and its control block is not reused).
+  std::shared_ptr<const MftPlan> mft_plan_;
+  std::weak_ptr<const SaSnapshot> mft_plan_snapshot_;
+  uint64_t mft_plan_generation_ = 0;
   std::vector<mad::SmInfoRecord> other_sms_;
   SaCounters counters_;
   InformManager inform_;

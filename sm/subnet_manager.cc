@@ -128,8 +128,41 @@ void SubnetManager::FlushState() {
   }
   if (!store_) return;
   // A failed write is counted and logged by the SA (SA-SR-001) and kept: the next change's
-  // flush or the next heavy sweep (PersistState) writes it.
+  // flush or the next heavy sweep (PersistState) writes it, as with the multicast groups.
   if (sa_.services_dirty()) (void)sa_.FlushServices();
+  if (mcast_save_pending_) {
+    mcast_save_pending_ =
+        !NoteStateWrite("SM-STATE-009", SaveMulticastChanges(), "multicast groups");
+  }
+}
+
+Status SubnetManager::SaveMulticastChanges() {
+  std::map<std::array<uint8_t, 16>, ha::McGroupRow> now;
+  for (ha::McGroupRow& r : ToRows(mcast_.groups())) {
+    auto key = r.mgid;
+    now.emplace(key, std::move(r));
+  }
+  std::vector<ha::McGroupRow> upserts;
+  std::vector<std::array<uint8_t, 16>> removals;
+  for (const auto& [mgid, row] : now) {
+    auto was = saved_mcast_.find(mgid);
+    if (was == saved_mcast_.end() || !(was->second == row)) upserts.push_back(row);
+  }
+  for (const auto& [mgid, row] : saved_mcast_)
+    if (!now.count(mgid)) removals.push_back(mgid);
+  if (!mcast_saved_whole_) {
+    // The first save of this run writes every group: what the file holds may not be what
+    // was read from it (a read that failed, a store that was degraded, groups skipped at
+    // restore), and a row-level save can only correct what it knows.
+    std::vector<ha::McGroupRow> all;
+    for (const auto& [mgid, row] : now) all.push_back(row);
+    IBSM_RETURN_IF_ERROR(store_->SaveMulticastGroups(all));
+    mcast_saved_whole_ = true;
+  } else if (!upserts.empty() || !removals.empty()) {
+    IBSM_RETURN_IF_ERROR(store_->SaveMulticastChanges(upserts, removals));
+  }
+  saved_mcast_ = std::move(now);
+  return Status();
 }
 
 void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
@@ -991,10 +1024,11 @@ bool SubnetManager::LoadMulticastGroups() {
 }
 
 void SubnetManager::OnMulticastChange() {
-  // The state file first, before the SA answers: a restart keeps what a client was told.
+  // Saved by the flush timer, not here: a storm of joins costs one transaction per
+  // kStateFlushInterval, and only the groups that changed are written.
   if (store_) {
-    mcast_save_pending_ = !NoteStateWrite(
-        "SM-STATE-009", store_->SaveMulticastGroups(ToRows(mcast_.groups())), "multicast groups");
+    mcast_save_pending_ = true;
+    ScheduleStateFlush();
   }
   if (sweeping_ || !discovered_ || stopped_) {
     mcast_dirty_ = true;
@@ -2139,11 +2173,6 @@ void SubnetManager::PersistState() {
     if (!upserts.empty()) {
       guid2lid_saved = NoteStateWrite("SM-STATE-002", store_->SaveGuid2Lid(upserts, {}),
                                       fmt::format("guid2lid ({} rows)", upserts.size()));
-    }
-    if (mcast_save_pending_) {
-      mcast_save_pending_ = !NoteStateWrite(
-          "SM-STATE-009", store_->SaveMulticastGroups(ToRows(mcast_.groups())),
-          "multicast groups");
     }
     FlushState();  // and what a failed flush left
     ha::SweepRow row;

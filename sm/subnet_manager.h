@@ -175,10 +175,10 @@ class SubnetManager {
   // Queues a heavy sweep (after the one running, if any). `reason` goes to the log.
   void RequestHeavySweep(const std::string& reason);
   void Stop();
-  // Writes the ServiceRecord changes not yet in the state file now, in one transaction.
-  // Changes are otherwise written at most once per kStateFlushInterval (so a registration
-  // storm costs a bounded number of fsyncs); Stop, the destructor and every SM state change
-  // (a takeover, a handover) flush.
+  // Writes the SA changes not yet in the state file (ServiceRecords, multicast groups) now,
+  // in one transaction each. Changes are otherwise written at most once per
+  // kStateFlushInterval (so a join or registration storm costs a bounded number of
+  // fsyncs); Stop, the destructor and every SM state change (a takeover, a handover) flush.
   void FlushState();
   static constexpr std::chrono::milliseconds kStateFlushInterval{200};
   // A handler on the io thread threw (the daemon's loop caught it): counted and logged; the
@@ -424,9 +424,13 @@ class SubnetManager {
   bool state_write_failing_ = false;
   bool dump_write_failing_ = false;
   bool mcast_save_pending_ = false;  // multicast groups changed but not yet saved
+  // The multicast rows as last written, by MGID: a save writes only the groups that differ.
+  std::map<std::array<uint8_t, 16>, ha::McGroupRow> saved_mcast_;
+  bool mcast_saved_whole_ = false;  // saved_mcast_ is what the file holds
   boost::asio::steady_timer state_flush_timer_{io_};
   bool state_flush_armed_ = false;
   void ScheduleStateFlush();
+  Status SaveMulticastChanges();
   TrapTracker trap_tracker_;
   void DisableBabblingPort(const TrapKey& key, uint32_t count);
   std::shared_ptr<const routing::RoutingTables> tables_;  // last good tables
