@@ -8,7 +8,7 @@
 #include "mad/attr/class_port_info.h"
 #include "mad/attr/path_record.h"
 #include "mad/rmpp.h"
-#include "sm/log_worthy.h"
+#include "base/log_limit.h"
 #include "sm/sa_pack.h"
 #include "sm/sa_path.h"
 
@@ -613,7 +613,7 @@ Status SaServer::FlushServices() {
     // Memory keeps serving them; the next flush writes them (and LoadServices drops records
     // whose lease ran out, so a removal that never reached the file does no harm).
     const uint64_t n = ++counters_.service_state_failures;
-    if (LogWorthy(n)) {
+    if (ShouldLogOccurrence(n)) {
       Log(LogName::kSa).warn("SA-SR-001 {} ServiceRecord change(s) not written to the state "
                              "file: {} ({} failed writes so far)",
                              upserts.size() + removals.size(), st.ToString(), n);
@@ -726,11 +726,13 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
     auto port = want.GidGuid() == 0 ? std::nullopt : s.fabric().FindPort(Guid{want.GidGuid()});
     if (requester == kNoPort || !s.HoldsPKey(requester, want.service_p_key) ||
         (port && !s.HoldsPKey(*port, want.service_p_key))) {
-      ++counters_.service_pkey_refused;
-      Log(LogName::kSa).info("SA-SR-004 ServiceRecord {:#x} {} from LID {} refused: ServiceP_Key "
-                             "{:#06x} is not held by the requester or the service port",
-                             want.service_id, set ? "Set" : "Delete", msg.addr.lid.value(),
-                             want.service_p_key);
+      if (ShouldLogOccurrence(++counters_.service_pkey_refused)) {
+        Log(LogName::kSa).info("SA-SR-004 ServiceRecord {:#x} {} from LID {} refused: "
+                               "ServiceP_Key {:#06x} is not held by the requester or the "
+                               "service port ({} so far)",
+                               want.service_id, set ? "Set" : "Delete", msg.addr.lid.value(),
+                               want.service_p_key, counters_.service_pkey_refused);
+      }
       return error(mad::sa_status::kReqInvalid);
     }
   }
@@ -741,10 +743,12 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
     bool keyed = std::any_of(held.service_key.begin(), held.service_key.end(),
                              [](uint8_t b) { return b != 0; });
     if (!keyed || held.service_key == want.service_key) return false;
-    ++counters_.service_key_refused;
-    Log(LogName::kSa).info("SA-SR-005 ServiceRecord {:#x} {} from LID {} refused: another "
-                           "ServiceKey than the registration's",
-                           held.service_id, set ? "Set" : "Delete", msg.addr.lid.value());
+    if (ShouldLogOccurrence(++counters_.service_key_refused)) {
+      Log(LogName::kSa).info("SA-SR-005 ServiceRecord {:#x} {} from LID {} refused: another "
+                             "ServiceKey than the registration's ({} so far)",
+                             held.service_id, set ? "Set" : "Delete", msg.addr.lid.value(),
+                             counters_.service_key_refused);
+    }
     return true;
   };
 
@@ -769,7 +773,7 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
       auto mine = services_by_owner_.find(owner);
       if (mine != services_by_owner_.end() && mine->second >= options_.services_per_port) {
         const uint64_t n = ++counters_.service_port_cap_refused;
-        if (LogWorthy(n)) {
+        if (ShouldLogOccurrence(n)) {
           Log(LogName::kSa).warn("SA-SR-006 ServiceRecord {:#x} Set from LID {} refused: its "
                                  "port holds {} registrations already ({} refused so far)",
                                  want.service_id, msg.addr.lid.value(),
@@ -779,7 +783,7 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
       }
       if (services_.size() >= options_.services_total) {
         const uint64_t n = ++counters_.service_total_cap_refused;
-        if (LogWorthy(n)) {
+        if (ShouldLogOccurrence(n)) {
           Log(LogName::kSa).warn("SA-SR-007 ServiceRecord {:#x} Set from LID {} refused: the SA "
                                  "holds {} registrations, its limit ({} refused so far)",
                                  want.service_id, msg.addr.lid.value(),
@@ -953,7 +957,7 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
   // Logged for the first ten and then every thousandth, so a flood cannot fill the log.
   if (req.sm_key != 0 && req.sm_key != options_.sa_key) {
     uint64_t n = ++counters_.sa_key_mismatches;
-    if (LogWorthy(n)) {
+    if (ShouldLogOccurrence(n)) {
       Log(LogName::kSa).warn("SA-KEY-001 method {:#04x} attribute {:#06x} from LID {} carries "
                              "SM_Key {:#018x}, not the SA key: dropped ({} so far)",
                              req.hdr.method, req.hdr.attr_id, msg.addr.lid.value(), req.sm_key,
@@ -1104,7 +1108,7 @@ std::optional<mad::MadMessage> SaServer::Answer(const mad::MadMessage& msg) {
   if (f.multipath.trimmed) ++counters_.multipath_trimmed;
   if (f.multipath_over) {
     const uint64_t n = ++counters_.multipath_refused;
-    if (LogWorthy(n)) {
+    if (ShouldLogOccurrence(n)) {
       Log(LogName::kSa).info("SA-MP-001 MultiPathRecord from LID {} refused: {} port pairs, "
                              "over the {} one request may ask ({} refused so far)",
                              msg.addr.lid.value(), f.multipath.port_pairs,
