@@ -869,7 +869,9 @@ TEST_F(RmppFixture, WithTwentyPercentLossTransfersFinishOrFailClearlyNeverHang) 
   int ok = 0, failed = 0;
   for (int i = 0; i < 5; ++i) {
     std::optional<Result<mad::MadMessage>> r;
-    sm->Send(SaMessage(mad::method::kGetTable, mad::kMadSize, 5), {20ms, 8},
+    // 200 ms: the timeout must outlast a loaded machine's scheduling, so that what fails is
+    // the loss this test plants, not the CPU it shares (20 ms failed every Send under ASan).
+    sm->Send(SaMessage(mad::method::kGetTable, mad::kMadSize, 5), {200ms, 8},
              [&](Result<mad::MadMessage> x) { r.emplace(std::move(x)); });
     RunUntil(io, [&] { return r.has_value(); });
     ASSERT_TRUE(r.has_value()) << "Send " << i << " never completed";
