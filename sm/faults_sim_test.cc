@@ -36,7 +36,9 @@ using namespace std::chrono_literals;
 
 SubnetManagerOptions Options() {
   SubnetManagerOptions o;
-  o.send.timeout = 20ms;
+  // Long enough that a loaded machine's scheduling (an ASan build sharing two cores with
+  // ibsim tests) is not taken for loss: what fails must be the loss a test plants.
+  o.send.timeout = 60ms;
   o.send.retries = 8;
   o.sweep_interval = 0s;
   o.routing_engine = "ftree";
