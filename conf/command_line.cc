@@ -47,6 +47,33 @@ void SimAr(std::string_view v, SmConfig*, CommandLineExtras* x) { x->sim_ar_swit
 void SimSharp(std::string_view v, SmConfig*, CommandLineExtras* x) { x->sim_sharp_switches = v; }
 void SimProfileFlag(std::string_view v, SmConfig*, CommandLineExtras* x) { x->sim_profile = v; }
 void PrintFabric(std::string_view, SmConfig*, CommandLineExtras* x) { x->print_fabric = true; }
+void PidFile(std::string_view v, SmConfig*, CommandLineExtras* x) { x->pid_file = v; }
+// OpenSM flags whose behaviour ibsm does not have: refused, saying what to do instead, so an
+// init script that passes them fails loudly rather than runs something else.
+void Inactive(std::string_view, SmConfig*, CommandLineExtras* x) {
+  x->refused = "-I/--inactive: ibsm has no inactive mode (an SM that answers SMInfo but never "
+               "becomes master); run a standby with a lower sm_priority instead";
+}
+void Console(std::string_view v, SmConfig*, CommandLineExtras* x) {
+  if (v != "off") {
+    x->refused = fmt::format("--console {}: ibsm has no console; use ibsmctl on the control "
+                             "socket (only --console off is accepted)",
+                             v);
+  }
+}
+void ConsolePort(std::string_view, SmConfig*, CommandLineExtras*) {}  // no console to bind
+// OpenSM's -d: 0 ignore other SMs, 1 single-threaded, 2 flush every log line, 3 no multicast.
+void Debug(std::string_view v, SmConfig* c, CommandLineExtras* x) {
+  if (v == "0") {
+    c->ignore_other_sm = true;
+  } else if (v == "2") {
+    c->force_log_flush = true;
+  } else if (v != "1") {  // ibsm's io thread is single already
+    x->refused = fmt::format("-d {}: ibsm honours -d 0 (ignore other SMs), 1 (no effect: one io "
+                             "thread) and 2 (flush every log line)",
+                             v);
+  }
+}
 
 constexpr FlagDesc kFlags[] = {
     {'F', "config", "", "FILE", "", "", SetConfigFile, "opensm.conf to load first"},
@@ -97,6 +124,35 @@ constexpr FlagDesc kFlags[] = {
      "do not exit on fatal initialization issues"},
     {'B', "daemon", "", "", "daemon", "TRUE", nullptr, "run in the background"},
     {0, "perfmgr", "", "", "perfmgr", "TRUE", nullptr, "performance manager"},
+    {'J', "pidfile", "", "FILE", "", "", PidFile, "write ibsmd's PID to FILE (removed at exit)"},
+    {'I', "inactive", "", "", "", "", Inactive, "refused: ibsm has no inactive mode"},
+    {0, "console", "", "MODE", "", "", Console, "only \"off\": ibsm's console is ibsmctl"},
+    {0, "console-port", "", "PORT", "", "", ConsolePort, "accepted, unused (no console)"},
+    {'d', "debug", "", "N", "", "", Debug, "OpenSM debug: 0 ignore other SMs, 2 flush logs"},
+    {0, "sm_sl", "", "SL", "sm_sl", "", nullptr, "SL of SM traffic"},
+    {0, "do_mesh_analysis", "", "", "do_mesh_analysis", "TRUE", nullptr, "lash mesh analysis"},
+    {0, "lash_start_vl", "", "VL", "lash_start_vl", "", nullptr, "lash's first VL"},
+    {0, "nue_max_num_vls", "", "N", "nue_max_num_vls", "", nullptr, "nue's VLs"},
+    {'z', "connect_roots", "", "", "connect_roots", "TRUE", nullptr, "updn: connect roots"},
+    {'M', "lid_matrix_file", "", "FILE", "lid_matrix_dump_file", "", nullptr,
+     "lid matrix to load"},
+    {'U', "lfts_file", "", "FILE", "lfts_file", "", nullptr, "LFTs to load (file engine)"},
+    {'S', "sadb_file", "", "FILE", "sa_db_file", "", nullptr, "SA database to load"},
+    {'m', "ids_guid_file", "", "FILE", "ids_guid_file", "", nullptr, "node IDs for routing"},
+    {'i', "ignore_guids", "", "FILE", "port_prof_ignore_file", "", nullptr,
+     "ports left out of port load balancing"},
+    {'w', "hop_weights_file", "", "FILE", "hop_weights_file", "", nullptr, "per-port weights"},
+    {'O', "port_search_ordering_file", "dimn_ports_file", "FILE", "port_search_ordering_file",
+     "", nullptr, "port search order (dor)"},
+    {0, "prefix_routes_file", "", "FILE", "prefix_routes_file", "", nullptr, "router prefixes"},
+    {'Y', "qos_policy_file", "", "FILE", "qos_policy_file", "", nullptr, "QoS policy"},
+    {0, "congestion_control", "", "", "congestion_control", "TRUE", nullptr,
+     "congestion control"},
+    {0, "cc_key", "", "KEY", "cc_key", "", nullptr, "congestion control key"},
+    {'N', "no_part_enforce", "", "", "no_partition_enforcement", "TRUE", nullptr,
+     "no partition enforcement (deprecated: -Z off)"},
+    {0, "log_prefix", "", "TEXT", "log_prefix", "", nullptr, "prefix of each log line"},
+    {0, "torus_config", "", "FILE", "torus_config", "", nullptr, "torus-2QoS config"},
     {0, "perfmgr_sweep_time_s", "", "SECONDS", "perfmgr_sweep_time_s", "", nullptr,
      "performance manager sweep time"},
     {'D', "", "", "FLAGS", "log_flags", "", nullptr, "log flags (0x01 ERROR ... 0x80 SYS)"},
@@ -214,7 +270,15 @@ Status ApplyCommandLine(const std::vector<std::string>& args, SmConfig* c,
     if (f.extra == SetConfigFile) continue;
     if (f.extra != nullptr) {
       f.extra(p.value, c, extras);
+      if (!extras->refused.empty()) return InvalidArgument(extras->refused);
       continue;
+    }
+    // An OpenSM flag whose option ibsm accepts in a file but does not act on: refused, so an
+    // init script that relies on it fails loudly instead of running without it.
+    if (IsOpenSmOnlyOption(f.option)) {
+      return InvalidArgument(fmt::format("{}: ibsm does not act on {} (see the README's OpenSM "
+                                         "compatibility section)",
+                                         p.spelled, f.option));
     }
     const OptionDesc* d = FindOption(f.option);
     if (d == nullptr) return Internal(fmt::format("flag {} names no option", p.spelled));
@@ -239,7 +303,9 @@ std::string CommandLineUsage() {
     if (!f.long_name.empty()) names += fmt::format("{}--{}", names.empty() ? "" : ", ", f.long_name);
     if (!f.alt_long.empty()) names += fmt::format(", --{}", f.alt_long);
     if (!f.metavar.empty()) names += fmt::format(" {}", f.metavar);
-    out += fmt::format("  {:<36} {}\n", names, f.help);
+    out += fmt::format("  {:<36} {}{}\n", names, f.help,
+                       IsOpenSmOnlyOption(f.option) ? " (OpenSM's; refused: ibsm does not act on it)"
+                                                    : "");
   }
   return out;
 }

@@ -29,6 +29,8 @@ struct CommandLineExtras {
   std::string sim_sharp_switches;  // --sim-sharp-switches all|none|GUID,...
   std::string sim_profile;         // --sim-profile strict|strict-plain-names|kind
   bool print_fabric = false;       // --print-fabric: list nodes and links after a sweep
+  std::string pid_file;            // -J/--pidfile FILE: ibsmd's PID, written at start
+  std::string refused;             // set by a flag ibsm does not honour: why (an error)
   std::vector<Diagnostic> config_warnings;  // from the -F file (unknown keys ...)
 };
 

@@ -123,6 +123,29 @@ TEST(CommandLineTest, CreateConfigNamesTheFileToWrite) {
   EXPECT_EQ(a.config.lmc, 1);
 }
 
+// Every flag of OpenSM 3.3.23's man page is accepted; the ones ibsm has no behaviour for are
+// refused with what to do instead, never taken silently.
+TEST(CommandLineTest, EveryOpenSmFlagIsAcceptedOrRefusedClearly) {
+  auto a = Apply({"-J", "/run/opensm.pid", "-N", "--console", "off", "--console-port", "10000",
+                  "-d0"});
+  ASSERT_TRUE(a.status.ok()) << a.status.ToString();
+  EXPECT_EQ(a.extras.pid_file, "/run/opensm.pid");
+  EXPECT_TRUE(a.config.ignore_other_sm) << "-d 0 is OpenSM's 'ignore other SMs'";
+  EXPECT_TRUE(a.config.no_partition_enforcement);
+  EXPECT_TRUE(Apply({"-d", "2"}).config.force_log_flush);
+  for (const std::vector<std::string>& refused :
+       {std::vector<std::string>{"-I"}, {"--inactive"}, {"--console", "local"}, {"-d", "3"},
+        {"--sm_sl", "3"}, {"-z"}, {"-M", "m.dump"}, {"-U", "l.dump"}, {"-S", "sa.db"},
+        {"-m", "ids"}, {"-i", "ign"}, {"-w", "hw"}, {"-O", "pso"}, {"--dimn_ports_file", "d"},
+        {"-Y", "qos.policy"}, {"--congestion_control"}, {"--cc_key", "0x5"},
+        {"--log_prefix", "x"}, {"--torus_config", "t"}, {"--prefix_routes_file", "p"},
+        {"--do_mesh_analysis"}, {"--lash_start_vl", "1"}, {"--nue_max_num_vls", "2"}}) {
+    auto r = Apply(refused);
+    EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument) << refused[0];
+    EXPECT_NE(r.status.message().find("ibsm"), std::string::npos) << r.status.message();
+  }
+}
+
 TEST(CommandLineTest, UsageListsOpenSmAndIbsmFlags) {
   std::string u = CommandLineUsage();
   for (const char* s : {"-F, --config FILE", "-c, --create-config FILE", "-l, --lmc LMC",

@@ -14,6 +14,7 @@
 #include <functional>
 #include <unordered_set>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -238,6 +239,15 @@ spdlog::level::level_enum LevelFor(int verbosity) {
                           : spdlog::level::info;
 }
 
+// Removes the PID file at every return from Main after it was written.
+struct PidFileGuard {
+  explicit PidFileGuard(std::string p) : path(std::move(p)) {}
+  ~PidFileGuard() { ::unlink(path.c_str()); }
+  PidFileGuard(const PidFileGuard&) = delete;
+  PidFileGuard& operator=(const PidFileGuard&) = delete;
+  std::string path;
+};
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   conf::SmConfig config;
@@ -298,6 +308,18 @@ int Main(int argc, char** argv) {
     }
   }
   if (!options->dump_dir.empty()) EnsureParent(options->dump_dir + "/x");
+  // OpenSM's -J: the PID after daemon(), so init scripts signal the process that runs. Written
+  // atomically (no half PID for a reader), removed at a clean exit.
+  std::optional<PidFileGuard> pid_file;
+  if (!extras.pid_file.empty()) {
+    EnsureParent(extras.pid_file);
+    Status w = conf::WriteFileAtomically(extras.pid_file, fmt::format("{}\n", ::getpid()));
+    if (!w.ok()) {
+      fmt::print(stderr, "ibsmd: --pidfile: {}\n", w.message());
+      return 1;
+    }
+    pid_file.emplace(extras.pid_file);
+  }
 
   SystemClock clock;
   std::unique_ptr<ha::StateStore> store;

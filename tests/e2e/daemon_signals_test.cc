@@ -40,10 +40,14 @@ TEST(DaemonSignalsTest, HupRereadsTheConfigUsr1ReopensTheLogAndTermExitsCleanly)
       << "sweep_interval 0\n";
   }
   std::string topo = std::string(IBSM_SOURCE_DIR) + "/sim/topologies/ftree3-k8.net";
-  auto child = ChildProcess::Start({ibsmd, "-F", conf.string(), "--sim", topo},
-                                   (dir / "run").string(), {});
+  // OpenSM's -J, as init scripts pass it: the running process's PID, gone after exit.
+  const fs::path pid_file = dir / "ibsmd.pid";
+  auto child = ChildProcess::Start(
+      {ibsmd, "-F", conf.string(), "--sim", topo, "-J", pid_file.string()},
+      (dir / "run").string(), {});
   ASSERT_TRUE(child.ok()) << child.status().ToString();
   ASSERT_TRUE(WaitForCount(log, "SUBNET UP", 1)) << ReadFile(log);
+  EXPECT_EQ(ReadFile(pid_file), std::to_string(child->pid()) + "\n");
 
   // An engine the operator misspelt: warned about, routed without, and a new sweep. The
   // PerfMgr takes its new period too (a later line overrides an earlier one, as in OpenSM).
@@ -67,6 +71,7 @@ TEST(DaemonSignalsTest, HupRereadsTheConfigUsr1ReopensTheLogAndTermExitsCleanly)
   EXPECT_FALSE(done->timed_out);
   EXPECT_EQ(done->exit_code, 0) << done->err;
   EXPECT_FALSE(fs::exists(dir / "ibsmd.sock")) << "the control socket is removed on exit";
+  EXPECT_FALSE(fs::exists(pid_file)) << "the PID file is removed on exit";
 
   // Nothing but the configured files (and SQLite's WAL companions) was written.
   std::set<std::string> written;
