@@ -134,7 +134,7 @@ TEST(CommandLineTest, EveryOpenSmFlagIsAcceptedOrRefusedClearly) {
   EXPECT_TRUE(a.config.no_partition_enforcement);
   EXPECT_TRUE(Apply({"-d", "2"}).config.force_log_flush);
   for (const std::vector<std::string>& refused :
-       {std::vector<std::string>{"-I"}, {"--inactive"}, {"--console", "local"}, {"-d", "3"},
+       {std::vector<std::string>{"-I"}, {"--inactive"}, {"-Q"}, {"--console", "local"}, {"-d", "3"},
         {"--sm_sl", "3"}, {"-z"}, {"-M", "m.dump"}, {"-U", "l.dump"}, {"-S", "sa.db"},
         {"-m", "ids"}, {"-i", "ign"}, {"-w", "hw"}, {"-O", "pso"}, {"--dimn_ports_file", "d"},
         {"-Y", "qos.policy"}, {"--congestion_control"}, {"--cc_key", "0x5"},
