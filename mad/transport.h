@@ -45,6 +45,16 @@ struct TransportCounters {
   uint64_t unsolicited = 0;      // requests/traps handed to the unsolicited handler
   uint64_t rmpp_reassembled = 0; // multi-segment messages received whole
   uint64_t rmpp_aborted = 0;     // RMPP transfers abandoned (timeout, bad segment, ABORT)
+  // A medium that stops taking writes (a full ibsim socket) must not stall the io thread:
+  // what it refuses waits in a bounded backlog (README "MAD transport: backpressure").
+  uint64_t write_eagain = 0;          // writes the medium refused for now (kept, retried)
+  uint64_t backlog = 0;               // MADs waiting to be written (gauge)
+  uint64_t backlog_high_water = 0;    // most MADs ever waiting at once
+  uint64_t backlog_dropped = 0;       // MADs dropped: backlog full, or a later write failed
+  // One budget for every request in flight, whoever sent it (sweep, PerfMgr, SA, vendor).
+  uint64_t in_flight = 0;             // requests and outbound RMPP transfers outstanding (gauge)
+  uint64_t in_flight_high_water = 0;  // most ever outstanding at once
+  uint64_t budget_waits = 0;          // requests that waited for a slot before their first write
 };
 
 class Transport {

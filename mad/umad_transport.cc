@@ -2,11 +2,15 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 #include <vector>
 
@@ -39,6 +43,43 @@ struct MethodMask {
 };
 
 std::string Errno(int e) { return std::strerror(e < 0 ? -e : e); }
+
+// A write the medium refuses for now: a full socket (ibsim), or the kernel short of memory.
+bool TransientWrite(int e) {
+  return e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == ENOMEM;
+}
+
+// umad_send, and the errno of a failure: libibumad returns -EIO for every failed write and
+// leaves write()'s own errno (EAGAIN for a full socket) in errno.
+int UmadSend(int port, int agent, void* umad, int length, int timeout_ms, int* err) {
+  errno = 0;
+  int r = umad_send(port, agent, umad, length, timeout_ms, 0);
+  *err = r < 0 ? (errno != 0 ? errno : -r) : 0;
+  return r;
+}
+
+// How soon a refused write is retried without a writable event (hardware; a lost wake-up).
+constexpr std::chrono::milliseconds kFlushRetry{5};
+
+// Which queue a request waits in for the in-flight budget: SMPs (sweep, SMInfo, traps'
+// follow-ups) first, then SA, then vendor classes (AR, SHARP), the PerfMgr last.
+size_t BudgetPriority(uint8_t mgmt_class) {
+  switch (static_cast<MgmtClass>(mgmt_class)) {
+    case MgmtClass::kSubnDirected:
+    case MgmtClass::kSubnLid:
+      return 0;
+    case MgmtClass::kSubnAdm:
+      return 1;
+    case MgmtClass::kPerfMgt:
+      return 3;
+    default:
+      return 2;
+  }
+}
+
+// The first ten, then every thousandth (as sm/log_worthy.h): a wedged medium must not
+// flood the log.
+bool BacklogLogWorthy(uint64_t n) { return n <= 10 || n % 1000 == 0; }
 
 // Our own timer waits a little longer than the timeout handed to the kernel, so that on real
 // hardware the kernel's ETIMEDOUT return of the send arrives first and one attempt ends once.
@@ -77,6 +118,7 @@ struct UmadTransport::Pending {
   SendOptions options;
   ResponseHandler done;
   uint64_t attempt = 0;
+  bool started = false;  // holds a slot of the in-flight budget
   boost::asio::steady_timer timer;
   std::optional<RmppSender> sender;     // request sent as RMPP
   std::optional<RmppReceiver> receiver;  // response arriving as RMPP
@@ -98,8 +140,16 @@ struct UmadTransport::InTransfer {
   uint64_t generation = 0;
 };
 
+// One MAD the medium refused, waiting in the backlog exactly as it is to be written.
+struct UmadTransport::Outbound {
+  std::vector<uint8_t> umad;
+  int agent = -1;
+  int length = 0;
+  int timeout_ms = 0;
+};
+
 UmadTransport::UmadTransport(boost::asio::io_context& io, const UmadOptions& options)
-    : io_(io), options_(options) {}
+    : io_(io), options_(options), flush_timer_(io) {}
 
 Result<std::unique_ptr<UmadTransport>> UmadTransport::Open(boost::asio::io_context& io,
                                                            const UmadOptions& options) {
@@ -154,6 +204,14 @@ Status UmadTransport::OpenPort() {
   if (port_id_ < 0) {
     return Unavailable(fmt::format("umad_open_port({}, {}) failed: {}", ca_name_, port_num_,
                                    Errno(port_id_)));
+  }
+  if (wire_mad_size_ != kMadSize) {
+    FindIbsimSocket();
+  } else if (int fd = umad_get_fd(port_id_); fd >= 0) {
+    // libibumad opens the umad device non-blocking already; made sure of, since a blocking
+    // write would stall the io thread (see the top of umad_transport.h).
+    int fl = ::fcntl(fd, F_GETFL);
+    if (fl >= 0 && (fl & O_NONBLOCK) == 0) (void)::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
   }
 
   // SMI: Get/Set (SMInfo from other SMs), Trap/TrapRepress (traps to the SM), as OpenSM
@@ -215,6 +273,46 @@ Status UmadTransport::OpenPort() {
   return Status::Ok();
 }
 
+// libumad2sim hands out a fake umad fd; the datagram socket it writes our MADs to (and
+// reads ibsim's from) is bound to the abstract name "<IBSIM_SOCKNAME>:in<pid>" (ibsim's
+// umad2sim/sim_client.c). Found among our descriptors and made non-blocking, so a full
+// ibsim makes umad_send fail with EAGAIN instead of blocking with libumad2sim's lock held.
+// libumad2sim's receiver thread polls that socket before reading it, so it is unaffected.
+void UmadTransport::FindIbsimSocket() {
+  const std::string suffix = ":in" + std::to_string(::getpid());
+  std::error_code ec;
+  int found = -1;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    try {
+      fd = std::stoi(e.path().filename().string());
+    } catch (...) {
+      continue;
+    }
+    sockaddr_un a{};
+    socklen_t len = sizeof(a);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) continue;
+    constexpr size_t kPath = offsetof(sockaddr_un, sun_path);
+    if (a.sun_family != AF_UNIX || len <= kPath + 1 || a.sun_path[0] != '\0') continue;
+    std::string name(a.sun_path + 1, ::strnlen(a.sun_path + 1, len - kPath - 1));
+    if (name.size() >= suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      found = fd;
+      break;
+    }
+  }
+  int fl = found >= 0 ? ::fcntl(found, F_GETFL) : -1;
+  if (fl < 0 || ::fcntl(found, F_SETFL, fl | O_NONBLOCK) < 0) {
+    Log(LogName::kMad).warn("MAD-UMAD-021 ibsim device but no libumad2sim data socket found "
+                            "(\"...{}\"): writes to ibsim may block",
+                            suffix);
+    return;
+  }
+  int dup = ::fcntl(found, F_DUPFD_CLOEXEC, 0);
+  if (dup >= 0) ibsim_socket_.emplace(io_, dup);
+  Log(LogName::kMad).info("MAD-UMAD-022 ibsim data socket fd {} set non-blocking", found);
+}
+
 UmadTransport::~UmadTransport() { Close(); }
 
 void UmadTransport::Close() {
@@ -226,6 +324,17 @@ void UmadTransport::Close() {
   pending_.clear();
   posts_.clear();
   inbound_rmpp_.clear();
+  for (auto& q : waiting_) q.clear();
+  started_ = 0;
+  backlog_.clear();
+  counters_.backlog = 0;
+  counters_.in_flight = 0;
+  flush_timer_.cancel();
+  if (ibsim_socket_) {
+    boost::system::error_code ignored;
+    ibsim_socket_->close(ignored);  // the dup only; libumad2sim's socket stays
+    ibsim_socket_.reset();
+  }
   if (issm_fd_ >= 0) ::close(issm_fd_);
   issm_fd_ = -1;
   if (port_id_ >= 0) umad_close_port(port_id_);
@@ -325,12 +434,84 @@ Status UmadTransport::WriteMad(std::span<const uint8_t> mad, const MadAddress& a
     if (it != pending_.end() && !it->second->sender)
       timeout_ms = static_cast<int>(it->second->options.timeout.count());
   }
-  int r = umad_send(port_id_, agent, buf.data(), static_cast<int>(length), timeout_ms, 0);
-  if (r < 0) return IoError("umad_send failed: " + Errno(r));
+  Outbound out{std::move(buf), agent, static_cast<int>(length), timeout_ms};
+  // Order is kept: once anything waits, everything after it waits behind it.
+  if (!backlog_.empty()) return Backlog(std::move(out));
+  int err = 0;
+  int r = UmadSend(port_id_, agent, out.umad.data(), out.length, timeout_ms, &err);
+  if (r < 0 && TransientWrite(err)) {
+    ++counters_.write_eagain;
+    return Backlog(std::move(out));
+  }
+  if (r < 0) return IoError("umad_send failed: " + Errno(err));
   ++counters_.sent;
   Log(LogName::kMad).trace("sent class {:#04x} method {:#04x} attr {:#06x} tid {:#x} to lid {}",
                            hdr->mgmt_class, hdr->method, hdr->attr_id, hdr->tid, dlid);
   return Status::Ok();
+}
+
+Status UmadTransport::Backlog(Outbound out) {
+  if (backlog_.size() >= options_.max_backlog) {
+    ++counters_.backlog_dropped;
+    if (BacklogLogWorthy(++backlog_full_logged_)) {
+      Log(LogName::kMad).warn("MAD-UMAD-030 write backlog full ({} MADs): MAD dropped ({} so "
+                              "far)",
+                              backlog_.size(), counters_.backlog_dropped);
+    }
+    return Unavailable("the MAD write backlog is full");
+  }
+  backlog_.push_back(std::move(out));
+  counters_.backlog = backlog_.size();
+  counters_.backlog_high_water = std::max(counters_.backlog_high_water, counters_.backlog);
+  ArmFlush();
+  return Status::Ok();
+}
+
+void UmadTransport::ArmFlush() {
+  if (closed_) return;
+  std::weak_ptr<char> alive = alive_;
+  if (ibsim_socket_ && !write_wait_armed_) {
+    write_wait_armed_ = true;
+    ibsim_socket_->async_wait(boost::asio::posix::stream_descriptor::wait_write,
+                              [this, alive](const boost::system::error_code& ec) {
+                                if (!alive.lock()) return;
+                                write_wait_armed_ = false;
+                                if (!ec) FlushBacklog();
+                              });
+  }
+  if (!flush_timer_armed_) {
+    flush_timer_armed_ = true;
+    flush_timer_.expires_after(kFlushRetry);
+    flush_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+      if (!alive.lock()) return;
+      flush_timer_armed_ = false;
+      if (!ec) FlushBacklog();
+    });
+  }
+}
+
+void UmadTransport::FlushBacklog() {
+  if (closed_ || port_id_ < 0) return;
+  while (!backlog_.empty()) {
+    Outbound& o = backlog_.front();
+    int err = 0;
+    int r = UmadSend(port_id_, o.agent, o.umad.data(), o.length, o.timeout_ms, &err);
+    if (r < 0 && TransientWrite(err)) {
+      ++counters_.write_eagain;
+      break;
+    }
+    if (r < 0) {
+      // The request's own timer (or the RMPP window's) sees to what was lost.
+      ++counters_.backlog_dropped;
+      Log(LogName::kMad).debug("MAD-UMAD-031 a waiting MAD could not be written: {}",
+                               Errno(err));
+    } else {
+      ++counters_.sent;
+    }
+    backlog_.pop_front();
+  }
+  counters_.backlog = backlog_.size();
+  if (!backlog_.empty()) ArmFlush();
 }
 
 void UmadTransport::ArmTimer(boost::asio::steady_timer& timer, std::chrono::milliseconds after,
@@ -373,7 +554,50 @@ void UmadTransport::Send(MadMessage request, const SendOptions& options, Respons
   p->done = std::move(done);
   TidKey key{hdr->mgmt_class, tid};
   pending_[key] = std::move(p);
+  const bool queued = std::any_of(waiting_.begin(), waiting_.end(),
+                                  [](const auto& q) { return !q.empty(); });
+  if (queued || (options_.max_in_flight != 0 && InFlight() >= options_.max_in_flight)) {
+    ++counters_.budget_waits;
+    waiting_[BudgetPriority(key.first)].push_back(key);
+    return Admit();
+  }
+  StartRequest(key);
+}
+
+void UmadTransport::NoteInFlight() {
+  counters_.in_flight = InFlight();
+  counters_.in_flight_high_water = std::max(counters_.in_flight_high_water, counters_.in_flight);
+}
+
+void UmadTransport::StartRequest(const TidKey& key) {
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return;
+  it->second->started = true;
+  ++started_;
+  NoteInFlight();
   SendAttempt(key);
+}
+
+// Starts waiting requests, highest priority first, while the budget has room. Re-entered
+// from a handler that sends (a request finishing on a write error): the outer loop goes on.
+void UmadTransport::Admit() {
+  if (admitting_ || closed_) return;
+  admitting_ = true;
+  while (options_.max_in_flight == 0 || InFlight() < options_.max_in_flight) {
+    auto q = std::find_if(waiting_.begin(), waiting_.end(),
+                          [](const auto& w) { return !w.empty(); });
+    if (q == waiting_.end()) break;
+    TidKey key = q->front();
+    q->pop_front();
+    StartRequest(key);
+  }
+  admitting_ = false;
+}
+
+void UmadTransport::ErasePost(const TidKey& key) {
+  posts_.erase(key);
+  NoteInFlight();
+  Admit();
 }
 
 void UmadTransport::SendAttempt(const TidKey& key) {
@@ -432,7 +656,10 @@ void UmadTransport::FinishPending(const TidKey& key, Result<MadMessage> result) 
   std::unique_ptr<Pending> p = std::move(it->second);
   pending_.erase(it);
   p->timer.cancel();
+  if (p->started && started_ > 0) --started_;
+  NoteInFlight();
   if (p->done) p->done(std::move(result));
+  Admit();
 }
 
 bool UmadTransport::TooBigForTheWire(std::span<const uint8_t> mad) const {
@@ -468,6 +695,7 @@ Status UmadTransport::Post(MadMessage message) {
   auto t = std::make_unique<OutTransfer>(io_, std::move(sender).value());
   t->to = message.addr;
   posts_[key] = std::move(t);
+  NoteInFlight();
   PumpOutTransfer(key);
   return Status::Ok();
 }
@@ -477,13 +705,13 @@ void UmadTransport::PumpOutTransfer(const TidKey& key) {
   if (it == posts_.end()) return;
   OutTransfer& t = *it->second;
   if (t.sender.done()) {
-    posts_.erase(it);
+    ErasePost(key);
     return;
   }
   for (const auto& s : t.sender.NextSegments()) {
     if (!WriteMad(s, t.to).ok()) {
       ++counters_.rmpp_aborted;
-      posts_.erase(key);
+      ErasePost(key);
       return;
     }
   }
@@ -497,7 +725,7 @@ void UmadTransport::PumpOutTransfer(const TidKey& key) {
                               "{} resends; aborted",
                               key.second, tt.to.lid, options_.rmpp_post.retries);
       (void)WriteMad(tt.sender.MakeAbort(rmpp::kStatusTooManyRetries), tt.to);
-      posts_.erase(it2);
+      ErasePost(key);
       return;
     }
     ++counters_.retries;
@@ -608,7 +836,7 @@ void UmadTransport::OnRmppInbound(Inbound& in, const MadHeader& hdr, const RmppH
       ++counters_.rmpp_aborted;
       Log(LogName::kMad).warn("MAD-RMPP-002 RMPP transfer tid {:#x} to lid {} ended: {}",
                               key.second, t.to.lid, st.ToString());
-      posts_.erase(it);
+      ErasePost(key);
       return;
     }
     t.attempts = 0;

@@ -11,10 +11,22 @@
 // timeout_ms; agents are registered with rmpp_version 0 so the kernel does no RMPP either).
 // Responses are matched by management class and the low 32 bits of the TID: the kernel's
 // agent (and libumad2sim and ibsim) rewrite the high 32 bits, as OpenSM's get_madw assumes.
+//
+// Writes never block the io thread (README "MAD transport: backpressure"). libumad2sim's
+// write() holds its global lock while it writes the MAD to ibsim's socket, and its own
+// receiver thread needs that lock to queue what ibsim sends back; a blocking write into a
+// full socket therefore wedges both directions (ibsim spins writing to us, we wait for
+// ibsim to read). So the ibsim data socket is made non-blocking, a refused write waits in a
+// bounded backlog, and the backlog is retried when the socket is writable again (a short
+// timer on hardware, whose umad fd libibumad already opens non-blocking). On top of that
+// one budget (UmadOptions::max_in_flight) bounds the requests outstanding across every user;
+// waiting requests are started by class: SMPs first, then SA, vendor classes, PerfMgt last.
 #pragma once
 
 #include <atomic>
+#include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -23,6 +35,7 @@
 #include <tuple>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "base/status.h"
@@ -50,6 +63,13 @@ struct UmadOptions {
   SendOptions rmpp_post{std::chrono::milliseconds(200), 3};
   // An inbound RMPP transfer with no new segment for this long is abandoned.
   std::chrono::milliseconds rmpp_receive_idle{std::chrono::seconds(10)};
+  // Requests (Send) and outbound RMPP transfers (Post) outstanding at once, across every
+  // user of the transport; more requests wait, by class priority. 0: no limit. Responses
+  // that fit one MAD are never held back.
+  size_t max_in_flight = 256;
+  // MADs the medium refused that may wait to be written; past it a write fails (counted in
+  // backlog_dropped). The budget above keeps it far from full in practice.
+  size_t max_backlog = 4096;
 };
 
 class UmadTransport final : public Transport {
@@ -77,6 +97,7 @@ class UmadTransport final : public Transport {
   struct Pending;
   struct OutTransfer;
   struct InTransfer;
+  struct Outbound;
   // (mgmt class, low 32 bits of TID): how the kernel and OpenSM match responses.
   using TidKey = std::pair<uint8_t, uint32_t>;
   // Inbound RMPP requests are keyed also by their source, since TIDs are only unique per
@@ -91,6 +112,16 @@ class UmadTransport final : public Transport {
   bool TooBigForTheWire(std::span<const uint8_t> mad) const;
   void OnRmppInbound(Inbound& in, const MadHeader& hdr, const RmppHeader& rh, size_t hdr_size);
   Status WriteMad(std::span<const uint8_t> mad, const MadAddress& addr);
+  Status Backlog(Outbound out);
+  void FlushBacklog();
+  void ArmFlush();
+  void FindIbsimSocket();
+  // Requests in flight: started requests plus outbound RMPP transfers.
+  size_t InFlight() const { return started_ + posts_.size(); }
+  void NoteInFlight();
+  void StartRequest(const TidKey& key);
+  void Admit();
+  void ErasePost(const TidKey& key);
   void SendAttempt(const TidKey& key);
   void ArmTimer(boost::asio::steady_timer& timer, std::chrono::milliseconds after,
                 std::function<void()> fn);
@@ -119,6 +150,18 @@ class UmadTransport final : public Transport {
   std::map<TidKey, std::unique_ptr<Pending>> pending_;
   std::map<TidKey, std::unique_ptr<OutTransfer>> posts_;
   std::map<InKey, std::unique_ptr<InTransfer>> inbound_rmpp_;
+
+  // Backpressure (see the top of this file).
+  std::deque<Outbound> backlog_;
+  std::optional<boost::asio::posix::stream_descriptor> ibsim_socket_;  // a dup, for waits
+  boost::asio::steady_timer flush_timer_;
+  bool flush_timer_armed_ = false;
+  bool write_wait_armed_ = false;
+  uint64_t backlog_full_logged_ = 0;
+  // The in-flight budget: requests not yet started wait here, one queue per priority.
+  std::array<std::deque<TidKey>, 4> waiting_;
+  size_t started_ = 0;
+  bool admitting_ = false;
 };
 
 }  // namespace ibsm::mad

@@ -296,6 +296,25 @@ Result<json> ControlCommands::Status(const json&) const {
                    {"credit_loops_found", c.credit_loops_found},
                    {"unsolicited_ignored", c.unsolicited_ignored},
                    {"issues_by_id", issues}};
+  // The MAD transport, shared by the sweep, SA, PerfMgr and vendor stages (README "MAD
+  // transport: backpressure").
+  const mad::TransportCounters& t = sm.transport_counters();
+  j["transport"] = {{"sent", t.sent},
+                    {"received", t.received},
+                    {"timeouts", t.timeouts},
+                    {"retries", t.retries},
+                    {"unmatched", t.unmatched},
+                    {"malformed", t.malformed},
+                    {"unsolicited", t.unsolicited},
+                    {"rmpp_reassembled", t.rmpp_reassembled},
+                    {"rmpp_aborted", t.rmpp_aborted},
+                    {"write_eagain", t.write_eagain},
+                    {"backlog", t.backlog},
+                    {"backlog_high_water", t.backlog_high_water},
+                    {"backlog_dropped", t.backlog_dropped},
+                    {"in_flight", t.in_flight},
+                    {"in_flight_high_water", t.in_flight_high_water},
+                    {"budget_waits", t.budget_waits}};
   return j;
 }
 

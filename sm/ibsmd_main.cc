@@ -505,7 +505,8 @@ int Main(int argc, char** argv) {
   }
   PartitionPolicy running_partitions = options->partitions;
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
-  // On SIGTERM: stop queuing SMPs, let those in flight finish (at most 2 s), then close.
+  // On SIGTERM: stop queuing SMPs, let those in flight finish (at most 500 ms, so ibsmd is
+  // gone within a second whatever the fabric does), then close.
   boost::asio::steady_timer drain_timer(io);
   std::chrono::steady_clock::time_point drain_deadline;
   std::function<void()> drain = [&] {
@@ -524,7 +525,7 @@ int Main(int argc, char** argv) {
       Log(LogName::kSm).info("signal {}: exiting", sig);
       sm.Stop();
       if (perf) perf->Stop();
-      drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      drain_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
       drain();
     });
   };

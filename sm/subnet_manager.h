@@ -205,6 +205,8 @@ class SubnetManager {
 
   const SmCounters& counters() const { return counters_; }
   const PipelineCounters& smp_counters() const { return pipeline_.counters(); }
+  // Every MAD of the daemon goes through this transport (the PerfMgr's too).
+  const mad::TransportCounters& transport_counters() const { return transport_.counters(); }
   const SweepStats& last_sweep() const { return last_; }
   // The fabric of the last completed heavy sweep (LIDs as programmed), and its routing.
   const Fabric* fabric() const { return discovered_ ? &discovered_->fabric : nullptr; }

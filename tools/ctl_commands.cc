@@ -108,6 +108,15 @@ std::string FormatStatus(const json& r) {
     if (c.value("dump_write_failures", 0) > 0)
       line("dump files", Get(c, "dump_write_failures") + " heavy sweeps could not write them (SM-DUMP-001)");
   }
+  if (r.contains("transport") && r["transport"].is_object()) {
+    const json& t = r["transport"];
+    line("MADs", fmt::format("{} sent, {} received, {} timeouts; {} in flight (most {}), {} "
+                             "waiting to be written (most {}, {} dropped)",
+                             Get(t, "sent"), Get(t, "received"), Get(t, "timeouts"),
+                             Get(t, "in_flight"), Get(t, "in_flight_high_water"),
+                             Get(t, "backlog"), Get(t, "backlog_high_water"),
+                             Get(t, "backlog_dropped")));
+  }
   if (r.contains("ar") && r["ar"].is_object()) {
     const json& a = r["ar"];
     if (!a.value("configured", false)) {

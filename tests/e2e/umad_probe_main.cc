@@ -74,6 +74,12 @@ void PrintCounters(const TransportCounters& c) {
               (unsigned long long)c.timeouts, (unsigned long long)c.retries,
               (unsigned long long)c.malformed, (unsigned long long)c.unmatched,
               (unsigned long long)c.rmpp_reassembled, (unsigned long long)c.rmpp_aborted);
+  std::printf("counter_write_eagain %llu\ncounter_backlog_high_water %llu\n"
+              "counter_backlog_dropped %llu\ncounter_in_flight_high_water %llu\n"
+              "counter_budget_waits %llu\n",
+              (unsigned long long)c.write_eagain, (unsigned long long)c.backlog_high_water,
+              (unsigned long long)c.backlog_dropped, (unsigned long long)c.in_flight_high_water,
+              (unsigned long long)c.budget_waits);
 }
 
 }  // namespace
