@@ -199,6 +199,15 @@ RmppReceiver::Step RmppReceiver::Abort(std::span<const uint8_t> mad, uint8_t sta
   return Step{std::move(why), MakeRmppReply(mad, header_size_, rmpp::kTypeAbort, status, 0, 0)};
 }
 
+RmppReceiver::Step RmppReceiver::Refuse(std::span<const uint8_t> mad) {
+  if (mad.size() < kMadSize) {
+    failed_ = true;
+    message_.clear();
+    return Step{ResourceExhausted("RMPP transfer refused"), std::nullopt};
+  }
+  return Abort(mad, rmpp::kStatusResourcesExhausted, ResourceExhausted("RMPP transfer refused"));
+}
+
 RmppReceiver::Step RmppReceiver::Feed(std::span<const uint8_t> mad) {
   if (mad.size() < kMadSize) {
     ++counters_.errors;

@@ -169,6 +169,11 @@ class RmppReceiver {
   bool complete() const { return complete_; }
   bool failed() const { return failed_; }
   const RmppReceiverCounters& counters() const { return counters_; }
+  // Payload bytes held so far (what the transfer costs in memory until TakeMessage).
+  size_t bytes() const { return message_.size(); }
+  // Ends the transfer as out of resources (the caller's caps, not the sender's fault): the
+  // ABORT (status 1, ResourcesExhausted) answers `mad`, a segment of this transfer.
+  Step Refuse(std::span<const uint8_t> mad);
   // The reassembled message: first segment's headers, then the payload, trimmed to the length
   // the last segment states. REQUIRES: complete().
   std::vector<uint8_t> TakeMessage();

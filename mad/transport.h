@@ -45,6 +45,7 @@ struct TransportCounters {
   uint64_t unsolicited = 0;      // requests/traps handed to the unsolicited handler
   uint64_t rmpp_reassembled = 0; // multi-segment messages received whole
   uint64_t rmpp_aborted = 0;     // RMPP transfers abandoned (timeout, bad segment, ABORT)
+  uint64_t rmpp_refused = 0;     // inbound RMPP segments refused over a session or byte cap
   // A medium that stops taking writes (a full ibsim socket) must not stall the io thread:
   // what it refuses waits in a bounded backlog (README "MAD transport: backpressure").
   uint64_t write_eagain = 0;          // writes the medium refused for now (kept, retried)
@@ -55,6 +56,7 @@ struct TransportCounters {
   uint64_t in_flight = 0;             // requests and outbound RMPP transfers outstanding (gauge)
   uint64_t in_flight_high_water = 0;  // most ever outstanding at once
   uint64_t budget_waits = 0;          // requests that waited for a slot before their first write
+  uint64_t inbound_dropped = 0;  // MADs read while the io thread was too far behind (dropped)
 };
 
 class Transport {

@@ -105,6 +105,16 @@ size_t SendLength(std::span<const uint8_t> mad) {
 
 }  // namespace
 
+bool AnswersUs(std::span<const uint8_t> mad, uint32_t umad_status) {
+  if (umad_status != 0) return true;
+  if (mad.size() < Layout<MadHeader>::kSize) return false;
+  if ((mad[3] & method::kResponseBit) != 0) return true;
+  if (!RmppHeaderSize(mad[1]) || mad.size() < rmpp::kRmppHeaderEnd || !IsRmppActive(mad))
+    return false;
+  auto rh = DecodeRmppHeader(mad);
+  return rh.ok() && rh->type != rmpp::kTypeData;
+}
+
 // One MAD read by the receiver thread, handed to the io_context thread.
 struct UmadTransport::Inbound {
   std::vector<uint8_t> bytes;
@@ -132,14 +142,6 @@ struct UmadTransport::OutTransfer {
   boost::asio::steady_timer timer;
 };
 
-struct UmadTransport::InTransfer {
-  InTransfer(boost::asio::io_context& io, size_t header_size, size_t mad_size)
-      : receiver(header_size, 32, 16384, mad_size), idle(io) {}
-  RmppReceiver receiver;
-  boost::asio::steady_timer idle;
-  uint64_t generation = 0;
-};
-
 // One MAD the medium refused, waiting in the backlog exactly as it is to be written.
 struct UmadTransport::Outbound {
   std::vector<uint8_t> umad;
@@ -148,8 +150,20 @@ struct UmadTransport::Outbound {
   int timeout_ms = 0;
 };
 
+namespace {
+RmppInboundLimits InboundLimits(const UmadOptions& o) {
+  RmppInboundLimits l = o.rmpp_inbound;
+  l.idle = o.rmpp_receive_idle;
+  return l;
+}
+}  // namespace
+
 UmadTransport::UmadTransport(boost::asio::io_context& io, const UmadOptions& options)
-    : io_(io), options_(options), flush_timer_(io) {}
+    : io_(io),
+      options_(options),
+      inbound_rmpp_(InboundLimits(options)),
+      rmpp_expiry_(io),
+      flush_timer_(io) {}
 
 Result<std::unique_ptr<UmadTransport>> UmadTransport::Open(boost::asio::io_context& io,
                                                            const UmadOptions& options) {
@@ -197,6 +211,7 @@ Status UmadTransport::OpenPort() {
   if (wire_mad_size_ != kMadSize)
     Log(LogName::kMad).info("MAD-UMAD-020 ibsim device: RMPP segments carry {} bytes",
                             wire_mad_size_);
+  inbound_rmpp_.set_mad_size(wire_mad_size_);
   port_num_ = p.portnum;
   umad_release_port(&p);
 
@@ -323,7 +338,8 @@ void UmadTransport::Close() {
   auto pending = std::move(pending_);
   pending_.clear();
   posts_.clear();
-  inbound_rmpp_.clear();
+  inbound_rmpp_.Clear();
+  rmpp_expiry_.cancel();
   for (auto& q : waiting_) q.clear();
   started_ = 0;
   backlog_.clear();
@@ -367,6 +383,16 @@ void UmadTransport::ReceiverLoop() {
       in.from.pkey_index = a->pkey_index;
       size_t n = length < 0 ? 0 : std::min<size_t>(static_cast<size_t>(length), kMadSize);
       const auto* mad = static_cast<const uint8_t*>(umad_get_mad(buf.data()));
+      if (!InboundAdmitted(inbound_queued_.load() + batch.size(),
+                           AnswersUs({mad, n}, in.status), options_.max_inbound_queued)) {
+        uint64_t dropped = ++inbound_dropped_;
+        if (BacklogLogWorthy(dropped)) {
+          Log(LogName::kMad).warn("MAD-UMAD-032 the io thread is {} MADs behind: a MAD from "
+                                  "lid {} dropped ({} so far)",
+                                  inbound_queued_.load(), in.from.lid, dropped);
+        }
+        continue;
+      }
       in.bytes.assign(mad, mad + n);
       batch.push_back(std::move(in));
       if (batch.size() < kMaxBatch) continue;
@@ -377,11 +403,14 @@ void UmadTransport::ReceiverLoop() {
       }
       continue;
     }
+    inbound_queued_ += batch.size();
     boost::asio::post(io_, [this, alive, batch = std::move(batch)]() mutable {
       for (Inbound& in : batch) {
         if (!alive.lock()) return;
         OnInbound(std::move(in));
+        --inbound_queued_;
       }
+      if (alive.lock()) counters_.inbound_dropped = inbound_dropped_.load();
     });
     batch.clear();
   }
@@ -594,7 +623,7 @@ void UmadTransport::Admit() {
   admitting_ = false;
 }
 
-void UmadTransport::ErasePost(const TidKey& key) {
+void UmadTransport::ErasePost(const PostKey& key) {
   posts_.erase(key);
   NoteInFlight();
   Admit();
@@ -691,7 +720,8 @@ Status UmadTransport::Post(MadMessage message) {
   }
   auto sender = RmppSender::Create(message.bytes, *hs, wire_mad_size_);
   if (!sender.ok()) return sender.status();
-  TidKey key{hdr->mgmt_class, static_cast<uint32_t>(hdr->tid)};
+  PostKey key{hdr->mgmt_class, static_cast<uint32_t>(hdr->tid), message.addr.lid.value(),
+              message.addr.qpn};
   auto t = std::make_unique<OutTransfer>(io_, std::move(sender).value());
   t->to = message.addr;
   posts_[key] = std::move(t);
@@ -700,7 +730,7 @@ Status UmadTransport::Post(MadMessage message) {
   return Status::Ok();
 }
 
-void UmadTransport::PumpOutTransfer(const TidKey& key) {
+void UmadTransport::PumpOutTransfer(const PostKey& key) {
   auto it = posts_.find(key);
   if (it == posts_.end()) return;
   OutTransfer& t = *it->second;
@@ -723,7 +753,7 @@ void UmadTransport::PumpOutTransfer(const TidKey& key) {
       ++counters_.rmpp_aborted;
       Log(LogName::kMad).warn("MAD-RMPP-001 RMPP transfer tid {:#x} to lid {} got no ACK after "
                               "{} resends; aborted",
-                              key.second, tt.to.lid, options_.rmpp_post.retries);
+                              std::get<1>(key), tt.to.lid, options_.rmpp_post.retries);
       (void)WriteMad(tt.sender.MakeAbort(rmpp::kStatusTooManyRetries), tt.to);
       ErasePost(key);
       return;
@@ -768,7 +798,9 @@ void UmadTransport::OnInbound(Inbound in) {
       Pending& p = *it->second;
       p.timer.cancel();
       OnRequestTimeout(key, p.attempt);
-    } else if (!hdr->is_response() || posts_.count(key) == 0) {
+    } else if (!hdr->is_response() ||
+               posts_.count(PostKey{key.first, key.second, in.from.lid.value(),
+                                    in.from.qpn}) == 0) {
       ++counters_.unmatched;
     }
     return;
@@ -823,9 +855,11 @@ void UmadTransport::OnRmppInbound(Inbound& in, const MadHeader& hdr, const RmppH
                [this, key, attempt] { OnRequestTimeout(key, attempt); });
       return;
     }
-    auto it = posts_.find(key);
+    const PostKey pkey{key.first, key.second, in.from.lid.value(), in.from.qpn};
+    auto it = posts_.find(pkey);
     if (it == posts_.end()) {
-      // The final ACK of a one-segment RMPP response we Posted as a plain MAD lands here too.
+      // The final ACK of a one-segment RMPP response we Posted as a plain MAD lands here too,
+      // and so does an answer from a host the transfer is not going to.
       ++counters_.unmatched;
       return;
     }
@@ -836,12 +870,12 @@ void UmadTransport::OnRmppInbound(Inbound& in, const MadHeader& hdr, const RmppH
       ++counters_.rmpp_aborted;
       Log(LogName::kMad).warn("MAD-RMPP-002 RMPP transfer tid {:#x} to lid {} ended: {}",
                               key.second, t.to.lid, st.ToString());
-      ErasePost(key);
+      ErasePost(pkey);
       return;
     }
     t.attempts = 0;
     t.timer.cancel();
-    PumpOutTransfer(key);
+    PumpOutTransfer(pkey);
     return;
   }
 
@@ -881,44 +915,55 @@ void UmadTransport::OnRmppInbound(Inbound& in, const MadHeader& hdr, const RmppH
     return;
   }
 
-  InKey ikey{hdr.mgmt_class, static_cast<uint32_t>(hdr.tid), in.from.lid.value(), in.from.qpn};
-  auto it = inbound_rmpp_.find(ikey);
-  const bool first = rh.data1 == 1 && (rh.flags & rmpp::kFlagFirst) != 0;
-  if (it == inbound_rmpp_.end() ||
-      (first && (it->second->receiver.complete() || it->second->receiver.failed()))) {
-    it = inbound_rmpp_
-             .insert_or_assign(ikey, std::make_unique<InTransfer>(io_, hdr_size, wire_mad_size_))
-             .first;
-  }
-  InTransfer& t = *it->second;
-  bool was_complete = t.receiver.complete();
-  auto step = t.receiver.Feed(in.bytes);
-  if (step.reply) (void)WriteMad(*step.reply, reply_to);
-  if (t.receiver.failed()) {
-    ++counters_.rmpp_aborted;
-    Log(LogName::kMad).warn("MAD-RMPP-003 inbound RMPP tid {:#x} from lid {} aborted: {}",
-                            key.second, in.from.lid, step.status.ToString());
-    inbound_rmpp_.erase(it);
+  const RmppInboundKey ikey{hdr.mgmt_class, static_cast<uint32_t>(hdr.tid), in.from.lid.value(),
+                            in.from.qpn};
+  auto o = inbound_rmpp_.Feed(ikey, hdr_size, in.bytes, std::chrono::steady_clock::now());
+  if (o.step.reply) (void)WriteMad(*o.step.reply, reply_to);
+  ArmRmppExpiry();
+  if (o.refused != RmppRefusal::kNone) {
+    ++counters_.rmpp_refused;
+    if (BacklogLogWorthy(counters_.rmpp_refused)) {
+      static constexpr const char* kWhy[] = {"", "its source holds too many transfers",
+                                             "too many transfers in all",
+                                             "transfers hold too many bytes in all"};
+      Log(LogName::kMad).warn("MAD-RMPP-004 inbound RMPP tid {:#x} from lid {} qp {} refused: "
+                              "{} ({} sessions, {} bytes held; {} refused so far)",
+                              key.second, in.from.lid, in.from.qpn,
+                              kWhy[static_cast<size_t>(o.refused)], inbound_rmpp_.size(),
+                              inbound_rmpp_.bytes(), counters_.rmpp_refused);
+    }
     return;
   }
-  if (!step.status.ok()) {
+  if (o.failed) {
+    ++counters_.rmpp_aborted;
+    if (BacklogLogWorthy(counters_.rmpp_aborted)) {
+      Log(LogName::kMad).warn("MAD-RMPP-003 inbound RMPP tid {:#x} from lid {} aborted: {}",
+                              key.second, in.from.lid, o.step.status.ToString());
+    }
+    return;
+  }
+  if (!o.step.status.ok()) {
     ++counters_.malformed;
     return;
   }
-  // Keep the entry (complete or not) until idle, so a lost final ACK is answered again.
-  uint64_t gen = ++t.generation;
-  ArmTimer(t.idle, options_.rmpp_receive_idle, [this, ikey, gen] {
-    auto i = inbound_rmpp_.find(ikey);
-    if (i == inbound_rmpp_.end() || i->second->generation != gen) return;
-    if (!i->second->receiver.complete()) ++counters_.rmpp_aborted;
-    inbound_rmpp_.erase(i);
-  });
-  if (!was_complete && t.receiver.complete()) {
+  if (o.message) {
     ++counters_.rmpp_reassembled;
     ++counters_.unsolicited;
-    MadMessage m{t.receiver.TakeMessage(), in.from};
-    if (unsolicited_) unsolicited_(std::move(m));
+    if (unsolicited_) unsolicited_(MadMessage{std::move(*o.message), in.from});
   }
+}
+
+// One timer for every inbound session: frees the idle and the too old (mad/rmpp_inbound.h).
+void UmadTransport::ArmRmppExpiry() {
+  if (rmpp_expiry_armed_ || closed_ || inbound_rmpp_.size() == 0) return;
+  rmpp_expiry_armed_ = true;
+  const auto every = std::clamp<std::chrono::milliseconds>(
+      inbound_rmpp_.limits().idle / 4, std::chrono::milliseconds(10), std::chrono::seconds(1));
+  ArmTimer(rmpp_expiry_, every, [this] {
+    rmpp_expiry_armed_ = false;
+    counters_.rmpp_aborted += inbound_rmpp_.Expire(std::chrono::steady_clock::now());
+    ArmRmppExpiry();
+  });
 }
 
 Result<LocalPort> UmadTransport::QueryLocalPort() {

@@ -41,6 +41,7 @@
 #include "base/status.h"
 #include "base/types.h"
 #include "mad/rmpp.h"
+#include "mad/rmpp_inbound.h"
 #include "mad/transport.h"
 
 namespace ibsm::mad {
@@ -63,6 +64,9 @@ struct UmadOptions {
   SendOptions rmpp_post{std::chrono::milliseconds(200), 3};
   // An inbound RMPP transfer with no new segment for this long is abandoned.
   std::chrono::milliseconds rmpp_receive_idle{std::chrono::seconds(10)};
+  // Caps on what peers' inbound RMPP transfers may hold (mad/rmpp_inbound.h); its `idle` is
+  // rmpp_receive_idle above.
+  RmppInboundLimits rmpp_inbound;
   // Requests (Send) and outbound RMPP transfers (Post) outstanding at once, across every
   // user of the transport; more requests wait, by class priority. 0: no limit. Responses
   // that fit one MAD are never held back.
@@ -70,7 +74,19 @@ struct UmadOptions {
   // MADs the medium refused that may wait to be written; past it a write fails (counted in
   // backlog_dropped). The budget above keeps it far from full in practice.
   size_t max_backlog = 4096;
+  // MADs the receiver thread may have handed to the io thread and not yet seen handled: past
+  // half of it unsolicited MADs are dropped, past all of it answers to our requests too
+  // (counted in inbound_dropped), so a flood cannot grow the queue without bound.
+  size_t max_inbound_queued = 8192;
 };
+
+// Whether a MAD the receiver thread read answers something of ours: a response, an RMPP
+// ACK/STOP/ABORT of a transfer, or our own send come back (`umad_status` non-zero).
+bool AnswersUs(std::span<const uint8_t> mad, uint32_t umad_status);
+// Whether it is handed to the io thread with `queued` MADs already waiting there.
+inline bool InboundAdmitted(size_t queued, bool answers_us, size_t cap) {
+  return queued < (answers_us ? cap : cap / 2);
+}
 
 class UmadTransport final : public Transport {
  public:
@@ -96,13 +112,12 @@ class UmadTransport final : public Transport {
   struct Inbound;
   struct Pending;
   struct OutTransfer;
-  struct InTransfer;
   struct Outbound;
   // (mgmt class, low 32 bits of TID): how the kernel and OpenSM match responses.
   using TidKey = std::pair<uint8_t, uint32_t>;
-  // Inbound RMPP requests are keyed also by their source, since TIDs are only unique per
-  // requester.
-  using InKey = std::tuple<uint8_t, uint32_t, uint16_t, uint32_t>;
+  // Outbound RMPP transfers (our RMPP responses) are keyed also by their destination
+  // (LID, QP): an ACK, STOP or ABORT from another host must not drive or end them.
+  using PostKey = std::tuple<uint8_t, uint32_t, uint16_t, uint32_t>;
 
   UmadTransport(boost::asio::io_context& io, const UmadOptions& options);
   Status OpenPort();
@@ -121,13 +136,14 @@ class UmadTransport final : public Transport {
   void NoteInFlight();
   void StartRequest(const TidKey& key);
   void Admit();
-  void ErasePost(const TidKey& key);
+  void ErasePost(const PostKey& key);
   void SendAttempt(const TidKey& key);
   void ArmTimer(boost::asio::steady_timer& timer, std::chrono::milliseconds after,
                 std::function<void()> fn);
   void OnRequestTimeout(const TidKey& key, uint64_t attempt);
   void FinishPending(const TidKey& key, Result<MadMessage> result);
-  void PumpOutTransfer(const TidKey& key);
+  void PumpOutTransfer(const PostKey& key);
+  void ArmRmppExpiry();
 
   boost::asio::io_context& io_;
   UmadOptions options_;
@@ -141,6 +157,8 @@ class UmadTransport final : public Transport {
   int agent_smi_ = -1, agent_dr_ = -1, agent_sa_ = -1, agent_perf_ = -1;
   int agent_am_ = -1;  // SHARP aggregation management (class 0x0B); -1 when refused
   std::atomic<bool> stop_{false};
+  std::atomic<size_t> inbound_queued_{0};    // handed to the io thread, not yet handled
+  std::atomic<uint64_t> inbound_dropped_{0};  // receiver thread's count (counters_ mirrors it)
   std::thread receiver_;
   bool closed_ = false;
 
@@ -148,8 +166,10 @@ class UmadTransport final : public Transport {
   TransportCounters counters_;
   UnsolicitedHandler unsolicited_;
   std::map<TidKey, std::unique_ptr<Pending>> pending_;
-  std::map<TidKey, std::unique_ptr<OutTransfer>> posts_;
-  std::map<InKey, std::unique_ptr<InTransfer>> inbound_rmpp_;
+  std::map<PostKey, std::unique_ptr<OutTransfer>> posts_;
+  RmppInboundSessions inbound_rmpp_;
+  boost::asio::steady_timer rmpp_expiry_;
+  bool rmpp_expiry_armed_ = false;
 
   // Backpressure (see the top of this file).
   std::deque<Outbound> backlog_;

@@ -323,7 +323,8 @@ void SimTransport::OnRmpp(mad::MadMessage& msg, uint8_t mclass, uint64_t tid, bo
       SetDeadline(tid, p);
       return;
     }
-    auto it = posts_.find({mclass, tid});
+    const TransferKey key{mclass, tid, msg.addr.lid.value()};
+    auto it = posts_.find(key);
     if (it == posts_.end()) {
       ++counters_.unmatched;
       return;
@@ -339,7 +340,7 @@ void SimTransport::OnRmpp(mad::MadMessage& msg, uint8_t mclass, uint64_t tid, bo
       return;
     }
     t.attempts = 0;
-    PumpPost({mclass, tid});
+    PumpPost(key);
     return;
   }
   if (rh->type != mad::rmpp::kTypeData) {
@@ -440,7 +441,7 @@ Status SimTransport::Post(mad::MadMessage message) {
   }
   auto sender = mad::RmppSender::Create(message.bytes, *hs);
   if (!sender.ok()) return sender.status();
-  TransferKey key{mclass, Hdr(message.bytes, kTidField)};
+  TransferKey key{mclass, Hdr(message.bytes, kTidField), message.addr.lid.value()};
   auto t = std::make_unique<OutTransfer>(io_, std::move(sender).value());
   t->to = message.addr;
   posts_[key] = std::move(t);
@@ -471,7 +472,7 @@ void SimTransport::PumpPost(const TransferKey& key) {
       ++counters_.rmpp_aborted;
       Log(LogName::kSim).warn("SIM-RMPP-001 RMPP transfer tid {:#x} to lid {} got no ACK after "
                               "{} resends; aborted",
-                              key.second, tt.to.lid.value(), options_.rmpp_post.retries);
+                              std::get<1>(key), tt.to.lid.value(), options_.rmpp_post.retries);
       InjectSegments({tt.sender.MakeAbort(mad::rmpp::kStatusTooManyRetries)}, tt.to);
       posts_.erase(it2);
       return;

@@ -98,7 +98,9 @@ class SimTransport final : public mad::Transport, public Endpoint {
     std::chrono::milliseconds timeout;
     std::deque<Deadline> q;
   };
-  using TransferKey = std::pair<uint8_t, uint64_t>;  // class, TID
+  // Class, TID, destination LID: an ACK or ABORT from another host must not drive or end a
+  // transfer (the same rule as UmadTransport's).
+  using TransferKey = std::tuple<uint8_t, uint64_t, uint16_t>;
   struct OutTransfer;
   struct InTransfer;
   using InKey = std::tuple<uint8_t, uint64_t, uint16_t>;  // class, TID, sender LID

@@ -823,6 +823,30 @@ TEST_F(RmppFixture, TenThousandByteSaMessagePostedToAnotherPortArrivesWhole) {
   EXPECT_GT(sm->counters().sent, 45u);  // 10000 bytes in 200-byte segments
 }
 
+// An ABORT naming a transfer's TID, but from another host than the one the transfer goes
+// to, neither ends nor drives it: the transfer reaches its destination whole.
+TEST_F(RmppFixture, AnAbortFromAnotherHostDoesNotEndSomeoneElsesTransfer) {
+  SimTransport forger(io, *sim, c.P(c.h[2], 1));
+  ASSERT_TRUE(forger.bind_status().ok());
+  const mad::MadMessage msg = SaMessage(mad::method::kSet, 10000, 5, 0x77);
+  // What the real receiver would send to abort it: an ABORT answering its first segment.
+  auto copy = mad::RmppSender::Create(msg.bytes, mad::kSaHeaderSize);
+  ASSERT_TRUE(copy.ok());
+  auto abort = mad::RmppReceiver(mad::kSaHeaderSize).Refuse(copy->NextSegments().front());
+  ASSERT_TRUE(abort.reply.has_value());
+  const uint64_t unmatched_before = sm->counters().unmatched;
+  ASSERT_TRUE(sm->Post(msg).ok());
+  mad::MadMessage forged;
+  forged.bytes.assign(abort.reply->begin(), abort.reply->end());
+  forged.addr.lid = Lid{1};  // the SM at h0
+  ASSERT_TRUE(forger.Post(forged).ok());
+  RunUntil(io, [&] { return !got.empty() && sm->rmpp_posts() == 0; });
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(PayloadIsWhole(got[0].bytes, 10000));
+  EXPECT_EQ(sm->counters().rmpp_aborted, 0u);
+  EXPECT_EQ(sm->counters().unmatched, unmatched_before + 1);
+}
+
 TEST_F(RmppFixture, MultiSegmentResponseToASendArrivesWhole) {
   peer->SetUnsolicitedHandler([this](mad::MadMessage req) {
     auto h = req.header();

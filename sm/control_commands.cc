@@ -308,6 +308,8 @@ Result<json> ControlCommands::Status(const json&) const {
                     {"unsolicited", t.unsolicited},
                     {"rmpp_reassembled", t.rmpp_reassembled},
                     {"rmpp_aborted", t.rmpp_aborted},
+                    {"rmpp_refused", t.rmpp_refused},
+                    {"inbound_dropped", t.inbound_dropped},
                     {"write_eagain", t.write_eagain},
                     {"backlog", t.backlog},
                     {"backlog_high_water", t.backlog_high_water},

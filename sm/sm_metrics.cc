@@ -62,6 +62,8 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
                                                      {"unsolicited", t.unsolicited},
                                                      {"rmpp_reassembled", t.rmpp_reassembled},
                                                      {"rmpp_aborted", t.rmpp_aborted},
+                                                     {"rmpp_refused", t.rmpp_refused},
+                                                     {"inbound_dropped", t.inbound_dropped},
                                                      {"write_eagain", t.write_eagain},
                                                      {"backlog_dropped", t.backlog_dropped},
                                                      {"budget_wait", t.budget_waits}};

@@ -5,6 +5,8 @@
 // socket back to it. Now: control answers keep coming, sminfo gets SMInfo, the PerfMgr
 // completes sweeps, and SIGTERM ends ibsmd with exit 0.
 //
+// Also: forged inbound RMPP transfers are capped per source (mad/rmpp_inbound.h).
+//
 // IBSM_BACKPRESSURE_K=16 runs the same test on a k=16 fabric (1024 hosts, 320 switches);
 // it takes minutes, so it is not the default.
 #include <signal.h>
@@ -142,6 +144,62 @@ class BackpressureIbsimTest : public ::testing::Test {
   std::unique_ptr<IbsimInstance> sim_;
   std::optional<ChildProcess> daemon_;
 };
+
+// Three hosts each open 100 inbound RMPP transfers at the SA and never finish them: each
+// keeps 16 (the per-source cap), the rest are refused with an ABORT and counted, the log says
+// so ten times (rate-limited), and the SA still answers.
+TEST_F(BackpressureIbsimTest, ForgedRmppSessionsFromThreeHostsAreCappedPerSource) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  std::vector<std::string> hosts;
+  for (NodeId n = 0; n < f->node_count(); ++n)
+    if (!f->node(n).is_switch()) hosts.push_back(f->node(n).name);
+  ASSERT_GE(hosts.size(), 5u);
+  const std::string net = (dir_ / "fabric.net").string();
+  ASSERT_TRUE(WriteTextFile(net, WriteTopology(*f)));
+  auto sim = IbsimInstance::Start(net);
+  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+  sim_ = std::move(*sim);
+  sock_ = (dir_ / "ibsmd.sock").string();
+  log_ = dir_ / "ibsmd.log";
+  const fs::path conf = dir_ / "opensm.conf";
+  ASSERT_TRUE(WriteTextFile(conf.string(), "log_file " + log_.string() + "\n" +
+                                               "dump_files_dir " + dir_.string() + "\n" +
+                                               "guid2lid_file " + (dir_ / "guid2lid").string() +
+                                               "\n" + "control_socket " + sock_ + "\n" +
+                                               "sweep_interval 0\n"));
+  auto d = sim_->StartChild({Bin("ibsmd"), "-F", conf.string()}, hosts[0]);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  daemon_.emplace(std::move(*d));
+  ASSERT_TRUE(WaitFor([](const std::string& l) { return l.find("SUBNET UP") != l.npos; }, 120s))
+      << ReadFile(log_.string());
+
+  constexpr int kPerHost = 100;
+  for (size_t h = 1; h <= 3; ++h) {
+    auto r = sim_->Run({Bin("umad_probe"), "--linger-ms", "300", "rmpp-forge", "1",
+                        std::to_string(kPerHost)},
+                       kToolTimeout, hosts[h]);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->exit_code, 0) << Describe(*r);
+    EXPECT_NE(r->out.find("forged " + std::to_string(kPerHost)), std::string::npos) << r->out;
+  }
+  auto st = Status();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  const json& t = (*st)["transport"];
+  EXPECT_EQ(t["rmpp_refused"].get<uint64_t>(), 3u * (kPerHost - 16)) << t.dump();
+  EXPECT_EQ(CountOf(ReadFile(log_.string()), "MAD-RMPP-004"), 10u);
+  // The SA still answers (saquery on ibsim reads one segment: a one-record query).
+  auto nodes = sim_->Run({"saquery", "NR", "1"}, kToolTimeout, hosts[4]);
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_EQ(nodes->exit_code, 0) << Describe(*nodes);
+  EXPECT_EQ(CountOf(nodes->out, "NodeRecord dump"), 1u) << nodes->out;
+
+  ASSERT_EQ(kill(daemon_->pid(), SIGTERM), 0);
+  auto done = daemon_->Wait(30s);
+  daemon_.reset();
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->exit_code, 0) << Describe(*done);
+}
 
 TEST_F(BackpressureIbsimTest, PerfMgrDefaultsOnThreeTierK8KeepAnsweringAndStopOnSigterm) {
   const char* k = std::getenv("IBSM_BACKPRESSURE_K");

@@ -7,6 +7,9 @@
 //                                               echoing its payload in a GetResp (RMPP), exit
 //   umad_probe [options] rmpp-send LID BYTES    send an SA Set carrying BYTES of payload to LID,
 //                                               print the response's payload size and checksum
+//   umad_probe [options] rmpp-forge LID COUNT   send LID the first segment only of COUNT SA Set
+//                                               RMPP transfers (TIDs 1..COUNT), as a peer that
+//                                               opens reassembly sessions and never ends them
 // Options: --ca NAME --port N --guid 0xGUID --sm --timeout-ms N --retries N --linger-ms N
 //
 // Output: "key value" lines. Exit 0 on success, 2 on timeout, 1 on any other error.
@@ -35,7 +38,8 @@ int Usage() {
   std::fprintf(stderr,
                "usage: umad_probe [--ca NAME] [--port N] [--guid 0xGUID] [--sm] "
                "[--timeout-ms N] [--retries N] [--linger-ms N] "
-               "local | nodeinfo PATH | rmpp-serve | rmpp-send LID BYTES\n");
+               "local | nodeinfo PATH | rmpp-serve | rmpp-send LID BYTES | "
+               "rmpp-forge LID COUNT\n");
   return 1;
 }
 
@@ -76,10 +80,12 @@ void PrintCounters(const TransportCounters& c) {
               (unsigned long long)c.rmpp_reassembled, (unsigned long long)c.rmpp_aborted);
   std::printf("counter_write_eagain %llu\ncounter_backlog_high_water %llu\n"
               "counter_backlog_dropped %llu\ncounter_in_flight_high_water %llu\n"
-              "counter_budget_waits %llu\n",
+              "counter_budget_waits %llu\ncounter_rmpp_refused %llu\n"
+              "counter_inbound_dropped %llu\n",
               (unsigned long long)c.write_eagain, (unsigned long long)c.backlog_high_water,
               (unsigned long long)c.backlog_dropped, (unsigned long long)c.in_flight_high_water,
-              (unsigned long long)c.budget_waits);
+              (unsigned long long)c.budget_waits, (unsigned long long)c.rmpp_refused,
+              (unsigned long long)c.inbound_dropped);
 }
 
 }  // namespace
@@ -235,6 +241,35 @@ int main(int argc, char** argv) {
                   payload.size(), Checksum(payload), Head(payload).c_str());
     });
     io.run_for(std::chrono::seconds(30));
+  } else if (cmd == "rmpp-forge" && args.size() == 3) {
+    const size_t mad_size = lp->ca_name.rfind("ibsim", 0) == 0 ? kIbsimMadSize : kMadSize;
+    const Lid to{static_cast<uint16_t>(std::strtoul(args[1].c_str(), nullptr, 0))};
+    const size_t count = std::strtoul(args[2].c_str(), nullptr, 0);
+    size_t posted = 0;
+    for (size_t tid = 1; tid <= count; ++tid) {
+      SaMad sa;
+      sa.hdr.mgmt_class = static_cast<uint8_t>(MgmtClass::kSubnAdm);
+      sa.hdr.class_version = 2;
+      sa.hdr.method = method::kSet;
+      sa.hdr.attr_id = 0x0031;  // ServiceRecord
+      sa.hdr.tid = tid;
+      std::vector<uint8_t> msg(kMadSize);
+      EncodeSa(sa, msg);
+      msg.resize(kSaHeaderSize);
+      for (size_t i = 0; i < 4000; ++i) msg.push_back(Pattern(i));
+      auto sender = RmppSender::Create(msg, kSaHeaderSize, mad_size);
+      if (!sender.ok()) return 1;
+      MadBytes first = sender->NextSegments().front();
+      MadMessage m;
+      m.bytes.assign(first.begin(), first.end());
+      m.addr.lid = to;
+      if (transport.Post(std::move(m)).ok()) ++posted;
+    }
+    std::printf("forged %zu\n", posted);
+    // The ACKs and ABORTs that come back are read (posted by the receiver thread, hence the
+    // guard); then the counters are printed.
+    auto guard = boost::asio::make_work_guard(io);
+    io.run_for(linger);
   } else {
     return Usage();
   }
