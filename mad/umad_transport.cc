@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -58,8 +59,10 @@ int UmadSend(int port, int agent, void* umad, int length, int timeout_ms, int* e
   return r;
 }
 
-// How soon a refused write is retried without a writable event (hardware; a lost wake-up).
+// How soon a refused write is retried without a writable event: on hardware (no event), and
+// on ibsim in case a wake-up is lost (each refused write there prints a libumad2sim error).
 constexpr std::chrono::milliseconds kFlushRetry{5};
+constexpr std::chrono::milliseconds kFlushRetryIbsim{100};
 
 // Which queue a request waits in for the in-flight budget: SMPs (sweep, SMInfo, traps'
 // follow-ups) first, then SA, then vendor classes (AR, SHARP), the PerfMgr last.
@@ -293,10 +296,11 @@ Status UmadTransport::OpenPort() {
 // umad2sim/sim_client.c). Found among our descriptors and made non-blocking, so a full
 // ibsim makes umad_send fail with EAGAIN instead of blocking with libumad2sim's lock held.
 // libumad2sim's receiver thread polls that socket before reading it, so it is unaffected.
-void UmadTransport::FindIbsimSocket() {
-  const std::string suffix = ":in" + std::to_string(::getpid());
+namespace {
+
+// Our descriptor of the libumad2sim socket bound to the abstract name "...<suffix>", or -1.
+int FindUmad2simSocket(const std::string& suffix) {
   std::error_code ec;
-  int found = -1;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
     int fd = -1;
     try {
@@ -311,11 +315,25 @@ void UmadTransport::FindIbsimSocket() {
     if (a.sun_family != AF_UNIX || len <= kPath + 1 || a.sun_path[0] != '\0') continue;
     std::string name(a.sun_path + 1, ::strnlen(a.sun_path + 1, len - kPath - 1));
     if (name.size() >= suffix.size() &&
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      found = fd;
-      break;
-    }
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return fd;
   }
+  return -1;
+}
+
+// How long one of libumad2sim's control exchanges with ibsim may wait once we close.
+constexpr std::chrono::milliseconds kIbsimCtlTimeout{100};
+
+}  // namespace
+
+// libumad2sim hands out a fake umad fd; the datagram socket it writes our MADs to (and
+// reads ibsim's from) is bound to the abstract name "<IBSIM_SOCKNAME>:in<pid>" (ibsim's
+// umad2sim/sim_client.c). Found among our descriptors and made non-blocking, so a full
+// ibsim makes umad_send fail with EAGAIN instead of blocking with libumad2sim's lock held.
+// libumad2sim's receiver thread polls that socket before reading it, so it is unaffected.
+void UmadTransport::FindIbsimSocket() {
+  const std::string suffix = ":in" + std::to_string(::getpid());
+  const int found = FindUmad2simSocket(suffix);
   int fl = found >= 0 ? ::fcntl(found, F_GETFL) : -1;
   if (fl < 0 || ::fcntl(found, F_SETFL, fl | O_NONBLOCK) < 0) {
     Log(LogName::kMad).warn("MAD-UMAD-021 ibsim device but no libumad2sim data socket found "
@@ -350,6 +368,17 @@ void UmadTransport::Close() {
     boost::system::error_code ignored;
     ibsim_socket_->close(ignored);  // the dup only; libumad2sim's socket stays
     ibsim_socket_.reset();
+  }
+  if (wire_mad_size_ != kMadSize) {
+    // Closing the issm device, and libumad2sim's exit handler, each ask ibsim something on
+    // the control socket ":ctl<pid>" and block for the answer: a stopped ibsim would keep
+    // ibsmd from exiting. From here on each exchange waits at most kIbsimCtlTimeout.
+    if (int ctl = FindUmad2simSocket(":ctl" + std::to_string(::getpid())); ctl >= 0) {
+      timeval tv{0, static_cast<suseconds_t>(
+                        std::chrono::microseconds(kIbsimCtlTimeout).count())};
+      (void)::setsockopt(ctl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      (void)::setsockopt(ctl, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    }
   }
   if (issm_fd_ >= 0) ::close(issm_fd_);
   issm_fd_ = -1;
@@ -510,7 +539,7 @@ void UmadTransport::ArmFlush() {
   }
   if (!flush_timer_armed_) {
     flush_timer_armed_ = true;
-    flush_timer_.expires_after(kFlushRetry);
+    flush_timer_.expires_after(ibsim_socket_ ? kFlushRetryIbsim : kFlushRetry);
     flush_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
       if (!alive.lock()) return;
       flush_timer_armed_ = false;

@@ -5,7 +5,8 @@
 // socket back to it. Now: control answers keep coming, sminfo gets SMInfo, the PerfMgr
 // completes sweeps, and SIGTERM ends ibsmd with exit 0.
 //
-// Also: forged inbound RMPP transfers are capped per source (mad/rmpp_inbound.h).
+// Also: the same with ibsim stopped outright (SIGSTOP), and forged inbound RMPP transfers
+// capped per source (mad/rmpp_inbound.h).
 //
 // IBSM_BACKPRESSURE_K=16 runs the same test on a k=16 fabric (1024 hosts, 320 switches);
 // it takes minutes, so it is not the default.
@@ -55,6 +56,7 @@ class BackpressureIbsimTest : public ::testing::Test {
   void TearDown() override {
     if (daemon_) kill(daemon_->pid(), SIGKILL);  // only when an assertion left it running
     daemon_.reset();
+    if (sim_ && sim_stopped_) kill(sim_->pid(), SIGCONT);
     sim_.reset();
     if (!dir_.empty() && !std::getenv("IBSM_KEEP_E2E_DIR")) fs::remove_all(dir_);
   }
@@ -142,6 +144,7 @@ class BackpressureIbsimTest : public ::testing::Test {
   fs::path dir_, log_;
   std::string sock_;
   std::unique_ptr<IbsimInstance> sim_;
+  bool sim_stopped_ = false;
   std::optional<ChildProcess> daemon_;
 };
 
@@ -199,6 +202,59 @@ TEST_F(BackpressureIbsimTest, ForgedRmppSessionsFromThreeHostsAreCappedPerSource
   daemon_.reset();
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->exit_code, 0) << Describe(*done);
+}
+
+// ibsim stopped outright (SIGSTOP) while the PerfMgr keeps sweeping: MADs pile up in the
+// write backlog, the control socket still answers, and SIGTERM still ends ibsmd with exit 0.
+TEST_F(BackpressureIbsimTest, AStoppedIbsimNeitherSilencesControlNorKeepsSigtermWaiting) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const std::string net = (dir_ / "fabric.net").string();
+  ASSERT_TRUE(WriteTextFile(net, WriteTopology(*f)));
+  auto sim = IbsimInstance::Start(net);
+  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+  sim_ = std::move(*sim);
+  sock_ = (dir_ / "ibsmd.sock").string();
+  log_ = dir_ / "ibsmd.log";
+  const fs::path conf = dir_ / "opensm.conf";
+  ASSERT_TRUE(WriteTextFile(conf.string(), "log_file " + log_.string() + "\n" +
+                                               "dump_files_dir " + dir_.string() + "\n" +
+                                               "guid2lid_file " + (dir_ / "guid2lid").string() +
+                                               "\n" + "control_socket " + sock_ + "\n" +
+                                               "sweep_interval 0\nperfmgr TRUE\n" +
+                                               "perfmgr_sweep_time_s 1\n"));
+  auto d = sim_->StartChild({Bin("ibsmd"), "-F", conf.string()});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  daemon_.emplace(std::move(*d));
+  ASSERT_TRUE(WaitFor([](const std::string& l) { return BackpressurePerfSweeps(l) >= 1; }, 120s))
+      << ReadFile(log_.string());
+
+  ASSERT_EQ(kill(sim_->pid(), SIGSTOP), 0);
+  sim_stopped_ = true;
+  // The next PerfMgr sweep's queries find the socket full and wait in the backlog.
+  std::optional<json> t;
+  for (auto end = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < end;
+       std::this_thread::sleep_for(100ms)) {
+    auto st = Status();
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    t = (*st)["transport"];
+    if ((*t)["backlog"].get<uint64_t>() > 0) break;
+  }
+  ASSERT_TRUE(t.has_value());
+  EXPECT_GT((*t)["backlog"].get<uint64_t>(), 0u) << t->dump();
+  EXPECT_GT((*t)["write_eagain"].get<uint64_t>(), 0u) << t->dump();
+  std::printf("stopped ibsim, transport: %s\n", t->dump().c_str());
+
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(daemon_->pid(), SIGTERM), 0);
+  auto done = daemon_->Wait(30s);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  daemon_.reset();
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_FALSE(done->timed_out) << Describe(*done);
+  EXPECT_EQ(done->exit_code, 0) << Describe(*done) << ReadFile(log_.string());
+  std::printf("stopped ibsim: ibsmd exited %.3f s after SIGTERM\n", took);
 }
 
 TEST_F(BackpressureIbsimTest, PerfMgrDefaultsOnThreeTierK8KeepAnsweringAndStopOnSigterm) {
