@@ -70,6 +70,7 @@ std::optional<uint16_t> SharpSim::HandleSmp(NodeId node, PortNum arrival, uint8_
     if (method == mad::method::kSet) {
       auto want = mad::Decode<mad::MlnxExtendedPortInfo>(data);
       if (!want.ok()) return kInvalid;
+      if (want->port_recovered) return kInvalid;  // "On SET, only 0 is valid"
       if (!an_port && want->sharp_an_en) return kInvalid;
       if (an_port) {
         if (an.enabled && !want->sharp_an_en) {
@@ -82,7 +83,10 @@ std::optional<uint16_t> SharpSim::HandleSmp(NodeId node, PortNum arrival, uint8_
       return kUnsupported;
     }
     std::fill(data.begin(), data.end(), uint8_t{0});
-    mad::EncodeTo(mad::MlnxExtendedPortInfo{static_cast<uint8_t>(an_port && an.enabled)}, data);
+    // The AN port reads as recovered, so an SM that writes the Get back unchanged is refused.
+    mad::EncodeTo(mad::MlnxExtendedPortInfo{static_cast<uint8_t>(an_port && an.enabled),
+                                            static_cast<uint8_t>(an_port)},
+                  data);
     return kOk;
   }
   return std::nullopt;

@@ -81,6 +81,23 @@ TEST_F(SharpSimTest, SharpSwitchAdvertisesCapabilityAndLegacySwitchDoesNot) {
   EXPECT_EQ(sharp_->ans().size(), fabric_.switch_count() - 1);
 }
 
+// MlnxExtendedPortInfo byte 0 bit 4 port_recovered (mstflint tools_open_layouts.h): "On SET,
+// only 0 is valid". A Set that copies the Get's 1 back is refused with MAD status 7 (invalid
+// value, 0x001C) and enables nothing.
+TEST_F(SharpSimTest, MlnxExtendedPortInfoSetWithPortRecoveredIsRefusedAsInvalidValue) {
+  const uint32_t an_port = fabric_.node(sw_).num_ports;
+  std::array<uint8_t, 64> d{};
+  ASSERT_EQ(Smp(sw_, mad::method::kGet, mad::vendor_attr::kMlnxExtendedPortInfo, an_port, d), 0);
+  EXPECT_EQ(d[0], 0x10);  // the AN port reads as recovered
+  d[0] |= 0x40;           // SHArPANEn, port_recovered left as read
+  EXPECT_EQ(Smp(sw_, mad::method::kSet, mad::vendor_attr::kMlnxExtendedPortInfo, an_port, d),
+            0x001C);
+  EXPECT_FALSE(Am(mad::method::kGet, 0, mad::AnInfo{}).has_value());  // AN still disabled
+  d[0] = 0x40;
+  EXPECT_EQ(Smp(sw_, mad::method::kSet, mad::vendor_attr::kMlnxExtendedPortInfo, an_port, d), 0);
+  EXPECT_TRUE(Am(mad::method::kGet, 0, mad::AnInfo{}).has_value());
+}
+
 TEST_F(SharpSimTest, DisabledAnAnswersNothingUntilSharpAnEnIsSet) {
   EXPECT_FALSE(Am(mad::method::kGet, 0, mad::AnInfo{}).has_value());
   EXPECT_EQ(sharp_->counters().ignored, 1u);
@@ -94,7 +111,7 @@ TEST_F(SharpSimTest, DisabledAnAnswersNothingUntilSharpAnEnIsSet) {
   EXPECT_EQ(Smp(sw_, mad::method::kGet, mad::vendor_attr::kMlnxExtendedPortInfo,
                 fabric_.node(sw_).num_ports, d),
             0);
-  EXPECT_EQ(d[0], 0x40);
+  EXPECT_EQ(d[0], 0x50);  // SHArPANEn (bit 6) and port_recovered (bit 4)
   auto r = Am(mad::method::kGet, 0, mad::AnInfo{});
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->hdr.status, 0);

@@ -192,9 +192,11 @@ void SharpManager::Probe() {
                         run_->ans[i].enabled = true;
                         return;
                       }
-                      // Read-modify-write: only SHArPANEn changes.
+                      // Read-modify-write: SHArPANEn set, port_recovered written as 0 (the
+                      // only value a Set may carry, docs/ar-sharp.md "SHARP").
                       std::array<uint8_t, mad::kSmpDataSize> data = r->data;
                       mad::SetBits(data, 1, 1, 1);
+                      mad::SetBits(data, mad::kMlnxExtPortInfoPortRecoveredBit, 1, 0);
                       pipeline_.Set(path, mad::vendor_attr::kMlnxExtendedPortInfo, port, data,
                                     [this, i, port, sw](Result<mad::Smp> r) {
                         auto m = r.ok() ? mad::Decode<mad::MlnxExtendedPortInfo>(r->data)

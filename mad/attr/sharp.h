@@ -261,13 +261,19 @@ static_assert(LayoutIsValid<ResourceCleanup>());
 struct MlnxExtendedPortInfo {
   static constexpr uint16_t kAttrId = vendor_attr::kMlnxExtendedPortInfo;
   uint8_t sharp_an_en = 0;  // byte 0 bit 6 "SHArPANEn"
+  // Byte 0 bit 4, set by the switch after a link recovery; "On SET, only 0 is valid"
+  // (mstflint tools_open_layouts.h), so a read-modify-write must clear it.
+  uint8_t port_recovered = 0;
 };
+inline constexpr uint32_t kMlnxExtPortInfoPortRecoveredBit = 3;  // bit offset of byte 0 bit 4
 template <>
 struct Layout<MlnxExtendedPortInfo> {
   static constexpr std::string_view kName = "MlnxExtendedPortInfo";
   static constexpr size_t kSize = kSmpDataSize;
   static constexpr std::array kFields = {
       F<&MlnxExtendedPortInfo::sharp_an_en>("sharp_an_en", 1, 1),
+      F<&MlnxExtendedPortInfo::port_recovered>("port_recovered",
+                                                kMlnxExtPortInfoPortRecoveredBit, 1),
   };
 };
 static_assert(LayoutIsValid<MlnxExtendedPortInfo>());
