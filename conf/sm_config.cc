@@ -285,8 +285,8 @@ const OptionDesc kOptions[] = {
         "Address the metrics port listens on (0.0.0.0 for every interface)"),
     AcceptsBool(Uint("ar_mode", &SC::ar_mode, "0", 0, 3,
                      "Adaptive routing: 0 off, 1 on, 2 on with notifications, 3 auto\n"
-                     "(ar_enable is accepted as another name; routing_engine must be\n"
-                     "ar_updn or ar_ftree for AR groups to be programmed)")),
+                     "(ar_enable is accepted as another name; AR is programmed on top of\n"
+                     "any routing_engine, ar_updn and ar_ftree being updn and ftree)")),
     AliasOf("ar_mode", AcceptsBool(Uint("ar_enable", &SC::ar_mode, "0", 0, 3, ""))),
     Hex("ar_sl_mask", &SC::ar_sl_mask, "0xffff", 0, 0xFFFF, 4,
         "SLs on which adaptive routing is enabled (bit n = SL n)"),

@@ -1,7 +1,7 @@
 // Routing engines ar_updn and ar_ftree (NVIDIA's names): the static routes of updn /
 // ftree, unchanged; the name tells the SM to program adaptive routing on top of them (groups
-// from routing/ar_groups.h, default ports = these static routes). An operator who sets
-// ar_enable with plain updn gets no AR, and the SM says so.
+// from routing/ar_groups.h, default ports = these static routes). ar_enable with plain updn
+// or ftree programs the same AR on top of that engine; these names stay as aliases.
 #pragma once
 
 #include <memory>

@@ -32,6 +32,9 @@ void ArSwitch::Reset() {
   info_.ar_version_cap = caps_.ar_version_cap;
   info_.enable_by_sl_mask = 0xFFFF;
   info_.ageing_time = 30;
+  info_.by_transport_cap = caps_.by_transport_cap;
+  info_.sub_grps_active = caps_.sub_grps_active;
+  info_.unmanaged = kSimArInfoUnmanaged;
   groups_.clear();
   groups_.shrink_to_fit();
   lft_.clear();
@@ -55,7 +58,7 @@ size_t ArSwitch::state_bytes() const {
 uint16_t ArSwitch::Handle(uint16_t attr_id, uint8_t method, uint32_t mod,
                           std::span<uint8_t> data) {
   switch (attr_id) {
-    case mad::attr::kArInfo: return HandleInfo(method, data);
+    case mad::attr::kArInfo: return HandleInfo(method, mod, data);
     case mad::attr::kArGroupTable: return HandleGroupTable(method, mod, data);
     case mad::attr::kArLinearForwardingTable: return HandleLft(method, mod, data);
     case mad::attr::kArGroupTableCopy: return HandleCopy(method, mod, data);
@@ -64,19 +67,27 @@ uint16_t ArSwitch::Handle(uint16_t attr_id, uint8_t method, uint32_t mod,
 }
 
 void ArSwitch::AddCapabilities(mad::GeneralInfoCapabilities& caps) const {
-  caps.Set(mad::general_cap::kAdaptiveRouting);
-  caps.Set(mad::general_cap::kAdaptiveRoutingRevision);
+  // Devices report one of the two formats, never both (docs/ar-sharp.md "Discovery").
+  caps.Set(caps_.legacy_format ? mad::general_cap::kAdaptiveRoutingLegacy
+                               : mad::general_cap::kAdaptiveRoutingRev1);
 }
 
-// Set writes the SM's settings (E, by-SL, no_fallback, GroupTop, transports, ageing time);
-// capability fields are the switch's own and ignored in a Set. Get with or without the
-// capability modifier bit answers both.
-uint16_t ArSwitch::HandleInfo(uint8_t method, std::span<uint8_t> data) {
+// Set writes the SM's settings (E, by-SL, no_fallback, GroupTop, transports, ageing time)
+// and bytes 20 on (their enables are writable on a device); capability fields are the
+// switch's own and ignored in a Set. by_transport_disable without by-transport capability is
+// refused unless unchanged. A capability Get (modifier bit 31) answers the capability fields
+// only, settings zero, so an SM that takes E or GroupTop from it sees AR off; a plain Get
+// answers everything.
+uint16_t ArSwitch::HandleInfo(uint8_t method, uint32_t mod, std::span<uint8_t> data) {
+  const bool cap_get = mad::DecodeModifier<mad::ArInfoModifier>(mod).get_cap != 0;
   if (method == mad::method::kSet) {
+    if (cap_get) return mad::mad_status::kInvalidField;
     mad::ArInfo req{};
     if (!mad::DecodeFrom(data, &req).ok()) return mad::mad_status::kInvalidField;
     if (req.by_sl_enabled && !info_.by_sl_cap) return mad::mad_status::kInvalidField;
     if (req.group_top >= info_.group_cap && req.group_top != 0)
+      return mad::mad_status::kInvalidField;
+    if (!info_.by_transport_cap && req.by_transport_disable != info_.by_transport_disable)
       return mad::mad_status::kInvalidField;
     info_.e = req.e;
     info_.by_sl_enabled = req.by_sl_enabled;
@@ -85,6 +96,28 @@ uint16_t ArSwitch::HandleInfo(uint8_t method, std::span<uint8_t> data) {
     info_.group_top = req.group_top;
     info_.by_transport_disable = req.by_transport_disable;
     info_.ageing_time = req.ageing_time;
+    info_.unmanaged = req.unmanaged;
+    ++info_sets_seen_;
+  }
+  if (cap_get && method == mad::method::kGet) {
+    mad::ArInfo caps{};
+    caps.dyn_cap_calc_sup = info_.dyn_cap_calc_sup;
+    caps.by_transport_cap = info_.by_transport_cap;
+    caps.by_sl_cap = info_.by_sl_cap;
+    caps.glb_groups = info_.glb_groups;
+    caps.num_directions = info_.num_directions;
+    caps.group_table_copy_sup = info_.group_table_copy_sup;
+    caps.fr_sup = info_.fr_sup;
+    caps.frn_sup = info_.frn_sup;
+    caps.arn_sup = info_.arn_sup;
+    caps.string_width_cap = info_.string_width_cap;
+    caps.group_table_cap = info_.group_table_cap;
+    caps.group_cap = info_.group_cap;
+    caps.rn_version_cap = info_.rn_version_cap;
+    caps.ar_version_cap = info_.ar_version_cap;
+    caps.unmanaged = info_.unmanaged;
+    mad::EncodeTo(caps, data);
+    return mad::mad_status::kOk;
   }
   mad::EncodeTo(info_, data);
   return mad::mad_status::kOk;
@@ -124,7 +157,8 @@ uint16_t ArSwitch::HandleLft(uint8_t method, uint32_t mod, std::span<uint8_t> da
     if (!mad::DecodeFrom(data, &blk).ok()) return mad::mad_status::kInvalidField;
     for (size_t i = 0; i < mad::kArLftBlockSize; ++i) {
       const mad::ArLftEntry e = blk.Entry(i);
-      if (e.lid_state > static_cast<uint8_t>(mad::ArLidState::kStatic) || e.table_number != 0)
+      // LidState 3 is hash-based forwarding: a group entry like bounded and free.
+      if (e.lid_state > static_cast<uint8_t>(mad::ArLidState::kHashBased) || e.table_number != 0)
         return mad::mad_status::kInvalidField;
       if (e.default_port > num_ports_ && e.default_port != 0xFF)
         return mad::mad_status::kInvalidField;

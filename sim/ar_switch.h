@@ -9,6 +9,7 @@
 // an InvalidField status and changes nothing.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -27,7 +28,16 @@ struct ArSwitchCaps {
   uint8_t by_sl_cap = 1;
   uint8_t group_table_copy_sup = 1;
   uint8_t ar_version_cap = 1;
+  uint8_t by_transport_cap = 1;  // ARInfo byte 0 bit 5
+  uint8_t sub_grps_active = 0;   // ARInfo byte 2 bits 3-0 (> 0: sub-group masks)
+  // GeneralInfo bit 1 (pre-SwitchX format) instead of bit 2, as a pre-SwitchX switch reports.
+  bool legacy_format = false;
 };
+
+// What a simulated switch holds in ARInfo bytes 20-63 (HBF, pFRN, by-VL fields ibsm does not
+// manage) after a reset: non-zero, so a Set that writes them as zeros shows in a test.
+inline constexpr std::array<uint8_t, mad::kArInfoUnmanagedBytes> kSimArInfoUnmanaged = {
+    0x5A, 0x00, 0x03, 0x00, 0x81, 0x00, 0x12, 0x34};
 
 class ArSwitch {
  public:
@@ -54,10 +64,11 @@ class ArSwitch {
   // The AR LFT entry for `lid`; never-written entries read static to port 255.
   mad::ArLftEntry lft_entry(Lid lid) const;
   uint64_t lft_sets_seen() const { return lft_sets_seen_; }
+  uint64_t info_sets_seen() const { return info_sets_seen_; }  // ARInfo Sets accepted
   size_t state_bytes() const;
 
  private:
-  uint16_t HandleInfo(uint8_t method, std::span<uint8_t> data);
+  uint16_t HandleInfo(uint8_t method, uint32_t mod, std::span<uint8_t> data);
   uint16_t HandleGroupTable(uint8_t method, uint32_t mod, std::span<uint8_t> data);
   uint16_t HandleLft(uint8_t method, uint32_t mod, std::span<uint8_t> data);
   uint16_t HandleCopy(uint8_t method, uint32_t mod, std::span<uint8_t> data);
@@ -70,6 +81,7 @@ class ArSwitch {
   std::vector<mad::ArPortMask> groups_;  // grows to the highest group written
   std::vector<mad::ArLftEntry> lft_;     // grows to the highest block written
   uint64_t lft_sets_seen_ = 0;
+  uint64_t info_sets_seen_ = 0;
 };
 
 // The switches an `ibsmd --sim-ar-switches` (or --sim-sharp-switches) value names: "all",

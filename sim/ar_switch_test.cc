@@ -69,7 +69,10 @@ TEST_F(ArFixture, CapableSwitchAnswersGeneralInfoAndLegacySwitchStaysSilent) {
   EXPECT_EQ(r->status, 0);
   auto caps = mad::Decode<mad::GeneralInfoCapabilities>(r->data);
   ASSERT_TRUE(caps.ok());
-  EXPECT_TRUE(caps->Has(mad::general_cap::kAdaptiveRouting));
+  // SwitchX-style AR only: bit 2 (mask 4 of dword 0), never with the legacy bit 1.
+  EXPECT_EQ(r->data[3], 0x04);
+  EXPECT_TRUE(caps->Has(mad::general_cap::kAdaptiveRoutingRev1));
+  EXPECT_FALSE(caps->Has(mad::general_cap::kAdaptiveRoutingLegacy));
   EXPECT_FALSE(caps->Has(mad::general_cap::kSharpAggregationNode));
 
   auto legacy = Dr(mad::method::kGet, mad::attr::kGeneralInfo, 4, {1, 1});
@@ -135,6 +138,69 @@ TEST_F(ArFixture, BadPortsGroupsAndBlocksAreInvalidFieldAndChangeNothing) {
   info.group_top = 4000;
   r = Set(mad::attr::kArInfo, 0, {1}, info);
   EXPECT_EQ(r->status, mad::mad_status::kInvalidField);
+}
+
+TEST_F(ArFixture, APreSwitchXSwitchReportsOnlyTheLegacyBit) {
+  sim::ArSwitchCaps caps;
+  caps.legacy_format = true;
+  ASSERT_TRUE(sim->SetArCapable(s1, true, caps).ok());
+  auto r = Dr(mad::method::kGet, mad::attr::kGeneralInfo, mad::kGeneralInfoCapabilityModifier,
+              {1, 1});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->data[3], 0x02);  // bit 1 only
+}
+
+// Capability Get (modifier bit 31, ibsm encoding v1) answers what the switch can do and no
+// settings; the plain Get (modifier 0) answers the settings too.
+TEST_F(ArFixture, CapabilityGetCarriesNoSettingsAndPlainGetCarriesThem) {
+  mad::ArInfo info;
+  info.e = 1;
+  info.group_top = 3;
+  info.unmanaged = sim::kSimArInfoUnmanaged;
+  ASSERT_EQ(Set(mad::attr::kArInfo, 0, {1}, info)->status, 0);
+  auto cap = Dr(mad::method::kGet, mad::attr::kArInfo, 0x80000000u, {1});
+  ASSERT_TRUE(cap.ok());
+  EXPECT_EQ(cap->data[3] & 0x01, 0);           // E not in a capability answer
+  EXPECT_EQ(cap->data[0] & 0x20, 0x20);        // by-transport capable
+  EXPECT_EQ(cap->data[6] << 8 | cap->data[7], 0x800);  // GroupCap 2048, GroupTop 0
+  auto cur = Dr(mad::method::kGet, mad::attr::kArInfo, 0, {1});
+  ASSERT_TRUE(cur.ok());
+  EXPECT_EQ(cur->data[3] & 0x01, 0x01);
+  EXPECT_EQ(cur->data[5], 0x00);
+  EXPECT_EQ(cur->data[6], 0x38);  // GroupTop 3 in bits 23-12, GroupCap 0x800
+  EXPECT_EQ(cur->data[20], 0x5A);  // bytes 20 on as the switch holds them
+  EXPECT_EQ(cur->data[27], 0x34);
+}
+
+// byte 15 by_transport_disable means something only with byte 0 b5 (by-transport capable); a
+// switch without it refuses a Set that changes the field and keeps it as it was.
+TEST_F(ArFixture, ByTransportDisableIsRefusedWhenNotByTransportCapable) {
+  sim::ArSwitchCaps caps;
+  caps.by_transport_cap = 0;
+  ASSERT_TRUE(sim->SetArCapable(s1, true, caps).ok());
+  mad::ArInfo info;
+  info.e = 1;
+  info.by_transport_disable = mad::ar_transport::kUd | mad::ar_transport::kUc;
+  EXPECT_EQ(Set(mad::attr::kArInfo, 0, {1, 1}, info)->status, mad::mad_status::kInvalidField);
+  EXPECT_EQ(sim->ar_switch(s1)->info().e, 0);
+  info.by_transport_disable = 0;
+  EXPECT_EQ(Set(mad::attr::kArInfo, 0, {1, 1}, info)->status, 0);
+  EXPECT_EQ(sim->ar_switch(s1)->info().e, 1);
+}
+
+// ARLFT LidState 3 is hash-based forwarding: accepted like bounded and free, group < GroupCap.
+TEST_F(ArFixture, HashBasedLidStateIsAccepted) {
+  mad::ArLinearForwardingTable blk;
+  blk.SetEntry(4, {static_cast<uint8_t>(mad::ArLidState::kHashBased), 0, 1, 7});
+  auto r = Set(mad::attr::kArLinearForwardingTable, mad::ArLftAttrMod(0), {1}, blk);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 0);
+  EXPECT_EQ(r->data[16], 0xC0);
+  EXPECT_EQ(sim->ar_switch(s0)->lft_entry(Lid{4}).lid_state, 3);
+  EXPECT_EQ(sim->ar_switch(s0)->lft_entry(Lid{4}).group_number, 7);
+  blk.SetEntry(4, {static_cast<uint8_t>(mad::ArLidState::kHashBased), 0, 1, 4000});
+  EXPECT_EQ(Set(mad::attr::kArLinearForwardingTable, mad::ArLftAttrMod(0), {1}, blk)->status,
+            mad::mad_status::kInvalidField);
 }
 
 TEST_F(ArFixture, PlainLftSetTurnsArOffUnlessNoFallback) {

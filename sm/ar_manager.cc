@@ -82,19 +82,18 @@ void ArManager::Run(const Fabric& fabric, const std::vector<DiscoveredNode>& nod
   run->tables = std::move(tables);
   run->config = config;
   run->done = std::move(done);
-  const bool ar_engine = run->tables && routing::IsArEngine(run->tables->engine);
-  if (!config.on() || !ar_engine) {
-    if (config.on()) {
-      run->refused = fmt::format("ar_enable is set but the routing engine is {}, not ar_updn or "
-                                 "ar_ftree",
-                                 run->tables ? run->tables->engine : "none");
-      Log(LogName::kSm).warn("SM-AR-001 {}: adaptive routing is enabled on 0 switches",
-                             run->refused);
-    } else {
-      run->refused = ar_engine ? "ar_mode is 0 (adaptive routing off)" : "ar_mode is 0";
-    }
+  // ar_enable / ar_mode turns AR on whatever the engine: its static routes become the AR LFT
+  // default ports, exactly as with ar_ftree / ar_updn, which stay as names for the same thing
+  // (docs/ar-sharp.md "Configuration names seen in the field").
+  if (!config.on() || !run->tables) {
+    run->refused = !config.on() ? "ar_mode is 0 (adaptive routing off)" : "no routing tables";
     Disable(run);
     return;
+  }
+  const std::string& engine = run->tables->engine;
+  if (!routing::IsArEngine(engine) && engine != announced_engine_) {
+    announced_engine_ = engine;
+    Log(LogName::kSm).info("AR enabled on top of {}", engine);
   }
   Discover(run);
 }
@@ -131,9 +130,13 @@ void ArManager::Discover(std::shared_ptr<Run_> run) {
                       s.why_not = "undecodable GeneralInfo";
                       return;
                     }
-                    s.capable = caps->Has(mad::general_cap::kAdaptiveRouting);
+                    // Bit 2 is the SwitchX-style AR ibsm programs; bit 1 without it is the
+                    // pre-SwitchX LFT format (docs/ar-sharp.md "Discovery").
+                    s.capable = caps->Has(mad::general_cap::kAdaptiveRoutingRev1);
                     if (!*s.capable) {
-                      s.why_not = "GeneralInfo has no AR capability";
+                      s.why_not = caps->Has(mad::general_cap::kAdaptiveRoutingLegacy)
+                                      ? "AR: legacy format not supported"
+                                      : "GeneralInfo has no AR capability";
                       ++counters_.not_capable;
                     }
                   });
@@ -141,8 +144,10 @@ void ArManager::Discover(std::shared_ptr<Run_> run) {
   pipeline_.WhenIdle([this, run] { ReadInfo(run); });
 }
 
-// ARInfo of every capable switch, every run: a plain LFT Set may have cleared E, and a
-// reboot clears the tables (GroupTop back to 0).
+// ARInfo of every capable switch: the capabilities once (capability Get), the current
+// settings every run with a plain Get (modifier 0), since a plain LFT Set may have cleared E
+// and a reboot clears the tables (GroupTop back to 0). The plain Get's bytes are what every
+// Set writes back, changed only where ibsm manages a field.
 void ArManager::ReadInfo(std::shared_ptr<Run_> run) {
   const Fabric& f = *run->fabric;
   for (NodeId n : run->switches) {
@@ -150,32 +155,55 @@ void ArManager::ReadInfo(std::shared_ptr<Run_> run) {
     SwitchState& s = state_[g];
     if (!s.capable.value_or(false)) continue;
     s.failed = false;
-    pipeline_.Get(run->paths[n], mad::attr::kArInfo, mad::EncodeModifier(mad::ArInfoModifier{1}),
-                  [this, g](Result<mad::Smp> r) {
-                    SwitchState& s = state_[g];
-                    auto info = r.ok() ? mad::Decode<mad::ArInfo>(r->data)
-                                       : Result<mad::ArInfo>(r.status());
-                    if (!info.ok()) {
-                      s.info_valid = false;
-                      s.failed = true;
-                      s.why_not = "ARInfo Get failed: " + info.status().message();
-                      return;
-                    }
-                    if (info->group_cap == 0) {
-                      s.capable = false;
-                      s.why_not = "ARInfo GroupCap is 0";
-                      ++counters_.not_capable;
-                      return;
-                    }
-                    // Tables we did not write (reboot, another SM): unknown again.
-                    if (!s.info_valid || info->group_top != s.info.group_top) {
-                      s.groups.clear();
-                      s.lft.clear();
-                    }
-                    s.info = *info;
-                    s.info_valid = true;
-                    s.enabled = info->e != 0;
-                  });
+    if (!s.caps_valid) {
+      pipeline_.Get(run->paths[n], mad::attr::kArInfo,
+                    mad::EncodeModifier(mad::ArInfoModifier{1}), [this, g](Result<mad::Smp> r) {
+                      SwitchState& s = state_[g];
+                      auto caps = r.ok() ? mad::Decode<mad::ArInfo>(r->data)
+                                         : Result<mad::ArInfo>(r.status());
+                      if (!caps.ok()) {
+                        s.failed = true;
+                        s.why_not = "ARInfo capability Get failed: " + caps.status().message();
+                        return;
+                      }
+                      if (caps->group_cap == 0) {
+                        s.capable = false;
+                        s.why_not = "ARInfo GroupCap is 0";
+                        ++counters_.not_capable;
+                        return;
+                      }
+                      s.caps = *caps;
+                      s.caps_valid = true;
+                    });
+    }
+    pipeline_.Get(run->paths[n], mad::attr::kArInfo, 0, [this, g](Result<mad::Smp> r) {
+      SwitchState& s = state_[g];
+      auto info = r.ok() ? mad::Decode<mad::ArInfo>(r->data) : Result<mad::ArInfo>(r.status());
+      if (!info.ok()) {
+        s.info_valid = false;
+        s.failed = true;
+        s.why_not = "ARInfo Get failed: " + info.status().message();
+        return;
+      }
+      // Tables we did not write (reboot, another SM): unknown again.
+      if (!s.info_valid || info->group_top != s.info.group_top) {
+        s.groups.clear();
+        s.lft.clear();
+      }
+      s.info = *info;
+      s.raw = r->data;
+      s.info_valid = true;
+      s.enabled = info->e != 0;
+      // With sub-groups active each group-table entry is a set of sub-group masks, not the
+      // one port mask per group ibsm writes (docs/ar-sharp.md "Attributes"): refused rather
+      // than programmed with a meaning the switch does not give it.
+      if (info->sub_grps_active > 0) {
+        s.failed = true;
+        s.why_not = fmt::format("ARInfo sub-groups active is {}: ibsm programs one port mask "
+                                "per group, not sub-group masks",
+                                info->sub_grps_active);
+      }
+    });
   }
   pipeline_.WhenIdle([this, run] { Compute(run); });
 }
@@ -185,9 +213,9 @@ void ArManager::Compute(std::shared_ptr<Run_> run) {
   uint16_t group_cap = 4095;
   for (NodeId n : run->switches) {
     const SwitchState& s = state_[f.node(n).guid];
-    if (s.capable.value_or(false) && s.info_valid && !s.failed) {
+    if (s.capable.value_or(false) && s.caps_valid && s.info_valid && !s.failed) {
       run->targets.push_back(n);
-      group_cap = std::min<uint16_t>(group_cap, s.info.group_cap);
+      group_cap = std::min<uint16_t>(group_cap, s.caps.group_cap);
     }
   }
   if (run->targets.empty()) {
@@ -408,9 +436,11 @@ void ArManager::Enable(std::shared_ptr<Run_> run) {
     const routing::ArSwitchTable* t = run->ar->table(n);
     s.programmed_groups = t->group_count;
     if (s.failed) continue;
-    mad::ArInfo want = s.info;
+    const mad::ArInfo& have = s.info;
+    const bool by_transport = s.caps.by_transport_cap != 0;
+    mad::ArInfoSettings want;
     const bool all_sls = cfg.sl_mask == 0xFFFF;
-    if (!all_sls && !s.info.by_sl_cap) {
+    if (!all_sls && !s.caps.by_sl_cap) {
       s.failed = true;
       s.why_not = fmt::format("no per-SL AR and ar_sl_mask is {:#06x}", cfg.sl_mask);
       want.e = 0;
@@ -419,12 +449,13 @@ void ArManager::Enable(std::shared_ptr<Run_> run) {
       if (cfg.sl_mask == 0) s.why_not = "ar_sl_mask is 0";
     }
     want.by_sl_enabled = all_sls ? 0 : 1;
-    want.enable_by_sl_mask = all_sls ? s.info.enable_by_sl_mask : cfg.sl_mask;
+    want.enable_by_sl_mask = all_sls ? have.enable_by_sl_mask : cfg.sl_mask;
     want.no_fallback = 0;
     want.group_top = t->group_top;
-    want.by_transport_disable = static_cast<uint8_t>(~cfg.transport_mask & 0xF);
+    // Without by-transport capability the field means nothing and stays as read.
+    want.by_transport_disable =
+        by_transport ? static_cast<uint8_t>(~cfg.transport_mask & 0xF) : have.by_transport_disable;
     want.ageing_time = cfg.ageing_time_us;
-    const mad::ArInfo& have = s.info;
     if (have.e == want.e && have.by_sl_enabled == want.by_sl_enabled &&
         have.enable_by_sl_mask == want.enable_by_sl_mask && have.no_fallback == want.no_fallback &&
         have.group_top == want.group_top && have.by_transport_disable == want.by_transport_disable &&
@@ -432,8 +463,7 @@ void ArManager::Enable(std::shared_ptr<Run_> run) {
       s.enabled = have.e != 0;
       continue;
     }
-    std::array<uint8_t, 64> data{};
-    mad::EncodeTo(want, data);
+    const std::array<uint8_t, 64> data = mad::ArInfoSetData(s.raw, want, by_transport);
     ++counters_.info_sets;
     pipeline_.Set(run->paths[n], mad::attr::kArInfo, 0, data,
                   [this, g, name = NodeName(f, n)](Result<mad::Smp> r) {
@@ -451,6 +481,7 @@ void ArManager::Enable(std::shared_ptr<Run_> run) {
                       return;
                     }
                     s.info = *info;
+                    s.raw = r->data;
                     s.enabled = info->e != 0;
                   });
   }
@@ -465,10 +496,12 @@ void ArManager::Disable(std::shared_ptr<Run_> run) {
     const Guid g = f.node(n).guid;
     auto it = state_.find(g);
     if (it == state_.end() || !it->second.info_valid || !it->second.info.e) continue;
-    mad::ArInfo want = it->second.info;
-    want.e = 0;
-    std::array<uint8_t, 64> data{};
-    mad::EncodeTo(want, data);
+    const SwitchState& s = it->second;
+    const mad::ArInfoSettings want{0, s.info.no_fallback, s.info.by_sl_enabled,
+                                   s.info.enable_by_sl_mask, s.info.group_top,
+                                   s.info.by_transport_disable, s.info.ageing_time};
+    const std::array<uint8_t, 64> data =
+        mad::ArInfoSetData(s.raw, want, s.caps_valid && s.caps.by_transport_cap);
     ++counters_.info_sets;
     pipeline_.Set(run->paths[n], mad::attr::kArInfo, 0, data, [this, g](Result<mad::Smp> r) {
       SwitchState& s = state_[g];
@@ -479,6 +512,7 @@ void ArManager::Disable(std::shared_ptr<Run_> run) {
         return;
       }
       s.info = *info;
+      s.raw = r->data;
       s.enabled = info->e != 0;
     });
   }
@@ -520,7 +554,7 @@ void ArManager::Finish(std::shared_ptr<Run_> run) {
       const SwitchState& s = it->second;
       st.capable = s.capable.value_or(false);
       st.enabled = s.enabled && run->ar && !s.failed;
-      st.group_cap = s.info_valid ? s.info.group_cap : 0;
+      st.group_cap = s.caps_valid ? s.caps.group_cap : 0;
       if (st.enabled) {
         st.sl_mask = s.info.by_sl_enabled ? s.info.enable_by_sl_mask : 0xFFFF;
         st.mode = std::string(routing::ArLidModeName(run->config.lid_mode));

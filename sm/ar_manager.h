@@ -1,9 +1,11 @@
-// Adaptive routing in the heavy sweep: after the plain LFT push, find the
-// AR-capable switches (GeneralInfo capability bit 1, then ARInfo GroupCap; a timeout means a
-// legacy switch), compute the groups on top of the base engine's static routes
+// Adaptive routing in the heavy sweep: after the plain LFT push, find the AR-capable switches
+// (GeneralInfo capability bit 2, SwitchX-style AR; bit 1 alone is the legacy format ibsm does
+// not program; then ARInfo GroupCap from the capability Get; a timeout means a switch without
+// vendor attributes), compute the groups on top of whatever engine made the static routes
 // (routing/ar_groups.h), verify them, write the group tables by difference, then the AR LFT
-// blocks, then enable AR per ar_sl_mask with an ARInfo Set. Legacy switches keep their plain
-// LFTs. Group IDs per destination leaf are kept in the state file so a restart keeps them.
+// blocks, then enable AR per ar_sl_mask with an ARInfo Set, a read-modify-write of the plain
+// Get. Legacy switches keep their plain LFTs. Group IDs per destination leaf are kept in the
+// state file so a restart keeps them.
 //
 // A plain LFT Set turns AR off on a switch whose no_fallback is 0 (the facts page), so every
 // heavy sweep reads ARInfo back and enables again where needed. AR problems never block
@@ -13,6 +15,7 @@
 // immutable and may be read from any thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -110,7 +113,10 @@ class ArManager {
   struct SwitchState {
     std::optional<bool> capable;  // unknown until asked
     std::string why_not;
-    mad::ArInfo info;             // as last read or set
+    mad::ArInfo caps;             // the capability Get (GroupCap, by-SL, by-transport)
+    bool caps_valid = false;
+    mad::ArInfo info;             // current settings: the plain Get, or the Set's answer
+    std::array<uint8_t, 64> raw{};  // `info` as the switch sent it: the base of every Set
     bool info_valid = false;
     // What the switch holds, as far as known: groups and AR LFT entries.
     std::vector<std::optional<mad::ArPortMask>> groups;
@@ -137,6 +143,7 @@ class ArManager {
   std::map<Guid, SwitchState> state_;
   std::map<Guid, uint16_t> group_ids_;
   bool ids_loaded_ = false;
+  std::string announced_engine_;  // the non-ar_* engine "AR enabled on top of" was logged for
   std::shared_ptr<const ArSnapshot> snapshot_;
   ArCounters counters_;
 };

@@ -85,6 +85,8 @@ void ExpectSimHoldsWhatTheSmIntended(const Fabric& f, const sim::Simulator& sim,
     const routing::ArSwitchTable* t = snap.ar->table(*sn);
     ASSERT_NE(t, nullptr) << f.node(n).name;
     EXPECT_EQ(agent->info().e, 1) << f.node(n).name;
+    // The ARInfo Sets were read-modify-writes: bytes 20 on are what the switch had.
+    EXPECT_EQ(agent->info().unmanaged, sim::kSimArInfoUnmanaged) << f.node(n).name;
     EXPECT_EQ(agent->info().group_top, t->group_top);
     for (uint16_t g = 0; g <= t->group_top + 1u; ++g) {
       const std::vector<uint8_t> want = g < t->groups.size() ? t->groups[g] : std::vector<uint8_t>{};
@@ -187,24 +189,150 @@ TEST(ArManagerTest, LegacySwitchesInAMixedFabricKeepPlainLftsAndAreNamedInTheSum
   EXPECT_GT(sim.counters().drops(sim::DropReason::kVendorAttr), 0u);
 }
 
-TEST(ArManagerTest, ArEnableWithAPlainEngineProgramsNothingAndSaysWhy) {
+// What open headers say about the devices (docs/ar-sharp.md): a pre-SwitchX switch reports
+// GeneralInfo bit 1 only and is not programmed; by_transport_disable is left as read where
+// the switch is not by-transport capable; a switch with sub-groups active is refused with a
+// reason; no Set zeroes ARInfo bytes 20 on.
+TEST(ArManagerTest, LegacyFormatByTransportAndSubGroupSwitchesGetWhatTheirArInfoAllows) {
   auto f = FatTree2(8);
   ASSERT_TRUE(f.ok());
   sim::Simulator sim(*f);
-  AllCapable(*f, sim);
-  ArRun r = RunArSm(sim, FirstCaPort(*f), ArOptions("updn"));
+  const NodeId legacy = *f->FindNodeByName("leaf-002");
+  const NodeId no_transport = *f->FindNodeByName("leaf-003");
+  const NodeId sub_groups = *f->FindNodeByName("leaf-004");
+  for (NodeId n = 0; n < f->node_count(); ++n) {
+    if (!f->node(n).is_switch()) continue;
+    sim::ArSwitchCaps caps;
+    caps.legacy_format = n == legacy;
+    caps.by_transport_cap = n == no_transport ? 0 : 1;
+    caps.sub_grps_active = n == sub_groups ? 2 : 0;
+    ASSERT_TRUE(sim.SetArCapable(n, true, caps).ok());
+  }
+  ArRun r = RunArSm(sim, FirstCaPort(*f), ArOptions());
   EXPECT_TRUE(r.sweep.subnet_up);
   ASSERT_NE(r.snap, nullptr);
-  EXPECT_NE(r.snap->summary.find("AR enabled on 0 of 12 switches, SLs 0xffff, mode bounded, engine updn; 0 switches not capable; ar_enable is set"), std::string::npos)
-      << r.snap->summary;
-  EXPECT_NE(r.snap->summary.find("the routing engine is updn, not ar_updn or ar_ftree"),
-            std::string::npos);
-  EXPECT_EQ(r.counters.group_blocks_sent + r.counters.lft_blocks_sent, 0u);
-  for (NodeId n = 0; n < f->node_count(); ++n) {
-    if (f->node(n).is_switch()) {
-      EXPECT_EQ(sim.ar_switch(n)->info().e, 0);
+  ASSERT_NE(r.snap->ar, nullptr);
+  for (const ArSwitchStatus& s: r.snap->switches) {
+    const NodeId n = *f->FindNode(s.guid);
+    const sim::ArSwitch* agent = sim.ar_switch(n);
+    ASSERT_NE(agent, nullptr);
+    EXPECT_EQ(agent->info().unmanaged, sim::kSimArInfoUnmanaged) << s.name;
+    if (n == legacy) {
+      EXPECT_FALSE(s.capable);
+      EXPECT_FALSE(s.enabled);
+      EXPECT_EQ(s.why_not, "AR: legacy format not supported");
+      EXPECT_EQ(agent->info_sets_seen(), 0u);
+    } else if (n == sub_groups) {
+      EXPECT_TRUE(s.capable);
+      EXPECT_FALSE(s.enabled);
+      EXPECT_EQ(s.why_not, "ARInfo sub-groups active is 2: ibsm programs one port mask per "
+                           "group, not sub-group masks");
+      EXPECT_EQ(agent->info().e, 0);
+    } else {
+      EXPECT_TRUE(s.enabled) << s.name << ": " << s.why_not;
+      EXPECT_EQ(agent->info().e, 1) << s.name;
+      // ar_transport_mask 0xA (RC, DC): UD and UC disabled where the field means something.
+      EXPECT_EQ(agent->info().by_transport_disable, n == no_transport ? 0x0 : 0x5) << s.name;
     }
   }
+  EXPECT_NE(r.snap->summary.find("AR enabled on 10 of 12 switches"), std::string::npos)
+      << r.snap->summary;
+  EXPECT_NE(r.snap->summary.find("AR: legacy format not supported"), std::string::npos);
+}
+
+// Hops from every switch of `f` to switch `to` over switch-switch links.
+std::vector<int> SwitchHops(const Fabric& f, NodeId to) {
+  std::vector<int> hops(f.node_count(), -1);
+  std::vector<NodeId> queue{to};
+  hops[to] = 0;
+  for (size_t i = 0; i < queue.size(); ++i) {
+    const Node& node = f.node(queue[i]);
+    for (uint32_t p = 1; p <= node.num_ports; ++p) {
+      const Port& port = f.port(node.first_port + p);
+      if (!port.connected()) continue;
+      const NodeId peer = f.port(port.peer).node;
+      if (!f.node(peer).is_switch() || hops[peer] >= 0) continue;
+      hops[peer] = hops[queue[i]] + 1;
+      queue.push_back(peer);
+    }
+  }
+  return hops;
+}
+
+// ar_enable with a plain engine (the configuration guides print): AR on top of that engine's
+// static routes, logged once as such instead of SM-AR-001. With LMC 2 every LID of a host's
+// range has a group wherever the tree rule gives one (two or more minimal-hop ports toward the
+// destination leaf) and is static elsewhere, its default port the plain LFT entry.
+TEST(ArManagerTest, ArEnableWithFtreeUpdnAndLmcTwoRunsArOnAllEightySwitches) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  AllCapable(*f, sim);
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("ibsm-ar-plain-" + std::to_string(getpid())))
+          .string();
+  std::filesystem::create_directories(dir);
+  SubnetManagerOptions o = ArOptions("ftree,updn");
+  o.lids.lmc = 2;
+  ArRun r;
+  size_t on_top_lines = 0, zero_lines = 0;
+  {
+    testutil::LogCapture log(dir + "/log");
+    r = RunArSm(sim, FirstCaPort(*f), o);
+    on_top_lines = log.Count("AR enabled on top of ftree");
+    zero_lines = log.Count("SM-AR-001");
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(r.sweep.subnet_up);
+  EXPECT_EQ(r.sweep.engine, "ftree");
+  EXPECT_EQ(on_top_lines, 1u);
+  EXPECT_EQ(zero_lines, 0u);
+  ASSERT_NE(r.snap, nullptr);
+  ASSERT_EQ(f->switch_count(), 80u);
+  EXPECT_NE(r.snap->summary.find("AR enabled on 80 of 80 switches"), std::string::npos)
+      << r.snap->summary;
+  EXPECT_EQ(r.counters.verify_failures, 0u);
+  ExpectSimHoldsWhatTheSmIntended(*f, sim, *r.snap);
+
+  const Fabric& sf = *r.snap->fabric;
+  const routing::LidMap& lids = *r.snap->lids;
+  size_t grouped = 0, ranged = 0;
+  std::map<NodeId, std::vector<int>> hops_to;
+  for (uint32_t lid = 1; lid <= lids.max_lid(); ++lid) {
+    const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
+    if (owner == kNoPort || sf.node(sf.port(owner).node).is_switch()) continue;
+    ASSERT_EQ(sf.port(owner).lmc, 2);
+    ranged += lid != sf.port(owner).lid.value();
+    const NodeId leaf = sf.port(sf.port(owner).peer).node;
+    if (!hops_to.count(leaf)) hops_to[leaf] = SwitchHops(sf, leaf);
+    const std::vector<int>& hops = hops_to[leaf];
+    for (NodeId s = 0; s < sf.node_count(); ++s) {
+      const Node& node = sf.node(s);
+      if (!node.is_switch()) continue;
+      size_t minimal = 0;
+      for (uint32_t p = 1; p <= node.num_ports; ++p) {
+        const Port& port = sf.port(node.first_port + p);
+        if (!port.connected()) continue;
+        const NodeId peer = sf.port(port.peer).node;
+        minimal += sf.node(peer).is_switch() && hops[peer] == hops[s] - 1;
+      }
+      const NodeId sim_node = *f->FindNode(node.guid);
+      const mad::ArLftEntry e = sim.ar_switch(sim_node)->lft_entry(Lid{static_cast<uint16_t>(lid)});
+      EXPECT_EQ(e.default_port, sim.lft_entry(sim_node, Lid{static_cast<uint16_t>(lid)}));
+      if (s != leaf && minimal >= 2) {
+        ++grouped;
+        EXPECT_EQ(e.lid_state, static_cast<uint8_t>(mad::ArLidState::kBounded))
+            << node.name << " LID " << lid;
+        EXPECT_EQ(sim.ar_switch(sim_node)->group(e.group_number).Ports().size(), minimal)
+            << node.name << " LID " << lid;
+      } else {
+        EXPECT_EQ(e.lid_state, static_cast<uint8_t>(mad::ArLidState::kStatic))
+            << node.name << " LID " << lid;
+      }
+    }
+  }
+  EXPECT_EQ(ranged, 128u * 3);  // 128 hosts, three LIDs past each base
+  EXPECT_GT(grouped, 0u);
 }
 
 TEST(ArManagerTest, ASecondSmOnTheProgrammedFabricReadsTheTablesAndWritesNothing) {

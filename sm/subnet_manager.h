@@ -89,7 +89,7 @@ struct SubnetManagerOptions {
   bool no_clients_rereg = false;
   // partitions.conf as last loaded well, part_enforce, allow_both_pkeys (SIGHUP reloads).
   PartitionPolicy partitions;
-  ArConfig ar;  // adaptive routing (ar_mode, ar_sl_mask, ...); needs engine ar_updn/ar_ftree
+  ArConfig ar;  // adaptive routing (ar_mode, ar_sl_mask, ...), on top of any engine
   bool sharp_enable = false;  // SHARP aggregation trees (sm/sharp_manager.h)
 };
 

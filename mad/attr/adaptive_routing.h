@@ -10,7 +10,9 @@
 #pragma once
 
 #include <array>
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "mad/attr/modifiers.h"
@@ -25,12 +27,18 @@ inline constexpr uint16_t kArLinearForwardingTable = 0xFF23;
 inline constexpr uint16_t kArGroupTableCopy = 0xFFBD;
 }  // namespace attr
 
-// ---- AdaptiveRoutingInfo (first 28 bytes of the SMP data are defined) ----
+// ---- AdaptiveRoutingInfo (bytes 0-19 decoded; 20-35 carried as read) ----
+inline constexpr size_t kArInfoUnmanagedFirst = 20;
+inline constexpr size_t kArInfoUnmanagedBytes = 64 - kArInfoUnmanagedFirst;
+
 struct ArInfo {
   static constexpr uint16_t kAttrId = attr::kArInfo;
+  uint8_t dyn_cap_calc_sup = 0;    // byte 0 bit 6
+  uint8_t by_transport_cap = 0;    // byte 0 bit 5: by_transport_disable means something
   uint8_t by_sl_enabled = 0;       // byte 0 bit 4
   uint8_t by_sl_cap = 0;           // byte 0 bit 3
   uint8_t glb_groups = 0;          // byte 0 bit 2
+  uint8_t is4_mode = 0;            // byte 0 bit 1
   uint8_t no_fallback = 0;         // byte 0 bit 0: LFT Set keeps AR on when 1
   uint8_t num_directions = 0;      // byte 1
   uint8_t group_table_copy_sup = 0;  // byte 2 bits 7-4
@@ -50,6 +58,10 @@ struct ArInfo {
   uint8_t ar_version_cap = 0;      // byte 11 bits 3-0
   uint8_t by_transport_disable = 0;  // byte 15 bits 3-0: bit 0 UD, 1 RC, 2 UC, 3 DC
   uint32_t ageing_time = 0;        // bytes 16-19, microseconds (bounded mode burst end)
+  // Bytes 20-63: hash-based forwarding, pFRN and by-VL capabilities and enables (byte 20
+  // cap_fields1, 22 enable_features1, 24, 26-27) that ibsm does not manage; kept so a Set
+  // carries back what the switch answered (docs/ar-sharp.md "Attributes").
+  std::array<uint8_t, kArInfoUnmanagedBytes> unmanaged{};
 };
 
 template <>
@@ -58,9 +70,12 @@ struct Layout<ArInfo> {
   static constexpr std::string_view kName = "AdaptiveRoutingInfo";
   static constexpr size_t kSize = 64;
   static constexpr std::array kFields = {
+      F<&S::dyn_cap_calc_sup>("dyn_cap_calc_sup", 1, 1),
+      F<&S::by_transport_cap>("by_transport_cap", 2, 1),
       F<&S::by_sl_enabled>("by_sl_enabled", 3, 1),
       F<&S::by_sl_cap>("by_sl_cap", 4, 1),
       F<&S::glb_groups>("glb_groups", 5, 1),
+      F<&S::is4_mode>("is4_mode", 6, 1),
       F<&S::no_fallback>("no_fallback", 7, 1),
       F<&S::num_directions>("num_directions", 8, 8),
       F<&S::group_table_copy_sup>("group_table_copy_sup", 16, 4),
@@ -80,9 +95,39 @@ struct Layout<ArInfo> {
       F<&S::ar_version_cap>("ar_version_cap", 92, 4),
       F<&S::by_transport_disable>("by_transport_disable", 124, 4, FieldFormat::kHex),
       F<&S::ageing_time>("ageing_time", 128, 32),
+      A<&S::unmanaged>("unmanaged", kArInfoUnmanagedFirst * 8, 8, 8, FieldFormat::kHex),
   };
 };
 static_assert(LayoutIsValid<ArInfo>());
+
+// What ibsm writes in an ARInfo Set; everything else is the switch's.
+struct ArInfoSettings {
+  uint8_t e = 0;
+  uint8_t no_fallback = 0;
+  uint8_t by_sl_enabled = 0;
+  uint16_t enable_by_sl_mask = 0;
+  uint16_t group_top = 0;
+  uint8_t by_transport_disable = 0;  // written only when `read` says by-transport capable
+  uint32_t ageing_time = 0;
+};
+
+// The data of an ARInfo Set as a read-modify-write of `read`, the answer to a plain Get: only
+// the fields of `s` change, every other byte and reserved bit goes back as the switch gave it
+// (docs/ar-sharp.md "Attributes"). by_transport_disable is left as read unless
+// `by_transport_cap` (byte 0 bit 5 of the capability Get) is set.
+inline std::array<uint8_t, 64> ArInfoSetData(std::span<const uint8_t, 64> read,
+                                             const ArInfoSettings& s, bool by_transport_cap) {
+  std::array<uint8_t, 64> out;
+  std::copy(read.begin(), read.end(), out.begin());
+  SetBits(out, 7, 1, s.no_fallback);
+  SetBits(out, 3, 1, s.by_sl_enabled);
+  SetBits(out, 31, 1, s.e);
+  SetBits(out, 40, 12, s.group_top);
+  SetBits(out, 64, 16, s.enable_by_sl_mask);
+  if (by_transport_cap) SetBits(out, 124, 4, s.by_transport_disable);
+  SetBits(out, 128, 32, s.ageing_time);
+  return out;
+}
 
 // ibsm encoding v1: modifier bit 31 asks for the capabilities (a Get); 0 reads the settings.
 struct ArInfoModifier {
@@ -169,7 +214,8 @@ static_assert(LayoutIsValid<ArGroupTableModifier>());
 // ---- ARLinearForwardingTable_SX: 16 LIDs x 4 bytes per block ----
 inline constexpr size_t kArLftBlockSize = 16;
 
-enum class ArLidState : uint8_t { kBounded = 0, kFree = 1, kStatic = 2 };
+// 3 is hash-based forwarding (HBF): the port is picked by a flow hash over the group.
+enum class ArLidState : uint8_t { kBounded = 0, kFree = 1, kStatic = 2, kHashBased = 3 };
 
 struct ArLftEntry {
   uint8_t lid_state = static_cast<uint8_t>(ArLidState::kStatic);  // byte 0 bits 7-6

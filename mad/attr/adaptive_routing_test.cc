@@ -24,7 +24,7 @@ std::array<uint8_t, 64> Bytes(const S& s) {
 
 TEST(GeneralInfoTest, CapabilityBitNIsMaskOneShiftNInBigEndianDwordNDiv32) {
   GeneralInfoCapabilities c;
-  c.Set(general_cap::kAdaptiveRouting);
+  c.Set(general_cap::kAdaptiveRoutingLegacy);
   c.Set(general_cap::kSharpAggregationNode);
   c.Set(33);
   auto b = Bytes(c);
@@ -37,10 +37,101 @@ TEST(GeneralInfoTest, CapabilityBitNIsMaskOneShiftNInBigEndianDwordNDiv32) {
   EXPECT_EQ(b[15], 0x00);
   auto d = Decode<GeneralInfoCapabilities>(b);
   ASSERT_TRUE(d.ok());
-  EXPECT_TRUE(d->Has(general_cap::kAdaptiveRouting));
+  EXPECT_TRUE(d->Has(general_cap::kAdaptiveRoutingLegacy));
   EXPECT_TRUE(d->Has(general_cap::kSharpAggregationNode));
-  EXPECT_FALSE(d->Has(general_cap::kAdaptiveRoutingRevision));
+  EXPECT_FALSE(d->Has(general_cap::kAdaptiveRoutingRev1));
   EXPECT_FALSE(d->Has(200));
+}
+
+// Capability bits per NVIDIA OpenSM's ib_types.h / osm_switch.h: bit 1 pre-SwitchX AR (0xFF22
+// LFT format), bit 2 "AdaptiveRoutingRev1Supported" (ARLFT_SX 0xFF23), which ibsm gates on.
+TEST(GeneralInfoTest, SwitchXStyleArIsBitTwoMaskFourOfDwordZero) {
+  GeneralInfoCapabilities c;
+  c.Set(general_cap::kAdaptiveRoutingRev1);
+  auto b = Bytes(c);
+  EXPECT_EQ(b[3], 0x04);
+  for (size_t i = 0; i < 16; ++i) {
+    if (i == 3) continue;
+    EXPECT_EQ(b[i], 0) << "byte " << i;
+  }
+  auto d = Decode<GeneralInfoCapabilities>(b);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->Has(general_cap::kAdaptiveRoutingRev1));
+  EXPECT_FALSE(d->Has(general_cap::kAdaptiveRoutingLegacy));
+}
+
+// ARInfo byte 0 (ibis_types.h / ib_types.h ib_ar_info_t): b6 dynamic capability calculation
+// supported, b5 by-transport capable, b1 IS4 mode.
+TEST(ArInfoTest, ByteZeroCapabilityBitsSitWhereTheOpenHeadersPutThem) {
+  ArInfo a;
+  a.dyn_cap_calc_sup = 1;
+  EXPECT_EQ(Bytes(a)[0], 0x40);
+  a = {};
+  a.by_transport_cap = 1;
+  EXPECT_EQ(Bytes(a)[0], 0x20);
+  a = {};
+  a.is4_mode = 1;
+  EXPECT_EQ(Bytes(a)[0], 0x02);
+  std::array<uint8_t, 64> raw{};
+  raw[0] = 0x22;
+  raw[20] = 0x5A;  // cap_fields1
+  raw[27] = 0x34;
+  auto d = Decode<ArInfo>(raw);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->by_transport_cap, 1);
+  EXPECT_EQ(d->is4_mode, 1);
+  EXPECT_EQ(d->unmanaged[0], 0x5A);
+  EXPECT_EQ(d->unmanaged[7], 0x34);
+  EXPECT_EQ(Bytes(*d)[20], 0x5A);  // bytes 20 on survive a decode-encode round trip
+}
+
+// A Set is a read-modify-write of the plain Get's 64 bytes (docs/ar-sharp.md "Attributes"):
+// the HBF/pFRN/by-VL bytes 20-35, reserved bits and capability fields go back as read.
+TEST(ArInfoTest, SetDataChangesOnlyTheManagedFieldsOfWhatWasRead) {
+  std::array<uint8_t, 64> read{};
+  read[0] = 0xA6;   // reserved bit 7, by-transport capable, global groups, IS4
+  read[2] = 0x10;   // group table copy supported
+  read[3] = 0xCE;   // reserved bits 7-6, FR/FRN/ARN supported, E clear
+  read[4] = 0x11;   // string width cap 1, group table cap 1
+  read[6] = 0x08;   // GroupCap 0x800
+  read[10] = 0x77;  // reserved
+  read[15] = 0xF0;  // reserved bits 7-4 of by_transport_disable's byte
+  read[20] = 0x5A;  // cap_fields1
+  read[22] = 0x03;  // enable_features1
+  read[24] = 0x81;
+  read[26] = 0x12;
+  read[27] = 0x34;
+  read[63] = 0x99;
+  ArInfoSettings s;
+  s.e = 1;
+  s.by_sl_enabled = 1;
+  s.enable_by_sl_mask = 0x0003;
+  s.group_top = 0x123;
+  s.by_transport_disable = ar_transport::kUd | ar_transport::kUc;  // ~0xA
+  s.ageing_time = 30;
+  std::array<uint8_t, 64> want = read;
+  want[0] = 0xB6;  // + by-SL enabled (bit 4)
+  want[3] = 0xCF;  // + E
+  want[5] = 0x12;  // GroupTop 0x123 in bits 23-12 of bytes 4-7
+  want[6] = 0x38;
+  want[9] = 0x03;
+  want[15] = 0xF5;
+  want[19] = 30;
+  EXPECT_EQ(ArInfoSetData(read, s, /*by_transport_cap=*/true), want);
+  // Without by-transport capability byte 15 stays as read.
+  want[15] = 0xF0;
+  EXPECT_EQ(ArInfoSetData(read, s, /*by_transport_cap=*/false), want);
+}
+
+// ARLFT entry LidState 3 is hash-based forwarding (ib_types.h), bits 7-6 of byte 0.
+TEST(ArLftTest, LidStateThreeIsHashBasedInTheTopBitsOfByteZero) {
+  ArLinearForwardingTable blk;
+  blk.SetEntry(0, {static_cast<uint8_t>(ArLidState::kHashBased), 0, 5, 0x123});
+  auto b = Bytes(blk);
+  EXPECT_EQ(b[0], 0xC0);
+  EXPECT_EQ(b[1], 5);
+  EXPECT_EQ(b[2], 0x01);
+  EXPECT_EQ(b[3], 0x23);
 }
 
 TEST(ArInfoTest, FieldsSitAtTheFactsPageOffsets) {

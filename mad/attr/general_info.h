@@ -19,8 +19,11 @@ inline constexpr uint32_t kGeneralInfoCapabilityModifier = 4;
 
 // Capability bit numbers (frozen: wire values).
 namespace general_cap {
-inline constexpr unsigned kAdaptiveRouting = 1;
-inline constexpr unsigned kAdaptiveRoutingRevision = 2;
+// Pre-SwitchX AR (the legacy 0xFF22 LFT format, which ibsm does not program).
+inline constexpr unsigned kAdaptiveRoutingLegacy = 1;
+// "AdaptiveRoutingRev1Supported": SwitchX-and-later AR with ARLFT_SX 0xFF23, the format ibsm
+// programs; devices report it instead of bit 1, never with it (docs/ar-sharp.md "Discovery").
+inline constexpr unsigned kAdaptiveRoutingRev1 = 2;
 inline constexpr unsigned kSharpAggregationNode = 18;
 }  // namespace general_cap
 

@@ -190,7 +190,7 @@ TEST(SharpCodecTest, SharpAnEnableIsByteZeroBitSix) {
 TEST(SharpCodecTest, CapabilityBitNIsInBigEndianDwordNOver32) {
   GeneralInfoCapabilities caps;
   caps.Set(general_cap::kSharpAggregationNode);
-  caps.Set(general_cap::kAdaptiveRouting);
+  caps.Set(general_cap::kAdaptiveRoutingLegacy);
   caps.Set(33);  // second dword
   std::array<uint8_t, kSmpDataSize> d{};
   EncodeTo(caps, d);

@@ -107,14 +107,14 @@ TEST_F(ArDaemonTest, IbsmctlShowsArOnEverySwitchAndTrafficComparesItWithStatic) 
   EXPECT_NE(bad.exit_code, 0);
 }
 
-TEST_F(ArDaemonTest, APlainEngineWithArEnableIsNamedAsTheReasonForZeroSwitches) {
+TEST_F(ArDaemonTest, APlainEngineWithArEnableRunsArOnTopOfIt) {
   Start("ftree", "all");
-  EXPECT_NE(ReadFile(log_).find("SM-AR-001 ar_enable is set but the routing engine is ftree"),
-            std::string::npos)
+  EXPECT_NE(ReadFile(log_).find("AR enabled on top of ftree"), std::string::npos)
       << ReadFile(log_);
+  EXPECT_EQ(ReadFile(log_).find("SM-AR-001"), std::string::npos) << ReadFile(log_);
   CommandResult table = Ctl({"ar"});
   EXPECT_EQ(table.exit_code, 0) << table.err;
-  EXPECT_NE(table.out.find("AR enabled on 0 of 80 switches"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("AR enabled on 80 of 80 switches"), std::string::npos) << table.out;
 }
 
 }  // namespace
