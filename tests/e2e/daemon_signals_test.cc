@@ -120,17 +120,19 @@ TEST(DaemonSignalsTest, TermWhileCheckAndTrafficRunExitsWithinSeconds) {
                                      dir.string(), {});
   ASSERT_TRUE(check.ok() && traffic.ok());
   // Both workers run once a second request of each kind is told so.
+  std::string last_answer;
   auto running = [&](std::vector<std::string> args, const std::string& says) {
     args.insert(args.begin(), {ctl, "--socket", sock});
     for (int i = 0; i < 200; ++i) {
       auto r = RunCommand(args, 30s, dir.string());
       if (r.ok() && r->err.find(says) != std::string::npos) return true;
+      last_answer = r.ok() ? Describe(*r) : r.status().ToString();
       std::this_thread::sleep_for(50ms);
     }
     return false;
   };
-  ASSERT_TRUE(running({"check"}, "a check is already running"));
-  ASSERT_TRUE(running({"traffic"}, "a traffic run is already going"));
+  ASSERT_TRUE(running({"check"}, "a check is already running")) << last_answer;
+  ASSERT_TRUE(running({"traffic"}, "a traffic run is already going")) << last_answer;
 
   const auto term = std::chrono::steady_clock::now();
   ASSERT_EQ(kill(daemon->pid(), SIGTERM), 0);
