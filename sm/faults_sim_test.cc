@@ -38,7 +38,7 @@ SubnetManagerOptions Options() {
   SubnetManagerOptions o;
   // Long enough that a loaded machine's scheduling (an ASan build sharing two cores with
   // ibsim tests) is not taken for loss: what fails must be the loss a test plants.
-  o.send.timeout = 60ms;
+  o.send.timeout = 100ms;
   o.send.retries = 8;
   o.sweep_interval = 0s;
   o.routing_engine = "ftree";
@@ -135,8 +135,9 @@ TEST(FaultsSimTest, OneSweepBringsALossyFabricUpWhenRepliesOfAppliedSetsAreLost)
     sim.SetDropRate(loss);
     SubnetManagerOptions o = Options();
     o.send.retries = 3;  // OpenSM's transaction_retries
-    // Long enough that a loaded machine's scheduling delay is not taken for loss.
-    o.send.timeout = 80ms;
+    // Long enough that a loaded machine's scheduling delay is not taken for loss (80 ms failed
+    // a SwitchInfo after both rounds under ctest -j4 on two cores).
+    o.send.timeout = 250ms;
     o.once = true;
     SmRun r(*f, sim, io, o);
     SweepStats s = RunUntil(io, r);
