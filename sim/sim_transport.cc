@@ -190,11 +190,16 @@ void SimTransport::OnTimer() {
   bool again = true;
   while (again && !closed_) {
     again = false;
-    for (size_t qi = 0; qi < deadlines_.size() && !closed_; ++qi) {
-      auto& q = deadlines_[qi].q;
-      while (!q.empty() && q.front().when <= now && !closed_) {
-        Deadline d = q.front();
-        q.pop_front();
+    // No reference into deadlines_ is held across a step: Transmit may add a queue (the
+    // vector grows) and a completion callback may Close() the transport (it is cleared).
+    auto due = [&](size_t qi) {
+      return !closed_ && qi < deadlines_.size() && !deadlines_[qi].q.empty() &&
+             deadlines_[qi].q.front().when <= now;
+    };
+    for (size_t qi = 0; !closed_ && qi < deadlines_.size(); ++qi) {
+      while (due(qi)) {
+        Deadline d = deadlines_[qi].q.front();
+        deadlines_[qi].q.pop_front();
         auto it = pending_.find(d.tid);
         if (it == pending_.end() || it->second.gen != d.gen) continue;
         Pending& p = it->second;
