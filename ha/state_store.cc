@@ -1260,13 +1260,46 @@ Status StateStore::SaveInformSubscriptions(const std::vector<InformRow>& upserts
 
 // ---- multicast groups ----
 
-Status StateStore::SaveMulticastGroups(const std::vector<McGroupRow>& groups) {
-  for (const McGroupRow& g: groups) {
+Status StateStore::CheckGroupRecords(const std::vector<McGroupRow>& groups) {
+  for (const McGroupRow& g : groups) {
     if (g.record.size() != kMcGroupRecordSize) {
       return InvalidArgument(fmt::format("multicast group record of {} bytes, not {}",
                                          g.record.size(), kMcGroupRecordSize));
     }
   }
+  return Status::Ok();
+}
+
+// One group row through `group` (an INSERT or an upsert of mgid, mlid, record, permanent)
+// and its members through `member`.
+Status StateStore::WriteMcGroup(sqlite3_stmt* group, sqlite3_stmt* member,
+                                const McGroupRow& g) const {
+  {
+    StmtScope scope(group);
+    BindBlob(group, 1, g.mgid);
+    Bind(group, 2, int64_t{g.mlid});
+    BindBlob(group, 3, g.record);
+    Bind(group, 4, int64_t{g.permanent ? 1 : 0});
+    if (sqlite3_step(group) != SQLITE_DONE) {
+      return SqlError(fmt::format("save multicast group MLID {:#x}", g.mlid));
+    }
+  }
+  for (const McMemberRow& m : g.members) {
+    StmtScope scope(member);
+    BindBlob(member, 1, g.mgid);
+    Bind(member, 2, ToDb(m.port_guid));
+    BindBlob(member, 3, m.port_gid);
+    Bind(member, 4, int64_t{m.join_state});
+    Bind(member, 5, int64_t{m.proxy_join ? 1 : 0});
+    if (sqlite3_step(member) != SQLITE_DONE) {
+      return SqlError(fmt::format("save member {:#x} of MLID {:#x}", m.port_guid, g.mlid));
+    }
+  }
+  return Status::Ok();
+}
+
+Status StateStore::SaveMulticastGroups(const std::vector<McGroupRow>& groups) {
+  IBSM_RETURN_IF_ERROR(CheckGroupRecords(groups));
   Txn txn(*this);
   IBSM_RETURN_IF_ERROR(txn.Begin());
   IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * clear_members, Prepare("DELETE FROM mcast_members"));
@@ -1285,40 +1318,13 @@ Status StateStore::SaveMulticastGroups(const std::vector<McGroupRow>& groups) {
   IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * m_ins,
                         Prepare("INSERT INTO mcast_members (mgid, port_guid, port_gid, "
                                 "join_state, proxy_join) VALUES (?1, ?2, ?3, ?4, ?5)"));
-  for (const McGroupRow& g: groups) {
-    {
-      StmtScope scope(g_ins);
-      BindBlob(g_ins, 1, g.mgid);
-      Bind(g_ins, 2, int64_t{g.mlid});
-      BindBlob(g_ins, 3, g.record);
-      Bind(g_ins, 4, int64_t{g.permanent ? 1 : 0});
-      if (sqlite3_step(g_ins) != SQLITE_DONE) {
-        return SqlError(fmt::format("save multicast group MLID {:#x}", g.mlid));
-      }
-    }
-    for (const McMemberRow& m: g.members) {
-      StmtScope scope(m_ins);
-      BindBlob(m_ins, 1, g.mgid);
-      Bind(m_ins, 2, ToDb(m.port_guid));
-      BindBlob(m_ins, 3, m.port_gid);
-      Bind(m_ins, 4, int64_t{m.join_state});
-      Bind(m_ins, 5, int64_t{m.proxy_join ? 1 : 0});
-      if (sqlite3_step(m_ins) != SQLITE_DONE) {
-        return SqlError(fmt::format("save member {:#x} of MLID {:#x}", m.port_guid, g.mlid));
-      }
-    }
-  }
+  for (const McGroupRow& g: groups) IBSM_RETURN_IF_ERROR(WriteMcGroup(g_ins, m_ins, g));
   return txn.Commit();
 }
 
 Status StateStore::SaveMulticastChanges(const std::vector<McGroupRow>& upserts,
                                         const std::vector<std::array<uint8_t, 16>>& removals) {
-  for (const McGroupRow& g : upserts) {
-    if (g.record.size() != kMcGroupRecordSize) {
-      return InvalidArgument(fmt::format("multicast group record of {} bytes, not {}",
-                                         g.record.size(), kMcGroupRecordSize));
-    }
-  }
+  IBSM_RETURN_IF_ERROR(CheckGroupRecords(upserts));
   Txn txn(*this);
   IBSM_RETURN_IF_ERROR(txn.Begin());
   // Removals first: a group created in the same batch may take a deleted group's MLID.
@@ -1341,31 +1347,11 @@ Status StateStore::SaveMulticastChanges(const std::vector<McGroupRow>& upserts,
                                 "join_state, proxy_join) VALUES (?1, ?2, ?3, ?4, ?5)"));
   for (const McGroupRow& g : upserts) {
     {
-      StmtScope scope(g_up);
-      BindBlob(g_up, 1, g.mgid);
-      Bind(g_up, 2, int64_t{g.mlid});
-      BindBlob(g_up, 3, g.record);
-      Bind(g_up, 4, int64_t{g.permanent ? 1 : 0});
-      if (sqlite3_step(g_up) != SQLITE_DONE) {
-        return SqlError(fmt::format("save multicast group MLID {:#x}", g.mlid));
-      }
-    }
-    {
       StmtScope scope(m_clear);
       BindBlob(m_clear, 1, g.mgid);
       if (sqlite3_step(m_clear) != SQLITE_DONE) return SqlError("clear multicast members");
     }
-    for (const McMemberRow& m : g.members) {
-      StmtScope scope(m_ins);
-      BindBlob(m_ins, 1, g.mgid);
-      Bind(m_ins, 2, ToDb(m.port_guid));
-      BindBlob(m_ins, 3, m.port_gid);
-      Bind(m_ins, 4, int64_t{m.join_state});
-      Bind(m_ins, 5, int64_t{m.proxy_join ? 1 : 0});
-      if (sqlite3_step(m_ins) != SQLITE_DONE) {
-        return SqlError(fmt::format("save member {:#x} of MLID {:#x}", m.port_guid, g.mlid));
-      }
-    }
+    IBSM_RETURN_IF_ERROR(WriteMcGroup(g_up, m_ins, g));
   }
   return txn.Commit();
 }

@@ -364,6 +364,8 @@ class StateStore {
   Result<sqlite3_stmt*> Prepare(std::string_view sql);
   Status Exec(const char* sql);
   Status SqlError(std::string_view what) const;
+  static Status CheckGroupRecords(const std::vector<McGroupRow>& groups);
+  Status WriteMcGroup(sqlite3_stmt* group, sqlite3_stmt* member, const McGroupRow& g) const;
   Status CheckWritable() const;
   Status Migrate();
 

@@ -399,28 +399,41 @@ Fabric Ring5() {
   return f;
 }
 
+// One sweep of `f` routed by `engine` (routing_engine as written in opensm.conf); the sweep's
+// stats and the credit loops the SM found.
+struct EngineRun {
+  SweepStats last;
+  uint64_t credit_loops = 0;
+};
+EngineRun SweepWithEngine(const Fabric& f, sim::Simulator& sim, const char* engine) {
+  boost::asio::io_context io;
+  SubnetManagerOptions o = Once();
+  o.routing_engine = engine;
+  sim::SimTransport t(io, sim, FirstCaPort(f));
+  SystemClock clock;
+  SubnetManager sm(io, t, clock, nullptr, o);
+  EngineRun r;
+  sm.Start([&](const SweepStats& s) {
+    r.last = s;
+    sm.Stop();
+    t.Close();
+    io.stop();
+  });
+  io.run();
+  r.credit_loops = sm.counters().credit_loops_found;
+  return r;
+}
+
 TEST(SubnetManagerTest, MinhopCreditLoopIsReportedButUpdnRoutesHaveNone) {
   Fabric f = Ring5();
   for (const char* engine: {"minhop", "updn"}) {
     SCOPED_TRACE(engine);
-    boost::asio::io_context io;
     sim::Simulator sim(f, {});
-    SubnetManagerOptions o = Once();
-    o.routing_engine = engine;
-    sim::SimTransport t(io, sim, FirstCaPort(f));
-    SystemClock clock;
-    SubnetManager sm(io, t, clock, nullptr, o);
-    SweepStats last;
-    sm.Start([&](const SweepStats& s) {
-      last = s;
-      sm.Stop();
-      t.Close();
-      io.stop();
-    });
-    io.run();
+    const EngineRun run = SweepWithEngine(f, sim, engine);
+    const SweepStats& last = run.last;
     EXPECT_TRUE(last.subnet_up);
     EXPECT_EQ(last.engine, engine);
-    EXPECT_EQ(sm.counters().credit_loops_found, std::string(engine) == "minhop" ? 1u: 0u);
+    EXPECT_EQ(run.credit_loops, std::string(engine) == "minhop" ? 1u: 0u);
     ExpectFabricUp(f, sim);
   }
 }
@@ -432,24 +445,12 @@ TEST(SubnetManagerTest, WithoutMinhopNamedTheRoutesAreFreeOfCreditLoops) {
   Fabric f = Ring5();
   for (const char* engine: {"", "ftree"}) {
     SCOPED_TRACE(std::string("routing_engine '") + engine + "'");
-    boost::asio::io_context io;
     sim::Simulator sim(f, {});
-    SubnetManagerOptions o = Once();
-    o.routing_engine = engine;
-    sim::SimTransport t(io, sim, FirstCaPort(f));
-    SystemClock clock;
-    SubnetManager sm(io, t, clock, nullptr, o);
-    SweepStats last;
-    sm.Start([&](const SweepStats& s) {
-      last = s;
-      sm.Stop();
-      t.Close();
-      io.stop();
-    });
-    io.run();
+    const EngineRun run = SweepWithEngine(f, sim, engine);
+    const SweepStats& last = run.last;
     EXPECT_TRUE(last.subnet_up);
     EXPECT_EQ(last.engine, "updn");
-    EXPECT_EQ(sm.counters().credit_loops_found, 0u);
+    EXPECT_EQ(run.credit_loops, 0u);
     ExpectFabricUp(f, sim);
   }
 }
