@@ -22,6 +22,16 @@ slowest() {
     sort -rn | awk 'NR <= 10' | awk '{ printf "  %8.2f s  %s\n", $1, $2 }'
 }
 
+# ctest starts the tests it knows to be slow first (longest first packs two cores best), from
+# the times of its last run in that build tree; a fresh tree starts from the times kept in
+# tests/ctest-costs/ (a scheduling hint only: every test runs whatever it says).
+seed_costs() {
+  local file="$1/Testing/Temporary/CTestCostData.txt"
+  [ -e "$file" ] && return 0
+  mkdir -p "$(dirname "$file")"
+  cp "$2" "$file"
+}
+
 # Sanitizer build first: it takes longest to build and to test, and its failures are the
 # ones that need the most reading.
 if [ "$sanitize" = 1 ]; then
@@ -29,6 +39,7 @@ if [ "$sanitize" = 1 ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIBSM_SANITIZE=ON -DIBSM_TESTS=ON >/dev/null
   ninja -C build-asan -j"$jobs"
   echo "== tests under ASan + UBSan"
+  seed_costs build-asan tests/ctest-costs/asan.txt
   # libumad2sim is preloaded into ibsim clients; ASan must tolerate not being first, and
   # tests/asan.supp silences a buffer overrun inside libumad2sim itself. The sanitized tests
   # are CPU-bound: one per core.
@@ -42,6 +53,7 @@ echo "== release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIBSM_TESTS=ON >/dev/null
 ninja -C build -j"$jobs"
 echo "== tests (release build)"
+seed_costs build tests/ctest-costs/release.txt
 # Most release tests wait on ibsim, the daemon or a timer rather than compute: two per core.
 (cd build && ctest -j"$((jobs * 2))" --timeout 600 --output-on-failure) 2>&1 | tee build/ctest.log || status=1
 logs+=("release:build/ctest.log")

@@ -79,7 +79,9 @@ std::vector<uint8_t> AllLfts(const Fabric& f, const sim::Simulator& sim, uint16_
   return out;
 }
 
-TEST(FaultsSimTest, MadLossDuringAHeavySweepGivesTheSameFabricAsNoLoss) {
+// Each lossy test is a suite of its own, so CTest runs them side by side: they spend their time
+// waiting for the timeouts of the MADs the simulator drops.
+TEST(FaultsMadLossSimTest, MadLossDuringAHeavySweepGivesTheSameFabricAsNoLoss) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
   std::vector<std::pair<uint64_t, uint16_t>> want_lids;
@@ -124,7 +126,7 @@ TEST(FaultsSimTest, MadLossDuringAHeavySweepGivesTheSameFabricAsNoLoss) {
 // ibsim and the spec do: when the reply of an applied ARMED or ACTIVE Set is lost, the retry
 // fails. One sweep, with OpenSM's transaction_retries, must still bring the fabric up: the
 // port is read back and counts as done when it holds the state.
-TEST(FaultsSimTest, OneSweepBringsALossyFabricUpWhenRepliesOfAppliedSetsAreLost) {
+TEST(FaultsAppliedSetLossSimTest, OneSweepBringsALossyFabricUpWhenRepliesOfAppliedSetsAreLost) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
   for (double loss: {0.05, 0.10}) {

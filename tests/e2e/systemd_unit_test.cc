@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,8 @@
 #include <gtest/gtest.h>
 
 #include "tests/e2e/ibsim_harness.h"
+
+extern char** environ;
 
 namespace ibsm::test {
 namespace {
@@ -83,6 +87,44 @@ std::string UnitValue(const std::string& unit, const std::string& key) {
   return value;
 }
 
+// True when a user outside the owner's group can reach `path`: every directory above it
+// searchable by others, and the file itself with `bits` for others.
+bool OthersReach(const fs::path& path, fs::perms bits) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  if (ec || (fs::status(p, ec).permissions() & bits) != bits) return false;
+  for (p = p.parent_path(); !p.empty(); p = p.parent_path()) {
+    if ((fs::status(p, ec).permissions() & fs::perms::others_exec) == fs::perms::none || ec)
+      return false;
+    if (p == p.root_path()) break;
+  }
+  return true;
+}
+
+// The environment with every sanitizer `suppressions=FILE` pointed at a copy in `dir`, which
+// an unprivileged user can read even when the checkout is private (a sanitizer that cannot
+// read its suppressions file aborts the process).
+std::vector<std::string> EnvWithReadableSuppressions(const fs::path& dir) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    const size_t at = kv.find("suppressions=");
+    if (kv.find("SAN_OPTIONS=") != std::string::npos && at != std::string::npos) {
+      const size_t from = at + std::string("suppressions=").size();
+      const size_t to = std::min(kv.find(':', from), kv.size());
+      const fs::path copy = dir / ("supp-" + std::to_string(env.size()));
+      std::error_code ec;
+      fs::copy_file(kv.substr(from, to - from), copy, fs::copy_options::overwrite_existing, ec);
+      if (!ec) {
+        fs::permissions(copy, fs::perms(0644), ec);
+        kv.replace(from, to - from, copy.string());
+      }
+    }
+    env.push_back(kv);
+  }
+  return env;
+}
+
 // What the unit gives ibsmd, reproduced without systemd: its capability bounding set (the
 // capabilities a root service keeps), its UMask and its RuntimeDirectoryMode for the socket's
 // directory. Under them ibsmd must still hand the socket to control_socket_group (here
@@ -92,6 +134,9 @@ TEST_F(SystemdUnitTest, AMemberOfTheSocketGroupReachesTheDaemonUnderTheUnitsLimi
   if (geteuid() != 0 || !fs::exists("/usr/bin/setpriv") || getgrnam("nogroup") == nullptr ||
       getpwnam("nobody") == nullptr)
     GTEST_SKIP() << "needs root, setpriv (util-linux), user nobody and group nogroup";
+  if (!OthersReach(Bin("ibsmctl"), fs::perms::others_exec))
+    GTEST_SKIP() << Bin("ibsmctl") << " is in a directory user nobody cannot enter "
+                 << "(a private checkout); clone into a world-readable directory to run this";
   const std::string unit = ReadFile(unit_);
   std::string caps = "-all";
   std::istringstream names(UnitValue(unit, "CapabilityBoundingSet"));
@@ -128,7 +173,7 @@ TEST_F(SystemdUnitTest, AMemberOfTheSocketGroupReachesTheDaemonUnderTheUnitsLimi
   auto as = [&](const std::string& gid) {
     return RunCommand({"setpriv", "--reuid=65534", "--regid=" + gid, "--clear-groups",
                        Bin("ibsmctl"), "--socket", sock, "status"},
-                      60s, dir_.string());
+                      60s, dir_.string(), EnvWithReadableSuppressions(dir_));
   };
   auto member = as(std::to_string(getgrnam("nogroup")->gr_gid));
   ASSERT_TRUE(member.ok());
