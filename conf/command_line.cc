@@ -268,6 +268,7 @@ Status ApplyCommandLine(const std::vector<std::string>& args, SmConfig* c,
     IBSM_ASSIGN_OR_RETURN(ConfigLoad load, LoadConfigFile(extras->config_file));
     *c = std::move(load.config);
     extras->config_warnings = std::move(load.warnings);
+    extras->config_not_honoured = load.not_honoured;
   }
   for (const ParsedFlag& p : flags) {
     const FlagDesc& f = *p.flag;

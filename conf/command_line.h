@@ -32,6 +32,7 @@ struct CommandLineExtras {
   std::string pid_file;            // -J/--pidfile FILE: ibsmd's PID, written at start
   std::string refused;             // set by a flag ibsm does not honour: why (an error)
   std::vector<Diagnostic> config_warnings;  // from the -F file (unknown keys ...)
+  size_t config_not_honoured = 0;           // its CONF-030 keys, all of them
 };
 
 // Applies `args` (argv without argv[0]) to `c`. When -F/--config names a file, `c` is first

@@ -24,6 +24,7 @@ inline constexpr char kConfUnknownKey[] = "CONF-001";
 inline constexpr char kConfDuplicateKey[] = "CONF-002";
 inline constexpr char kConfTooManyWarnings[] = "CONF-003";
 inline constexpr char kConfGuidFileBadLine[] = "CONF-010";
+inline constexpr char kConfNotHonoured[] = "CONF-030";
 inline constexpr char kConfGuid2LidBadLine[] = "CONF-020";
 inline constexpr char kConfGuid2LidOverlap[] = "CONF-021";
 inline constexpr char kConfGuid2LidDuplicateGuid[] = "CONF-022";

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "conf/opensm_keys.h"
 #include "conf/text_file.h"
 
 namespace ibsm::conf {
@@ -301,38 +302,6 @@ const OptionDesc kOptions[] = {
          "If TRUE configure SHARP aggregation nodes on capable switches"),
 };
 
-// Keys `opensm -c` (3.3.23) writes that ibsm accepts and does not use. Sorted (binary search).
-constexpr std::string_view kOpenSmOnly[] = {
-    "avoid_throttled_links", "cc_ca_cong_setting_ccti_increase", "cc_ca_cong_setting_ccti_min",
-    "cc_ca_cong_setting_ccti_timer", "cc_ca_cong_setting_control_map",
-    "cc_ca_cong_setting_port_control", "cc_ca_cong_setting_trigger_threshold", "cc_cct",
-    "cc_key", "cc_max_outstanding_mads", "cc_sw_cong_setting_control_map",
-    "cc_sw_cong_setting_credit_mask", "cc_sw_cong_setting_credit_starvation_return_delay",
-    "cc_sw_cong_setting_credit_starvation_threshold", "cc_sw_cong_setting_marking_rate",
-    "cc_sw_cong_setting_packet_size", "cc_sw_cong_setting_threshold",
-    "cc_sw_cong_setting_victim_mask", "congestion_control", "connect_roots", "console",
-    "console_port", "consolidate_ipv6_snm_req", "do_mesh_analysis", "drop_event_subscriptions",
-    "enable_quirks", "event_db_dump_file", "event_plugin_name", "event_plugin_options", "fdr10",
-    "force_link_speed_ext", "force_link_width", "fsync_high_avail_files",
-    "guid_routing_order_no_scatter", "hop_weights_file", "ids_guid_file",
-    "ipoib_mcgroup_creation_validation", "keep_pkey_indexes", "lash_start_vl", "lfts_file",
-    "lid_matrix_dump_file", "local_phy_errors_threshold", "log_prefix",
-    "long_transaction_timeout", "m_key_lookup", "max_msg_fifo_timeout", "max_smps_timeout",
-    "max_wire_smps2", "mcgroup_join_validation", "node_name_map_name", "nue_include_switches",
-    "nue_max_num_vls", "overrun_errors_threshold", "per_module_logging_file",
-    "perfmgr_log_errors", "perfmgr_redir", "perfmgr_rm_nodes", "perfmgr_xmit_wait_log",
-    "perfmgr_xmit_wait_threshold", "port_prof_ignore_file", "port_profile_switch_nodes",
-    "port_search_ordering_file", "prefix_routes_file", "qos_ca_high_limit", "qos_ca_max_vls",
-    "qos_ca_sl2vl", "qos_ca_vlarb_high", "qos_ca_vlarb_low", "qos_high_limit", "qos_max_vls",
-    "qos_policy_file", "qos_rtr_high_limit", "qos_rtr_max_vls", "qos_rtr_sl2vl",
-    "qos_rtr_vlarb_high", "qos_rtr_vlarb_low", "qos_sl2vl", "qos_sw0_high_limit",
-    "qos_sw0_max_vls", "qos_sw0_sl2vl", "qos_sw0_vlarb_high", "qos_sw0_vlarb_low",
-    "qos_swe_high_limit", "qos_swe_max_vls", "qos_swe_sl2vl", "qos_swe_vlarb_high",
-    "qos_swe_vlarb_low", "qos_vlarb_high", "qos_vlarb_low", "quasi_ftree_indexing",
-    "sa_db_dump", "sa_db_file", "single_thread", "sm_assigned_guid", "sm_inactive", "sm_sl",
-    "suppress_sl2vl_mad_status_errors", "torus_config", "use_mfttop", "use_optimized_slvl",
-    "use_original_extended_sa_rates_only",
-};
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -447,6 +416,15 @@ Status SetFromText(SmConfig* c, const OptionDesc& d, std::string_view value,
   return Internal("unknown option kind");
 }
 
+// "qos TRUE is not honoured by ibsm (it behaves as FALSE): no QoS manager: ..."
+std::string NotHonouredText(const OpenSmKey& k, std::string_view value) {
+  std::string how = k.support == KeySupport::kActs ? "it acts only in part"
+                    : k.honoured.empty()          ? "it honours no value of it"
+                                           : fmt::format("it behaves as {}", ValuesText(k.honoured));
+  return fmt::format("{} {} is not honoured by ibsm ({}): {}", k.name, Printable(value), how,
+                     k.note);
+}
+
 const OptionDesc* Canonical(const OptionDesc* d) {
   return d->alias_of.empty() ? d : FindOption(d->alias_of);
 }
@@ -463,7 +441,7 @@ const OptionDesc* FindOption(std::string_view name) {
 }
 
 bool IsOpenSmOnlyOption(std::string_view name) {
-  return std::binary_search(std::begin(kOpenSmOnly), std::end(kOpenSmOnly), name);
+  return FindOpenSmKey(name) != nullptr && FindOption(name) == nullptr;
 }
 
 Status SetOption(SmConfig* c, std::string_view key, std::string_view value) {
@@ -531,8 +509,16 @@ Result<ConfigLoad> ParseConfig(std::string_view text, std::string_view file_name
       set_on_line[index] = line_no;
       Status s = SetFromText(&out.config, *d, value, key);
       if (!s.ok()) return InvalidArgument(fmt::format("{}:{}: {}", file_name, line_no, s.message()));
+      if (const OpenSmKey* k = FindOpenSmKey(key); k && !Honoured(*k, value)) {
+        ++out.not_honoured;
+        warn(line_no, kConfNotHonoured, NotHonouredText(*k, value));
+      }
     } else if (IsOpenSmOnlyOption(key)) {
       out.config.opensm_only.emplace_back(std::string(key), std::string(value));
+      if (const OpenSmKey* k = FindOpenSmKey(key); !Honoured(*k, value)) {
+        ++out.not_honoured;
+        warn(line_no, kConfNotHonoured, NotHonouredText(*k, value));
+      }
     } else {
       warn(line_no, kConfUnknownKey,
            fmt::format("unknown option '{}' ignored", Printable(key)));
@@ -546,24 +532,58 @@ Result<ConfigLoad> LoadConfigFile(const std::string& path) {
   return ParseConfig(text, path);
 }
 
+namespace {
+
+void AppendComment(std::string* out, std::string_view comment) {
+  while (!comment.empty()) {
+    size_t nl = comment.find('\n');
+    *out += "# ";
+    *out += comment.substr(0, nl);
+    *out += '\n';
+    comment = nl == std::string_view::npos ? std::string_view{} : comment.substr(nl + 1);
+  }
+}
+
+// "not supported by ibsm (behaves as FALSE)", or without the parenthesis when it would only
+// say "not supported" again.
+std::string NotSupportedText(const OpenSmKey& k) {
+  const std::string how = SupportText(k);
+  return how == "not supported" ? "not supported by ibsm"
+                                : fmt::format("not supported by ibsm ({})", how);
+}
+
+// The value `key` was given in `c`'s file (the last one), or OpenSM's default.
+std::string_view OpenSmOnlyValue(const SmConfig& c, const OpenSmKey& key) {
+  for (auto it = c.opensm_only.rbegin(); it != c.opensm_only.rend(); ++it)
+    if (it->first == key.name) return it->second;
+  return key.opensm_default;
+}
+
+}  // namespace
+
 std::string WriteConfig(const SmConfig& c) {
   std::string out;
   for (const OptionDesc& d : OptionTable()) {
     if (!d.alias_of.empty()) continue;
     if (!d.section.empty()) out += fmt::format("#\n# {}\n#\n", d.section);
-    std::string_view comment = d.comment;
-    while (!comment.empty()) {
-      size_t nl = comment.find('\n');
-      out += "# ";
-      out += comment.substr(0, nl);
-      out += '\n';
-      comment = nl == std::string_view::npos ? std::string_view{} : comment.substr(nl + 1);
+    AppendComment(&out, d.comment);
+    const std::string value = OptionValueText(c, d);
+    const OpenSmKey* k = FindOpenSmKey(d.name);
+    if (k == nullptr || (k->support == KeySupport::kActs && k->honoured.empty())) {
+      out += fmt::format("{} {}\n\n", d.name, value);
+    } else if (k->support == KeySupport::kFixed && Honoured(*k, value)) {
+      out += fmt::format("# ibsm {}: {}\n{} {}\n\n", SupportText(*k), k->note, d.name, value);
+    } else if (k->support == KeySupport::kActs) {
+      out += fmt::format("# ibsm: {}\n{} {}\n\n", k->note, d.name, value);
+    } else {
+      out += fmt::format("# {}: {}\n# {} {}\n\n", NotSupportedText(*k), k->note, d.name, value);
     }
-    out += fmt::format("{} {}\n\n", d.name, OptionValueText(c, d));
   }
-  if (!c.opensm_only.empty()) {
-    out += "#\n# OPENSM OPTIONS (accepted, not used by ibsm)\n#\n";
-    for (const auto& [key, value] : c.opensm_only) out += fmt::format("{} {}\n", key, value);
+  out += "#\n# OPENSM OPTIONS ibsm does not read (each says what ibsm does instead)\n#\n";
+  for (const OpenSmKey& k : OpenSmKeys()) {
+    if (FindOption(k.name) != nullptr) continue;
+    out += fmt::format("# {} {}\n#   {}: {}\n", k.name, Printable(OpenSmOnlyValue(c, k), 200),
+                       NotSupportedText(k), k.note);
   }
   return out;
 }
@@ -578,7 +598,7 @@ std::string DumpConfig(const SmConfig& c, bool only_changed) {
     out += fmt::format("{} {}\n", d.name, v);
   }
   for (const auto& [key, value] : c.opensm_only) {
-    out += fmt::format("{} {} (accepted, not used by ibsm)\n", key, value);
+    out += fmt::format("{} {} (not read by ibsm)\n", key, Printable(value, 200));
   }
   return out;
 }

@@ -119,7 +119,7 @@ struct SmConfig {
   bool sharp_enable = false;
 
   // Options OpenSM 3.3.23 knows that ibsm does not use, as read (key, value), in file order.
-  // Kept so that a config written back by ibsm still carries them.
+  // Kept so that a config written back by ibsm shows them (as comments: ibsm reads none).
   std::vector<std::pair<std::string, std::string>> opensm_only;
 
   bool operator==(const SmConfig&) const = default;
@@ -151,12 +151,16 @@ struct OptionDesc {
 std::span<const OptionDesc> OptionTable();
 // Null when `name` is not a typed option.
 const OptionDesc* FindOption(std::string_view name);
-// True for keys OpenSM 3.3.23 writes with `opensm -c` that ibsm accepts and ignores.
+// True for keys OpenSM 3.3.23 writes with `opensm -c` that are not typed options here (what
+// ibsm does with each: conf/opensm_keys.h).
 bool IsOpenSmOnlyOption(std::string_view name);
 
 struct ConfigLoad {
   SmConfig config;
-  std::vector<Diagnostic> warnings;  // unknown keys (CONF-001), keys set twice (CONF-002)
+  // Unknown keys (CONF-001), keys set twice (CONF-002), OpenSM keys set to a value ibsm does
+  // not honour (CONF-030, conf/opensm_keys.h).
+  std::vector<Diagnostic> warnings;
+  size_t not_honoured = 0;  // CONF-030 lines, all of them (warnings stops at 100)
 };
 
 // Parses opensm.conf text. Untrusted input: never crashes; a value that does not parse or is
@@ -172,8 +176,10 @@ Status SetOption(SmConfig* c, std::string_view key, std::string_view value);
 // The option's current value as WriteConfig writes it.
 std::string OptionValueText(const SmConfig& c, const OptionDesc& d);
 
-// Every typed option with a comment, in OpenSM's `opensm -c` layout; then the OpenSM-only
-// options that were read. ParseConfig(WriteConfig(c)) yields c.
+// Every typed option with a comment, in OpenSM's `opensm -c` layout; an OpenSM key set to a
+// value ibsm does not honour is written as a comment saying so ("# not supported by ibsm"),
+// as is every OpenSM key ibsm does not read, with the value `c` read or OpenSM's default.
+// ParseConfig(WriteConfig(c)) yields c but for those commented values.
 std::string WriteConfig(const SmConfig& c);
 
 // "key value" lines for the log at startup; with `only_changed`, only options that differ

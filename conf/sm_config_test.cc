@@ -1,10 +1,12 @@
 #include "conf/sm_config.h"
+#include "conf/opensm_keys.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -76,7 +78,11 @@ TEST(SmConfigTest, TypicalOpenSmConfigLinesSetTypedFields) {
   EXPECT_EQ(c.max_wire_smps, 8u);
   EXPECT_EQ(c.sweep_interval, 30u);
   EXPECT_EQ(c.log_file, "");
-  EXPECT_TRUE(r->warnings.empty());
+  // ibsm leaves SwitchInfo LifeTimeValue as the switch holds it, and says so.
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_EQ(r->warnings[0].ToString(),
+            "opensm.conf:6: CONF-030 packet_life_time 0x13 is not honoured by ibsm (it "
+            "honours no value of it): SwitchInfo LifeTimeValue is left as the switch holds it");
 }
 
 TEST(SmConfigTest, OutOfRangeValueIsAnErrorWithFileLineAndRange) {
@@ -120,18 +126,91 @@ TEST(SmConfigTest, KeySetTwiceWarnsAndTheLastValueWins) {
   EXPECT_EQ(r->warnings[0].line, 2);
 }
 
-TEST(SmConfigTest, OpenSmOnlyOptionsAreKeptAndWrittenBack) {
-  auto r = ParseConfig("console local\nqos_high_limit -1\ncc_ca_cong_setting_ccti_timer 0 0\n"
+TEST(SmConfigTest, OpenSmOnlyOptionsAreKeptAndWrittenBackAsComments) {
+  auto r = ParseConfig("console off\nqos_high_limit -1\ncc_ca_cong_setting_ccti_timer 0 0\n"
                        "cc_ca_cong_setting_ccti_timer 1 5\n",
                        "f");
   ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(r->warnings.empty());
+  EXPECT_TRUE(r->warnings.empty()) << r->warnings[0].ToString();
   ASSERT_EQ(r->config.opensm_only.size(), 4u);
-  EXPECT_EQ(r->config.opensm_only[0], (std::pair<std::string, std::string>{"console", "local"}));
+  EXPECT_EQ(r->config.opensm_only[0], (std::pair<std::string, std::string>{"console", "off"}));
   EXPECT_EQ(r->config.opensm_only[3].second, "1 5");
-  auto again = ParseConfig(WriteConfig(r->config), "w");
+  const std::string w = WriteConfig(r->config);
+  // ibsm reads none of them: each is a comment that says so, with the value read last.
+  EXPECT_NE(w.find("\n# cc_ca_cong_setting_ccti_timer 1 5\n#   not supported by ibsm (no effect): "
+                   "no congestion-control manager"),
+            std::string::npos)
+      << w;
+  EXPECT_NE(w.find("\n# console off\n#   not supported by ibsm (behaves as off): no console"),
+            std::string::npos);
+  EXPECT_EQ(w.find("\nconsole "), std::string::npos);
+  auto again = ParseConfig(w, "w");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(again->config, r->config);
+  EXPECT_TRUE(again->config.opensm_only.empty());
+  SmConfig typed = r->config;
+  typed.opensm_only.clear();
+  EXPECT_EQ(again->config, typed);
+}
+
+// CONF-030: an OpenSM key set to a value ibsm does not do what it asks is named with its line.
+TEST(SmConfigTest, KeysSetToValuesIbsmDoesNotHonourAreNamedWithTheirLine) {
+  auto r = ParseConfig("qos TRUE\nqos FALSE\nmax_op_vls 3\nconsole local\nlash_start_vl 3\n"
+                       "log_flags 0x0f\nlog_flags 0x01\ncongestion_control TRUE\n"
+                       "qos_sl2vl 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15\nkeep_pkey_indexes TRUE\n"
+                       "force_link_width 0\nforce_link_width 255\nm_key_lookup FALSE\n",
+                       "opensm.conf");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<std::string> named;
+  for (const Diagnostic& d : r->warnings)
+    if (d.id == "CONF-030") named.push_back(std::to_string(d.line) + " " + d.message);
+  ASSERT_EQ(named.size(), 6u);
+  EXPECT_EQ(r->not_honoured, 6u);
+  EXPECT_EQ(named[0], "1 qos TRUE is not honoured by ibsm (it behaves as FALSE): no QoS manager: "
+                      "SL2VL and VLArb tables are left as the ports hold them");
+  EXPECT_EQ(named[1].rfind("3 max_op_vls 3 is not honoured by ibsm (it honours no value of it): "
+                           "PortInfo OperationalVLs",
+                           0),
+            0u)
+      << named[1];
+  EXPECT_EQ(named[2].rfind("4 console local is not honoured by ibsm (it behaves as off)", 0), 0u);
+  EXPECT_EQ(named[3].rfind("7 log_flags 0x01 is not honoured by ibsm (it acts only in part)", 0),
+            0u)
+      << named[3];
+  EXPECT_EQ(named[4].rfind("8 congestion_control TRUE", 0), 0u);
+  EXPECT_EQ(named[5].rfind("12 force_link_width 255 is not honoured by ibsm (it behaves as 0)", 0),
+            0u);
+  EXPECT_EQ(r->config.qos, false);  // the last value read
+  // Past the cap of 100 warnings every one is still counted.
+  std::string many;
+  for (int i = 0; i < 150; ++i) many += "qos TRUE\n";
+  auto m = ParseConfig(many, "f");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->not_honoured, 150u);
+}
+
+TEST(SmConfigTest, WrittenConfigCommentsOutWhatIbsmDoesNotHonour) {
+  SmConfig c;
+  c.qos = true;
+  const std::string w = WriteConfig(c);
+  EXPECT_NE(w.find("\n# not supported by ibsm (behaves as FALSE): no QoS manager: SL2VL and "
+                   "VLArb tables are left as the ports hold them\n# qos TRUE\n"),
+            std::string::npos)
+      << w;
+  EXPECT_EQ(w.find("\nqos "), std::string::npos);
+  EXPECT_NE(w.find("\n# max_op_vls 5\n"), std::string::npos);
+  EXPECT_NE(w.find("\n# packet_life_time 0x12\n"), std::string::npos);
+  EXPECT_NE(w.find("\nforce_log_flush FALSE\n"), std::string::npos);  // acts
+  c.qos = false;
+  EXPECT_NE(WriteConfig(c).find("\n# ibsm behaves as FALSE: no QoS manager: SL2VL and VLArb "
+                                "tables are left as the ports hold them\nqos FALSE\n"),
+            std::string::npos);
+  // Every key OpenSM 3.3.23 knows is in the file, read or as a comment.
+  for (const OpenSmKey& k : OpenSmKeys()) {
+    const std::string name(k.name);
+    EXPECT_TRUE(w.find("\n" + name + " ") != std::string::npos ||
+                w.find("\n# " + name + " ") != std::string::npos)
+        << name;
+  }
 }
 
 TEST(SmConfigTest, ArEnableAndArModeAreOneOptionAndAcceptBooleans) {
@@ -182,7 +261,7 @@ TEST(SmConfigTest, WrittenConfigUsesOpenSmLayout) {
             std::string::npos);
   EXPECT_NE(w.find("\nrouting_engine (null)\n"), std::string::npos);
   EXPECT_NE(w.find("\nsubnet_prefix 0xfe80000000000000\n"), std::string::npos);
-  EXPECT_NE(w.find("\npacket_life_time 0x12\n"), std::string::npos);
+  EXPECT_NE(w.find("\n# packet_life_time 0x12\n"), std::string::npos);
   EXPECT_NE(w.find("\nmax_wire_smps 64\n"), std::string::npos);
   EXPECT_NE(w.find("\nguid2lid_file /var/cache/opensm/guid2lid\n"), std::string::npos);
 }
@@ -191,7 +270,7 @@ TEST(SmConfigTest, DumpListsOnlyChangedOptionsWhenAsked) {
   SmConfig c;
   c.lmc = 1;
   c.opensm_only.push_back({"console", "local"});
-  EXPECT_EQ(DumpConfig(c, true), "lmc 1\nconsole local (accepted, not used by ibsm)\n");
+  EXPECT_EQ(DumpConfig(c, true), "lmc 1\nconsole local (not read by ibsm)\n");
   EXPECT_NE(DumpConfig(c, false).find("sweep_interval 10\n"), std::string::npos);
 }
 
@@ -254,13 +333,30 @@ bool RunOpenSmCreateConfig(const std::string& path) {
   return ::access(path.c_str(), R_OK) == 0;
 }
 
-TEST(SmConfigTest, OpenSmsOwnCreateConfigOutputLoadsWithoutWarnings) {
+// A drop-in opensm.conf, as `opensm -c` writes it, loads; what ibsm does not honour in it is
+// named, key by key: the operator sees exactly where ibsm differs from OpenSM.
+TEST(SmConfigTest, OpenSmsOwnCreateConfigOutputLoadsAndItsDifferencesAreNamed) {
   if (::access("/usr/sbin/opensm", X_OK) != 0) GTEST_SKIP() << "no /usr/sbin/opensm";
   const std::string path = TempDir() + "/osm.conf";
   ASSERT_TRUE(RunOpenSmCreateConfig(path));
   auto r = LoadConfigFile(path);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  for (const Diagnostic& d : r->warnings) ADD_FAILURE() << d.ToString();
+  std::set<std::string> named;
+  for (const Diagnostic& d : r->warnings) {
+    if (d.id != "CONF-030") {
+      ADD_FAILURE() << d.ToString();
+      continue;
+    }
+    named.insert(d.message.substr(0, d.message.find(' ')));
+  }
+  const std::set<std::string> expected = {
+      "m_key_lookup", "sm_sl", "packet_life_time", "max_op_vls", "force_link_speed",
+      "force_link_speed_ext", "force_link_width", "fdr10", "local_phy_errors_threshold",
+      "overrun_errors_threshold", "use_mfttop", "drop_event_subscriptions",
+      "ipoib_mcgroup_creation_validation", "perfmgr_redir", "perfmgr_log_errors",
+      "exit_on_fatal"};
+  EXPECT_EQ(named, expected);
+  EXPECT_EQ(r->not_honoured, expected.size());
   // OpenSM's defaults are ibsm's, except max_wire_smps (ibsm: 64, OpenSM: 4).
   SmConfig c = r->config;
   EXPECT_EQ(c.max_wire_smps, 4u);
@@ -268,11 +364,76 @@ TEST(SmConfigTest, OpenSmsOwnCreateConfigOutputLoadsWithoutWarnings) {
   c.max_wire_smps = 64;
   c.opensm_only.clear();
   EXPECT_EQ(c, SmConfig{});
-  // What ibsm writes back still carries OpenSM's own options.
-  auto again = ParseConfig(WriteConfig(r->config), "rewritten");
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->config, r->config);
   ::unlink(path.c_str());
+}
+
+// The table of conf/opensm_keys.h holds exactly the keys `opensm -c` writes, in its order,
+// with its defaults.
+TEST(OpenSmKeysTest, TheTableIsWhatOpenSmsCreateConfigWrites) {
+  if (::access("/usr/sbin/opensm", X_OK) != 0) GTEST_SKIP() << "no /usr/sbin/opensm";
+  const std::string path = TempDir() + "/osm-keys.conf";
+  ASSERT_TRUE(RunOpenSmCreateConfig(path));
+  std::ifstream in(path);
+  std::vector<std::pair<std::string, std::string>> written;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t sp = line.find(' ');
+    written.emplace_back(line.substr(0, sp), sp == std::string::npos ? "" : line.substr(sp + 1));
+  }
+  const auto keys = OpenSmKeys();
+  ASSERT_EQ(written.size(), keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(written[i].first, keys[i].name) << i;
+    EXPECT_EQ(written[i].second, keys[i].opensm_default) << keys[i].name;
+  }
+  ::unlink(path.c_str());
+}
+
+TEST(OpenSmKeysTest, EveryKeyIsClassifiedOnceAndOnlyTypedOptionsAct) {
+  std::set<std::string_view> names;
+  for (const OpenSmKey& k : OpenSmKeys()) {
+    EXPECT_TRUE(names.insert(k.name).second) << k.name;
+    const bool typed = FindOption(k.name) != nullptr;
+    EXPECT_EQ(IsOpenSmOnlyOption(k.name), !typed) << k.name;
+    if (k.support == KeySupport::kActs) {
+      EXPECT_TRUE(typed) << k.name << ": acts, but no code reads it";
+    } else {
+      EXPECT_FALSE(k.note.empty()) << k.name;
+    }
+    if (k.support == KeySupport::kMoot) {
+      EXPECT_TRUE(k.honoured.empty()) << k.name;
+    }
+  }
+  EXPECT_EQ(names.size(), 160u);
+  EXPECT_FALSE(IsOpenSmOnlyOption("frobnicate"));
+  EXPECT_FALSE(IsOpenSmOnlyOption("state_db_file"));  // ibsm's own
+}
+
+// README.md's "opensm.conf keys" table has one row per key, saying what this table says.
+TEST(OpenSmKeysTest, TheReadmeTableSaysWhatTheCodeDoes) {
+  std::ifstream in(std::string(IBSM_SOURCE_DIR) + "/README.md");
+  ASSERT_TRUE(in.good());
+  std::map<std::string, std::string> rows;
+  bool in_section = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("#", 0) == 0) in_section = line == "### opensm.conf keys";
+    if (!in_section || line.rfind("| `", 0) != 0) continue;
+    const size_t end = line.find("` |", 3);
+    if (end == std::string::npos) continue;
+    const std::string key = line.substr(3, end - 3);
+    const size_t cell = end + 3;
+    const size_t next = line.find(" |", cell + 1);
+    if (FindOpenSmKey(key) && next != std::string::npos)
+      rows[key] = line.substr(cell + 1, next - cell - 1);
+  }
+  for (const OpenSmKey& k : OpenSmKeys()) {
+    auto it = rows.find(std::string(k.name));
+    if (it == rows.end()) {
+      ADD_FAILURE() << "README.md has no row for " << k.name;
+      continue;
+    }
+    EXPECT_EQ(it->second, SupportText(k)) << k.name;
+  }
 }
 
 }  // namespace

@@ -233,10 +233,29 @@ std::string KnownEngines(const std::string& chain) {
   return out;
 }
 
-spdlog::level::level_enum LevelFor(int verbosity) {
+// The log level from -v/-V and from log_flags, whichever asks for more: OpenSM's VERBOSE
+// (0x04) and DEBUG (0x08) bits give debug lines, FUNCS (0x10) and FRAMES (0x20) trace lines.
+spdlog::level::level_enum LevelFor(int verbosity, uint8_t log_flags) {
+  if (log_flags & 0x30) verbosity = std::max(verbosity, 3);
+  if (log_flags & 0x0C) verbosity = std::max(verbosity, 1);
   return verbosity >= 3   ? spdlog::level::trace
          : verbosity >= 1 ? spdlog::level::debug
                           : spdlog::level::info;
+}
+
+// force_log_flush: every line reaches the file at once; otherwise info and above do.
+spdlog::level::level_enum FlushLevelFor(const conf::SmConfig& c) {
+  return c.force_log_flush ? spdlog::level::trace : spdlog::level::info;
+}
+
+// One line that counts the config file's CONF-030 keys (each is named above it), so an
+// operator who dropped in an opensm.conf sees at once how much of it ibsm does differently.
+void LogNotHonoured(const conf::CommandLineExtras& extras) {
+  if (extras.config_not_honoured == 0) return;
+  Log(LogName::kConf).warn(
+      "CONF-031 {} key(s) of {} are set to values ibsm does not honour (CONF-030 lines); "
+      "README.md \"opensm.conf keys\" says what ibsm does with each",
+      extras.config_not_honoured, extras.config_file);
 }
 
 // Removes the PID file at every return from Main after it was written.
@@ -274,11 +293,12 @@ int Main(int argc, char** argv) {
     fmt::print("ibsmd: wrote {}\n", extras.create_config_file);
     return 0;
   }
-  // Lines at info and above are flushed at once so scripts can wait for "SUBNET UP".
+  // Lines at info and above (every line with force_log_flush) are flushed at once so scripts
+  // can wait for "SUBNET UP".
   // log_max_size is in MB as in OpenSM; -e (accum_log_file FALSE) empties the file at start.
   const LogFileOptions log_file{config.accum_log_file, uint64_t{config.log_max_size} << 20};
-  if (!ConfigureLogging(config.log_file, LevelFor(extras.verbosity), spdlog::level::info,
-                        log_file)) {
+  if (!ConfigureLogging(config.log_file, LevelFor(extras.verbosity, config.log_flags),
+                        FlushLevelFor(config), log_file)) {
     return 1;
   }
   // The banner: what runs, from which file, with which settings that matter most (OpenSM
@@ -293,6 +313,7 @@ int Main(int argc, char** argv) {
       config.state_db_file.empty() ? "(none)" : config.state_db_file,
       config.control_socket.empty() ? "(none)" : config.control_socket);
   for (const auto& w : extras.config_warnings) Log(LogName::kConf).warn("{}", w.ToString());
+  LogNotHonoured(extras);
   auto options = MakeOptions(config, extras.once);
   if (!options.ok()) {
     fmt::print(stderr, "ibsmd: {}\n", options.status().message());
@@ -538,7 +559,8 @@ int Main(int argc, char** argv) {
       if (sig == SIGUSR1) {
         LogFileOptions reopen = log_file;
         reopen.append = true;  // a reopen after logrotate never empties the new file
-        ConfigureLogging(config.log_file, LevelFor(extras.verbosity), spdlog::level::info, reopen);
+        ConfigureLogging(config.log_file, LevelFor(extras.verbosity, config.log_flags),
+                         FlushLevelFor(config), reopen);
         Log(LogName::kSm).info("log reopened");
       } else {
         // Settings that take effect at the next sweep are re-read; the port binding and the
@@ -556,6 +578,7 @@ int Main(int argc, char** argv) {
         } else {
           for (const auto& w : fresh_extras.config_warnings)
             Log(LogName::kConf).warn("{}", w.ToString());
+          LogNotHonoured(fresh_extras);
           next->routing_engine = KnownEngines(next->routing_engine);
           sm.Reconfigure(*next);
           running_partitions = next->partitions;
