@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "conf/opensm_keys.h"
+
 namespace ibsm::conf {
 namespace {
 
@@ -293,6 +295,12 @@ Status ApplyCommandLine(const std::vector<std::string>& args, SmConfig* c,
       std::string msg = s.message();
       if (msg.rfind(f.option, 0) == 0) msg = p.spelled + msg.substr(f.option.size());
       return InvalidArgument(msg);
+    }
+    // A flag that asks for what ibsm does not do is named as a config line would be.
+    if (const OpenSmKey* k = FindOpenSmKey(f.option); k && !Honoured(*k, value)) {
+      ++extras->config_not_honoured;
+      extras->config_warnings.push_back(
+          {kConfNotHonoured, "command line", 0, p.spelled + ": " + NotHonouredText(*k, value)});
     }
   }
   return Status::Ok();

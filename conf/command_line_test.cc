@@ -133,9 +133,21 @@ TEST(CommandLineTest, EveryOpenSmFlagIsAcceptedOrRefusedClearly) {
   EXPECT_TRUE(a.config.ignore_other_sm) << "-d 0 is OpenSM's 'ignore other SMs'";
   EXPECT_TRUE(a.config.no_partition_enforcement);
   EXPECT_TRUE(Apply({"-d", "2"}).config.force_log_flush);
+  EXPECT_EQ(Apply({"--sm_sl", "3"}).config.sm_sl, 3) << "sm_sl acts (MasterSMSL)";
+  // A flag whose option ibsm types but does not honour at that value is named, like a
+  // config line (CONF-030).
+  auto x = Apply({"-x"});
+  ASSERT_TRUE(x.status.ok());
+  ASSERT_EQ(x.extras.config_warnings.size(), 1u);
+  EXPECT_EQ(x.extras.config_warnings[0].id, "CONF-030");
+  EXPECT_EQ(x.extras.config_warnings[0].message.rfind(
+                "-x: honor_guid2lid_file TRUE is not honoured by ibsm (it behaves as FALSE)", 0),
+            0u)
+      << x.extras.config_warnings[0].message;
+  EXPECT_EQ(x.extras.config_not_honoured, 1u);
   for (const std::vector<std::string>& refused :
        {std::vector<std::string>{"-I"}, {"--inactive"}, {"-Q"}, {"--console", "local"}, {"-d", "3"},
-        {"--sm_sl", "3"}, {"-z"}, {"-M", "m.dump"}, {"-U", "l.dump"}, {"-S", "sa.db"},
+        {"-z"}, {"-M", "m.dump"}, {"-U", "l.dump"}, {"-S", "sa.db"},
         {"-m", "ids"}, {"-i", "ign"}, {"-w", "hw"}, {"-O", "pso"}, {"--dimn_ports_file", "d"},
         {"-Y", "qos.policy"}, {"--congestion_control"}, {"--cc_key", "0x5"},
         {"--log_prefix", "x"}, {"--torus_config", "t"}, {"--prefix_routes_file", "p"},

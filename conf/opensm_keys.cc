@@ -3,6 +3,8 @@
 // what ibsm does is checked against the code that reads each typed option.
 #include "conf/opensm_keys.h"
 
+#include "conf/diagnostic.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,26 +34,20 @@ const OpenSmKey kKeys[] = {
     {"subnet_prefix", "0xfe80000000000000", K::kActs, "", ""},
     {"lmc", "0", K::kActs, "", ""},
     {"lmc_esp0", "FALSE", K::kActs, "", ""},
-    {"sm_sl", "0", K::kFixed, "", "PortInfo MasterSMSL is left as the port holds it"},
-    {"packet_life_time", "0x12", K::kFixed, "",
-     "SwitchInfo LifeTimeValue is left as the switch holds it"},
+    {"sm_sl", "0", K::kActs, "", ""},
+    {"packet_life_time", "0x12", K::kActs, "", ""},
     {"vl_stall_count", "0x07", K::kActs, "", ""},
     {"leaf_vl_stall_count", "0x07", K::kActs, "", ""},
     {"head_of_queue_lifetime", "0x12", K::kActs, "", ""},
     {"leaf_head_of_queue_lifetime", "0x10", K::kActs, "", ""},
-    {"max_op_vls", "5", K::kFixed, "", "PortInfo OperationalVLs are left as the port holds them"},
-    {"force_link_speed", "15", K::kFixed, "0",
-     "PortInfo LinkSpeedEnabled is never changed (as 0 asks)"},
-    {"force_link_speed_ext", "31", K::kFixed, "0",
-     "PortInfo LinkSpeedExtEnabled is never changed (as 0 asks)"},
-    {"force_link_width", "255", K::kFixed, "0",
-     "PortInfo LinkWidthEnabled is never changed (as 0 asks)"},
+    {"max_op_vls", "5", K::kActs, "", ""},
+    {"force_link_speed", "15", K::kActs, "", ""},
+    {"force_link_speed_ext", "31", K::kActs, "", ""},
+    {"force_link_width", "255", K::kActs, "", ""},
     {"fdr10", "1", K::kFixed, "0", "no FDR10 (MLNX ExtendedPortInfo) handling"},
     {"subnet_timeout", "18", K::kActs, "", ""},
-    {"local_phy_errors_threshold", "0x08", K::kFixed, "",
-     "PortInfo LocalPhyErrors threshold is left as the port holds it"},
-    {"overrun_errors_threshold", "0x08", K::kFixed, "",
-     "PortInfo OverrunErrors threshold is left as the port holds it"},
+    {"local_phy_errors_threshold", "0x08", K::kActs, "", ""},
+    {"overrun_errors_threshold", "0x08", K::kActs, "", ""},
     {"use_mfttop", "TRUE", K::kFixed, "FALSE", "SwitchInfo MulticastFDBTop is never set"},
     {"partition_config_file", "/etc/opensm/partitions.conf", K::kActs, "", ""},
     {"no_partition_enforcement", "FALSE", K::kActs, "", ""},
@@ -302,6 +298,14 @@ bool Honoured(const OpenSmKey& key, std::string_view value) {
     }
   }
   return false;
+}
+
+std::string NotHonouredText(const OpenSmKey& k, std::string_view value) {
+  std::string how = k.support == K::kActs ? "it acts only in part"
+                    : k.honoured.empty()  ? "it honours no value of it"
+                                          : fmt::format("it behaves as {}", ValuesText(k.honoured));
+  return fmt::format("{} {} is not honoured by ibsm ({}): {}", k.name, Printable(value), how,
+                     k.note);
 }
 
 std::string SupportText(const OpenSmKey& key) {

@@ -36,6 +36,9 @@ std::span<const OpenSmKey> OpenSmKeys();
 const OpenSmKey* FindOpenSmKey(std::string_view name);
 // True when ibsm does what `value` of `key` asks for.
 bool Honoured(const OpenSmKey& key, std::string_view value);
+// "qos TRUE is not honoured by ibsm (it behaves as FALSE): no QoS manager: ...", the
+// CONF-030 text (value printable whatever its bytes).
+std::string NotHonouredText(const OpenSmKey& key, std::string_view value);
 // "acts", "acts partly", "behaves as FALSE", "no effect (...)": the README's wording.
 std::string SupportText(const OpenSmKey& key);
 // "0x03 or 0x43": a `honoured` list as text.

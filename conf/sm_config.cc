@@ -99,6 +99,9 @@ const OptionDesc kOptions[] = {
          "lmc_esp0 determines whether LMC value used on subnet is used for\n"
          "enhanced switch port 0. If TRUE, LMC value for subnet is used for\n"
          "ESP0. Otherwise, LMC value for ESP0s is 0."),
+    Uint("sm_sl", &SC::sm_sl, "0", 0, 15,
+         "sm_sl determines SMSL used for SM/SA communication\n"
+         "(PortInfo:MasterSMSL of every CA port and switch port 0)"),
     Hex("packet_life_time", &SC::packet_life_time, "0x12", 0, 0x1F, 2,
         "The code of maximal time a packet can live in a switch\n"
         "The actual time is 4.096usec * 2^<packet_life_time>\n"
@@ -128,9 +131,26 @@ const OptionDesc kOptions[] = {
          "   1: 2.5 Gbps, 3: 2.5 or 5.0 Gbps, 5: 2.5 or 10.0 Gbps,\n"
          "   7: 2.5 or 5.0 or 10.0 Gbps, 2,4,6,8-14 Reserved\n"
          "   Default 15: set to PortInfo:LinkSpeedSupported"),
+    Uint("force_link_speed_ext", &SC::force_link_speed_ext, "31", 0, 31,
+         "Force PortInfo:LinkSpeedExtEnabled on ports where both ends have\n"
+         "extended speeds (IsExtendedSpeedsSupported)\n"
+         "If 0, don't modify PortInfo:LinkSpeedExtEnabled\n"
+         "   1: 14.0625 Gbps, 2: 25.78125 Gbps, 4: 53.125 Gbps (sums: either),\n"
+         "   30: Disable extended link speeds\n"
+         "   Default 31: set to PortInfo:LinkSpeedExtSupported"),
+    Uint("force_link_width", &SC::force_link_width, "255", 0, 255,
+         "Force PortInfo:LinkWidthEnabled on every port\n"
+         "If 0, don't modify PortInfo:LinkWidthEnabled\n"
+         "   1: 1x, 2: 4x, 4: 8x, 8: 12x, 16: 2x (sums: either; 2x only where\n"
+         "   CapabilityMask2 says 2x is supported), 32-254 Reserved\n"
+         "   Default 255: set to PortInfo:LinkWidthSupported"),
     Uint("subnet_timeout", &SC::subnet_timeout, "18", 0, 0x1F,
          "The subnet_timeout code that will be set for all the ports\n"
          "The actual timeout is 4.096usec * 2^<subnet_timeout>"),
+    Hex("local_phy_errors_threshold", &SC::local_phy_errors_threshold, "0x08", 0, 0xF, 2,
+        "Threshold of local phy errors for sending Trap 129"),
+    Hex("overrun_errors_threshold", &SC::overrun_errors_threshold, "0x08", 0, 0xF, 2,
+        "Threshold of credit overrun errors for sending Trap 130"),
     Section("PARTITIONING OPTIONS",
             Str("partition_config_file", &SC::partition_config_file,
                 "/etc/opensm/partitions.conf", "Partition configuration file to be used")),
@@ -414,15 +434,6 @@ Status SetFromText(SmConfig* c, const OptionDesc& d, std::string_view value,
           fmt::format("{}: '{}' is not one of {}", subject, shown, EnumText(d)));
   }
   return Internal("unknown option kind");
-}
-
-// "qos TRUE is not honoured by ibsm (it behaves as FALSE): no QoS manager: ..."
-std::string NotHonouredText(const OpenSmKey& k, std::string_view value) {
-  std::string how = k.support == KeySupport::kActs ? "it acts only in part"
-                    : k.honoured.empty()          ? "it honours no value of it"
-                                           : fmt::format("it behaves as {}", ValuesText(k.honoured));
-  return fmt::format("{} {} is not honoured by ibsm ({}): {}", k.name, Printable(value), how,
-                     k.note);
 }
 
 const OptionDesc* Canonical(const OptionDesc* d) {

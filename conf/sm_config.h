@@ -31,6 +31,7 @@ struct SmConfig {
   uint64_t subnet_prefix = 0xfe80000000000000ull;
   uint8_t lmc = 0;                      // 2^lmc LIDs per end port
   bool lmc_esp0 = false;
+  uint8_t sm_sl = 0;                    // PortInfo:MasterSMSL of every end port
   uint8_t packet_life_time = 0x12;      // 4.096us * 2^v; >= 0x14 disables
   uint8_t vl_stall_count = 0x07;
   uint8_t leaf_vl_stall_count = 0x07;
@@ -38,7 +39,11 @@ struct SmConfig {
   uint8_t leaf_head_of_queue_lifetime = 0x10;
   uint8_t max_op_vls = 5;               // PortInfo:OperationalVLs code (5 = VL0-14)
   uint8_t force_link_speed = 15;        // 0 = leave, 15 = LinkSpeedSupported
+  uint8_t force_link_speed_ext = 31;    // 0 = leave, 31 = LinkSpeedExtSupported
+  uint8_t force_link_width = 255;       // 0 = leave, 255 = LinkWidthSupported
   uint8_t subnet_timeout = 18;
+  uint8_t local_phy_errors_threshold = 0x08;  // PortInfo:LocalPhyErrors (trap 129)
+  uint8_t overrun_errors_threshold = 0x08;    // PortInfo:OverrunErrors (trap 130)
   // --- Partitioning
   std::string partition_config_file = "/etc/opensm/partitions.conf";
   bool no_partition_enforcement = false;  // deprecated in OpenSM: part_enforce wins

@@ -78,11 +78,7 @@ TEST(SmConfigTest, TypicalOpenSmConfigLinesSetTypedFields) {
   EXPECT_EQ(c.max_wire_smps, 8u);
   EXPECT_EQ(c.sweep_interval, 30u);
   EXPECT_EQ(c.log_file, "");
-  // ibsm leaves SwitchInfo LifeTimeValue as the switch holds it, and says so.
-  ASSERT_EQ(r->warnings.size(), 1u);
-  EXPECT_EQ(r->warnings[0].ToString(),
-            "opensm.conf:6: CONF-030 packet_life_time 0x13 is not honoured by ibsm (it "
-            "honours no value of it): SwitchInfo LifeTimeValue is left as the switch holds it");
+  EXPECT_TRUE(r->warnings.empty());
 }
 
 TEST(SmConfigTest, OutOfRangeValueIsAnErrorWithFileLineAndRange) {
@@ -154,10 +150,10 @@ TEST(SmConfigTest, OpenSmOnlyOptionsAreKeptAndWrittenBackAsComments) {
 
 // CONF-030: an OpenSM key set to a value ibsm does not do what it asks is named with its line.
 TEST(SmConfigTest, KeysSetToValuesIbsmDoesNotHonourAreNamedWithTheirLine) {
-  auto r = ParseConfig("qos TRUE\nqos FALSE\nmax_op_vls 3\nconsole local\nlash_start_vl 3\n"
+  auto r = ParseConfig("qos TRUE\nqos FALSE\nfdr10 2\nconsole local\nlash_start_vl 3\n"
                        "log_flags 0x0f\nlog_flags 0x01\ncongestion_control TRUE\n"
                        "qos_sl2vl 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15\nkeep_pkey_indexes TRUE\n"
-                       "force_link_width 0\nforce_link_width 255\nm_key_lookup FALSE\n",
+                       "fdr10 0\nmax_op_vls 2\nm_key_lookup FALSE\nhonor_guid2lid_file TRUE\n",
                        "opensm.conf");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   std::vector<std::string> named;
@@ -167,19 +163,19 @@ TEST(SmConfigTest, KeysSetToValuesIbsmDoesNotHonourAreNamedWithTheirLine) {
   EXPECT_EQ(r->not_honoured, 6u);
   EXPECT_EQ(named[0], "1 qos TRUE is not honoured by ibsm (it behaves as FALSE): no QoS manager: "
                       "SL2VL and VLArb tables are left as the ports hold them");
-  EXPECT_EQ(named[1].rfind("3 max_op_vls 3 is not honoured by ibsm (it honours no value of it): "
-                           "PortInfo OperationalVLs",
-                           0),
-            0u)
+  EXPECT_EQ(named[1].rfind("3 fdr10 2 is not honoured by ibsm (it behaves as 0): no FDR10", 0), 0u)
       << named[1];
   EXPECT_EQ(named[2].rfind("4 console local is not honoured by ibsm (it behaves as off)", 0), 0u);
   EXPECT_EQ(named[3].rfind("7 log_flags 0x01 is not honoured by ibsm (it acts only in part)", 0),
             0u)
       << named[3];
   EXPECT_EQ(named[4].rfind("8 congestion_control TRUE", 0), 0u);
-  EXPECT_EQ(named[5].rfind("12 force_link_width 255 is not honoured by ibsm (it behaves as 0)", 0),
+  EXPECT_EQ(named[5].rfind("14 honor_guid2lid_file TRUE is not honoured by ibsm (it behaves as "
+                           "FALSE)",
+                           0),
             0u);
   EXPECT_EQ(r->config.qos, false);  // the last value read
+  EXPECT_EQ(r->config.max_op_vls, 2);  // acts: no warning
   // Past the cap of 100 warnings every one is still counted.
   std::string many;
   for (int i = 0; i < 150; ++i) many += "qos TRUE\n";
@@ -197,8 +193,9 @@ TEST(SmConfigTest, WrittenConfigCommentsOutWhatIbsmDoesNotHonour) {
             std::string::npos)
       << w;
   EXPECT_EQ(w.find("\nqos "), std::string::npos);
-  EXPECT_NE(w.find("\n# max_op_vls 5\n"), std::string::npos);
-  EXPECT_NE(w.find("\n# packet_life_time 0x12\n"), std::string::npos);
+  EXPECT_NE(w.find("\nmax_op_vls 5\n"), std::string::npos);  // acts
+  EXPECT_NE(w.find("\n# fdr10 1\n#   not supported by ibsm (behaves as 0): no FDR10"),
+            std::string::npos);
   EXPECT_NE(w.find("\nforce_log_flush FALSE\n"), std::string::npos);  // acts
   c.qos = false;
   EXPECT_NE(WriteConfig(c).find("\n# ibsm behaves as FALSE: no QoS manager: SL2VL and VLArb "
@@ -261,7 +258,7 @@ TEST(SmConfigTest, WrittenConfigUsesOpenSmLayout) {
             std::string::npos);
   EXPECT_NE(w.find("\nrouting_engine (null)\n"), std::string::npos);
   EXPECT_NE(w.find("\nsubnet_prefix 0xfe80000000000000\n"), std::string::npos);
-  EXPECT_NE(w.find("\n# packet_life_time 0x12\n"), std::string::npos);
+  EXPECT_NE(w.find("\npacket_life_time 0x12\n"), std::string::npos);
   EXPECT_NE(w.find("\nmax_wire_smps 64\n"), std::string::npos);
   EXPECT_NE(w.find("\nguid2lid_file /var/cache/opensm/guid2lid\n"), std::string::npos);
 }
@@ -350,9 +347,7 @@ TEST(SmConfigTest, OpenSmsOwnCreateConfigOutputLoadsAndItsDifferencesAreNamed) {
     named.insert(d.message.substr(0, d.message.find(' ')));
   }
   const std::set<std::string> expected = {
-      "m_key_lookup", "sm_sl", "packet_life_time", "max_op_vls", "force_link_speed",
-      "force_link_speed_ext", "force_link_width", "fdr10", "local_phy_errors_threshold",
-      "overrun_errors_threshold", "use_mfttop", "drop_event_subscriptions",
+      "m_key_lookup",       "fdr10",         "use_mfttop",         "drop_event_subscriptions",
       "ipoib_mcgroup_creation_validation", "perfmgr_redir", "perfmgr_log_errors",
       "exit_on_fatal"};
   EXPECT_EQ(named, expected);

@@ -232,6 +232,17 @@ void Simulator::ResetPort(PortId p) {
   bool up = mgmt || LinkShouldBeUp(p);
   pi.port_phys_state = up ? kPhysLinkUp: kPhysPolling;
   pi.port_state = up ? kStateInit: kStateDown;
+  if (options_.profile == SimProfile::kStrict) {
+    // What no SM has written yet: the smallest NeighborMTU (256) and OperationalVLs (VL0),
+    // no error thresholds, HOQLife and VLStallCount 0. Only the SM sets them as the fabric
+    // needs (docs/port-programming.md), so a field it forgets shows.
+    pi.neighbor_mtu = 1;
+    pi.operational_vls = 1;
+    pi.local_phy_errors = 0;
+    pi.overrun_errors = 0;
+    pi.hoq_life = 0;
+    pi.vl_stall_count = 0;
+  }
 }
 
 void Simulator::ResetNodeState(NodeId n) {
@@ -247,7 +258,8 @@ void Simulator::ResetNodeState(NodeId n) {
     sw.info.default_port = 0;
     sw.info.default_mcast_primary_port = 0xFF;
     sw.info.default_mcast_not_primary_port = 0xFF;
-    sw.info.life_time_value = 18;
+    // The strict profile's switches start at LifeTimeValue 0: packet_life_time is the SM's.
+    sw.info.life_time_value = options_.profile == SimProfile::kStrict ? 0 : 18;
     sw.info.lids_per_port = 0;
     sw.info.partition_enforcement_cap = kPartitionEnforcementCap;
     sw.info.enhanced_port0 = 0;
@@ -329,6 +341,15 @@ void Simulator::SetMKey(PortId port, uint64_t m_key, uint8_t protect_bits) {
   if (port >= ports_.size()) return;
   ports_[port].info.m_key = m_key;
   ports_[port].info.m_key_protect_bits = protect_bits & 3;
+}
+
+void Simulator::SetPortCaps(PortId port, uint8_t mtu_cap, uint8_t vl_cap) {
+  if (port >= ports_.size()) return;
+  mad::PortInfo& pi = ports_[port].info;
+  pi.mtu_cap = mtu_cap;
+  pi.vl_cap = vl_cap;
+  pi.neighbor_mtu = std::min(pi.neighbor_mtu, mtu_cap);
+  pi.operational_vls = std::min(pi.operational_vls, vl_cap);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -897,6 +918,7 @@ uint16_t Simulator::SmaPortInfo(PortId arrival, uint8_t method, uint32_t mod,
                                 std::span<uint8_t> data, bool key_ok) {
   const SimNode& sn = nodes_[ports_[arrival].node];
   uint32_t arrival_num = ports_[arrival].info.local_port_num;
+  mod &= 0x7FFFFFFF;  // bit 31: the SM supports extended speeds (ibsim masks it too)
   if (mod > sn.num_ports) return mad::mad_status::kInvalidField;
   if (sn.sw == kNoSwitch) {
     if (mod == 0) mod = arrival_num;
@@ -951,9 +973,21 @@ uint16_t Simulator::SmaPortInfo(PortId arrival, uint8_t method, uint32_t mod,
     pi.m_key_protect_bits = req.m_key_protect_bits;
     pi.lmc = req.lmc;
     pi.master_sm_sl = req.master_sm_sl;
-    if (req.link_width_enabled) pi.link_width_enabled = req.link_width_enabled;
-    if (req.link_speed_enabled) pi.link_speed_enabled = req.link_speed_enabled;
-    if (req.link_speed_ext_enabled) pi.link_speed_ext_enabled = req.link_speed_ext_enabled;
+    // 255, 15 and 31 mean "set to what is supported" (14.2.5.6); 0 leaves the field.
+    if (req.link_width_enabled) {
+      pi.link_width_enabled =
+          req.link_width_enabled == 255 ? pi.link_width_supported : req.link_width_enabled;
+    }
+    if (req.link_speed_enabled) {
+      pi.link_speed_enabled =
+          req.link_speed_enabled == 15 ? pi.link_speed_supported : req.link_speed_enabled;
+    }
+    if (req.link_speed_ext_enabled) {
+      pi.link_speed_ext_enabled = req.link_speed_ext_enabled == 31 ? pi.link_speed_ext_supported
+                                                                   : req.link_speed_ext_enabled;
+    }
+    pi.local_phy_errors = req.local_phy_errors;
+    pi.overrun_errors = req.overrun_errors;
     if (req.neighbor_mtu) pi.neighbor_mtu = req.neighbor_mtu;
     if (req.operational_vls) pi.operational_vls = req.operational_vls;
     pi.vl_high_limit = req.vl_high_limit;

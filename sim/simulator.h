@@ -236,6 +236,9 @@ class Simulator {
 
   // Sets a port's M_Key and protect bits directly (tests; an SM does it by PortInfo Set).
   void SetMKey(PortId port, uint64_t m_key, uint8_t protect_bits);
+  // Gives a port smaller capabilities (a 2 KiB-MTU adapter, a port with 2 data VLs): MTUCap
+  // and VLCap codes as PortInfo holds them. What the port runs at stays the SM's to set.
+  void SetPortCaps(PortId port, uint8_t mtu_cap, uint8_t vl_cap);
 
   // --- performance counters (the PMA, IBA 16.1) ------------------------------------------
   // Plants every counter of PortCounters at `port` (as ibsim's PerformanceSet): error

@@ -148,6 +148,14 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   o.leaf_head_of_queue_lifetime = c.leaf_head_of_queue_lifetime;
   o.vl_stall_count = c.vl_stall_count;
   o.leaf_vl_stall_count = c.leaf_vl_stall_count;
+  o.sm_sl = c.sm_sl;
+  o.max_op_vls = c.max_op_vls;
+  o.force_link_width = c.force_link_width;
+  o.force_link_speed = c.force_link_speed;
+  o.force_link_speed_ext = c.force_link_speed_ext;
+  o.local_phy_errors_threshold = c.local_phy_errors_threshold;
+  o.overrun_errors_threshold = c.overrun_errors_threshold;
+  o.packet_life_time = c.packet_life_time;
   o.routing_engine = c.routing_engine;
   IBSM_ASSIGN_OR_RETURN(o.routing.root_guids, LoadGuids(c.root_guid_file));
   IBSM_ASSIGN_OR_RETURN(o.routing.cn_guids, LoadGuids(c.cn_guid_file));
@@ -255,7 +263,8 @@ void LogNotHonoured(const conf::CommandLineExtras& extras) {
   Log(LogName::kConf).warn(
       "CONF-031 {} key(s) of {} are set to values ibsm does not honour (CONF-030 lines); "
       "README.md \"opensm.conf keys\" says what ibsm does with each",
-      extras.config_not_honoured, extras.config_file);
+      extras.config_not_honoured,
+      extras.config_file.empty() ? "the command line" : extras.config_file + " and the command line");
 }
 
 // Removes the PID file at every return from Main after it was written.

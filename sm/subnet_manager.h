@@ -72,6 +72,15 @@ struct SubnetManagerOptions {
   uint8_t leaf_head_of_queue_lifetime = 0x10;
   uint8_t vl_stall_count = 0x07;
   uint8_t leaf_vl_stall_count = 0x07;
+  // OpenSM's link manager (docs/port-programming.md): what every port is set to.
+  uint8_t sm_sl = 0;                          // MasterSMSL of end ports
+  uint8_t max_op_vls = 5;                     // OperationalVLs cap (5 = VL0-14)
+  uint8_t force_link_width = 255;             // LinkWidthEnabled; 0 leave, 255 = Supported
+  uint8_t force_link_speed = 15;              // LinkSpeedEnabled; 0 leave, 15 = Supported
+  uint8_t force_link_speed_ext = 31;          // LinkSpeedExtEnabled; 0 leave, 31 = Supported
+  uint8_t local_phy_errors_threshold = 0x08;  // PortInfo error thresholds
+  uint8_t overrun_errors_threshold = 0x08;
+  uint8_t packet_life_time = 0x12;            // SwitchInfo LifeTimeValue
   std::string routing_engine;  // comma list; empty = minhop
   routing::RoutingOptions routing;
   size_t max_wire_smps = 64;
@@ -357,6 +366,16 @@ class SubnetManager {
   void SaveSnapshot(std::string_view name, const SnapshotProducer& produce);
   void Issue(const std::string& id, const std::string& message);
   mad::PortInfo DesiredPortInfo(PortId p) const;
+  // True when port `p`, holding `now`, needs a Set for the link manager's fields of `want`
+  // (NeighborMTU, OperationalVLs, link width and speeds, thresholds, MasterSMSL, HOQLife,
+  // VLStallCount, LinkDownDefaultState); a field that still reads what the port answered to
+  // our last Set counts as in sync.
+  bool LinkFieldsDiffer(PortId p, const mad::PortInfo& now, const mad::PortInfo& want) const;
+  // The AttributeModifier of a PortInfo Set to `p`: its number, and bit 31 where the port
+  // (a switch: its port 0) has extended speeds.
+  uint32_t PortInfoSetModifier(PortId p) const;
+  // Keeps what port `p` answered to a PortInfo Set (LinkFieldsDiffer's echo).
+  void NoteLinkEcho(PortId p, const mad::PortInfo& answered);
 
   boost::asio::io_context& io_;
   mad::Transport& transport_;
@@ -453,6 +472,11 @@ class SubnetManager {
     uint16_t m_key_lease = 0;
   };
   std::unordered_map<Guid, DeviceEcho> echo_;  // what a port answered to our PortInfo Set
+  // What each port (node GUID, port number) answered to our last PortInfo Set, for the link
+  // fields some agents do not keep (ibsim keeps no NeighborMTU, MasterSMSL, VLStallCount or
+  // error thresholds): an answer that still holds counts as in sync, or every sweep would
+  // Set the port again.
+  std::map<std::pair<Guid, uint8_t>, mad::PortInfo> link_echo_;
   std::vector<Guid> known_ports_;  // port GUIDs seen in earlier sweeps (client rereg)
   SweepStats current_;
   SweepStats last_;

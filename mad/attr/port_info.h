@@ -18,6 +18,10 @@ inline constexpr uint32_t kIsClientReregistrationSupported = 1u << 25;
 inline constexpr uint32_t kIsCapabilityMask2Supported = 1u << 15;
 inline constexpr uint32_t kIsExtendedSpeedsSupported = 1u << 14;
 }  // namespace port_cap
+// CapabilityMask2 bits (14.2.5.6) the SM reads.
+namespace port_cap2 {
+inline constexpr uint16_t kIsLinkWidth2xSupported = 1u << 4;
+}  // namespace port_cap2
 
 struct PortInfo {
   static constexpr uint16_t kAttrId = attr::kPortInfo;
