@@ -462,6 +462,8 @@ const OptionDesc* FindOption(std::string_view name) {
   return nullptr;
 }
 
+std::span<const std::string_view> OpenSmOnlyOptions() { return kOpenSmOnly; }
+
 bool IsOpenSmOnlyOption(std::string_view name) {
   return std::binary_search(std::begin(kOpenSmOnly), std::end(kOpenSmOnly), name);
 }

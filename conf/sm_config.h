@@ -153,6 +153,8 @@ std::span<const OptionDesc> OptionTable();
 const OptionDesc* FindOption(std::string_view name);
 // True for keys OpenSM 3.3.23 writes with `opensm -c` that ibsm accepts and ignores.
 bool IsOpenSmOnlyOption(std::string_view name);
+// Those keys, sorted.
+std::span<const std::string_view> OpenSmOnlyOptions();
 
 struct ConfigLoad {
   SmConfig config;
