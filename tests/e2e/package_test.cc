@@ -213,6 +213,15 @@ class PackageTest : public ::testing::Test {
     EXPECT_NE(rotate.find("\n" + c.log_file + " {"), std::string::npos) << rotate;
     EXPECT_NE(rotate.find("--signal=USR1 ibsmd.service"), std::string::npos) << rotate;
     EXPECT_EQ(rotate.find("copytruncate"), std::string::npos) << rotate;
+    if (!PathOf("logrotate").empty()) {  // logrotate reads the entry without an error
+      auto lr = RunCommand({"logrotate", "--debug", "--state", (dir_ / "logrotate.state").string(),
+                            (root_ / "etc/logrotate.d/ibsm").string()},
+                           60s, dir_.string());
+      ASSERT_TRUE(lr.ok());
+      EXPECT_EQ(lr->exit_code, 0) << Describe(*lr);
+      EXPECT_EQ(lr->err.find("error"), std::string::npos) << lr->err;
+      EXPECT_NE(lr->err.find("rotating pattern: " + c.log_file), std::string::npos) << lr->err;
+    }
 
     // systemd reads the installed unit and finds the man pages it names (Documentation=).
     if (!PathOf("systemd-analyze").empty()) {
