@@ -177,8 +177,8 @@ constexpr FlagDesc kFlags[] = {
      "how forgiving the simulated devices are (default strict)"},
     {0, "print-fabric", "", "", "", "", PrintFabric,
      "print every discovered node and cable after a sweep"},
-    {'h', "help", "", "", "", "", Help, "this text"},
-    {'?', "", "", "", "", "", Help, "this text"},
+    {'h', "help", "", "", "", "", Help, "print the flags and exit"},
+    {'?', "", "", "", "", "", Help, "print the flags and exit"},
     {0, "version", "", "", "", "", Version, "print the version"},
 };
 
@@ -306,19 +306,27 @@ Status ApplyCommandLine(const std::vector<std::string>& args, SmConfig* c,
   return Status::Ok();
 }
 
+std::vector<CommandLineFlag> CommandLineFlags() {
+  std::vector<CommandLineFlag> out;
+  for (const FlagDesc& f : kFlags) {
+    out.push_back({f.short_name, f.long_name, f.alt_long, f.metavar, f.option, f.fixed, f.help,
+                   IsOpenSmOnlyOption(f.option)});
+  }
+  return out;
+}
+
 std::string CommandLineUsage() {
   std::string out =
       "Usage: ibsmd [options]\n"
       "InfiniBand subnet manager; OpenSM's options, config file (opensm.conf) and flags.\n\n";
-  for (const FlagDesc& f : kFlags) {
+  for (const CommandLineFlag& f : CommandLineFlags()) {
     std::string names;
     if (f.short_name != 0) names += fmt::format("-{}", f.short_name);
     if (!f.long_name.empty()) names += fmt::format("{}--{}", names.empty() ? "" : ", ", f.long_name);
     if (!f.alt_long.empty()) names += fmt::format(", --{}", f.alt_long);
     if (!f.metavar.empty()) names += fmt::format(" {}", f.metavar);
     out += fmt::format("  {:<36} {}{}\n", names, f.help,
-                       IsOpenSmOnlyOption(f.option) ? " (OpenSM's; refused: ibsm does not act on it)"
-                                                    : "");
+                       f.refused ? " (OpenSM's; refused: ibsm does not act on it)" : "");
   }
   return out;
 }

@@ -43,6 +43,21 @@ struct CommandLineExtras {
 Status ApplyCommandLine(const std::vector<std::string>& args, SmConfig* c,
                         CommandLineExtras* extras);
 
+// One row of the flag table, as --help and the ibsmd(8) man page show it.
+struct CommandLineFlag {
+  char short_name;             // 0: long name only
+  std::string_view long_name;  // empty: short name only
+  std::string_view alt_long;   // a second long spelling, or empty
+  std::string_view metavar;    // empty: the flag takes no value
+  std::string_view option;     // the opensm.conf option it sets, or empty
+  std::string_view fixed;      // the value it sets the option to when it takes none
+  std::string_view help;
+  bool refused;                // OpenSM's flag for an option ibsm does not act on
+};
+
+// Every flag, in --help order.
+std::vector<CommandLineFlag> CommandLineFlags();
+
 // --help text, generated from the flag table.
 std::string CommandLineUsage();
 

@@ -4,7 +4,9 @@
 #
 #   scripts/setup.sh          what building and running ibsmd needs (scripts/run.sh)
 #   scripts/setup.sh --test   that, plus what the test suite and the comparisons need
-#                             (scripts/test.sh): GoogleTest, ibsim, OpenSM, the diags, clang...
+#                             (scripts/test.sh): GoogleTest, ibsim, OpenSM, the diags, clang,
+#                             and dpkg-dev, lintian, man-db, file, logrotate for the package
+#                             test...
 #
 # OpenSM is a test peer here, never a service: with --test its package is installed with
 # service starts refused (policy-rc.d) and opensm.service is left disabled, so a management
@@ -20,6 +22,7 @@ test_packages=(
   ibsim-utils infiniband-diags opensm ibutils
   clang libclang-rt-14-dev
   systemd chromium
+  dpkg-dev lintian man-db file logrotate
 )
 
 packages=("${run_packages[@]}")

@@ -690,12 +690,36 @@ constexpr char kGlobalUsage[] =
     "       ibsmctl --version\n"
     "       ibsmctl --state-db PATH [--json] COMMAND [ARGS]   (no daemon: read its state file;\n"
     "               status events ha nodes links health topo, as the daemon last recorded them)\n"
-    "       ibsmctl [port options] sa TABLE ...   (ask the SA; see ibsmctl sa --help)\n"
-    "--socket: ibsmd's control socket (default /run/ibsm/ibsmd.sock, or $IBSM_SOCKET)\n"
-    "--json:   print the daemon's JSON answer instead of a table\n"
-    "commands:\n";
+    "       ibsmctl [port options] sa TABLE ...   (ask the SA; see ibsmctl sa --help)\n";
 
 }  // namespace
+
+const std::vector<CtlGlobalFlag>& CtlGlobalFlags() {
+  static const std::vector<CtlGlobalFlag> kFlags = {
+      {"--socket", "PATH", "ibsmd's control socket (default /run/ibsm/ibsmd.sock, or $IBSM_SOCKET)"},
+      {"--json", "", "print the daemon's JSON answer instead of a table"},
+      {"--timeout", "MS", "how long to wait for the daemon's answer (default 30000)"},
+      {"--state-db", "PATH",
+       "no daemon: answer from its state file (status events ha nodes links health topo)"},
+      {"--version", "", "print the version and the commit"},
+      {"--help", "", "print the commands and flags and exit"},
+  };
+  return kFlags;
+}
+
+const char* CtlSaUsage() {
+  return "usage: ibsmctl [--ca NAME] [--port N] [--port-guid G] [--sa-lid L] [--timeout MS]\n"
+         "               [--retries N] [--sa-key K] sa TABLE [--lid L] [--guid G]\n"
+         "               [--slid L] [--dlid L] [--count] [--repeat N]\n"
+         "       ibsmctl [port options] sa register-service --service-id ID --name NAME\n"
+         "               [--lease SECONDS] [--pkey P] [--gid-prefix X]\n"
+         "       ibsmctl [port options] sa delete-service --service-id ID [--pkey P]\n"
+         "               [--gid-prefix X]\n"
+         "services: --service-id ID and --name NAME select; register/delete act on this port's GID\n"
+         "--repeat N: send the query N times, one at a time, and print queries per second and\n"
+         "            latency percentiles (a load probe) instead of the records\n"
+         "TABLE: nodes ports links switches lfts sminfo guids paths services\n";
+}
 
 const std::vector<CtlCommand>& CtlCommands() {
   static const std::vector<CtlCommand> kCommands = {
@@ -857,6 +881,9 @@ int RunCtl(const std::vector<std::string>& argv) {
   size_t i = 0;
   auto usage = [] {
     std::string u = kGlobalUsage;
+    for (const auto& f : CtlGlobalFlags())
+      u += fmt::format("{:<20} {}\n", fmt::format("{} {}", f.name, f.metavar), f.help);
+    u += "commands:\n";
     for (const auto& c : CtlCommands())
       u += fmt::format("  {:<40} {}\n", std::string(c.name) + " " + c.usage, c.help);
     return u;

@@ -31,6 +31,17 @@ struct CtlCommand {
 const std::vector<CtlCommand>& CtlCommands();
 const CtlCommand* FindCtlCommand(const std::string& name);
 
+// The flags before a daemon command, as --help and the ibsmctl(8) man page list them.
+struct CtlGlobalFlag {
+  const char* name;     // "--socket"
+  const char* metavar;  // "PATH", or "" for none
+  const char* help;
+};
+const std::vector<CtlGlobalFlag>& CtlGlobalFlags();
+
+// `ibsmctl sa --help`: the SA queries, which go to the master SM through the local port.
+const char* CtlSaUsage();
+
 // Columns padded to their widest cell, two spaces apart; numbers right-aligned.
 std::string AlignedTable(const std::vector<std::string>& header,
                          const std::vector<std::vector<std::string>>& rows);

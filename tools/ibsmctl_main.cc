@@ -32,19 +32,6 @@
 namespace ibsm::tools {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: ibsmctl [--ca NAME] [--port N] [--port-guid G] [--sa-lid L] [--timeout MS]\n"
-    "               [--retries N] [--sa-key K] sa TABLE [--lid L] [--guid G]\n"
-    "               [--slid L] [--dlid L] [--count] [--repeat N]\n"
-    "       ibsmctl [port options] sa register-service --service-id ID --name NAME\n"
-    "               [--lease SECONDS] [--pkey P] [--gid-prefix X]\n"
-    "       ibsmctl [port options] sa delete-service --service-id ID [--pkey P]\n"
-    "               [--gid-prefix X]\n"
-    "services: --service-id ID and --name NAME select; register/delete act on this port's GID\n"
-    "--repeat N: send the query N times, one at a time, and print queries per second and\n"
-    "            latency percentiles (a load probe) instead of the records\n"
-    "TABLE: nodes ports links switches lfts sminfo guids paths services\n";
-
 struct Args {
   mad::UmadOptions port;
   std::optional<uint16_t> sa_lid;
@@ -410,16 +397,16 @@ int Run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!IsSaCommand(args)) return RunCtl(args);
   if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-    std::fputs(kUsage, stdout);
+    std::fputs(CtlSaUsage(), stdout);
     return 0;
   }
   auto a = Parse(args);
   if (!a.ok()) {
-    std::fprintf(stderr, "ibsmctl: %s\n%s", a.status().message().c_str(), kUsage);
+    std::fprintf(stderr, "ibsmctl: %s\n%s", a.status().message().c_str(), CtlSaUsage());
     return 1;
   }
   if (auto check = MakeRequest(*a); !check.ok()) {
-    std::fprintf(stderr, "ibsmctl: %s\n%s", check.status().message().c_str(), kUsage);
+    std::fprintf(stderr, "ibsmctl: %s\n%s", check.status().message().c_str(), CtlSaUsage());
     return 1;
   }
   boost::asio::io_context io;

@@ -37,7 +37,7 @@ class SystemdUnitTest : public ::testing::Test {
     fs::create_directories(dir_);
     std::string unit = ReadFile(std::string(IBSM_SOURCE_DIR) + "/conf/systemd/ibsmd.service");
     ASSERT_FALSE(unit.empty());
-    const std::string installed = "/usr/local/sbin/ibsmd";
+    const std::string installed = "/usr/sbin/ibsmd";
     ASSERT_NE(unit.find("ExecStart=" + installed + " "), std::string::npos);
     for (size_t at; (at = unit.find(installed)) != std::string::npos;)
       unit.replace(at, installed.size(), Bin("ibsmd"));
@@ -53,7 +53,9 @@ class SystemdUnitTest : public ::testing::Test {
 };
 
 TEST_F(SystemdUnitTest, TheUnitVerifiesCleanly) {
-  auto r = RunCommand({"systemd-analyze", "verify", unit_}, 60s, dir_.string());
+  // --man=no: the unit's man: pages come with the package, not with this machine (the package
+  // test verifies the installed unit with its man pages found).
+  auto r = RunCommand({"systemd-analyze", "verify", "--man=no", unit_}, 60s, dir_.string());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, 0) << Describe(*r);
   EXPECT_EQ(r->err, "") << "no warnings about the unit";
