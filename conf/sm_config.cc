@@ -451,8 +451,6 @@ const OptionDesc* FindOption(std::string_view name) {
   return nullptr;
 }
 
-std::span<const std::string_view> OpenSmOnlyOptions() { return kOpenSmOnly; }
-
 bool IsOpenSmOnlyOption(std::string_view name) {
   return FindOpenSmKey(name) != nullptr && FindOption(name) == nullptr;
 }

@@ -159,8 +159,6 @@ const OptionDesc* FindOption(std::string_view name);
 // True for keys OpenSM 3.3.23 writes with `opensm -c` that are not typed options here (what
 // ibsm does with each: conf/opensm_keys.h).
 bool IsOpenSmOnlyOption(std::string_view name);
-// Those keys, sorted.
-std::span<const std::string_view> OpenSmOnlyOptions();
 
 struct ConfigLoad {
   SmConfig config;

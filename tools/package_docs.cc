@@ -6,6 +6,7 @@
 
 #include "base/version.h"
 #include "conf/command_line.h"
+#include "conf/opensm_keys.h"
 #include "tools/ctl_commands.h"
 
 namespace ibsm::tools {
@@ -282,14 +283,15 @@ std::string IbsmConfManPage(std::string_view date) {
                    : fmt::format(" Range: {}..{}.", d.min, d.max);
     out += Text(facts);
   }
-  out += ".SH OPENSM OPTIONS IBSM DOES NOT USE\n" +
-         Text("These keys are accepted and kept (a file written back by ibsmd carries them), "
-              "but ibsmd does not act on them; a command-line flag that sets one is refused:") +
-         ".PP\n";
-  std::string names;
-  for (std::string_view name : conf::OpenSmOnlyOptions())
-    names += (names.empty() ? "" : ", ") + std::string(name);
-  out += Text(names);
+  out += ".SH OPENSM KEYS IBSM DOES NOT ACT ON\n" +
+         Text("Every other key OpenSM 3.3.23 knows is accepted. Set to a value ibsmd does not "
+              "honour, it is named at start (CONF-030) and counted (CONF-031); ibsmd -c writes "
+              "it as a comment. What ibsmd does instead:");
+  for (const conf::OpenSmKey& k : conf::OpenSmKeys()) {
+    if (k.support == conf::KeySupport::kActs && k.honoured.empty()) continue;
+    out += ".TP\n" + FlagTag(k.name, "") + "\n" +
+           Text(conf::SupportText(k) + ": " + std::string(k.note) + ".");
+  }
   out += ".SH FILES\n.TP\n" + FlagTag(kPackagedConfigFile, "") + "\n" +
          Text("The configuration the package installs (a conffile) and the systemd unit "
               "passes to ibsmd with -F. It differs from the built-in defaults in log_file and "
