@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "base/text.h"
 #include "ha/sm_state_machine.h"
 #include "ha/state_store.h"
 #include "routing/quality.h"
@@ -51,7 +52,44 @@ const Fabric* NeedFabric(const SubnetManager& sm, Status* why) {
 
 }  // namespace
 
-Result<PortId> ResolveEndpoint(const Fabric& f, const std::string& what) {
+namespace {
+
+// Every name an operator may type for a node: the topology file's name (the daemon on the
+// simulator knows the file), the discovered name and the NodeDescription.
+std::vector<std::string> NamesOf(const Fabric& f, NodeId n, const Fabric* topology) {
+  std::vector<std::string> names;
+  const Node& node = f.node(n);
+  if (topology) {
+    if (auto t = topology->FindNode(node.guid); t && !topology->node(*t).name.empty())
+      names.push_back(topology->node(*t).name);
+  }
+  if (!node.name.empty()) names.push_back(node.name);
+  if (!node.description.empty()) names.push_back(node.description);
+  return names;
+}
+
+bool IsHex(std::string_view s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isxdigit(c); });
+}
+
+// "node-0001/hca1 (0x0002c90300000010), ..." for an ambiguous name: at most 10, then a count.
+std::string Candidates(const Fabric& f, const std::vector<NodeId>& nodes, const Fabric* topology) {
+  constexpr size_t kShown = 10;
+  std::string out;
+  for (size_t i = 0; i < nodes.size() && i < kShown; ++i) {
+    auto names = NamesOf(f, nodes[i], topology);
+    out += fmt::format("{}{} ({})", i ? ", " : "",
+                       EscapeControls(names.empty() ? std::string("-") : names.front()),
+                       GuidText(f.node(nodes[i]).guid));
+  }
+  if (nodes.size() > kShown) out += fmt::format(" and {} more", nodes.size() - kShown);
+  return out;
+}
+
+}  // namespace
+
+Result<PortId> ResolveEndpoint(const Fabric& f, const std::string& what, const Fabric* topology) {
   if (what.empty()) return InvalidArgument("an empty endpoint");
   auto node_port = [&](NodeId n) -> Result<PortId> {
     const Node& node = f.node(n);
@@ -60,31 +98,53 @@ Result<PortId> ResolveEndpoint(const Fabric& f, const std::string& what) {
       PortId id = f.port_id(n, PortNum{static_cast<uint8_t>(p)});
       if (f.port(id).connected()) return id;
     }
-    return NotFound(fmt::format("'{}' has no cabled port", what));
+    return NotFound(fmt::format("'{}' has no cabled port", EscapeControls(what)));
   };
-  const bool hex = what.size() > 2 && what[0] == '0' && (what[1] == 'x' || what[1] == 'X');
+  auto by_guid = [&](uint64_t v) -> std::optional<Result<PortId>> {
+    if (auto p = f.FindPort(Guid{v})) return Result<PortId>(*p);
+    if (auto n = f.FindNode(Guid{v})) return node_port(*n);
+    return std::nullopt;
+  };
+  const bool hex = what.size() > 2 && what[0] == '0' && (what[1] == 'x' || what[1] == 'X') &&
+                   IsHex(std::string_view(what).substr(2)) && what.size() <= 18;
   const bool digits =
       std::all_of(what.begin(), what.end(), [](unsigned char c) { return std::isdigit(c); });
-  if (hex || digits) {
-    char* end = nullptr;
-    uint64_t v = std::strtoull(what.c_str(), &end, 0);
-    if (end && *end == 0) {
-      // Decimal or a short hex number is a LID; a longer hex number a GUID.
-      if (digits || what.size() <= 6) {
-        if (v == 0 || v > 0xBFFF) return InvalidArgument(fmt::format("LID {} is not unicast", what));
-        if (auto p = f.FindPortByLid(Lid{static_cast<uint16_t>(v)})) return *p;
-        return NotFound(fmt::format("no port has LID {}", v));
-      }
-      if (auto p = f.FindPort(Guid{v})) return *p;
-      if (auto n = f.FindNode(Guid{v})) return node_port(*n);
-      return NotFound(fmt::format("no port or node has GUID {}", what));
-    }
+  // Decimal up to 5 digits or a short 0x number is a LID; a longer 0x number a GUID.
+  if ((digits && what.size() <= 5) || (hex && what.size() <= 6)) {
+    uint64_t v = std::strtoull(what.c_str(), nullptr, digits ? 10 : 16);
+    if (v == 0 || v > 0xBFFF) return InvalidArgument(fmt::format("LID {} is not unicast", what));
+    if (auto p = f.FindPortByLid(Lid{static_cast<uint16_t>(v)})) return *p;
+    return NotFound(fmt::format("no port has LID {}", v));
   }
-  if (auto n = f.FindNodeByName(what)) return node_port(*n);
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).description == what) return node_port(n);
+  if (hex) {
+    if (auto r = by_guid(std::strtoull(what.c_str(), nullptr, 16))) return *r;
+    return NotFound(fmt::format("no port or node has GUID {}", what));
+  }
+  // A GUID without 0x as ibnetdiscover prints it ("2c90300000011", "0002c90300000011");
+  // a name made of hex digits that is no GUID of the fabric is looked up as a name below.
+  if (IsHex(what) && what.size() >= 7 && what.size() <= 16) {
+    if (auto r = by_guid(std::strtoull(what.c_str(), nullptr, 16))) return *r;
+  }
+  // Names: exact first (a description shared by many nodes is ambiguous), then a prefix.
+  std::vector<NodeId> exact, prefix;
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    bool is_exact = false, is_prefix = false;
+    for (const std::string& name : NamesOf(f, n, topology)) {
+      is_exact |= name == what;
+      is_prefix |= name.compare(0, what.size(), what) == 0;
+    }
+    if (is_exact) exact.push_back(n);
+    if (is_prefix) prefix.push_back(n);
+  }
+  for (const auto* found : {&exact, &prefix}) {
+    if (found->size() == 1) return node_port(found->front());
+    if (found->size() > 1)
+      return InvalidArgument(fmt::format("'{}' is ambiguous: {} nodes match: {}",
+                                         EscapeControls(what), found->size(),
+                                         Candidates(f, *found, topology)));
+  }
   return NotFound(fmt::format("'{}' is no LID, GUID, node name or description in the fabric",
-                              what));
+                              EscapeControls(what)));
 }
 
 json TraceRoute(const Fabric& f, const routing::RoutingTables& tables, PortId from, PortId to) {
@@ -171,7 +231,7 @@ ControlCommands::ControlCommands(boost::asio::io_context& io, ControlServer& ser
                   "cables with PerfMgr or link findings, worst first, with both ends; args: "
                   "history (bool: the findings of the event log instead), since_us, limit",
                   [this](const json& a) { return Health(a); });
-  server.Register("route", A::kRead, "hop-by-hop path; args: from, to (LID, GUID or name)",
+  server.Register("route", A::kRead, "hop-by-hop path; args: from, to (LID, GUID, name, description or a prefix)",
                   [this](const json& a) { return Route(a); });
   server.Register("lft", A::kRead, "one switch's unicast table; args: switch",
                   [this](const json& a) { return Lft(a); });
@@ -359,8 +419,8 @@ Result<json> ControlCommands::Route(const json& args) const {
   if (!tables) return Unavailable("no routing has been programmed yet");
   IBSM_ASSIGN_OR_RETURN(std::string from_text, Arg<std::string>(args, "from", ""));
   IBSM_ASSIGN_OR_RETURN(std::string to_text, Arg<std::string>(args, "to", ""));
-  IBSM_ASSIGN_OR_RETURN(PortId from, ResolveEndpoint(*f, from_text));
-  IBSM_ASSIGN_OR_RETURN(PortId to, ResolveEndpoint(*f, to_text));
+  IBSM_ASSIGN_OR_RETURN(PortId from, ResolveEndpoint(*f, from_text, ctx_.topology.get()));
+  IBSM_ASSIGN_OR_RETURN(PortId to, ResolveEndpoint(*f, to_text, ctx_.topology.get()));
   json r = TraceRoute(*f, *tables, from, to);
   r["from"] = EndJson(*f, from);
   r["to"] = EndJson(*f, to);
@@ -374,11 +434,12 @@ Result<json> ControlCommands::Lft(const json& args) const {
   const routing::RoutingTables* tables = ctx_.sm->tables();
   if (!tables) return Unavailable("no routing has been programmed yet");
   IBSM_ASSIGN_OR_RETURN(std::string which, Arg<std::string>(args, "switch", ""));
-  IBSM_ASSIGN_OR_RETURN(PortId p, ResolveEndpoint(*f, which));
+  IBSM_ASSIGN_OR_RETURN(PortId p, ResolveEndpoint(*f, which, ctx_.topology.get()));
   NodeId n = f->port(p).node;
-  if (!f->node(n).is_switch()) return InvalidArgument(fmt::format("'{}' is not a switch", which));
+  if (!f->node(n).is_switch())
+    return InvalidArgument(fmt::format("'{}' is not a switch", EscapeControls(which)));
   const routing::SwitchTable* t = tables->table(n);
-  if (!t) return NotFound(fmt::format("no table for switch '{}'", which));
+  if (!t) return NotFound(fmt::format("no table for switch '{}'", EscapeControls(which)));
   json entries = json::array();
   for (size_t lid = 1; lid < t->lft.size(); ++lid) {
     if (t->lft[lid] == routing::kDropPort) continue;

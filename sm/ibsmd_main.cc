@@ -359,6 +359,7 @@ int Main(int argc, char** argv) {
   std::unique_ptr<sim::SharpSim> sharp_sim;  // outlives the simulator that calls it
   std::unique_ptr<sim::Simulator> simulator;
   std::unique_ptr<mad::Transport> transport;
+  std::shared_ptr<const Fabric> sim_fabric;  // its node names serve ibsmctl route and lft
   if (!extras.sim_topology.empty()) {
     auto fabric = ReadTopologyFile(extras.sim_topology);
     if (!fabric.ok()) {
@@ -400,6 +401,7 @@ int Main(int argc, char** argv) {
       return 1;
     }
     so.io = &io;
+    sim_fabric = std::make_shared<const Fabric>(*fabric);
     simulator = std::make_unique<sim::Simulator>(*fabric, so);
     auto ar_switches = sim::SelectSwitches(*fabric, extras.sim_ar_switches);
     if (!ar_switches.ok()) {
@@ -443,6 +445,7 @@ int Main(int argc, char** argv) {
   }
 
   int exit_code = 0;
+  ReloadStatus last_reload;  // the last SIGHUP's, for `ibsmctl status`
   SubnetManager sm(io, *transport, clock, store.get(), *options);
   // The PerfMgr polls only while this SM is master, from its last heavy sweep.
   std::unique_ptr<PerfManager> perf;
@@ -479,6 +482,8 @@ int Main(int argc, char** argv) {
       ctx.store = store.get();
       ctx.perf = perf.get();
       ctx.config_file = extras.config_file;
+      ctx.topology = sim_fabric;
+      ctx.last_reload = &last_reload;
       commands = std::make_unique<ControlCommands>(io, *control, ctx);
       ar_commands = std::make_unique<ArCommands>(io, *control, sm);
       Log(LogName::kSm).info("control socket {}", config.control_socket);

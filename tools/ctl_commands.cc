@@ -322,7 +322,8 @@ std::string FormatRoute(const json& r) {
 
 // ---- lft ------------------------------------------------------------------------------
 Result<json> LftArgs(const std::vector<std::string>& words) {
-  if (words.size() != 1) return InvalidArgument("lft takes SWITCH (LID, GUID or node name)");
+  if (words.size() != 1) return InvalidArgument(
+        "lft takes SWITCH (a LID, GUID, node name, NodeDescription or unambiguous prefix)");
   return json{{"switch", words[0]}};
 }
 
@@ -704,15 +705,20 @@ const std::vector<CtlCommand>& CtlCommands() {
       {"nodes", "", "every node with its GUID, kind, LIDs and ports", NoArgs, FormatNodes},
       {"links", "[--degraded] [--errors]",
        "every cable with both ends; --degraded: only those below what both ends support; "
-       "--errors: only those whose error counters moved in the last PerfMgr sweep",
+       "--errors: only those whose error counters moved within the health window",
        LinksArgs, FormatLinks},
-      {"health", "[--history [--since AGE] [--limit N]]",
-       "cables with health findings (PerfMgr counters, degraded links), worst first, both ends "
-       "named; --history: every finding as it appeared, newest first",
+      {"health", "[--window AGE] | --history [--since AGE] [--limit N]",
+       "cables with health findings (PerfMgr counters, degraded links) within the health window "
+       "(health_window_s, default 1h; --window: a shorter one), worst first, both ends named, "
+       "each with when first and last seen; --history: every finding as it appeared, newest "
+       "first",
        HealthArgs, FormatHealth},
-      {"route", "SRC DST", "the hop-by-hop path from the tables (LID, GUID or node name)",
+      {"route", "SRC DST",
+       "the hop-by-hop path from the tables; a node is a LID, a GUID (0x optional), a node "
+       "name, a NodeDescription or an unambiguous prefix of one",
        RouteArgs, FormatRoute},
-      {"lft", "SWITCH", "one switch's unicast forwarding table", LftArgs, FormatLft},
+      {"lft", "SWITCH", "one switch's unicast forwarding table (named as for route)", LftArgs,
+       FormatLft},
       {"check", "[--permutations N] [--seed S]",
        "completeness, deadlock proof and balance of the programmed routes", CheckArgs,
        FormatCheck},
