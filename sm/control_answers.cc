@@ -1,11 +1,13 @@
 #include "sm/control_answers.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "base/json.h"
+#include "ha/sm_state_machine.h"
 #include "sm/health.h"
 #include "sm/link_health.h"
 #include "sm/perf_manager.h"
@@ -249,6 +251,31 @@ Result<json> HealthHistory(ha::StateStore& store, int64_t since_us, size_t limit
   json history = json::array();
   for (const auto& e : rows) history.push_back(EventJson(e));
   return json{{"history", history}};
+}
+
+json PeersJson(const std::vector<ha::PeerRow>& rows, const json& not_answering) {
+  json peers = json::array();
+  for (const ha::PeerRow& p : rows) {
+    const std::string state(ha::SmStateName(static_cast<mad::SmState>(std::min<uint8_t>(p.state, 3))));
+    json j{{"guid", GuidText(p.guid)},
+           {"priority", p.priority},
+           {"state", state},
+           {"last_seen_us", p.last_seen_us},
+           {"sm_key_match", p.sm_key_match}};
+    if (not_answering.is_object()) {
+      auto it = not_answering.find(GuidText(p.guid));
+      if (it != not_answering.end() && it->is_object()) {
+        j["state"] = "NOT ANSWERING";
+        j["last_state"] = state;
+        j["not_answering_since_us"] = it->value("since_us", int64_t{0});
+        j["missed"] = it->value("misses", uint64_t{0});
+        j["why"] = it->value("why", std::string());
+        j["last_seen_us"] = std::max(p.last_seen_us, it->value("last_answer_us", int64_t{0}));
+      }
+    }
+    peers.push_back(std::move(j));
+  }
+  return peers;
 }
 
 }  // namespace ibsm::sm

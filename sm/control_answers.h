@@ -76,4 +76,14 @@ nlohmann::json EventJson(const ha::EventRow& e);
 // log (kind ha::kEventHealth), newest first, at most `limit`, none older than `since_us`.
 Result<nlohmann::json> HealthHistory(ha::StateStore& store, int64_t since_us, size_t limit);
 
+// The state-file key under which the SM keeps the other SMs that stopped answering SMInfo:
+// {"0xGUID": {"since_us", "misses", "last_answer_us", "why"}}.
+inline constexpr char kPeersNotAnsweringKey[] = "peers_not_answering";
+
+// `ha` peers: [{"guid", "priority", "state", "last_seen_us", "sm_key_match"}] from the state
+// file's peer rows; a peer in `not_answering` (kPeersNotAnsweringKey's value; null or not an
+// object: none) has "state": "NOT ANSWERING", "last_state" (as it last answered),
+// "not_answering_since_us", "missed" and "why", and "last_seen_us" the last answer.
+nlohmann::json PeersJson(const std::vector<ha::PeerRow>& rows, const nlohmann::json& not_answering);
+
 }  // namespace ibsm::sm

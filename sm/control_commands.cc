@@ -487,15 +487,8 @@ Result<json> ControlCommands::Ha(const json&) const {
            {"client_reregisters", c.client_reregisters}}}};
   json peers = json::array();
   if (ctx_.store) {
-    if (auto rows = ctx_.store->Peers(); rows.ok()) {
-      for (const auto& p : *rows)
-        peers.push_back({{"guid", GuidText(p.guid)},
-                         {"priority", p.priority},
-                         {"state", std::string(ha::SmStateName(static_cast<mad::SmState>(
-                                       std::min<uint8_t>(p.state, 3))))},
-                         {"last_seen_us", p.last_seen_us},
-                         {"sm_key_match", p.sm_key_match}});
-    }
+    if (auto rows = ctx_.store->Peers(); rows.ok())
+      peers = PeersJson(*rows, PeersNotAnsweringJson(sm.peer_liveness()));
   }
   j["peers"] = peers;
   return j;

@@ -1331,6 +1331,13 @@ void SubnetManager::LightSweep() {
                    info->sm_state != mad::SmState::kNotActive;
       // The SA's SMInfoRecords follow what the known SMs answer now: a state that changed is
       // shown, an SM that stopped answering (or went NOTACTIVE) is no longer listed.
+      if (!r.ok()) {
+        NotePeerMissed(pg, r.status().ToString());
+      } else if (info.ok() && info->guid == pg.value()) {
+        NotePeerAnswered(pg);
+        if (info->sm_state == mad::SmState::kNotActive)
+          RecordPeer(*info, options_.sm_key == 0 || info->sm_key == options_.sm_key);
+      }
       if (known != peers_.end()) {
         if (!valid) {
           Log(LogName::kHa).info("SM {} no longer answers as an active SM: {}", ToString(pg),
@@ -1538,6 +1545,56 @@ void SubnetManager::RecordPeer(const mad::SmInfo& info, bool key_match) {
   NoteStateWrite("SM-STATE-007", store_->UpsertPeer(row), "peer SM");
 }
 
+void SubnetManager::NotePeerAnswered(Guid guid) {
+  PeerLiveness& l = peer_liveness_[guid];
+  const bool was_missing = l.first_miss_us != 0;
+  l.last_answer_us = clock_.UnixMicros();
+  l.first_miss_us = 0;
+  l.misses = 0;
+  l.why.clear();
+  if (was_missing) {
+    Log(LogName::kHa).info("SM {} answers SMInfo again", ToString(guid));
+    SavePeerLiveness();
+  }
+}
+
+void SubnetManager::NotePeerMissed(Guid guid, const std::string& why) {
+  auto it = peer_liveness_.find(guid);
+  if (it == peer_liveness_.end()) {
+    bool known = false;
+    if (store_) {
+      if (auto rows = store_->Peers(); rows.ok())
+        for (const ha::PeerRow& r : *rows) known |= r.guid == guid;
+    }
+    if (!known) return;
+    it = peer_liveness_.emplace(guid, PeerLiveness{}).first;
+  }
+  PeerLiveness& l = it->second;
+  if (l.first_miss_us == 0) l.first_miss_us = clock_.UnixMicros();
+  ++l.misses;
+  l.why = why;
+  SavePeerLiveness();
+}
+
+nlohmann::json PeersNotAnsweringJson(const std::map<Guid, SubnetManager::PeerLiveness>& peers) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [g, l] : peers) {
+    if (l.first_miss_us == 0) continue;
+    out[GuidText(g)] = {{"since_us", l.first_miss_us},
+                        {"misses", l.misses},
+                        {"last_answer_us", l.last_answer_us},
+                        {"why", l.why}};
+  }
+  return out;
+}
+
+void SubnetManager::SavePeerLiveness() {
+  if (!store_) return;
+  NoteStateWrite("SM-STATE-007",
+                 store_->SetValue(kPeersNotAnsweringKey, PeersNotAnsweringJson(peer_liveness_).dump()),
+                 "peer SM");
+}
+
 // What this master programmed, per switch (FNV-1a over the LFT up to LinearFDBTop), so the
 // state file tells which tables the fabric should hold after this sweep.
 void SubnetManager::SaveLftDigests() {
@@ -1616,6 +1673,7 @@ void SubnetManager::QueryOtherSms() {
         // A dead SM keeps IsSM on ibsim, and an SM may be starting: not an error.
         Log(LogName::kHa).info("port {} claims IsSM but did not answer SMInfo: {}",
                                ToString(g), r.status().ToString());
+        NotePeerMissed(g, r.status().ToString());
         return;
       }
       auto info = mad::Decode<mad::SmInfo>(r->data);
@@ -1628,6 +1686,7 @@ void SubnetManager::QueryOtherSms() {
       ++counters_.other_sms_seen;
       if (options_.sm_key != 0 && info->sm_key != options_.sm_key) {
         RecordPeer(*info, false);
+        NotePeerAnswered(g);
         ++counters_.sm_key_mismatches;
         Log(LogName::kHa).warn("SM-HA-003 SM {} (path {}) has another SM_Key: ignored (SMs "
                                "cooperate only with the same sm_key)",
@@ -1639,6 +1698,7 @@ void SubnetManager::QueryOtherSms() {
                              ha::SmStateName(info->sm_state));
       peers_[g] = PeerSm{g, path, *info};
       RecordPeer(*info, true);
+      NotePeerAnswered(g);
     });
   }
   pipeline_.WhenIdle([this] {
@@ -1783,17 +1843,20 @@ void SubnetManager::Poll() {
     } else if (info->sm_state == mad::SmState::kMaster) {
       polled_->info = *info;
       poll_misses_ = 0;
+      NotePeerAnswered(g);
       // We are the better SM: ask the master to sweep and hand over (OpenSM does the same).
       if (PeerBeats(me, *info)) SendTrap144(*polled_);
       return;
     } else if (info->sm_state == mad::SmState::kStandby && PeerBeats(*info, me)) {
       poll_misses_ = 0;  // a better SM, itself waiting: still the one to follow
+      NotePeerAnswered(g);
       return;
     } else {
       why = fmt::format("is {}, not MASTER", ha::SmStateName(info->sm_state));
     }
     ++counters_.polls_missed;
     ++poll_misses_;
+    NotePeerMissed(g, why);
     Log(LogName::kHa).warn("SM-HA-005 master SM {} poll {} of {} failed: {}", ToString(g),
                            poll_misses_, options_.polling_retry_number, why);
     if (poll_misses_ >= options_.polling_retry_number) {

@@ -1,5 +1,6 @@
 #include "tools/ctl_commands.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,6 +59,13 @@ std::string SnapshotLine(const json& r) {
                      Get(r, "source"), UtcTime(r.value("as_of_us", int64_t{0})));
 }
 
+// A value the answer lacks or holds as null (a state file records less than the daemon
+// knows) reads "not recorded", never "-" or an empty field.
+std::string Recorded(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? "not recorded" : Cell(*it);
+}
+
 // ---- status ---------------------------------------------------------------------------
 std::string FormatStatus(const json& r) {
   std::string out;
@@ -68,8 +76,16 @@ std::string FormatStatus(const json& r) {
   auto maybe = [&](const std::string& k, const char* key) {
     if (r.contains(key)) line(k, Get(r, key));
   };
-  if (r.contains("source")) line("from", Get(r, "source") + " (no daemon asked; last recorded)");
-  maybe("SM state", "state");
+  if (r.contains("source")) {
+    line("from", Get(r, "source") +
+                     (r.value("as_of_us", int64_t{0}) > 0
+                          ? ", last written " + UtcTime(r.value("as_of_us", int64_t{0})) + " UTC"
+                          : "") +
+                     "; no daemon asked: what it last recorded, not whether it runs now");
+    line("SM state", Recorded(r, "state") + " (as last recorded)");
+  } else {
+    maybe("SM state", "state");
+  }
   maybe("SM port GUID", "guid");
   maybe("priority", "priority");
   maybe("SM LID", "sm_lid");
@@ -440,26 +456,50 @@ std::string FormatEvents(const json& r) {
     rows.push_back({when, Get(e, "severity"), Get(e, "kind"), where.empty() ? "-" : where,
                     Get(e, "message")});
   }
+  const uint64_t more = r.value("more", uint64_t{0});
   return AlignedTable({"TIME (UTC)", "SEVERITY", "KIND", "WHERE", "MESSAGE"}, rows) +
-         fmt::format("{} events\n", rows.size());
+         (more == 0 ? fmt::format("{} events\n", rows.size())
+                    : fmt::format("{} events, newest first; {} more not shown (--limit N, --since "
+                                  "AGE)\n",
+                                  rows.size(), more));
 }
 
 // ---- ha -------------------------------------------------------------------------------
 std::string FormatHa(const json& r) {
-  std::string out = fmt::format("this SM: {} {} priority {}\n", Get(r, "state"), Get(r, "guid"),
-                                Get(r, "priority"));
+  std::string out;
+  if (r.contains("source"))
+    out += fmt::format("from {}{} (no daemon asked: what it last recorded, not whether it runs "
+                       "now)\n",
+                       Get(r, "source"),
+                       r.contains("as_of_us")
+                           ? ", last written " + UtcTime(r.value("as_of_us", int64_t{0})) + " UTC"
+                           : "");
+  out += fmt::format("this SM: {}, port GUID {}, priority {}\n", Recorded(r, "state"),
+                     Recorded(r, "guid"), Recorded(r, "priority"));
   if (!r.value("polled_master", json()).is_null())
     out += "polling master " + Get(r, "polled_master") + "\n";
   std::vector<std::vector<std::string>> rows;
-  for (const auto& p : r.value("peers", json::array()))
-    rows.push_back({Get(p, "guid"), Get(p, "state"), Get(p, "priority"),
+  for (const auto& p : r.value("peers", json::array())) {
+    std::string state = Get(p, "state");
+    if (p.contains("not_answering_since_us"))
+      state = fmt::format("NOT ANSWERING since {} UTC ({} missed; was {})",
+                          UtcTime(p.value("not_answering_since_us", int64_t{0})), Get(p, "missed"),
+                          Get(p, "last_state"));
+    const int64_t seen = p.value("last_seen_us", int64_t{0});
+    rows.push_back({Get(p, "guid"), state, Get(p, "priority"),
+                    seen > 0 ? UtcTime(seen) : "not recorded",
                     p.value("sm_key_match", false) ? "yes" : "NO (ignored)"});
-  if (!rows.empty()) out += AlignedTable({"PEER SM", "STATE", "PRIORITY", "SM_KEY MATCH"}, rows);
+  }
+  if (!rows.empty())
+    out += AlignedTable({"PEER SM", "STATE", "PRIORITY", "LAST SEEN (UTC)", "SM_KEY MATCH"}, rows);
+  else
+    out += "no other SM seen\n";
   std::string counters;
-  const json counter_map = r.value("counters", json::object());
-  for (const auto& [k, v] : counter_map.items())
-    counters += fmt::format("{}{} {}", counters.empty() ? "" : ", ", k, Cell(v));
-  return out + "counters: " + counters + "\n";
+  const json counter_map = r.value("counters", json());
+  if (counter_map.is_object())
+    for (const auto& [k, v] : counter_map.items())
+      counters += fmt::format("{}{} {}", counters.empty() ? "" : ", ", k, Cell(v));
+  return out + "counters: " + (counters.empty() ? "not recorded" : counters) + "\n";
 }
 
 // ---- sharp ----------------------------------------------------------------------------
@@ -579,6 +619,19 @@ int RunTopo(const std::function<Result<json>(const char* cmd)>& ask, const json&
 // commands that can be answered from it.
 
 // The snapshot `name` of the state file as the daemon answered it then, with where and when.
+// When the state file was last written (its -wal holds the newest writes), Unix microseconds;
+// 0 if neither can be read.
+int64_t FileWrittenUs(const std::string& path) {
+  int64_t newest = 0;
+  for (const std::string& p : {path, path + "-wal"}) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0)
+      newest = std::max<int64_t>(newest, static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000 +
+                                             st.st_mtim.tv_nsec / 1000);
+  }
+  return newest;
+}
+
 Result<json> LoadAnswer(ha::StateStore& store, const std::string& path, std::string_view name) {
   IBSM_ASSIGN_OR_RETURN(std::optional<ha::SnapshotRow> row, store.LoadSnapshot(name));
   if (!row)
@@ -666,18 +719,23 @@ Result<json> CtlFromStateFile(const std::string& path, const std::string& cmd, c
     IBSM_ASSIGN_OR_RETURN(auto rows, store->RecentEvents(limit, since));
     json events = json::array();
     for (const auto& e : rows) events.push_back(sm::EventJson(e));
-    return json{{"events", events}};
+    IBSM_ASSIGN_OR_RETURN(uint64_t total, store->CountEvents(since));
+    return json{{"events", events}, {"more", total > rows.size() ? total - rows.size() : 0}};
   }
   if (cmd == "ha") {
     IBSM_ASSIGN_OR_RETURN(auto peers, store->Peers());
-    json list = json::array();
-    for (const auto& p : peers)
-      list.push_back({{"guid", fmt::format("{:#018x}", p.guid.value())},
-                      {"priority", p.priority},
-                      {"state", std::string(ha::SmStateName(static_cast<mad::SmState>(
-                                    std::min<uint8_t>(p.state, 3))))},
-                      {"sm_key_match", p.sm_key_match}});
-    return json{{"state", state.value_or("-")}, {"peers", list}, {"counters", json::object()}};
+    IBSM_ASSIGN_OR_RETURN(auto missing, store->GetValue(sm::kPeersNotAnsweringKey));
+    json not_answering = missing ? json::parse(*missing, nullptr, /*allow_exceptions=*/false)
+                                 : json();
+    // The file keeps neither this SM's GUID and priority nor its HA counters: null, which
+    // reads "not recorded".
+    return json{{"state", state ? json(*state) : json()},
+                {"guid", json()},
+                {"priority", json()},
+                {"source", "state file " + path},
+                {"as_of_us", FileWrittenUs(path)},
+                {"peers", sm::PeersJson(peers, not_answering)},
+                {"counters", json()}};
   }
   return FailedPrecondition(fmt::format("'{}' needs a running daemon (--socket); from a state "
                                         "file: {}",

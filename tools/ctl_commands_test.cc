@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "fabric/generators.h"
 #include "ha/state_store.h"
+#include "sm/control_answers.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/control_answers.h"
@@ -188,6 +189,45 @@ TEST(CtlCommandsTest, AStateFileAnswersStatusEventsAndHaWithoutADaemon) {
   ASSERT_EQ((*events)["events"].size(), 1u);
   EXPECT_EQ((*events)["events"][0]["message"], "MASTER -> STANDBY: handover");
   EXPECT_TRUE(CtlFromStateFile(path, "ha", json::object()).ok());
+  // status and ha say when the file was written and that no daemon was asked; what the file
+  // does not hold reads "not recorded", not "-" or nothing.
+  EXPECT_NE(text.find(", last written 20"), std::string::npos) << text;
+  EXPECT_NE(text.find("SM state:          STANDBY (as last recorded)"), std::string::npos) << text;
+  {
+    SystemClock clock;
+    auto store = ha::StateStore::Open(path, clock);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->UpsertPeer({Guid{0x0002c90300000011}, 5, 3, 1'700'000'000'000'000, true}).ok());
+    ASSERT_TRUE((*store)->UpsertPeer({Guid{0x0002c90300000021}, 2, 2, 1'700'000'000'000'000, true}).ok());
+    ASSERT_TRUE((*store)
+                    ->SetValue(sm::kPeersNotAnsweringKey,
+                               R"({"0x0002c90300000011": {"since_us": 1700000012000000, "misses": 2,)"
+                               R"( "last_answer_us": 1700000011000000, "why": "timed out"}})")
+                    .ok());
+  }
+  auto ha = CtlFromStateFile(path, "ha", json::object());
+  ASSERT_TRUE(ha.ok()) << ha.status().ToString();
+  std::string ha_text = FindCtlCommand("ha")->format(*ha);
+  EXPECT_NE(ha_text.find("from state file " + path + ", last written 20"), std::string::npos) << ha_text;
+  EXPECT_NE(ha_text.find("this SM: STANDBY, port GUID not recorded, priority not recorded\n"),
+            std::string::npos)
+      << ha_text;
+  EXPECT_NE(ha_text.find("0x0002c90300000011  NOT ANSWERING since 2023-11-14 22:13:32 UTC (2 "
+                         "missed; was MASTER)         5  2023-11-14 22:13:31"),
+            std::string::npos)
+      << ha_text;
+  EXPECT_NE(ha_text.find("0x0002c90300000021  STANDBY"), std::string::npos) << ha_text;
+  EXPECT_EQ(ha_text.find("MASTER   "), std::string::npos) << "the dead master is not MASTER\n" << ha_text;
+  EXPECT_NE(ha_text.find("counters: not recorded\n"), std::string::npos) << ha_text;
+  EXPECT_EQ(ha_text.find(" - "), std::string::npos) << ha_text;
+  // events beyond the limit are counted, not silently cut.
+  auto limited = CtlFromStateFile(path, "events", json{{"limit", 0}});
+  ASSERT_TRUE(limited.ok());
+  EXPECT_EQ((*limited)["more"], 1);
+  EXPECT_NE(FindCtlCommand("events")->format(*limited).find("0 events, newest first; 1 more not "
+                                                            "shown (--limit N, --since AGE)"),
+            std::string::npos)
+      << FindCtlCommand("events")->format(*limited);
   auto route = CtlFromStateFile(path, "route", json::object());
   ASSERT_FALSE(route.ok());
   EXPECT_NE(route.status().message().find("needs a running daemon"), std::string::npos);
