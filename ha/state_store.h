@@ -73,6 +73,7 @@ inline constexpr std::string_view kEventStateChange = "state_change";
 inline constexpr std::string_view kEventLidChange = "lid_change";
 inline constexpr std::string_view kEventError = "error";
 inline constexpr std::string_view kEventHealth = "health";  // PerfMgr health findings
+inline constexpr std::string_view kEventConfigReload = "config_reload";  // SIGHUP
 
 // Snapshot names (snapshots.name), one per control command whose answer the daemon keeps
 // in the state file. FROZEN spellings; the JSON is the command's answer, unfiltered.

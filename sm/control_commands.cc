@@ -289,6 +289,11 @@ Result<json> ControlCommands::Status(const json&) const {
          {"subnet_up", s.subnet_up},
          {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(now - ctx_.started).count()},
          {"config_file", ctx_.config_file}};
+  if (ctx_.last_reload && ctx_.last_reload->time_us > 0) {
+    j["last_reload"] = {{"time_us", ctx_.last_reload->time_us},
+                        {"outcome", ctx_.last_reload->outcome},
+                        {"why", ctx_.last_reload->why}};
+  }
   if (s.number > 0) {
     auto age = std::chrono::steady_clock::now() - s.started;
     j["last_sweep"] = {

@@ -158,6 +158,13 @@ std::string FormatStatus(const json& r) {
       line("SHARP", "configured, no trees built yet");
     }
   }
+  if (r.contains("last_reload") && r["last_reload"].is_object()) {
+    const json& l = r["last_reload"];
+    const std::string why = l.value("why", std::string());
+    line("last reload", fmt::format("{} at {} UTC{}", Get(l, "outcome"),
+                                    UtcTime(l.value("time_us", int64_t{0})),
+                                    why.empty() ? "" : ": " + Cell(l["why"])));
+  }
   if (r.contains("uptime_s")) line("uptime", Get(r, "uptime_s") + " s");
   return out;
 }
