@@ -45,6 +45,12 @@ Result<T> Arg(const json& args, const char* key, T fallback) {
   return InvalidArgument(fmt::format("argument \"{}\" has the wrong type", key));
 }
 
+// The discovery result cables are judged degraded from; null when health_degraded_links is
+// FALSE, so links, topo and health agree that the rule is off.
+const DiscoveryResult* Judged(const SubnetManager& sm) {
+  return sm.options().health_degraded_links ? sm.discovered() : nullptr;
+}
+
 const Fabric* NeedFabric(const SubnetManager& sm, Status* why) {
   if (!sm.fabric()) *why = Unavailable("no sweep has completed yet");
   return sm.fabric();
@@ -398,7 +404,7 @@ Result<json> ControlCommands::Links(const json& args) const {
   if (!f) return why;
   IBSM_ASSIGN_OR_RETURN(bool only_degraded, Arg<bool>(args, "degraded", false));
   IBSM_ASSIGN_OR_RETURN(bool only_errors, Arg<bool>(args, "errors", false));
-  return FilterLinks(LinksAnswer(*f, ctx_.sm->discovered(), ctx_.perf), only_degraded,
+  return FilterLinks(LinksAnswer(*f, Judged(*ctx_.sm), ctx_.perf), only_degraded,
                      only_errors);
 }
 
@@ -467,7 +473,8 @@ Result<json> ControlCommands::Events(const json& args) const {
   IBSM_ASSIGN_OR_RETURN(std::vector<ha::EventRow> rows, ctx_.store->RecentEvents(limit, since));
   json events = json::array();
   for (const auto& e : rows) events.push_back(EventJson(e));
-  return json{{"events", events}};
+  IBSM_ASSIGN_OR_RETURN(uint64_t total, ctx_.store->CountEvents(since));
+  return json{{"events", events}, {"more", total > rows.size() ? total - rows.size() : 0}};
 }
 
 Result<json> ControlCommands::Ha(const json&) const {

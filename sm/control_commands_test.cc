@@ -440,6 +440,11 @@ TEST_F(ControlCommandsTest, HaAndEventsComeFromTheRunningSmAndItsStateFile) {
   for (const auto& e : ev["events"])
     if (e["message"].get<std::string>().find("MASTER") != std::string::npos) master = true;
   EXPECT_TRUE(master) << ev.dump(2);
+  EXPECT_EQ(ev["more"], 0);
+  // Beyond its limit the answer says how many more there are.
+  json one = Result("events", {{"limit", 1}});
+  ASSERT_EQ(one["events"].size(), 1u);
+  EXPECT_EQ(one["more"], ev["events"].size() - 1);
 }
 
 TEST_F(ControlCommandsTest, MetricsDescribeTheRunningSm) {

@@ -553,11 +553,26 @@ void PerfManager::FinishSweep() {
   for (const HealthFinding& h : findings_)
     before.emplace(h.port.node_guid.value(), h.port.port.value(), h.rule);
   std::vector<ha::EventRow> events;
+  // Degraded links hold on many cables at once (on ibsim every cable): past a few, one
+  // summary line and at most one event per sweep, and `ibsmctl links --degraded` has the
+  // list (README "Logs", SM-PERF-007).
+  const size_t degraded = static_cast<size_t>(
+      std::count_if(findings.begin(), findings.end(),
+                    [](const HealthFinding& h) { return h.rule == HealthRule::kDegradedLink; }));
+  const bool summarise = degraded > kDegradedLinksLoggedOneByOne;
+  size_t degraded_new = 0;
+  std::string degraded_first;
   for (const HealthFinding& h : findings) {
     ++counters_.findings_by_rule[static_cast<size_t>(h.rule)];
+    const bool seen = before.contains({h.port.node_guid.value(), h.port.port.value(), h.rule});
+    if (summarise && h.rule == HealthRule::kDegradedLink) {
+      if (degraded_first.empty()) degraded_first = h.Message();
+      degraded_new += !seen;
+      continue;
+    }
     std::string msg = h.Message();
     Log(LogName::kSm).warn("{}", msg);
-    if (before.contains({h.port.node_guid.value(), h.port.port.value(), h.rule})) continue;
+    if (seen) continue;
     ha::EventRow e;
     e.time_us = clock_.UnixMicros();
     e.kind = std::string(ha::kEventHealth);
@@ -566,6 +581,22 @@ void PerfManager::FinishSweep() {
     e.port_num = h.port.port;
     e.message = std::move(msg);
     events.push_back(std::move(e));
+  }
+  if (summarise) {
+    const std::string msg = fmt::format(
+        "SM-PERF-007 {} cables run below what both ends support ({} new since the last PerfMgr "
+        "sweep; `ibsmctl links --degraded` lists them; health_degraded_links FALSE turns the "
+        "rule off); the first: {}",
+        degraded, degraded_new, degraded_first.substr(degraded_first.find(' ') + 1));
+    Log(LogName::kSm).warn("{}", msg);
+    if (degraded_new > 0) {
+      ha::EventRow e;
+      e.time_us = clock_.UnixMicros();
+      e.kind = std::string(ha::kEventHealth);
+      e.severity = ha::EventSeverity::kWarning;
+      e.message = msg;
+      events.push_back(std::move(e));
+    }
   }
   if (store_) {
     Status st = rows.empty() ? Status() : store_->RecordPerfHistory(rows, options_.history_sweeps);

@@ -75,6 +75,10 @@ std::vector<HealthFinding> DegradedLinkFindings(const DiscoveryResult& d);
 void ForEachDegradedCable(const DiscoveryResult& d,
                           const std::function<void(const CableHealth&)>& visit);
 
+// More degraded links than this in one PerfMgr sweep are logged as one summary line (and
+// one event when any is new) instead of a line each.
+inline constexpr size_t kDegradedLinksLoggedOneByOne = 3;
+
 struct PerfManagerOptions {
   std::chrono::seconds sweep_time{180};
   size_t max_outstanding = 500;  // perfmgr_max_outstanding_queries

@@ -13,6 +13,7 @@
 #include "sim/simulator.h"
 #include "sm/control_answers.h"
 #include "sm/subnet_manager.h"
+#include "sm/test_util.h"
 
 namespace ibsm::sm {
 namespace {
@@ -108,6 +109,7 @@ class PerfManagerSimTest : public ::testing::Test {
     auto f = FatTree2(4);
     ASSERT_TRUE(f.ok());
     fabric_ = std::move(*f);
+    Shape(fabric_);
     sim_ = std::make_unique<sim::Simulator>(fabric_);
     for (NodeId n = 0; n < fabric_.node_count() && sm_port_ == kNoPort; ++n)
       if (fabric_.node(n).kind == NodeKind::kCa) sm_port_ = fabric_.port_id(n, PortNum{1});
@@ -121,10 +123,7 @@ class PerfManagerSimTest : public ::testing::Test {
     ASSERT_TRUE(store.ok());
     store_ = std::move(*store);
 
-    SubnetManagerOptions o;
-    o.sweep_interval = std::chrono::seconds(0);
-    o.send.timeout = std::chrono::milliseconds(20);
-    o.send.retries = 4;
+    SubnetManagerOptions o = SmOptions();
     sm_ = std::make_unique<SubnetManager>(io_, *transport_, clock_, store_.get(), o);
     sm_->Start([this](const SweepStats& s) {
       up_ = s.subnet_up;
@@ -141,6 +140,15 @@ class PerfManagerSimTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
+  // What a derived fixture changes in the fabric before the simulator is built.
+  virtual void Shape(Fabric&) {}
+  virtual SubnetManagerOptions SmOptions() const {
+    SubnetManagerOptions o;
+    o.sweep_interval = std::chrono::seconds(0);
+    o.send.timeout = std::chrono::milliseconds(20);
+    o.send.retries = 4;
+    return o;
+  }
   void MakePerf(PerfManagerOptions o = Options()) {
     perf_ = std::make_unique<PerfManager>(io_, *transport_, clock_, store_.get(), o,
                                           [this] { return sm_->discovered(); });

@@ -242,6 +242,7 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.keep_events = o.keep_events;
   options_.sweep_on_trap = o.sweep_on_trap;
   options_.babbling_port_policy = o.babbling_port_policy;
+  options_.health_degraded_links = o.health_degraded_links;
   options_.subnet_timeout = o.subnet_timeout;
   options_.dump_dir = o.dump_dir;
   options_.dump_lfts = o.dump_lfts;
@@ -2283,8 +2284,10 @@ void SubnetManager::SaveSnapshots(bool topology) {
   // The PerfMgr sweep number changes every sweep; the links answer counts as changed only
   // when a cable or its error counters did, so a quiet fabric costs no write. The stored
   // "perfmgr_sweep" is then that of the last write.
+  // Without the degraded-link rule no cable is judged degraded (discovery's PortInfo unused).
+  const DiscoveryResult* judged = options_.health_degraded_links ? discovered() : nullptr;
   SaveSnapshot(ha::kSnapshotLinks, [&](const AnswerSink& sink, bool for_digest) {
-    StreamLinksAnswer(*f, discovered(), perf_, /*with_sweep=*/!for_digest, sink);
+    StreamLinksAnswer(*f, judged, perf_, /*with_sweep=*/!for_digest, sink);
   });
   // The age of the PerfMgr sweep is relative to now: the snapshot holds when it ended
   // instead, and the reader computes the age from that.
@@ -2295,7 +2298,7 @@ void SubnetManager::SaveSnapshots(bool topology) {
                                        perf_->last_sweep_end()->time_since_epoch())
                                        .count();
   SaveSnapshot(ha::kSnapshotHealth, [&](const AnswerSink& sink, bool) {
-    StreamHealthAnswer(discovered(), perf_, perfmgr, sink);
+    StreamHealthAnswer(judged, perf_, perfmgr, sink);
   });
 }
 

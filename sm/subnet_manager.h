@@ -64,6 +64,9 @@ struct SubnetManagerOptions {
   // A port whose health trap (129-131) repeats 250 times without a 60 s pause is disabled
   // (PortPhysicalState Disabled), as OpenSM's babbling_port_policy does.
   bool babbling_port_policy = false;
+  // health_degraded_links: FALSE turns the degraded-link rule off for links, topo and health
+  // alike (on ibsim every cable is "degraded").
+  bool health_degraded_links = true;
   std::chrono::milliseconds sminfo_polling_timeout{10000};
   uint32_t polling_retry_number = 4;
   uint8_t subnet_timeout = 18;
