@@ -61,7 +61,13 @@ Result<nlohmann::json> FilterLinks(nlohmann::json answer, bool only_degraded, bo
 
 // `health`: {"perfmgr", "healthy", "cables"}: the findings of the PerfMgr's last sweep
 // grouped by cable, worst first; without `perf`, the degraded links of `d` (may be null).
-nlohmann::json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf);
+// With the PerfMgr the findings are those of its health window; `since_us` (0: all) keeps
+// those last seen at or after it (`health --window`).
+nlohmann::json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf,
+                            int64_t since_us = 0);
+// `health` answer (HealthAnswer's shape) keeping only findings last seen at or after
+// `since_us`; cables left with none are dropped and "healthy" follows.
+nlohmann::json HealthSince(nlohmann::json answer, int64_t since_us);
 // Its "perfmgr" part: the PerfMgr's state and counters, or {"enabled": false}.
 nlohmann::json HealthPerfmgrJson(const PerfManager* perf);
 // HealthAnswer(d, perf).dump() with `perfmgr` in place of its "perfmgr" part, built one cable

@@ -419,7 +419,15 @@ Result<json> ControlCommands::Health(const json& args) const {
   }
   ibsm::Status why;
   if (!NeedFabric(*ctx_.sm, &why)) return why;
-  return HealthAnswer(ctx_.sm->discovered(), ctx_.perf);
+  IBSM_ASSIGN_OR_RETURN(uint64_t window_s, Arg<uint64_t>(args, "window_s", 0));
+  if (window_s == 0 || !ctx_.perf) return HealthAnswer(Judged(*ctx_.sm), ctx_.perf);
+  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t span = static_cast<int64_t>(std::min<uint64_t>(window_s, 1ull << 40)) * 1000000;
+  json h = HealthAnswer(Judged(*ctx_.sm), ctx_.perf, std::max<int64_t>(1, now - span));
+  h["window_s"] = window_s;
+  return h;
 }
 
 Result<json> ControlCommands::Route(const json& args) const {

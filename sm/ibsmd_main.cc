@@ -226,6 +226,7 @@ PerfManagerOptions MakePerfOptions(const conf::SmConfig& c) {
   o.thresholds.excessive_buffer_overruns = c.health_excessive_buffer_overruns_threshold;
   o.thresholds.vl15_dropped = c.health_vl15_dropped_threshold;
   o.thresholds.degraded_links = c.health_degraded_links;
+  o.health_window = std::chrono::seconds(c.health_window_s);
   return o;
 }
 

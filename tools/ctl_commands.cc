@@ -52,6 +52,15 @@ std::string UtcTime(int64_t us) {
   return when;
 }
 
+std::string UtcClock(int64_t us) {
+  time_t secs = static_cast<time_t>(us / 1000000);
+  char when[16];
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  std::strftime(when, sizeof when, "%H:%M:%S", &tm);
+  return when;
+}
+
 // The first line of an answer read from a state file: where from, and as of when.
 std::string SnapshotLine(const json& r) {
   if (!r.contains("as_of_us")) return "";
@@ -236,8 +245,9 @@ std::string FormatLinks(const json& r) {
   if (!r.value("perfmgr_sweep", json()).is_null()) {
     return SnapshotLine(r) +
            AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
-           fmt::format("{} links, {} degraded, {} with errors in PerfMgr sweep {}\n", rows.size(),
-                       Get(r, "degraded"), with_errors, Get(r, "perfmgr_sweep"));
+           fmt::format("{} links, {} degraded, {} with errors in the health window up to "
+                       "PerfMgr sweep {}\n",
+                       rows.size(), Get(r, "degraded"), with_errors, Get(r, "perfmgr_sweep"));
   }
   return SnapshotLine(r) +
          AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
@@ -245,28 +255,64 @@ std::string FormatLinks(const json& r) {
 }
 
 // ---- health ---------------------------------------------------------------------------
+// "HH:MM:SS" (UTC) of Unix microseconds, for first/last seen within a window.
+std::string UtcClock(int64_t us);
+
 std::string FindingText(const json& f) {
-  if (f.contains("detail")) return Get(f, "rule") + ": " + Get(f, "detail");
+  // Over the health window: in how many PerfMgr sweeps, first and last seen.
+  std::string seen;
+  if (f.contains("sweeps")) {
+    const uint64_t sweeps = f.value("sweeps", uint64_t{0});
+    seen = sweeps == 1 ? fmt::format("; seen once, {} UTC",
+                                     UtcClock(f.value("last_seen_us", int64_t{0})))
+                       : fmt::format("; seen in {} sweeps, first {} last {} UTC", sweeps,
+                                     UtcClock(f.value("first_seen_us", int64_t{0})),
+                                     UtcClock(f.value("last_seen_us", int64_t{0})));
+  }
+  if (f.contains("detail")) return Get(f, "rule") + ": " + Get(f, "detail") + seen;
   const json& at = f["at"];
-  return fmt::format("{} +{} at {} port {} (now {}, threshold {})", Get(f, "rule"),
-                     Get(f, "delta"), Get(at, "name"), Get(at, "port"), Get(f, "value"),
-                     Get(f, "threshold"));
+  const std::string growth = f.contains("total_delta") ? Get(f, "total_delta") : Get(f, "delta");
+  return fmt::format("{} +{} at {} port {} (now {}, threshold {}){}", Get(f, "rule"), growth,
+                     Get(at, "name"), Get(at, "port"), Get(f, "value"), Get(f, "threshold"),
+                     seen);
+}
+
+// "600", "10m", "2h", "1d" -> seconds; 0 when it is none of them.
+uint64_t AgeSeconds(const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+  if (v.empty() || errno != 0 || v[0] == '-') return 0;
+  const std::string unit = end;
+  const uint64_t mult = unit.empty() || unit == "s" ? 1
+                        : unit == "m"               ? 60
+                        : unit == "h"               ? 3600
+                        : unit == "d"               ? 86400
+                                                    : 0;
+  return n > UINT64_MAX / 86400 ? 0 : n * mult;
 }
 
 Result<json> HealthArgs(const std::vector<std::string>& words) {
   json a = json::object();
   std::vector<std::string> rest;
-  for (const auto& w : words) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
     if (w == "--history") {
       a["history"] = true;
+    } else if (w == "--window" && i + 1 < words.size() && !a.contains("history")) {
+      const uint64_t s = AgeSeconds(words[++i]);
+      if (s == 0) return InvalidArgument("--window wants an age like 600, 10m, 2h or 1d");
+      a["window_s"] = s;
     } else {
       rest.push_back(w);
     }
   }
+  if (a.contains("history") && a.contains("window_s"))
+    return InvalidArgument("--window is for the findings of now; --history takes --since");
   if (rest.empty()) return a;
   if (!a.contains("history"))
-    return InvalidArgument("health takes --history [--since AGE] [--limit N], not '" + rest[0] +
-                           "'");
+    return InvalidArgument("health takes [--window AGE] or --history [--since AGE] [--limit N], "
+                           "not '" + rest[0] + "'");
   // --since and --limit read as the event log's.
   IBSM_ASSIGN_OR_RETURN(json more, EventsArgs(rest));
   a.update(more);
@@ -300,6 +346,9 @@ std::string FormatHealth(const json& r) {
                        Get(pm, "sweep"), Get(pm, "ports"), Get(pm, "sweep_time_s"),
                        Get(c, "queries_sent"), Get(c, "timeouts"), Get(c, "bad_answers"),
                        Get(c, "resets_seen"));
+    if (r.contains("window_s") || pm.contains("window_s"))
+      out += fmt::format("findings of the last {} s of PerfMgr sweeps\n",
+                         r.contains("window_s") ? Get(r, "window_s") : Get(pm, "window_s"));
   } else {
     out += "PerfMgr off (perfmgr FALSE): degraded links only\n";
   }
@@ -313,14 +362,18 @@ std::string FormatHealth(const json& r) {
                       FindingText(findings[i])});
     }
   }
-  if (rows.empty()) return out + "healthy: no findings\n";
+  if (rows.empty())
+    return out + (pm.value("enabled", false) ? "healthy: no findings in the window\n"
+                                             : "healthy: no findings\n");
   return out + AlignedTable({"#", "END A", "END B", "FINDING"}, rows) +
          fmt::format("{} cables with findings, worst first\n", rank);
 }
 
 // ---- route ----------------------------------------------------------------------------
 Result<json> RouteArgs(const std::vector<std::string>& words) {
-  if (words.size() != 2) return InvalidArgument("route takes SRC DST (LID, GUID or node name)");
+  if (words.size() != 2) return InvalidArgument(
+        "route takes SRC DST (each a LID, GUID, node name, NodeDescription or unambiguous "
+        "prefix of one)");
   return json{{"from", words[0]}, {"to", words[1]}};
 }
 
@@ -696,11 +749,22 @@ Result<json> CtlFromStateFile(const std::string& path, const std::string& cmd, c
           static_cast<double>(now - pm.value("last_sweep_end_us", int64_t{0})) / 1e6;
       pm.erase("last_sweep_end_us");
     }
+    if (uint64_t window_s = args.value("window_s", uint64_t{0}); window_s > 0) {
+      const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+      h = sm::HealthSince(std::move(h),
+                          now - static_cast<int64_t>(std::min<uint64_t>(window_s, 1ull << 40)) *
+                                    1000000);
+      h["window_s"] = window_s;
+    }
     return h;
   }
   IBSM_ASSIGN_OR_RETURN(auto state, store->GetValue("sm_state"));
   if (cmd == "status") {
-    json j{{"state", state.value_or("-")}, {"source", "state file " + path}};
+    json j{{"state", state ? json(*state) : json()},
+           {"source", "state file " + path},
+           {"as_of_us", FileWrittenUs(path)}};
     IBSM_ASSIGN_OR_RETURN(auto sweeps, store->RecentSweeps(1));
     if (!sweeps.empty()) {
       const ha::SweepRow& s = sweeps.front();
