@@ -107,11 +107,12 @@ Result<std::vector<Guid>> LoadGuids(const std::string& path) {
 // turns isolation off: PART-021, loudly; OpenSM's default path missing is the usual case.
 Result<std::shared_ptr<const conf::PartitionConfig>> LoadPartitions(const std::string& file,
                                                                     bool loud) {
-  const std::string path = file.empty() ? "/etc/opensm/partitions.conf" : file;
+  constexpr std::string_view kOpenSmDefault = "/etc/opensm/partitions.conf";
+  const std::string path = file.empty() ? std::string(kOpenSmDefault) : file;
   auto r = conf::LoadPartitionsFile(path);
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kNotFound) {
-      if (file.empty()) {
+      if (path == kOpenSmDefault) {
         Log(LogName::kConf).info("no partition file {}: every port is a full member of the "
                                  "default partition",
                                  path);
