@@ -234,8 +234,9 @@ ControlCommands::ControlCommands(boost::asio::io_context& io, ControlServer& ser
                   "every cable with both ends; args: degraded (bool), errors (bool)",
                   [this](const json& a) { return Links(a); });
   server.Register("health", A::kRead,
-                  "cables with PerfMgr or link findings, worst first, with both ends; args: "
-                  "history (bool: the findings of the event log instead), since_us, limit",
+                  "cables with PerfMgr or link findings of the health window, worst first, "
+                  "with both ends; args: window_s (a shorter window), history (bool: the "
+                  "findings of the event log instead), since_us, limit",
                   [this](const json& a) { return Health(a); });
   server.Register("route", A::kRead, "hop-by-hop path; args: from, to (LID, GUID, name, description or a prefix)",
                   [this](const json& a) { return Route(a); });
@@ -408,7 +409,8 @@ Result<json> ControlCommands::Links(const json& args) const {
                      only_errors);
 }
 
-// history: the health findings of the event log instead of the last PerfMgr sweep's.
+// history: the health findings of the event log instead of those of the health window;
+// window_s: only findings last seen within that many seconds.
 Result<json> ControlCommands::Health(const json& args) const {
   IBSM_ASSIGN_OR_RETURN(bool history, Arg<bool>(args, "history", false));
   if (history) {
@@ -509,6 +511,13 @@ Result<json> ControlCommands::Ha(const json&) const {
   if (ctx_.store) {
     if (auto rows = ctx_.store->Peers(); rows.ok())
       peers = PeersJson(*rows, PeersNotAnsweringJson(sm.peer_liveness()));
+  }
+  // The state file's row is written when a sweep finds the peer; a poll answered since is
+  // newer.
+  for (json& p : peers) {
+    for (const auto& [g, l] : sm.peer_liveness())
+      if (GuidText(g) == p.value("guid", std::string()))
+        p["last_seen_us"] = std::max(p.value("last_seen_us", int64_t{0}), l.last_answer_us);
   }
   j["peers"] = peers;
   return j;

@@ -4,9 +4,9 @@
 //   status                      SM state, identity, last sweep, counts, engine, counters
 //   nodes                       every node: GUID, name, kind, LIDs, ports
 //   links [degraded errors]     every cable with both ends; degraded = below what both support;
-//                               errors = error counters moved in the last PerfMgr sweep
-//   health [history since_us limit]  cables with health findings, worst first, both ends
-//                               named; history: the findings kept in the event log
+//                               errors = error counters moved within the health window
+//   health [window_s | history since_us limit]  cables with findings of the health window,
+//                               worst first, both ends named; history: the event log's
 //   route {from, to}            hop by hop from the programmed tables (ResolveEndpoint below)
 //   lft {switch}                one switch's unicast table
 //   check [permutations seed]   route verification, deadlock proof, balance figures

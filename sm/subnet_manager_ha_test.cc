@@ -333,6 +333,8 @@ TEST(SubnetManagerHaTest, AMasterThatStopsAnsweringIsShownSoFromTheFirstMissedPo
   EXPECT_EQ(answering[0]["guid"], GuidText(a_guid));
   EXPECT_EQ(answering[0]["state"], "MASTER");
   EXPECT_FALSE(answering[0].contains("not_answering_since_us"));
+  EXPECT_GT(b.peer_liveness().at(a_guid).last_answer_us, answering[0]["last_seen_us"].get<int64_t>())
+      << "the polls answered after the sweep that found the master";
   ASSERT_EQ(first_miss.size(), 1u);
   EXPECT_EQ(first_miss[0]["state"], "NOT ANSWERING") << first_miss.dump(2);
   EXPECT_EQ(first_miss[0]["last_state"], "MASTER");
