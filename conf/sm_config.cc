@@ -264,6 +264,9 @@ const OptionDesc kOptions[] = {
          UINT32_MAX, "(ibsm) VL15Dropped"),
     Bool("health_degraded_links", &SC::health_degraded_links, "TRUE",
          "(ibsm) Report links running below the width or speed both ends support"),
+    Uint("health_window_s", &SC::health_window_s, "3600", 1, UINT32_MAX,
+         "(ibsm) Seconds health and links --errors remember a finding or an error\n"
+         "count after the last PerfMgr sweep that saw it"),
     Section("DEBUG FEATURES",
             Hex("log_flags", &SC::log_flags, "0x03", 0, 0xFF, 2,
                 "The log flags used\n"

@@ -97,6 +97,7 @@ struct SmConfig {
   uint32_t health_excessive_buffer_overruns_threshold = 1;
   uint32_t health_vl15_dropped_threshold = 100;
   bool health_degraded_links = true;
+  uint32_t health_window_s = 3600;  // how long health remembers a finding (ibsm)
   // --- Debug / logging
   uint8_t log_flags = 0x03;             // OpenSM bits: 0x01 ERROR, 0x02 INFO, 0x04 VERBOSE...
   bool force_log_flush = false;

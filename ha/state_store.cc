@@ -855,6 +855,15 @@ Status StateStore::RecordEvents(const std::vector<EventRow>& rows) {
   return txn.Commit();
 }
 
+Result<uint64_t> StateStore::CountEvents(int64_t since_us) {
+  IBSM_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                        Prepare("SELECT count(*) FROM events WHERE time_us >= ?1"));
+  StmtScope scope(s);
+  Bind(s, 1, since_us);
+  if (sqlite3_step(s) != SQLITE_ROW) return SqlError("count events");
+  return static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+}
+
 Result<std::vector<EventRow>> StateStore::RecentEvents(size_t n, int64_t since_us,
                                                        std::string_view kind) {
   IBSM_ASSIGN_OR_RETURN(

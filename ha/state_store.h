@@ -73,6 +73,7 @@ inline constexpr std::string_view kEventStateChange = "state_change";
 inline constexpr std::string_view kEventLidChange = "lid_change";
 inline constexpr std::string_view kEventError = "error";
 inline constexpr std::string_view kEventHealth = "health";  // PerfMgr health findings
+inline constexpr std::string_view kEventConfigReload = "config_reload";  // SIGHUP
 
 // Snapshot names (snapshots.name), one per control command whose answer the daemon keeps
 // in the state file. FROZEN spellings; the JSON is the command's answer, unfiltered.
@@ -279,6 +280,8 @@ class StateStore {
   Status RecordEvents(const std::vector<EventRow>& rows);  // one transaction for a burst
   Result<std::vector<EventRow>> RecentEvents(size_t n, int64_t since_us = 0,
                                              std::string_view kind = {});
+  // How many events have time_us >= since_us (what RecentEvents could return without `n`).
+  Result<uint64_t> CountEvents(int64_t since_us = 0);
 
   // The daemon's last answer to a control command (kSnapshot*), replaced whole; written_us
   // is set from the store's Clock. LoadSnapshot: nullopt when none was ever written.

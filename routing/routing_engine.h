@@ -119,8 +119,8 @@ inline constexpr std::string_view kDefaultChain = "ftree,updn";
 bool ChainNamesMinHop(std::string_view chain);
 
 // Runs `chain` in order; minhop is appended as the last resort unless `chain` contains
-// "no_fallback". InvalidArgument for an unknown engine name; the last engine's Status if
-// every engine declined.
+// "no_fallback". InvalidArgument for an unknown engine name, and for a chain of no engine
+// with "no_fallback" (nothing may route); the last engine's Status if every engine declined.
 Result<ChainResult> RouteChain(std::string_view chain, const Fabric& fabric, const LidMap& lids,
                                const RoutingOptions& options);
 

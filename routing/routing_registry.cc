@@ -79,8 +79,13 @@ Result<ChainResult> RouteChain(std::string_view chain, const Fabric& fabric, con
     if (comma == std::string_view::npos) break;
     chain.remove_prefix(comma + 1);
   }
-  // An empty chain (routing_engine unset) means minhop, as in OpenSM.
-  if ((fallback || engines.empty()) && !has_minhop) engines.push_back(MakeMinHop());
+  // An empty chain (routing_engine unset) means minhop, as in OpenSM; "no_fallback" alone
+  // (every engine named was unknown and dropped) routes nothing.
+  if (engines.empty() && !fallback)
+    return InvalidArgument(
+        "routing_engine names no engine ibsm knows and no_fallback forbids the minhop "
+        "fallback: nothing routed");
+  if (fallback && !has_minhop) engines.push_back(MakeMinHop());
 
   ChainResult out;
   for (const auto& engine : engines) {

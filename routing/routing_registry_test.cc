@@ -55,12 +55,22 @@ TEST_F(RouteChainTest, ToleratesWhitespaceAndEmptyItems) {
 
 TEST_F(RouteChainTest, AnEmptyChainMeansMinhop) {
   const LidMap lids(fabric_);
-  for (std::string_view chain : {"", "no_fallback"}) {
-    auto r = RouteChain(chain, fabric_, lids, {});
-    ASSERT_TRUE(r.ok()) << chain;
-    EXPECT_EQ(r->tables.engine, "minhop");
-    EXPECT_EQ(r->tables.switches.size(), fabric_.switch_count());
-  }
+  auto r = RouteChain("", fabric_, lids, {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->tables.engine, "minhop");
+  EXPECT_EQ(r->tables.switches.size(), fabric_.switch_count());
+}
+
+// "bogus,no_fallback" reaches RouteChain as "no_fallback" once ibsmd dropped the name it does
+// not know: the operator forbade the fallback, so nothing routes (not minhop behind their back).
+TEST_F(RouteChainTest, NoFallbackWithoutAnEngineRefusesToRoute) {
+  const LidMap lids(fabric_);
+  auto r = RouteChain("no_fallback", fabric_, lids, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "routing_engine names no engine ibsm knows and no_fallback forbids the minhop "
+            "fallback: nothing routed");
 }
 
 }  // namespace

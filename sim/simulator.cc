@@ -1406,6 +1406,13 @@ mad::PortCountersExtended Simulator::port_counters_extended(PortId p) const {
   return x;
 }
 
+Status Simulator::SetIsSm(PortId port, bool on) {
+  if (port >= ports_.size()) return InvalidArgument("no such port");
+  uint32_t& mask = ports_[port].info.capability_mask;
+  mask = on ? (mask | mad::port_cap::kIsSm) : (mask & ~mad::port_cap::kIsSm);
+  return Status();
+}
+
 Status Simulator::SetPortCounters(PortId port, const mad::PortCounters& c) {
   if (port >= ports_.size()) return InvalidArgument("SIM-PMA-001 no such port");
   PmState& s = Pm(port);

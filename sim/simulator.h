@@ -198,6 +198,10 @@ class Simulator {
   // whatever it claims (a forged IssuerLID or details naming another port): what a host's
   // root can send. InvalidArgument for a port without a LID or SM LID.
   Status InjectTrap(PortId from, const mad::Notice& notice);
+  // CapabilityMask.IsSM of an end port, as the kernel's issm device sets it on hardware for
+  // an SM's port (IBA 14.4.1): other SMs find it by this bit. Stays set when the SM dies
+  // (as on ibsim). InvalidArgument for a port out of range.
+  Status SetIsSm(PortId port, bool on);
 
   // --- inspection (tests, SimTransport::QueryLocalPort) -------------------------------
   const SimCounters& counters() const { return counters_; }

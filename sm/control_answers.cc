@@ -1,11 +1,13 @@
 #include "sm/control_answers.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "base/json.h"
+#include "ha/sm_state_machine.h"
 #include "sm/health.h"
 #include "sm/link_health.h"
 #include "sm/perf_manager.h"
@@ -69,16 +71,17 @@ json NodeJson(const Fabric& f, NodeId n) {
 template <typename Each>
 size_t ForEachLinkJson(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
                        Each each) {
-  // Error counters (kPerfCounterNames[0..11]) that moved at a port in the last PerfMgr sweep.
+  // Error counters (kPerfCounterNames[0..11]) that moved at a port within the health window
+  // (PerfManagerOptions::health_window), summed over its PerfMgr sweeps.
   auto errors_at = [&](PortId p) -> json {
     if (!perf) return json();
     const Port& port = f.port(p);
     auto it = perf->ports().find({f.node(port.node).guid, port.num.value()});
-    if (it == perf->ports().end() || it->second.delta_sweep != perf->sweep_number())
-      return json::object();
+    if (it == perf->ports().end() || it->second.error_window.empty()) return json::object();
+    const PerfCounters sum = it->second.WindowErrors();
     json e = json::object();
-    for (size_t i = 0; i < 12; ++i)
-      if (it->second.delta[i] != 0) e[std::string(ha::kPerfCounterNames[i])] = it->second.delta[i];
+    for (size_t i = 0; i < kPerfErrorCounters; ++i)
+      if (sum[i] != 0) e[std::string(ha::kPerfCounterNames[i])] = sum[i];
     return e;
   };
   static constexpr const char* kStates[] = {"NOCHANGE", "DOWN", "INIT", "ARMED", "ACTIVE"};
@@ -178,6 +181,7 @@ json HealthPerfmgrJson(const PerfManager* perf) {
       by_rule[std::string(RuleInfo(static_cast<HealthRule>(r)).name)] = c.findings_by_rule[r];
     pj = {{"enabled", true},
           {"sweep", pm.sweep_number()},
+          {"window_s", pm.options().health_window.count()},
           {"sweep_time_s", pm.options().sweep_time.count()},
           {"ports", pm.ports().size()},
           {"counters",
@@ -203,16 +207,39 @@ namespace {
 // it the degraded links.
 void ForEachHealthCable(const DiscoveryResult* d, const PerfManager* perf,
                         const std::function<void(const CableHealth&)>& visit) {
-  if (perf) return ForEachCable(perf->findings(), visit);
+  if (perf) return ForEachCable(perf->window_findings(), visit);
   if (d) ForEachDegradedCable(*d, visit);
 }
 }  // namespace
 
-json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf) {
+json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf, int64_t since_us) {
   json cables = json::array();
-  ForEachHealthCable(d, perf,
-                     [&](const CableHealth& c) { cables.push_back(CableHealthJson(c)); });
+  if (perf && since_us > 0) {
+    std::vector<HealthFinding> kept;
+    for (const HealthFinding& h : perf->window_findings())
+      if (h.last_seen_us >= since_us) kept.push_back(h);
+    ForEachCable(kept, [&](const CableHealth& c) { cables.push_back(CableHealthJson(c)); });
+  } else {
+    ForEachHealthCable(d, perf,
+                       [&](const CableHealth& c) { cables.push_back(CableHealthJson(c)); });
+  }
   return json{{"perfmgr", HealthPerfmgrJson(perf)}, {"healthy", cables.empty()}, {"cables", cables}};
+}
+
+json HealthSince(json answer, int64_t since_us) {
+  json cables = json::array();
+  for (json& c : answer.value("cables", json::array())) {
+    json kept = json::array();
+    for (json& f : c["findings"])
+      if (!f.contains("last_seen_us") || f.value("last_seen_us", int64_t{0}) >= since_us)
+        kept.push_back(std::move(f));
+    if (kept.empty()) continue;
+    c["findings"] = std::move(kept);
+    cables.push_back(std::move(c));
+  }
+  answer["healthy"] = cables.empty();
+  answer["cables"] = std::move(cables);
+  return answer;
 }
 
 void StreamHealthAnswer(const DiscoveryResult* d, const PerfManager* perf, const json& perfmgr,
@@ -249,6 +276,31 @@ Result<json> HealthHistory(ha::StateStore& store, int64_t since_us, size_t limit
   json history = json::array();
   for (const auto& e : rows) history.push_back(EventJson(e));
   return json{{"history", history}};
+}
+
+json PeersJson(const std::vector<ha::PeerRow>& rows, const json& not_answering) {
+  json peers = json::array();
+  for (const ha::PeerRow& p : rows) {
+    const std::string state(ha::SmStateName(static_cast<mad::SmState>(std::min<uint8_t>(p.state, 3))));
+    json j{{"guid", GuidText(p.guid)},
+           {"priority", p.priority},
+           {"state", state},
+           {"last_seen_us", p.last_seen_us},
+           {"sm_key_match", p.sm_key_match}};
+    if (not_answering.is_object()) {
+      auto it = not_answering.find(GuidText(p.guid));
+      if (it != not_answering.end() && it->is_object()) {
+        j["state"] = "NOT ANSWERING";
+        j["last_state"] = state;
+        j["not_answering_since_us"] = it->value("since_us", int64_t{0});
+        j["missed"] = it->value("misses", uint64_t{0});
+        j["why"] = it->value("why", std::string());
+        j["last_seen_us"] = std::max(p.last_seen_us, it->value("last_answer_us", int64_t{0}));
+      }
+    }
+    peers.push_back(std::move(j));
+  }
+  return peers;
 }
 
 }  // namespace ibsm::sm

@@ -61,7 +61,13 @@ Result<nlohmann::json> FilterLinks(nlohmann::json answer, bool only_degraded, bo
 
 // `health`: {"perfmgr", "healthy", "cables"}: the findings of the PerfMgr's last sweep
 // grouped by cable, worst first; without `perf`, the degraded links of `d` (may be null).
-nlohmann::json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf);
+// With the PerfMgr the findings are those of its health window; `since_us` (0: all) keeps
+// those last seen at or after it (`health --window`).
+nlohmann::json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf,
+                            int64_t since_us = 0);
+// `health` answer (HealthAnswer's shape) keeping only findings last seen at or after
+// `since_us`; cables left with none are dropped and "healthy" follows.
+nlohmann::json HealthSince(nlohmann::json answer, int64_t since_us);
 // Its "perfmgr" part: the PerfMgr's state and counters, or {"enabled": false}.
 nlohmann::json HealthPerfmgrJson(const PerfManager* perf);
 // HealthAnswer(d, perf).dump() with `perfmgr` in place of its "perfmgr" part, built one cable
@@ -75,5 +81,15 @@ nlohmann::json EventJson(const ha::EventRow& e);
 // `health history`: {"history": [event...]}: the PerfMgr's health findings from the event
 // log (kind ha::kEventHealth), newest first, at most `limit`, none older than `since_us`.
 Result<nlohmann::json> HealthHistory(ha::StateStore& store, int64_t since_us, size_t limit);
+
+// The state-file key under which the SM keeps the other SMs that stopped answering SMInfo:
+// {"0xGUID": {"since_us", "misses", "last_answer_us", "why"}}.
+inline constexpr char kPeersNotAnsweringKey[] = "peers_not_answering";
+
+// `ha` peers: [{"guid", "priority", "state", "last_seen_us", "sm_key_match"}] from the state
+// file's peer rows; a peer in `not_answering` (kPeersNotAnsweringKey's value; null or not an
+// object: none) has "state": "NOT ANSWERING", "last_state" (as it last answered),
+// "not_answering_since_us", "missed" and "why", and "last_seen_us" the last answer.
+nlohmann::json PeersJson(const std::vector<ha::PeerRow>& rows, const nlohmann::json& not_answering);
 
 }  // namespace ibsm::sm

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "base/text.h"
 #include "ha/sm_state_machine.h"
 #include "ha/state_store.h"
 #include "routing/quality.h"
@@ -44,6 +45,12 @@ Result<T> Arg(const json& args, const char* key, T fallback) {
   return InvalidArgument(fmt::format("argument \"{}\" has the wrong type", key));
 }
 
+// The discovery result cables are judged degraded from; null when health_degraded_links is
+// FALSE, so links, topo and health agree that the rule is off.
+const DiscoveryResult* Judged(const SubnetManager& sm) {
+  return sm.options().health_degraded_links ? sm.discovered() : nullptr;
+}
+
 const Fabric* NeedFabric(const SubnetManager& sm, Status* why) {
   if (!sm.fabric()) *why = Unavailable("no sweep has completed yet");
   return sm.fabric();
@@ -51,7 +58,44 @@ const Fabric* NeedFabric(const SubnetManager& sm, Status* why) {
 
 }  // namespace
 
-Result<PortId> ResolveEndpoint(const Fabric& f, const std::string& what) {
+namespace {
+
+// Every name an operator may type for a node: the topology file's name (the daemon on the
+// simulator knows the file), the discovered name and the NodeDescription.
+std::vector<std::string> NamesOf(const Fabric& f, NodeId n, const Fabric* topology) {
+  std::vector<std::string> names;
+  const Node& node = f.node(n);
+  if (topology) {
+    if (auto t = topology->FindNode(node.guid); t && !topology->node(*t).name.empty())
+      names.push_back(topology->node(*t).name);
+  }
+  if (!node.name.empty()) names.push_back(node.name);
+  if (!node.description.empty()) names.push_back(node.description);
+  return names;
+}
+
+bool IsHex(std::string_view s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isxdigit(c); });
+}
+
+// "node-0001/hca1 (0x0002c90300000010), ..." for an ambiguous name: at most 10, then a count.
+std::string Candidates(const Fabric& f, const std::vector<NodeId>& nodes, const Fabric* topology) {
+  constexpr size_t kShown = 10;
+  std::string out;
+  for (size_t i = 0; i < nodes.size() && i < kShown; ++i) {
+    auto names = NamesOf(f, nodes[i], topology);
+    out += fmt::format("{}{} ({})", i ? ", " : "",
+                       EscapeControls(names.empty() ? std::string("-") : names.front()),
+                       GuidText(f.node(nodes[i]).guid));
+  }
+  if (nodes.size() > kShown) out += fmt::format(" and {} more", nodes.size() - kShown);
+  return out;
+}
+
+}  // namespace
+
+Result<PortId> ResolveEndpoint(const Fabric& f, const std::string& what, const Fabric* topology) {
   if (what.empty()) return InvalidArgument("an empty endpoint");
   auto node_port = [&](NodeId n) -> Result<PortId> {
     const Node& node = f.node(n);
@@ -60,31 +104,53 @@ Result<PortId> ResolveEndpoint(const Fabric& f, const std::string& what) {
       PortId id = f.port_id(n, PortNum{static_cast<uint8_t>(p)});
       if (f.port(id).connected()) return id;
     }
-    return NotFound(fmt::format("'{}' has no cabled port", what));
+    return NotFound(fmt::format("'{}' has no cabled port", EscapeControls(what)));
   };
-  const bool hex = what.size() > 2 && what[0] == '0' && (what[1] == 'x' || what[1] == 'X');
+  auto by_guid = [&](uint64_t v) -> std::optional<Result<PortId>> {
+    if (auto p = f.FindPort(Guid{v})) return Result<PortId>(*p);
+    if (auto n = f.FindNode(Guid{v})) return node_port(*n);
+    return std::nullopt;
+  };
+  const bool hex = what.size() > 2 && what[0] == '0' && (what[1] == 'x' || what[1] == 'X') &&
+                   IsHex(std::string_view(what).substr(2)) && what.size() <= 18;
   const bool digits =
       std::all_of(what.begin(), what.end(), [](unsigned char c) { return std::isdigit(c); });
-  if (hex || digits) {
-    char* end = nullptr;
-    uint64_t v = std::strtoull(what.c_str(), &end, 0);
-    if (end && *end == 0) {
-      // Decimal or a short hex number is a LID; a longer hex number a GUID.
-      if (digits || what.size() <= 6) {
-        if (v == 0 || v > 0xBFFF) return InvalidArgument(fmt::format("LID {} is not unicast", what));
-        if (auto p = f.FindPortByLid(Lid{static_cast<uint16_t>(v)})) return *p;
-        return NotFound(fmt::format("no port has LID {}", v));
-      }
-      if (auto p = f.FindPort(Guid{v})) return *p;
-      if (auto n = f.FindNode(Guid{v})) return node_port(*n);
-      return NotFound(fmt::format("no port or node has GUID {}", what));
-    }
+  // Decimal up to 5 digits or a short 0x number is a LID; a longer 0x number a GUID.
+  if ((digits && what.size() <= 5) || (hex && what.size() <= 6)) {
+    uint64_t v = std::strtoull(what.c_str(), nullptr, digits ? 10 : 16);
+    if (v == 0 || v > 0xBFFF) return InvalidArgument(fmt::format("LID {} is not unicast", what));
+    if (auto p = f.FindPortByLid(Lid{static_cast<uint16_t>(v)})) return *p;
+    return NotFound(fmt::format("no port has LID {}", v));
   }
-  if (auto n = f.FindNodeByName(what)) return node_port(*n);
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).description == what) return node_port(n);
+  if (hex) {
+    if (auto r = by_guid(std::strtoull(what.c_str(), nullptr, 16))) return *r;
+    return NotFound(fmt::format("no port or node has GUID {}", what));
+  }
+  // A GUID without 0x as ibnetdiscover prints it ("2c90300000011", "0002c90300000011");
+  // a name made of hex digits that is no GUID of the fabric is looked up as a name below.
+  if (IsHex(what) && what.size() >= 7 && what.size() <= 16) {
+    if (auto r = by_guid(std::strtoull(what.c_str(), nullptr, 16))) return *r;
+  }
+  // Names: exact first (a description shared by many nodes is ambiguous), then a prefix.
+  std::vector<NodeId> exact, prefix;
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    bool is_exact = false, is_prefix = false;
+    for (const std::string& name : NamesOf(f, n, topology)) {
+      is_exact |= name == what;
+      is_prefix |= name.compare(0, what.size(), what) == 0;
+    }
+    if (is_exact) exact.push_back(n);
+    if (is_prefix) prefix.push_back(n);
+  }
+  for (const auto* found : {&exact, &prefix}) {
+    if (found->size() == 1) return node_port(found->front());
+    if (found->size() > 1)
+      return InvalidArgument(fmt::format("'{}' is ambiguous: {} nodes match: {}",
+                                         EscapeControls(what), found->size(),
+                                         Candidates(f, *found, topology)));
+  }
   return NotFound(fmt::format("'{}' is no LID, GUID, node name or description in the fabric",
-                              what));
+                              EscapeControls(what)));
 }
 
 json TraceRoute(const Fabric& f, const routing::RoutingTables& tables, PortId from, PortId to) {
@@ -168,10 +234,11 @@ ControlCommands::ControlCommands(boost::asio::io_context& io, ControlServer& ser
                   "every cable with both ends; args: degraded (bool), errors (bool)",
                   [this](const json& a) { return Links(a); });
   server.Register("health", A::kRead,
-                  "cables with PerfMgr or link findings, worst first, with both ends; args: "
-                  "history (bool: the findings of the event log instead), since_us, limit",
+                  "cables with PerfMgr or link findings of the health window, worst first, "
+                  "with both ends; args: window_s (a shorter window), history (bool: the "
+                  "findings of the event log instead), since_us, limit",
                   [this](const json& a) { return Health(a); });
-  server.Register("route", A::kRead, "hop-by-hop path; args: from, to (LID, GUID or name)",
+  server.Register("route", A::kRead, "hop-by-hop path; args: from, to (LID, GUID, name, description or a prefix)",
                   [this](const json& a) { return Route(a); });
   server.Register("lft", A::kRead, "one switch's unicast table; args: switch",
                   [this](const json& a) { return Lft(a); });
@@ -229,6 +296,12 @@ Result<json> ControlCommands::Status(const json&) const {
          {"subnet_up", s.subnet_up},
          {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(now - ctx_.started).count()},
          {"config_file", ctx_.config_file}};
+  if (ctx_.config_not_honoured) j["config_not_honoured"] = *ctx_.config_not_honoured;
+  if (ctx_.last_reload && ctx_.last_reload->time_us > 0) {
+    j["last_reload"] = {{"time_us", ctx_.last_reload->time_us},
+                        {"outcome", ctx_.last_reload->outcome},
+                        {"why", ctx_.last_reload->why}};
+  }
   if (s.number > 0) {
     auto age = std::chrono::steady_clock::now() - s.started;
     j["last_sweep"] = {
@@ -333,11 +406,12 @@ Result<json> ControlCommands::Links(const json& args) const {
   if (!f) return why;
   IBSM_ASSIGN_OR_RETURN(bool only_degraded, Arg<bool>(args, "degraded", false));
   IBSM_ASSIGN_OR_RETURN(bool only_errors, Arg<bool>(args, "errors", false));
-  return FilterLinks(LinksAnswer(*f, ctx_.sm->discovered(), ctx_.perf), only_degraded,
+  return FilterLinks(LinksAnswer(*f, Judged(*ctx_.sm), ctx_.perf), only_degraded,
                      only_errors);
 }
 
-// history: the health findings of the event log instead of the last PerfMgr sweep's.
+// history: the health findings of the event log instead of those of the health window;
+// window_s: only findings last seen within that many seconds.
 Result<json> ControlCommands::Health(const json& args) const {
   IBSM_ASSIGN_OR_RETURN(bool history, Arg<bool>(args, "history", false));
   if (history) {
@@ -348,7 +422,15 @@ Result<json> ControlCommands::Health(const json& args) const {
   }
   ibsm::Status why;
   if (!NeedFabric(*ctx_.sm, &why)) return why;
-  return HealthAnswer(ctx_.sm->discovered(), ctx_.perf);
+  IBSM_ASSIGN_OR_RETURN(uint64_t window_s, Arg<uint64_t>(args, "window_s", 0));
+  if (window_s == 0 || !ctx_.perf) return HealthAnswer(Judged(*ctx_.sm), ctx_.perf);
+  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t span = static_cast<int64_t>(std::min<uint64_t>(window_s, 1ull << 40)) * 1000000;
+  json h = HealthAnswer(Judged(*ctx_.sm), ctx_.perf, std::max<int64_t>(1, now - span));
+  h["window_s"] = window_s;
+  return h;
 }
 
 Result<json> ControlCommands::Route(const json& args) const {
@@ -359,8 +441,8 @@ Result<json> ControlCommands::Route(const json& args) const {
   if (!tables) return Unavailable("no routing has been programmed yet");
   IBSM_ASSIGN_OR_RETURN(std::string from_text, Arg<std::string>(args, "from", ""));
   IBSM_ASSIGN_OR_RETURN(std::string to_text, Arg<std::string>(args, "to", ""));
-  IBSM_ASSIGN_OR_RETURN(PortId from, ResolveEndpoint(*f, from_text));
-  IBSM_ASSIGN_OR_RETURN(PortId to, ResolveEndpoint(*f, to_text));
+  IBSM_ASSIGN_OR_RETURN(PortId from, ResolveEndpoint(*f, from_text, ctx_.topology.get()));
+  IBSM_ASSIGN_OR_RETURN(PortId to, ResolveEndpoint(*f, to_text, ctx_.topology.get()));
   json r = TraceRoute(*f, *tables, from, to);
   r["from"] = EndJson(*f, from);
   r["to"] = EndJson(*f, to);
@@ -374,11 +456,12 @@ Result<json> ControlCommands::Lft(const json& args) const {
   const routing::RoutingTables* tables = ctx_.sm->tables();
   if (!tables) return Unavailable("no routing has been programmed yet");
   IBSM_ASSIGN_OR_RETURN(std::string which, Arg<std::string>(args, "switch", ""));
-  IBSM_ASSIGN_OR_RETURN(PortId p, ResolveEndpoint(*f, which));
+  IBSM_ASSIGN_OR_RETURN(PortId p, ResolveEndpoint(*f, which, ctx_.topology.get()));
   NodeId n = f->port(p).node;
-  if (!f->node(n).is_switch()) return InvalidArgument(fmt::format("'{}' is not a switch", which));
+  if (!f->node(n).is_switch())
+    return InvalidArgument(fmt::format("'{}' is not a switch", EscapeControls(which)));
   const routing::SwitchTable* t = tables->table(n);
-  if (!t) return NotFound(fmt::format("no table for switch '{}'", which));
+  if (!t) return NotFound(fmt::format("no table for switch '{}'", EscapeControls(which)));
   json entries = json::array();
   for (size_t lid = 1; lid < t->lft.size(); ++lid) {
     if (t->lft[lid] == routing::kDropPort) continue;
@@ -401,7 +484,8 @@ Result<json> ControlCommands::Events(const json& args) const {
   IBSM_ASSIGN_OR_RETURN(std::vector<ha::EventRow> rows, ctx_.store->RecentEvents(limit, since));
   json events = json::array();
   for (const auto& e : rows) events.push_back(EventJson(e));
-  return json{{"events", events}};
+  IBSM_ASSIGN_OR_RETURN(uint64_t total, ctx_.store->CountEvents(since));
+  return json{{"events", events}, {"more", total > rows.size() ? total - rows.size() : 0}};
 }
 
 Result<json> ControlCommands::Ha(const json&) const {
@@ -426,15 +510,15 @@ Result<json> ControlCommands::Ha(const json&) const {
            {"client_reregisters", c.client_reregisters}}}};
   json peers = json::array();
   if (ctx_.store) {
-    if (auto rows = ctx_.store->Peers(); rows.ok()) {
-      for (const auto& p : *rows)
-        peers.push_back({{"guid", GuidText(p.guid)},
-                         {"priority", p.priority},
-                         {"state", std::string(ha::SmStateName(static_cast<mad::SmState>(
-                                       std::min<uint8_t>(p.state, 3))))},
-                         {"last_seen_us", p.last_seen_us},
-                         {"sm_key_match", p.sm_key_match}});
-    }
+    if (auto rows = ctx_.store->Peers(); rows.ok())
+      peers = PeersJson(*rows, PeersNotAnsweringJson(sm.peer_liveness()));
+  }
+  // The state file's row is written when a sweep finds the peer; a poll answered since is
+  // newer.
+  for (json& p : peers) {
+    for (const auto& [g, l] : sm.peer_liveness())
+      if (GuidText(g) == p.value("guid", std::string()))
+        p["last_seen_us"] = std::max(p.value("last_seen_us", int64_t{0}), l.last_answer_us);
   }
   j["peers"] = peers;
   return j;

@@ -4,10 +4,10 @@
 //   status                      SM state, identity, last sweep, counts, engine, counters
 //   nodes                       every node: GUID, name, kind, LIDs, ports
 //   links [degraded errors]     every cable with both ends; degraded = below what both support;
-//                               errors = error counters moved in the last PerfMgr sweep
-//   health [history since_us limit]  cables with health findings, worst first, both ends
-//                               named; history: the findings kept in the event log
-//   route {from, to}            hop by hop from the programmed tables (LID, GUID or name)
+//                               errors = error counters moved within the health window
+//   health [window_s | history since_us limit]  cables with findings of the health window,
+//                               worst first, both ends named; history: the event log's
+//   route {from, to}            hop by hop from the programmed tables (ResolveEndpoint below)
 //   lft {switch}                one switch's unicast table
 //   check [permutations seed]   route verification, deadlock proof, balance figures
 //   events [since_us limit]     the state file's event log
@@ -45,6 +45,14 @@ namespace ibsm::sm {
 class SubnetManager;
 class PerfManager;
 
+// The last SIGHUP reload, for `status`: when, and whether it was applied.
+struct ReloadStatus {
+  int64_t time_us = 0;   // 0: none since start
+  std::string outcome;   // "applied", "refused" (the running configuration stays),
+                         // "applied but the partition file was refused"
+  std::string why;       // what was refused
+};
+
 struct ControlContext {
   SubnetManager* sm = nullptr;    // REQUIRED; outlives the commands
   ha::StateStore* store = nullptr;  // may be null (no state file)
@@ -52,12 +60,23 @@ struct ControlContext {
   std::string config_file;
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
   std::function<void(spdlog::level::level_enum)> set_log_level;  // default: SetLogLevel
+  // The topology file the daemon runs on (--sim): its node names ("node-0001/hca1") name
+  // nodes in route and lft as well. Null on hardware and ibsim.
+  std::shared_ptr<const Fabric> topology;
+  const ReloadStatus* last_reload = nullptr;  // may be null; outlives the commands
+  // OpenSM keys of the running configuration set to values ibsm does not honour (CONF-030,
+  // README.md "opensm.conf keys"); may be null; outlives the commands.
+  const size_t* config_not_honoured = nullptr;
 };
 
-// Finds the end of a route: a LID ("17"), a port or node GUID ("0x0002c9..."), or a node
-// name or description ("leaf-001", "node-0001 HCA-1"). A switch resolves to its port 0; a CA
-// given by node to its first cabled port.
-Result<PortId> ResolveEndpoint(const Fabric& fabric, const std::string& what);
+// Finds the end of a route: a LID ("17", "0x11"), a port or node GUID with or without 0x
+// ("0x0002c90300000011", "2c90300000011"), a node name of `topology` (the file in use, may be
+// null), the fabric's node name or NodeDescription ("pod01-leaf-01", "node-0001 HCA-1"), or
+// an unambiguous prefix of one ("node-0001"). A name or prefix several nodes share is
+// refused with the candidates. A switch resolves to its port 0; a CA given by node to its
+// first cabled port.
+Result<PortId> ResolveEndpoint(const Fabric& fabric, const std::string& what,
+                               const Fabric* topology = nullptr);
 
 // The hops a packet from `from` to `to`'s base LID takes through `tables`:
 // {"dlid", "complete", "problem"?, "hops": [{"guid", "name", "kind", "in_port", "out_port"}]}.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include <boost/asio/io_context.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "fabric/generators.h"
@@ -172,6 +173,76 @@ TEST_F(ControlCommandsTest, UnknownEndpointsAndBadArgumentsAreBadRequests) {
   EXPECT_EQ(Ask({{"cmd", "log-level"}, {"args", {{"level", "loud"}}}})["code"], "bad_request");
   EXPECT_FALSE(level_.has_value());
   EXPECT_EQ(Result("status")["state"], "MASTER") << "nothing was lost";
+}
+
+// The names an operator types, on a fabric as discovery sees it (no names, only
+// NodeDescriptions) with the topology file the daemon runs on beside it.
+class ResolveEndpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto f = FatTree2(8);
+    ASSERT_TRUE(f.ok());
+    topology_ = std::make_unique<Fabric>(*f);
+    discovered_ = std::make_unique<Fabric>(std::move(*f));
+    for (NodeId n = 0; n < discovered_->node_count(); ++n) discovered_->mutable_node(n).name.clear();
+    host1_ = *discovered_->FindNode(topology_->node(*topology_->FindNodeByName("node-0001/hca1")).guid);
+  }
+  // What ResolveEndpoint answers as an operator reads it: the node's GUID, or the error.
+  std::string Resolve(const std::string& what, bool with_topology = true) {
+    auto p = ResolveEndpoint(*discovered_, what, with_topology ? topology_.get() : nullptr);
+    if (!p.ok()) return p.status().message();
+    return GuidText(discovered_->node(discovered_->port(*p).node).guid);
+  }
+  std::string GuidOf(NodeId n) const { return GuidText(discovered_->node(n).guid); }
+
+  std::unique_ptr<Fabric> topology_, discovered_;
+  NodeId host1_ = 0;
+};
+
+TEST_F(ResolveEndpointTest, TopologyNamesDescriptionsGuidsAndUnambiguousPrefixesNameANode) {
+  const std::string host1 = GuidOf(host1_);
+  EXPECT_EQ(Resolve("node-0001/hca1"), host1) << "the topology file's name";
+  EXPECT_EQ(Resolve("node-0001 HCA-1"), host1) << "the NodeDescription";
+  EXPECT_EQ(Resolve("node-0001 HCA-1", false), host1) << "on ibsim: the description alone";
+  EXPECT_EQ(Resolve("node-0001"), host1) << "a prefix only one node has";
+  EXPECT_EQ(Resolve("node-0001", false), host1);
+  const uint64_t guid = discovered_->node(host1_).guid.value();
+  const uint64_t port_guid = discovered_->port(discovered_->port_id(host1_, PortNum{1})).guid.value();
+  EXPECT_EQ(Resolve(fmt::format("{:#018x}", guid)), host1);
+  EXPECT_EQ(Resolve(fmt::format("{:016x}", guid)), host1) << "a GUID without 0x";
+  EXPECT_EQ(Resolve(fmt::format("{:x}", port_guid)), host1) << "as ibnetdiscover prints it";
+  EXPECT_EQ(Resolve("spine-01"), GuidOf(*topology_->FindNodeByName("spine-01")));
+}
+
+TEST_F(ResolveEndpointTest, AnAmbiguousNameListsTheCandidates) {
+  std::string r = Resolve("node-000");
+  EXPECT_EQ(r.rfind("'node-000' is ambiguous: 9 nodes match: node-0001/hca1 (" + GuidOf(host1_) +
+                        "), node-0002/hca1 (",
+                    0),
+            0u)
+      << r;
+  // Many candidates: ten shown, the rest counted.
+  r = Resolve("node-", false);
+  EXPECT_NE(r.find("is ambiguous: 32 nodes match: "), std::string::npos) << r;
+  EXPECT_NE(r.find(" and 22 more"), std::string::npos) << r;
+  // One NodeDescription on two nodes (every host of one model has the same one) is ambiguous
+  // even when typed in full.
+  NodeId other = *discovered_->FindNode(topology_->node(*topology_->FindNodeByName("node-0002/hca1")).guid);
+  discovered_->mutable_node(other).description = "node-0001 HCA-1";
+  r = Resolve("node-0001 HCA-1", false);
+  EXPECT_NE(r.find("'node-0001 HCA-1' is ambiguous: 2 nodes match"), std::string::npos) << r;
+  EXPECT_EQ(Resolve("node-0001/hca1"), GuidOf(host1_)) << "the topology name still tells them apart";
+}
+
+TEST_F(ResolveEndpointTest, WhatNamesNoNodeSaysSoWithoutEchoingControlBytes) {
+  EXPECT_EQ(Resolve("nowhere"), "'nowhere' is no LID, GUID, node name or description in the fabric");
+  EXPECT_EQ(Resolve("no\x1b[2Jwhere").find('\x1b'), std::string::npos);
+  EXPECT_EQ(Resolve("0"), "LID 0 is not unicast");
+  EXPECT_EQ(Resolve("0xdeadbeef00"), "no port or node has GUID 0xdeadbeef00");
+  EXPECT_EQ(Resolve("12345"), "no port has LID 12345");
+  EXPECT_EQ(Resolve(""), "an empty endpoint");
+  EXPECT_EQ(Resolve("0x" + std::string(40, 'f')),
+            "'0x" + std::string(40, 'f') + "' is no LID, GUID, node name or description in the fabric");
 }
 
 TEST_F(ControlCommandsTest, LftListsAnEntryForEveryLid) {
@@ -369,6 +440,11 @@ TEST_F(ControlCommandsTest, HaAndEventsComeFromTheRunningSmAndItsStateFile) {
   for (const auto& e : ev["events"])
     if (e["message"].get<std::string>().find("MASTER") != std::string::npos) master = true;
   EXPECT_TRUE(master) << ev.dump(2);
+  EXPECT_EQ(ev["more"], 0);
+  // Beyond its limit the answer says how many more there are.
+  json one = Result("events", {{"limit", 1}});
+  ASSERT_EQ(one["events"].size(), 1u);
+  EXPECT_EQ(one["more"], ev["events"].size() - 1);
 }
 
 TEST_F(ControlCommandsTest, MetricsDescribeTheRunningSm) {

@@ -55,7 +55,7 @@ uint64_t HealthThresholds::For(HealthRule r) const {
 
 double HealthFinding::score() const {
   if (rule == HealthRule::kDegradedLink || threshold == 0) return 1.0;
-  return static_cast<double>(delta) / static_cast<double>(threshold);
+  return static_cast<double>(sweeps > 0 ? total_delta : delta) / static_cast<double>(threshold);
 }
 
 std::string HealthFinding::Message() const {
@@ -140,6 +140,12 @@ nlohmann::json CableHealthJson(const CableHealth& c) {
       j["delta"] = f.delta;
       j["value"] = f.value;
       j["threshold"] = f.threshold;
+    }
+    if (f.sweeps > 0) {
+      j["first_seen_us"] = f.first_seen_us;
+      j["last_seen_us"] = f.last_seen_us;
+      j["sweeps"] = f.sweeps;
+      if (f.rule != HealthRule::kDegradedLink) j["total_delta"] = f.total_delta;
     }
     findings.push_back(std::move(j));
   }

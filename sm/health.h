@@ -72,8 +72,15 @@ struct HealthFinding {
   uint64_t value = 0;           // the counter as last read
   uint64_t threshold = 0;
   std::string detail;           // degraded links: "width 1x of 4x"
+  // Over the health window (PerfManager::window_findings()): when the PerfMgr first and last
+  // found it, in how many sweeps, and the growth summed over them. 0 outside the window.
+  int64_t first_seen_us = 0;
+  int64_t last_seen_us = 0;
+  uint64_t sweeps = 0;
+  uint64_t total_delta = 0;
 
-  // How far past its threshold: delta / threshold (degraded links count 1).
+  // How far past its threshold: the growth (over the window, when from it) / threshold
+  // (degraded links count 1).
   double score() const;
   // "SM-PERF-001 symbol errors +500 (now 500, threshold 10) on leaf-1 (0x..) port 3; other
   // end node-1 HCA-1 (0x..) port 1"

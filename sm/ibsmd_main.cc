@@ -78,6 +78,20 @@ Result<PortId> PickSimPort(const Fabric& f, const std::string& host) {
   return NotFound("node '" + f.node(*node).name + "' has no cabled port");
 }
 
+// A warning that changes what ibsmd does (no isolation, a key ignored, an engine dropped):
+// at start it goes to stderr as well as the log, so whoever starts ibsmd by hand sees it
+// without opening the log (README "Logs"). `loud` is false on a SIGHUP reload, when stderr
+// is nobody's terminal.
+// When the log itself goes to stderr the line is not printed twice.
+bool g_log_on_stderr = false;
+
+template <typename... Args>
+void WarnLoudly(bool loud, LogName area, fmt::format_string<Args...> f, Args&&... args) {
+  const std::string text = fmt::format(f, std::forward<Args>(args)...);
+  Log(area).warn("{}", text);
+  if (loud && !g_log_on_stderr) fmt::print(stderr, "ibsmd: warning: {}\n", text);
+}
+
 Result<std::vector<Guid>> LoadGuids(const std::string& path) {
   if (path.empty()) return std::vector<Guid>{};
   IBSM_ASSIGN_OR_RETURN(conf::GuidList list, conf::LoadGuidListFile(path));
@@ -89,14 +103,25 @@ Result<std::vector<Guid>> LoadGuids(const std::string& path) {
 // A file with errors: each logged with file and line, and InvalidArgument; the caller keeps
 // the partition set in force (at start there is none: ibsmd refuses to start rather than
 // run the fabric without the isolation the file asks for).
-Result<std::shared_ptr<const conf::PartitionConfig>> LoadPartitions(const std::string& file) {
-  const std::string path = file.empty() ? "/etc/opensm/partitions.conf" : file;
+// A file the config names (partition_config_file) that does not exist is a mistake that
+// turns isolation off: PART-021, loudly; OpenSM's default path missing is the usual case.
+Result<std::shared_ptr<const conf::PartitionConfig>> LoadPartitions(const std::string& file,
+                                                                    bool loud) {
+  constexpr std::string_view kOpenSmDefault = "/etc/opensm/partitions.conf";
+  const std::string path = file.empty() ? std::string(kOpenSmDefault) : file;
   auto r = conf::LoadPartitionsFile(path);
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kNotFound) {
-      Log(LogName::kConf).info("no partition file {}: every port is a full member of the "
-                               "default partition",
-                               path);
+      if (path == kOpenSmDefault) {
+        Log(LogName::kConf).info("no partition file {}: every port is a full member of the "
+                                 "default partition",
+                                 path);
+      } else {
+        WarnLoudly(loud, LogName::kConf,
+                   "PART-021 partition_config_file {} does not exist: every port is a full "
+                   "member of the default partition, no partition isolation",
+                   path);
+      }
       return std::shared_ptr<const conf::PartitionConfig>();
     }
     Log(LogName::kConf).error("{} {}", conf::kPartFileRejected, r.status().ToString());
@@ -113,22 +138,27 @@ Result<std::shared_ptr<const conf::PartitionConfig>> LoadPartitions(const std::s
 }
 
 // `previous`: the partition set in force (SIGHUP), kept when the file is rejected.
+// `partitions_refused`: set to why when the partition file was refused and `previous` kept.
 Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
-                                         const PartitionPolicy* previous = nullptr) {
+                                         const PartitionPolicy* previous = nullptr,
+                                         bool loud = false,
+                                         std::string* partitions_refused = nullptr) {
   SubnetManagerOptions o;
   IBSM_ASSIGN_OR_RETURN(o.partitions.enforce, ParsePartEnforce(c.part_enforce));
   if (c.no_partition_enforcement) o.partitions.enforce = PartEnforce::kOff;  // OpenSM
   o.partitions.allow_both_pkeys = c.allow_both_pkeys;
-  auto parts = LoadPartitions(c.partition_config_file);
+  auto parts = LoadPartitions(c.partition_config_file, loud);
   if (parts.ok()) {
     o.partitions.config = *parts;
   } else if (previous) {
     Log(LogName::kConf).error("{} the previous partition set stays in force",
                               conf::kPartFileRejected);
+    if (partitions_refused) *partitions_refused = parts.status().message();
     o.partitions.config = previous->config;
   } else {
     return parts.status();
   }
+  o.health_degraded_links = c.health_degraded_links;
   o.lids.lmc = c.lmc;
   o.lids.lmc_esp0 = c.lmc_esp0;
   o.lids.reassign = c.reassign_lids;
@@ -205,6 +235,7 @@ PerfManagerOptions MakePerfOptions(const conf::SmConfig& c) {
   o.thresholds.excessive_buffer_overruns = c.health_excessive_buffer_overruns_threshold;
   o.thresholds.vl15_dropped = c.health_vl15_dropped_threshold;
   o.thresholds.degraded_links = c.health_degraded_links;
+  o.health_window = std::chrono::seconds(c.health_window_s);
   return o;
 }
 
@@ -217,8 +248,11 @@ void EnsureParent(const std::string& path) {
 
 // OpenSM logs an unknown engine name and routes without it; so does ibsmd, with the
 // names it does know, in order.
-std::string KnownEngines(const std::string& chain) {
+// With "no_fallback" and no engine it knows left, the chain stays "no_fallback" and routing
+// refuses (routing::RouteChain): the operator forbade minhop, and minhop is all that is left.
+std::string KnownEngines(const std::string& chain, bool loud) {
   std::string out;
+  bool dropped = false;
   size_t start = 0;
   while (start <= chain.size()) {
     size_t end = chain.find(',', start);
@@ -231,12 +265,28 @@ std::string KnownEngines(const std::string& chain) {
     if (name != "no_fallback" && !routing::MakeEngine(name)) {
       std::string known;
       for (const auto& e : routing::EngineRegistry()) known += (known.empty() ? "" : ", ") + std::string(e.name);
-      Log(LogName::kRouting).warn("SM-ROUTE-004 routing engine '{}' is not known (known: {}); "
-                                  "routing without it",
-                                  name, known);
+      WarnLoudly(loud, LogName::kRouting,
+                 "SM-ROUTE-004 routing engine '{}' is not known (known: {}); routing without it",
+                 name, known);
+      dropped = true;
       continue;
     }
     out += (out.empty() ? "" : ",") + name;
+  }
+  if (dropped && out == "no_fallback") {
+    Log(LogName::kRouting).error("SM-ROUTE-004 routing_engine '{}' names no engine ibsmd knows "
+                                 "and no_fallback forbids minhop: nothing will be routed",
+                                 chain);
+    if (loud && !g_log_on_stderr)
+      fmt::print(stderr,
+                 "ibsmd: error: routing_engine '{}' names no engine ibsmd knows and no_fallback "
+                 "forbids minhop: nothing will be routed\n",
+                 chain);
+  } else if (dropped && out.empty()) {
+    WarnLoudly(loud, LogName::kRouting,
+               "SM-ROUTE-004 routing_engine '{}' names no engine ibsmd knows: routing with the "
+               "default chain {}",
+               chain, routing::kDefaultChain);
   }
   return out;
 }
@@ -258,13 +308,14 @@ spdlog::level::level_enum FlushLevelFor(const conf::SmConfig& c) {
 
 // One line that counts the config file's CONF-030 keys (each is named above it), so an
 // operator who dropped in an opensm.conf sees at once how much of it ibsm does differently.
-void LogNotHonoured(const conf::CommandLineExtras& extras) {
+void LogNotHonoured(const conf::CommandLineExtras& extras, bool loud) {
   if (extras.config_not_honoured == 0) return;
-  Log(LogName::kConf).warn(
-      "CONF-031 {} key(s) of {} are set to values ibsm does not honour (CONF-030 lines); "
-      "README.md \"opensm.conf keys\" says what ibsm does with each",
-      extras.config_not_honoured,
-      extras.config_file.empty() ? "the command line" : extras.config_file + " and the command line");
+  WarnLoudly(loud, LogName::kConf,
+             "CONF-031 {} key(s) of {} are set to values ibsm does not honour (CONF-030 lines); "
+             "README.md \"opensm.conf keys\" says what ibsm does with each",
+             extras.config_not_honoured,
+             extras.config_file.empty() ? "the command line"
+                                        : extras.config_file + " and the command line");
 }
 
 // Removes the PID file at every return from Main after it was written.
@@ -310,6 +361,7 @@ int Main(int argc, char** argv) {
                         FlushLevelFor(config), log_file)) {
     return 1;
   }
+  g_log_on_stderr = config.log_file.empty() || config.log_file == "-" || config.log_file == "stderr";
   // The banner: what runs, from which file, with which settings that matter most (OpenSM
   // prints its version and the options it uses the same way).
   Log(LogName::kSm).info(
@@ -321,14 +373,14 @@ int Main(int argc, char** argv) {
       config.lmc, config.sweep_interval, config.sm_priority, config.perfmgr ? "on" : "off",
       config.state_db_file.empty() ? "(none)" : config.state_db_file,
       config.control_socket.empty() ? "(none)" : config.control_socket);
-  for (const auto& w : extras.config_warnings) Log(LogName::kConf).warn("{}", w.ToString());
-  LogNotHonoured(extras);
-  auto options = MakeOptions(config, extras.once);
+  for (const auto& w : extras.config_warnings) WarnLoudly(true, LogName::kConf, "{}", w.ToString());
+  LogNotHonoured(extras, /*loud=*/true);
+  auto options = MakeOptions(config, extras.once, nullptr, /*loud=*/true);
   if (!options.ok()) {
     fmt::print(stderr, "ibsmd: {}\n", options.status().message());
     return 1;
   }
-  options->routing_engine = KnownEngines(options->routing_engine);
+  options->routing_engine = KnownEngines(options->routing_engine, /*loud=*/true);
   if (config.daemon) {
     // Before any thread or descriptor the SM depends on exists; keep the working directory
     // (relative paths in the config stay valid).
@@ -389,6 +441,7 @@ int Main(int argc, char** argv) {
   std::unique_ptr<sim::SharpSim> sharp_sim;  // outlives the simulator that calls it
   std::unique_ptr<sim::Simulator> simulator;
   std::unique_ptr<mad::Transport> transport;
+  std::shared_ptr<const Fabric> sim_fabric;  // its node names serve ibsmctl route and lft
   if (!extras.sim_topology.empty()) {
     auto fabric = ReadTopologyFile(extras.sim_topology);
     if (!fabric.ok()) {
@@ -430,6 +483,7 @@ int Main(int argc, char** argv) {
       return 1;
     }
     so.io = &io;
+    sim_fabric = std::make_shared<const Fabric>(*fabric);
     simulator = std::make_unique<sim::Simulator>(*fabric, so);
     auto ar_switches = sim::SelectSwitches(*fabric, extras.sim_ar_switches);
     if (!ar_switches.ok()) {
@@ -473,6 +527,8 @@ int Main(int argc, char** argv) {
   }
 
   int exit_code = 0;
+  ReloadStatus last_reload;  // the last SIGHUP's, for `ibsmctl status`
+  size_t config_not_honoured = extras.config_not_honoured;  // CONF-030 keys, for `status`
   SubnetManager sm(io, *transport, clock, store.get(), *options);
   // The PerfMgr polls only while this SM is master, from its last heavy sweep.
   std::unique_ptr<PerfManager> perf;
@@ -509,6 +565,9 @@ int Main(int argc, char** argv) {
       ctx.store = store.get();
       ctx.perf = perf.get();
       ctx.config_file = extras.config_file;
+      ctx.topology = sim_fabric;
+      ctx.last_reload = &last_reload;
+      ctx.config_not_honoured = &config_not_honoured;
       commands = std::make_unique<ControlCommands>(io, *control, ctx);
       ar_commands = std::make_unique<ArCommands>(io, *control, sm);
       Log(LogName::kSm).info("control socket {}", config.control_socket);
@@ -578,17 +637,40 @@ int Main(int argc, char** argv) {
         conf::SmConfig fresh;
         conf::CommandLineExtras fresh_extras;
         Status re = conf::ApplyCommandLine(args, &fresh, &fresh_extras);
+        std::string partitions_refused;
         Result<SubnetManagerOptions> next =
-            re.ok() ? MakeOptions(fresh, extras.once, &running_partitions)
+            re.ok() ? MakeOptions(fresh, extras.once, &running_partitions, /*loud=*/false,
+                                  &partitions_refused)
                     : Result<SubnetManagerOptions>(re);
+        // What `ibsmctl status` and `ibsmctl events` say of it.
+        last_reload.time_us = clock.UnixMicros();
+        last_reload.outcome = !next.ok()                     ? "refused"
+                              : partitions_refused.empty() ? "applied"
+                                                           : "applied but the partition file was refused";
+        last_reload.why = next.ok() ? partitions_refused : next.status().message();
+        if (store) {
+          ha::EventRow e;
+          e.time_us = last_reload.time_us;
+          e.kind = std::string(ha::kEventConfigReload);
+          e.severity = last_reload.outcome == "applied" ? ha::EventSeverity::kInfo
+                                                        : ha::EventSeverity::kError;
+          e.message = last_reload.outcome == "refused"
+                          ? "SIGHUP reload refused, the running configuration stays: " +
+                                last_reload.why
+                          : "SIGHUP reload " + last_reload.outcome +
+                                (last_reload.why.empty() ? "" : ": " + last_reload.why);
+          if (Status w = store->RecordEvent(e); !w.ok())
+            Log(LogName::kConf).warn("SM-STATE-018 the SIGHUP reload event not saved: {}", w.message());
+        }
         if (!next.ok()) {
           Log(LogName::kConf).error("CONF-100 {}: keeping the running configuration",
                                     next.status().ToString());
         } else {
           for (const auto& w : fresh_extras.config_warnings)
             Log(LogName::kConf).warn("{}", w.ToString());
-          LogNotHonoured(fresh_extras);
-          next->routing_engine = KnownEngines(next->routing_engine);
+          LogNotHonoured(fresh_extras, /*loud=*/false);
+          config_not_honoured = fresh_extras.config_not_honoured;
+          next->routing_engine = KnownEngines(next->routing_engine, /*loud=*/false);
           sm.Reconfigure(*next);
           running_partitions = next->partitions;
           if (perf) perf->Reconfigure(MakePerfOptions(fresh));

@@ -553,11 +553,26 @@ void PerfManager::FinishSweep() {
   for (const HealthFinding& h : findings_)
     before.emplace(h.port.node_guid.value(), h.port.port.value(), h.rule);
   std::vector<ha::EventRow> events;
+  // Degraded links hold on many cables at once (on ibsim every cable): past a few, one
+  // summary line and at most one event per sweep, and `ibsmctl links --degraded` has the
+  // list (README "Logs", SM-PERF-007).
+  const size_t degraded = static_cast<size_t>(
+      std::count_if(findings.begin(), findings.end(),
+                    [](const HealthFinding& h) { return h.rule == HealthRule::kDegradedLink; }));
+  const bool summarise = degraded > kDegradedLinksLoggedOneByOne;
+  size_t degraded_new = 0;
+  std::string degraded_first;
   for (const HealthFinding& h : findings) {
     ++counters_.findings_by_rule[static_cast<size_t>(h.rule)];
+    const bool seen = before.contains({h.port.node_guid.value(), h.port.port.value(), h.rule});
+    if (summarise && h.rule == HealthRule::kDegradedLink) {
+      if (degraded_first.empty()) degraded_first = h.Message();
+      degraded_new += !seen;
+      continue;
+    }
     std::string msg = h.Message();
     Log(LogName::kSm).warn("{}", msg);
-    if (before.contains({h.port.node_guid.value(), h.port.port.value(), h.rule})) continue;
+    if (seen) continue;
     ha::EventRow e;
     e.time_us = clock_.UnixMicros();
     e.kind = std::string(ha::kEventHealth);
@@ -566,6 +581,22 @@ void PerfManager::FinishSweep() {
     e.port_num = h.port.port;
     e.message = std::move(msg);
     events.push_back(std::move(e));
+  }
+  if (summarise) {
+    const std::string msg = fmt::format(
+        "SM-PERF-007 {} cables run below what both ends support ({} new since the last PerfMgr "
+        "sweep; `ibsmctl links --degraded` lists them; health_degraded_links FALSE turns the "
+        "rule off); the first: {}",
+        degraded, degraded_new, degraded_first.substr(degraded_first.find(' ') + 1));
+    Log(LogName::kSm).warn("{}", msg);
+    if (degraded_new > 0) {
+      ha::EventRow e;
+      e.time_us = clock_.UnixMicros();
+      e.kind = std::string(ha::kEventHealth);
+      e.severity = ha::EventSeverity::kWarning;
+      e.message = msg;
+      events.push_back(std::move(e));
+    }
   }
   if (store_) {
     Status st = rows.empty() ? Status() : store_->RecordPerfHistory(rows, options_.history_sweeps);
@@ -577,6 +608,7 @@ void PerfManager::FinishSweep() {
     }
   }
   findings_ = std::move(findings);
+  UpdateWindow();
   last_end_ = std::chrono::system_clock::now();
   Log(LogName::kSm).info("PerfMgr sweep {} done: {} ports read, {} without an answer, {} with "
                          "moving counters, {} health findings",
@@ -593,6 +625,57 @@ void PerfManager::FinishSweep() {
   }
   ScheduleNext();
   for (auto& w : waiters) w();
+}
+
+PerfCounters PortPerf::WindowErrors() const {
+  PerfCounters sum{};
+  for (const auto& [when, d] : error_window)
+    for (size_t i = 0; i < kPerfErrorCounters; ++i) sum[i] += d[i];
+  return sum;
+}
+
+// The sweep's findings merged into the window (same port and rule: one finding), then
+// what the window no longer covers dropped: findings last seen, and error counts of sweeps
+// started, more than health_window before this sweep began; findings of a rule now off.
+void PerfManager::UpdateWindow() {
+  const int64_t now = sweep_started_us_;
+  const int64_t oldest =
+      now - std::chrono::duration_cast<std::chrono::microseconds>(options_.health_window).count();
+  using Key = std::tuple<uint64_t, uint8_t, HealthRule>;
+  std::map<Key, size_t> at;
+  std::vector<HealthFinding> window;
+  for (HealthFinding& w : window_findings_) {
+    if (w.last_seen_us < oldest || options_.thresholds.For(w.rule) == 0) continue;
+    at[{w.port.node_guid.value(), w.port.port.value(), w.rule}] = window.size();
+    window.push_back(std::move(w));
+  }
+  for (const HealthFinding& h : findings_) {
+    auto [it, fresh] = at.try_emplace({h.port.node_guid.value(), h.port.port.value(), h.rule},
+                                      window.size());
+    if (fresh) {
+      window.push_back(h);
+      window.back().first_seen_us = now;
+      window.back().sweeps = 0;
+      window.back().total_delta = 0;
+    }
+    HealthFinding& w = window[it->second];
+    const int64_t first = w.first_seen_us;
+    const uint64_t sweeps = w.sweeps, total = w.total_delta;
+    w = h;
+    w.first_seen_us = first;
+    w.last_seen_us = now;
+    w.sweeps = sweeps + 1;
+    w.total_delta = total + h.delta;
+  }
+  window_findings_ = std::move(window);
+  for (auto& [key, pp] : ports_) {
+    while (!pp.error_window.empty() && pp.error_window.front().first < oldest)
+      pp.error_window.pop_front();
+    if (pp.delta_sweep != sweep_number_) continue;
+    bool moved = false;
+    for (size_t i = 0; i < kPerfErrorCounters; ++i) moved = moved || pp.delta[i] != 0;
+    if (moved) pp.error_window.emplace_back(now, pp.delta);
+  }
 }
 
 std::string RenderPerfMetrics(const PerfManager& pm) {

@@ -44,6 +44,7 @@ namespace ibsm::sm {
 // One reading or one delta, indexed as ha::kPerfCounterNames.
 using PerfCounters = std::array<uint64_t, ha::kPerfCounterCount>;
 inline constexpr size_t kPerfXmitData = 13;  // first of the four data/packet counters
+inline constexpr size_t kPerfErrorCounters = 12;  // the error counters come first
 
 // Bit widths of the PortCounters fields, in kPerfCounterNames order (data fields 32 bits).
 const std::array<uint8_t, ha::kPerfCounterCount>& PortCountersWidths();
@@ -75,6 +76,10 @@ std::vector<HealthFinding> DegradedLinkFindings(const DiscoveryResult& d);
 void ForEachDegradedCable(const DiscoveryResult& d,
                           const std::function<void(const CableHealth&)>& visit);
 
+// More degraded links than this in one PerfMgr sweep are logged as one summary line (and
+// one event when any is new) instead of a line each.
+inline constexpr size_t kDegradedLinksLoggedOneByOne = 3;
+
 struct PerfManagerOptions {
   std::chrono::seconds sweep_time{180};
   size_t max_outstanding = 500;  // perfmgr_max_outstanding_queries
@@ -82,6 +87,9 @@ struct PerfManagerOptions {
   bool ignore_cas = false;       // perfmgr_ignore_cas
   bool clear_near_overflow = true;
   size_t history_sweeps = 1000;  // perf_history rows kept, in sweeps
+  // health_window_s: a finding, and a port's error counts, are remembered this long after the
+  // last sweep that saw them (`health`, `links --errors`, topo colours).
+  std::chrono::seconds health_window{3600};
   mad::SendOptions send;
   HealthThresholds thresholds;
 };
@@ -107,6 +115,11 @@ struct PortPerf {
   uint64_t delta_sweep = 0;          // the sweep `delta` belongs to (0: none yet)
   uint64_t timeouts = 0;             // over the port's life
   bool extended = false;             // data counters from PortCountersExtended
+  // The sweeps of the health window in which an error counter (the first 12) moved:
+  // (sweep start, Unix microseconds; deltas).
+  std::deque<std::pair<int64_t, PerfCounters>> error_window;
+  // The error deltas summed over the window.
+  PerfCounters WindowErrors() const;
 };
 
 class PerfManager {
@@ -143,6 +156,10 @@ class PerfManager {
   const PerfManagerOptions& options() const { return options_; }
   // Findings of the last completed sweep (empty before one).
   const std::vector<HealthFinding>& findings() const { return findings_; }
+  // Every finding of the health window (options().health_window up to the last sweep's
+  // end), once per port and rule, with when it was first and last seen, in how many sweeps
+  // and its growth summed; the fields of its last occurrence otherwise.
+  const std::vector<HealthFinding>& window_findings() const { return window_findings_; }
   // Every port polled, by (node GUID, port number).
   const std::map<std::pair<Guid, uint8_t>, PortPerf>& ports() const { return ports_; }
   std::optional<std::chrono::system_clock::time_point> last_sweep_end() const { return last_end_; }
@@ -171,6 +188,7 @@ class PerfManager {
   void Pump();
   void OpDone();
   void FinishSweep();
+  void UpdateWindow();
 
   boost::asio::io_context& io_;
   mad::Transport& transport_;
@@ -199,6 +217,7 @@ class PerfManager {
   std::map<Guid, NodeCaps> caps_;
   std::map<std::pair<Guid, uint8_t>, PortPerf> ports_;
   std::vector<HealthFinding> findings_;
+  std::vector<HealthFinding> window_findings_;
   std::vector<HealthFinding> findings_next_;  // degraded links of the running sweep
   std::optional<std::chrono::system_clock::time_point> last_end_;
   PerfCountersStats counters_;

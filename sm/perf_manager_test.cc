@@ -13,6 +13,7 @@
 #include "sim/simulator.h"
 #include "sm/control_answers.h"
 #include "sm/subnet_manager.h"
+#include "sm/test_util.h"
 
 namespace ibsm::sm {
 namespace {
@@ -108,6 +109,7 @@ class PerfManagerSimTest : public ::testing::Test {
     auto f = FatTree2(4);
     ASSERT_TRUE(f.ok());
     fabric_ = std::move(*f);
+    Shape(fabric_);
     sim_ = std::make_unique<sim::Simulator>(fabric_);
     for (NodeId n = 0; n < fabric_.node_count() && sm_port_ == kNoPort; ++n)
       if (fabric_.node(n).kind == NodeKind::kCa) sm_port_ = fabric_.port_id(n, PortNum{1});
@@ -121,10 +123,7 @@ class PerfManagerSimTest : public ::testing::Test {
     ASSERT_TRUE(store.ok());
     store_ = std::move(*store);
 
-    SubnetManagerOptions o;
-    o.sweep_interval = std::chrono::seconds(0);
-    o.send.timeout = std::chrono::milliseconds(20);
-    o.send.retries = 4;
+    SubnetManagerOptions o = SmOptions();
     sm_ = std::make_unique<SubnetManager>(io_, *transport_, clock_, store_.get(), o);
     sm_->Start([this](const SweepStats& s) {
       up_ = s.subnet_up;
@@ -141,6 +140,15 @@ class PerfManagerSimTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
+  // What a derived fixture changes in the fabric before the simulator is built.
+  virtual void Shape(Fabric&) {}
+  virtual SubnetManagerOptions SmOptions() const {
+    SubnetManagerOptions o;
+    o.sweep_interval = std::chrono::seconds(0);
+    o.send.timeout = std::chrono::milliseconds(20);
+    o.send.retries = 4;
+    return o;
+  }
   void MakePerf(PerfManagerOptions o = Options()) {
     perf_ = std::make_unique<PerfManager>(io_, *transport_, clock_, store_.get(), o,
                                           [this] { return sm_->discovered(); });
@@ -448,6 +456,122 @@ TEST_F(PerfManagerSimTest, ADeadNodeTimesOutCountedAndTheRestIsStillRead) {
   EXPECT_EQ(perf_->findings()[0].delta, 50u);
   EXPECT_LE(transport_->peak(), 3u) << "never more than max_outstanding in flight";
   EXPECT_GT(transport_->peak(), 1u);
+}
+
+// Health remembers: a finding and the port's error counts stay for the health window after
+// the sweep that saw them, with when first and last seen, and go when it has passed.
+TEST_F(PerfManagerSimTest, FindingsAndErrorCountsLastTheHealthWindow) {
+  MakePerf();
+  Sweep();  // the baseline
+  auto [sw, host] = LeafToHost();
+  ASSERT_NE(sw, kNoPort);
+  Plant(sw, 500, 0);
+  Sweep();
+  Plant(sw, 1000, 0);
+  Sweep();
+  Sweep();  // quiet
+  EXPECT_TRUE(perf_->findings().empty()) << "the last sweep found nothing";
+  ASSERT_EQ(perf_->window_findings().size(), 1u);
+  const HealthFinding& w = perf_->window_findings()[0];
+  EXPECT_EQ(w.rule, HealthRule::kSymbolErrors);
+  EXPECT_EQ(w.sweeps, 2u);
+  EXPECT_EQ(w.total_delta, 1000u);
+  EXPECT_EQ(w.delta, 500u) << "the last sweep that saw it";
+  EXPECT_GT(w.last_seen_us, w.first_seen_us);
+  nlohmann::json h = HealthAnswer(sm_->discovered(), perf_.get());
+  EXPECT_EQ(h["healthy"], false) << "healthy only when the window holds nothing";
+  ASSERT_EQ(h["cables"].size(), 1u);
+  EXPECT_EQ(h["cables"][0]["findings"][0]["total_delta"], 1000);
+  EXPECT_EQ(h["cables"][0]["findings"][0]["sweeps"], 2);
+  auto errors = FilterLinks(LinksAnswer(sm_->discovered()->fabric, sm_->discovered(), perf_.get()),
+                            false, true);
+  ASSERT_TRUE(errors.ok());
+  ASSERT_EQ((*errors)["links"].size(), 1u) << "links --errors still lists the cable";
+  const nlohmann::json& e = (*errors)["links"][0]["errors"];
+  EXPECT_EQ((e["a"].empty() ? e["b"] : e["a"])["symbol_errors"], 1000);
+
+  // A window of nothing: the next quiet sweep forgets both.
+  PerfManagerOptions o = Options();
+  o.health_window = std::chrono::seconds(0);
+  perf_->Reconfigure(o);
+  Sweep();
+  EXPECT_TRUE(perf_->window_findings().empty());
+  EXPECT_EQ(HealthAnswer(sm_->discovered(), perf_.get())["healthy"], true);
+  errors = FilterLinks(LinksAnswer(sm_->discovered()->fabric, sm_->discovered(), perf_.get()),
+                       false, true);
+  ASSERT_TRUE(errors.ok());
+  EXPECT_TRUE((*errors)["links"].empty()) << errors->dump(2);
+}
+
+// Every cable at 1x of 4x, as every ibsim cable is 4x of 12x.
+class PerfManagerDegradedTest : public PerfManagerSimTest {
+ protected:
+  void Shape(Fabric& f) override {
+    for (PortId p = 0; p < f.port_count(); ++p)
+      if (f.port(p).connected()) f.mutable_port(p).width = LinkWidth::k1x;
+  }
+  SubnetManagerOptions SmOptions() const override {
+    SubnetManagerOptions o = PerfManagerSimTest::SmOptions();
+    o.health_degraded_links = degraded_rule_;
+    return o;
+  }
+  bool degraded_rule_ = true;
+};
+
+// A condition on every cable is one summary line per sweep and one event while it is new,
+// not a line and an event per cable.
+TEST_F(PerfManagerDegradedTest, ManyDegradedCablesAreOneSummaryLineAndOneEventPerSweep) {
+  MakePerf();
+  const std::string log_path = dir_ + "/log";
+  size_t per_cable = 0, summaries = 0;
+  {
+    testutil::LogCapture log(log_path);
+    Sweep();
+    Sweep();
+    per_cable = log.Count("SM-PERF-007 degraded link:");
+    summaries = log.Count("SM-PERF-007 " + std::to_string(fabric_.link_count()) +
+                          " cables run below what both ends support");
+  }
+  EXPECT_EQ(per_cable, 0u);
+  EXPECT_EQ(summaries, 2u) << "one per PerfMgr sweep";
+  EXPECT_EQ(perf_->findings().size(), fabric_.link_count()) << "health still has every cable";
+  auto events = store_->RecentEvents(100, 0, ha::kEventHealth);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 1u) << "one event, when they were new";
+  EXPECT_NE((*events)[0].message.find(std::to_string(fabric_.link_count()) +
+                                      " cables run below what both ends support (" +
+                                      std::to_string(fabric_.link_count()) + " new since"),
+            std::string::npos)
+      << (*events)[0].message;
+  EXPECT_NE((*events)[0].message.find("ibsmctl links --degraded"), std::string::npos);
+}
+
+// health_degraded_links FALSE: the rule is off for links (and so topo, drawn from links) and
+// health alike, live and in the state file.
+class PerfManagerDegradedRuleOffTest : public PerfManagerDegradedTest {
+ protected:
+  void SetUp() override {
+    degraded_rule_ = false;
+    PerfManagerDegradedTest::SetUp();
+  }
+};
+
+TEST_F(PerfManagerDegradedRuleOffTest, NoCableIsDegradedInLinksOrHealth) {
+  PerfManagerOptions o = Options();
+  o.thresholds.degraded_links = false;
+  MakePerf(o);
+  sm_->set_perf(perf_.get());
+  perf_->set_on_sweep([this] { sm_->SaveSweepSnapshots(); });
+  Sweep();
+  EXPECT_TRUE(perf_->findings().empty());
+  auto links_row = store_->LoadSnapshot(ha::kSnapshotLinks);
+  ASSERT_TRUE(links_row.ok() && links_row->has_value());
+  const nlohmann::json links = nlohmann::json::parse((*links_row)->json);
+  EXPECT_EQ(links["degraded"], 0) << "every cable is 1x of 4x, but the rule is off";
+  for (const auto& l : links["links"]) EXPECT_EQ(l["degraded"], false) << l.dump();
+  auto health_row = store_->LoadSnapshot(ha::kSnapshotHealth);
+  ASSERT_TRUE(health_row.ok() && health_row->has_value());
+  EXPECT_EQ(nlohmann::json::parse((*health_row)->json)["healthy"], true);
 }
 
 }  // namespace

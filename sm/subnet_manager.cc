@@ -242,6 +242,7 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.keep_events = o.keep_events;
   options_.sweep_on_trap = o.sweep_on_trap;
   options_.babbling_port_policy = o.babbling_port_policy;
+  options_.health_degraded_links = o.health_degraded_links;
   options_.subnet_timeout = o.subnet_timeout;
   options_.dump_dir = o.dump_dir;
   options_.dump_lfts = o.dump_lfts;
@@ -1431,6 +1432,13 @@ void SubnetManager::LightSweep() {
                    info->sm_state != mad::SmState::kNotActive;
       // The SA's SMInfoRecords follow what the known SMs answer now: a state that changed is
       // shown, an SM that stopped answering (or went NOTACTIVE) is no longer listed.
+      if (!r.ok()) {
+        NotePeerMissed(pg, r.status().ToString());
+      } else if (info.ok() && info->guid == pg.value()) {
+        NotePeerAnswered(pg);
+        if (info->sm_state == mad::SmState::kNotActive)
+          RecordPeer(*info, options_.sm_key == 0 || info->sm_key == options_.sm_key);
+      }
       if (known != peers_.end()) {
         if (!valid) {
           Log(LogName::kHa).info("SM {} no longer answers as an active SM: {}", ToString(pg),
@@ -1638,6 +1646,56 @@ void SubnetManager::RecordPeer(const mad::SmInfo& info, bool key_match) {
   NoteStateWrite("SM-STATE-007", store_->UpsertPeer(row), "peer SM");
 }
 
+void SubnetManager::NotePeerAnswered(Guid guid) {
+  PeerLiveness& l = peer_liveness_[guid];
+  const bool was_missing = l.first_miss_us != 0;
+  l.last_answer_us = clock_.UnixMicros();
+  l.first_miss_us = 0;
+  l.misses = 0;
+  l.why.clear();
+  if (was_missing) {
+    Log(LogName::kHa).info("SM {} answers SMInfo again", ToString(guid));
+    SavePeerLiveness();
+  }
+}
+
+void SubnetManager::NotePeerMissed(Guid guid, const std::string& why) {
+  auto it = peer_liveness_.find(guid);
+  if (it == peer_liveness_.end()) {
+    bool known = false;
+    if (store_) {
+      if (auto rows = store_->Peers(); rows.ok())
+        for (const ha::PeerRow& r : *rows) known |= r.guid == guid;
+    }
+    if (!known) return;
+    it = peer_liveness_.emplace(guid, PeerLiveness{}).first;
+  }
+  PeerLiveness& l = it->second;
+  if (l.first_miss_us == 0) l.first_miss_us = clock_.UnixMicros();
+  ++l.misses;
+  l.why = why;
+  SavePeerLiveness();
+}
+
+nlohmann::json PeersNotAnsweringJson(const std::map<Guid, SubnetManager::PeerLiveness>& peers) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [g, l] : peers) {
+    if (l.first_miss_us == 0) continue;
+    out[GuidText(g)] = {{"since_us", l.first_miss_us},
+                        {"misses", l.misses},
+                        {"last_answer_us", l.last_answer_us},
+                        {"why", l.why}};
+  }
+  return out;
+}
+
+void SubnetManager::SavePeerLiveness() {
+  if (!store_) return;
+  NoteStateWrite("SM-STATE-007",
+                 store_->SetValue(kPeersNotAnsweringKey, PeersNotAnsweringJson(peer_liveness_).dump()),
+                 "peer SM");
+}
+
 // What this master programmed, per switch (FNV-1a over the LFT up to LinearFDBTop), so the
 // state file tells which tables the fabric should hold after this sweep.
 void SubnetManager::SaveLftDigests() {
@@ -1716,6 +1774,7 @@ void SubnetManager::QueryOtherSms() {
         // A dead SM keeps IsSM on ibsim, and an SM may be starting: not an error.
         Log(LogName::kHa).info("port {} claims IsSM but did not answer SMInfo: {}",
                                ToString(g), r.status().ToString());
+        NotePeerMissed(g, r.status().ToString());
         return;
       }
       auto info = mad::Decode<mad::SmInfo>(r->data);
@@ -1728,6 +1787,7 @@ void SubnetManager::QueryOtherSms() {
       ++counters_.other_sms_seen;
       if (options_.sm_key != 0 && info->sm_key != options_.sm_key) {
         RecordPeer(*info, false);
+        NotePeerAnswered(g);
         ++counters_.sm_key_mismatches;
         Log(LogName::kHa).warn("SM-HA-003 SM {} (path {}) has another SM_Key: ignored (SMs "
                                "cooperate only with the same sm_key)",
@@ -1739,6 +1799,7 @@ void SubnetManager::QueryOtherSms() {
                              ha::SmStateName(info->sm_state));
       peers_[g] = PeerSm{g, path, *info};
       RecordPeer(*info, true);
+      NotePeerAnswered(g);
     });
   }
   pipeline_.WhenIdle([this] {
@@ -1883,17 +1944,20 @@ void SubnetManager::Poll() {
     } else if (info->sm_state == mad::SmState::kMaster) {
       polled_->info = *info;
       poll_misses_ = 0;
+      NotePeerAnswered(g);
       // We are the better SM: ask the master to sweep and hand over (OpenSM does the same).
       if (PeerBeats(me, *info)) SendTrap144(*polled_);
       return;
     } else if (info->sm_state == mad::SmState::kStandby && PeerBeats(*info, me)) {
       poll_misses_ = 0;  // a better SM, itself waiting: still the one to follow
+      NotePeerAnswered(g);
       return;
     } else {
       why = fmt::format("is {}, not MASTER", ha::SmStateName(info->sm_state));
     }
     ++counters_.polls_missed;
     ++poll_misses_;
+    NotePeerMissed(g, why);
     Log(LogName::kHa).warn("SM-HA-005 master SM {} poll {} of {} failed: {}", ToString(g),
                            poll_misses_, options_.polling_retry_number, why);
     if (poll_misses_ >= options_.polling_retry_number) {
@@ -2320,8 +2384,10 @@ void SubnetManager::SaveSnapshots(bool topology) {
   // The PerfMgr sweep number changes every sweep; the links answer counts as changed only
   // when a cable or its error counters did, so a quiet fabric costs no write. The stored
   // "perfmgr_sweep" is then that of the last write.
+  // Without the degraded-link rule no cable is judged degraded (discovery's PortInfo unused).
+  const DiscoveryResult* judged = options_.health_degraded_links ? discovered() : nullptr;
   SaveSnapshot(ha::kSnapshotLinks, [&](const AnswerSink& sink, bool for_digest) {
-    StreamLinksAnswer(*f, discovered(), perf_, /*with_sweep=*/!for_digest, sink);
+    StreamLinksAnswer(*f, judged, perf_, /*with_sweep=*/!for_digest, sink);
   });
   // The age of the PerfMgr sweep is relative to now: the snapshot holds when it ended
   // instead, and the reader computes the age from that.
@@ -2332,7 +2398,7 @@ void SubnetManager::SaveSnapshots(bool topology) {
                                        perf_->last_sweep_end()->time_since_epoch())
                                        .count();
   SaveSnapshot(ha::kSnapshotHealth, [&](const AnswerSink& sink, bool) {
-    StreamHealthAnswer(discovered(), perf_, perfmgr, sink);
+    StreamHealthAnswer(judged, perf_, perfmgr, sink);
   });
 }
 

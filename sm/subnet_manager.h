@@ -21,6 +21,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <nlohmann/json.hpp>
 
 #include "base/clock.h"
 #include "ha/sm_state_machine.h"
@@ -63,6 +64,9 @@ struct SubnetManagerOptions {
   // A port whose health trap (129-131) repeats 250 times without a 60 s pause is disabled
   // (PortPhysicalState Disabled), as OpenSM's babbling_port_policy does.
   bool babbling_port_policy = false;
+  // health_degraded_links: FALSE turns the degraded-link rule off for links, topo and health
+  // alike (on ibsim every cable is "degraded").
+  bool health_degraded_links = true;
   std::chrono::milliseconds sminfo_polling_timeout{10000};
   uint32_t polling_retry_number = 4;
   uint8_t subnet_timeout = 18;
@@ -241,6 +245,16 @@ class SubnetManager {
   mad::SmState state() const { return fsm_.state(); }
   // The SM this one polls while STANDBY (port GUID), 0 otherwise.
   Guid polled_master() const { return polled_ ? polled_->guid : Guid{0}; }
+  // Whether each other SM this one asked SMInfo of answered the last time (`ibsmctl ha`): a
+  // master that missed one poll is "not answering" from that poll on, not MASTER. Kept in
+  // the state file as well ("peers_not_answering", PeersNotAnsweringJson).
+  struct PeerLiveness {
+    int64_t last_answer_us = 0;  // 0: not since this SM started
+    int64_t first_miss_us = 0;   // 0: answering
+    uint32_t misses = 0;         // in a row
+    std::string why;             // the last miss
+  };
+  const std::map<Guid, PeerLiveness>& peer_liveness() const { return peer_liveness_; }
   // The SA, answering class 0x03 requests from the snapshot of the last heavy sweep.
   const SaServer& sa() const { return sa_; }
   // Event subscriptions; Publish a notice there to Report it to its subscribers.
@@ -339,6 +353,10 @@ class SubnetManager {
   // State file: the SM state (key "sm_state") and a state_change event row.
   void RecordStateChange(mad::SmState before, const std::string& why);
   void RecordPeer(const mad::SmInfo& info, bool key_match);
+  void NotePeerAnswered(Guid guid);
+  // Counted only for an SM this one knows (answered before, or a peer row of the state file).
+  void NotePeerMissed(Guid guid, const std::string& why);
+  void SavePeerLiveness();
   void SaveLftDigests();
   std::optional<DrPath> PathToPort(Guid port_guid) const;
   mad::SmInfo OwnSmInfo(mad::SmState shown, bool with_key) const;
@@ -404,6 +422,7 @@ class SubnetManager {
   boost::asio::thread_pool routing_pool_{1};
 
   ha::SmStateMachine fsm_;
+  std::map<Guid, PeerLiveness> peer_liveness_;
   std::map<Guid, PeerSm> peers_;       // other SMs (matching key) seen by the last sweep
   std::optional<PeerSm> polled_;       // the master polled while STANDBY
   uint32_t poll_misses_ = 0;
@@ -486,5 +505,9 @@ class SubnetManager {
   uint64_t failed_at_start_ = 0;
   size_t issues_in_sweep_ = 0;
 };
+
+// SubnetManager::peer_liveness() as kept in the state file (kPeersNotAnsweringKey,
+// sm/control_answers.h): the peers not answering only.
+nlohmann::json PeersNotAnsweringJson(const std::map<Guid, SubnetManager::PeerLiveness>& peers);
 
 }  // namespace ibsm::sm

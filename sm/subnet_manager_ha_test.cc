@@ -10,11 +10,14 @@
 #include <string>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "base/log.h"
 #include "fabric/generators.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
+#include "ha/state_store.h"
+#include "sm/control_answers.h"
 #include "sm/subnet_manager.h"
 #include "sm/test_util.h"
 
@@ -253,6 +256,99 @@ TEST(SubnetManagerHaTest, TheKeyIsShownOnlyToRequestersThatPassTheMKeyOrPresentT
   EXPECT_EQ(replies["stranger"].info.sm_state, mad::SmState::kMaster);
   EXPECT_EQ(replies["with_m_key"].info.sm_key, 0x77u);
   EXPECT_EQ(replies["with_sm_key"].info.sm_key, 0x77u);
+}
+
+// A standby whose master stops answering shows it as not answering (with when it was last
+// seen) from the first missed poll on, in `ibsmctl ha`'s answer and in its state file, and
+// after it took over: never as MASTER.
+TEST(SubnetManagerHaTest, AMasterThatStopsAnsweringIsShownSoFromTheFirstMissedPoll) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::Simulator sim(*f);
+  auto cas = CaPorts(*f);
+  sim::SimTransport ta(io, sim, cas[0]), tb(io, sim, cas.back());
+  ASSERT_TRUE(ta.bind_status().ok() && tb.bind_status().ok());
+  ASSERT_TRUE(sim.SetIsSm(cas[0], true).ok());
+  ASSERT_TRUE(sim.SetIsSm(cas.back(), true).ok());
+  char tmpl[] = "/tmp/ibsm-ha-peers-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  SystemClock clock;
+  auto store = ha::StateStore::Open(std::string(tmpl) + "/b.db", clock);
+  ASSERT_TRUE(store.ok());
+  SubnetManagerOptions oa = Daemon(), ob = Daemon();
+  oa.sm_priority = 5;
+  ob.sm_priority = 3;
+  ob.sminfo_polling_timeout = std::chrono::milliseconds(150);
+  ob.polling_retry_number = 3;
+  SubnetManager a(io, ta, clock, nullptr, oa);
+  SubnetManager b(io, tb, clock, store->get(), ob);
+  const Guid a_guid = f->port(cas[0]).guid;
+  auto peers = [&] {
+    auto rows = (*store)->Peers();
+    EXPECT_TRUE(rows.ok());
+    return PeersJson(rows.ok() ? *rows : std::vector<ha::PeerRow>{},
+                     PeersNotAnsweringJson(b.peer_liveness()));
+  };
+  nlohmann::json answering, first_miss, after_takeover;
+  boost::asio::steady_timer tick(io);
+  int phase = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::function<void()> step = [&] {
+    if (std::chrono::steady_clock::now() > deadline) {
+      io.stop();
+      return;
+    }
+    if (phase == 0 && b.state() == mad::SmState::kStandby && b.counters().polls_sent >= 2 &&
+        b.counters().polls_missed == 0) {
+      answering = peers();
+      a.Stop();
+      ta.Close();
+      phase = 1;
+    } else if (phase == 1 && b.counters().polls_missed >= 1) {
+      first_miss = peers();
+      phase = 2;
+    } else if (phase == 2 && b.state() == mad::SmState::kMaster && b.counters().takeovers >= 1 &&
+               b.last_sweep().subnet_up) {
+      after_takeover = peers();
+      phase = 3;
+      b.Stop();
+      tb.Close();
+      io.stop();
+      return;
+    }
+    tick.expires_after(std::chrono::milliseconds(phase == 1 ? 5 : 20));
+    tick.async_wait([&](boost::system::error_code ec) {
+      if (!ec) step();
+    });
+  };
+  a.Start([&](const SweepStats& s) {
+    if (s.subnet_up && phase == 0 && b.state() == mad::SmState::kNotActive) b.Start(nullptr);
+  });
+  step();
+  io.run();
+  std::filesystem::remove_all(tmpl);
+  ASSERT_EQ(phase, 3) << "the standby took over";
+  ASSERT_EQ(answering.size(), 1u) << answering.dump(2);
+  EXPECT_EQ(answering[0]["guid"], GuidText(a_guid));
+  EXPECT_EQ(answering[0]["state"], "MASTER");
+  EXPECT_FALSE(answering[0].contains("not_answering_since_us"));
+  EXPECT_GT(b.peer_liveness().at(a_guid).last_answer_us, answering[0]["last_seen_us"].get<int64_t>())
+      << "the polls answered after the sweep that found the master";
+  ASSERT_EQ(first_miss.size(), 1u);
+  EXPECT_EQ(first_miss[0]["state"], "NOT ANSWERING") << first_miss.dump(2);
+  EXPECT_EQ(first_miss[0]["last_state"], "MASTER");
+  EXPECT_EQ(first_miss[0]["missed"], 1);
+  EXPECT_GT(first_miss[0]["not_answering_since_us"].get<int64_t>(),
+            first_miss[0]["last_seen_us"].get<int64_t>());
+  ASSERT_EQ(after_takeover.size(), 1u);
+  EXPECT_EQ(after_takeover[0]["state"], "NOT ANSWERING") << after_takeover.dump(2);
+  EXPECT_EQ(after_takeover[0]["not_answering_since_us"], first_miss[0]["not_answering_since_us"]);
+  EXPECT_EQ(after_takeover[0]["last_seen_us"], first_miss[0]["last_seen_us"]);
+  // The same in the state file, for ibsmctl --state-db ha.
+  auto kept = (*store)->GetValue(kPeersNotAnsweringKey);
+  ASSERT_TRUE(kept.ok() && kept->has_value());
+  EXPECT_TRUE(nlohmann::json::parse(**kept).contains(GuidText(a_guid))) << **kept;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "tools/ctl_commands.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,11 +52,27 @@ std::string UtcTime(int64_t us) {
   return when;
 }
 
+std::string UtcClock(int64_t us) {
+  time_t secs = static_cast<time_t>(us / 1000000);
+  char when[16];
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  std::strftime(when, sizeof when, "%H:%M:%S", &tm);
+  return when;
+}
+
 // The first line of an answer read from a state file: where from, and as of when.
 std::string SnapshotLine(const json& r) {
   if (!r.contains("as_of_us")) return "";
   return fmt::format("from {} as of {} UTC (no daemon asked; what it last recorded)\n",
                      Get(r, "source"), UtcTime(r.value("as_of_us", int64_t{0})));
+}
+
+// A value the answer lacks or holds as null (a state file records less than the daemon
+// knows) reads "not recorded", never "-" or an empty field.
+std::string Recorded(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? "not recorded" : Cell(*it);
 }
 
 // ---- status ---------------------------------------------------------------------------
@@ -68,8 +85,16 @@ std::string FormatStatus(const json& r) {
   auto maybe = [&](const std::string& k, const char* key) {
     if (r.contains(key)) line(k, Get(r, key));
   };
-  if (r.contains("source")) line("from", Get(r, "source") + " (no daemon asked; last recorded)");
-  maybe("SM state", "state");
+  if (r.contains("source")) {
+    line("from", Get(r, "source") +
+                     (r.value("as_of_us", int64_t{0}) > 0
+                          ? ", last written " + UtcTime(r.value("as_of_us", int64_t{0})) + " UTC"
+                          : "") +
+                     "; no daemon asked: what it last recorded, not whether it runs now");
+    line("SM state", Recorded(r, "state") + " (as last recorded)");
+  } else {
+    maybe("SM state", "state");
+  }
   maybe("SM port GUID", "guid");
   maybe("priority", "priority");
   maybe("SM LID", "sm_lid");
@@ -142,6 +167,18 @@ std::string FormatStatus(const json& r) {
       line("SHARP", "configured, no trees built yet");
     }
   }
+  if (r.value("config_not_honoured", uint64_t{0}) > 0) {
+    line("config", fmt::format("{} OpenSM key(s) set to values ibsm does not honour (CONF-030 "
+                               "in the log)",
+                               Get(r, "config_not_honoured")));
+  }
+  if (r.contains("last_reload") && r["last_reload"].is_object()) {
+    const json& l = r["last_reload"];
+    const std::string why = l.value("why", std::string());
+    line("last reload", fmt::format("{} at {} UTC{}", Get(l, "outcome"),
+                                    UtcTime(l.value("time_us", int64_t{0})),
+                                    why.empty() ? "" : ": " + Cell(l["why"])));
+  }
   if (r.contains("uptime_s")) line("uptime", Get(r, "uptime_s") + " s");
   return out;
 }
@@ -213,8 +250,9 @@ std::string FormatLinks(const json& r) {
   if (!r.value("perfmgr_sweep", json()).is_null()) {
     return SnapshotLine(r) +
            AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
-           fmt::format("{} links, {} degraded, {} with errors in PerfMgr sweep {}\n", rows.size(),
-                       Get(r, "degraded"), with_errors, Get(r, "perfmgr_sweep"));
+           fmt::format("{} links, {} degraded, {} with errors in the health window up to "
+                       "PerfMgr sweep {}\n",
+                       rows.size(), Get(r, "degraded"), with_errors, Get(r, "perfmgr_sweep"));
   }
   return SnapshotLine(r) +
          AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
@@ -222,28 +260,64 @@ std::string FormatLinks(const json& r) {
 }
 
 // ---- health ---------------------------------------------------------------------------
+// "HH:MM:SS" (UTC) of Unix microseconds, for first/last seen within a window.
+std::string UtcClock(int64_t us);
+
 std::string FindingText(const json& f) {
-  if (f.contains("detail")) return Get(f, "rule") + ": " + Get(f, "detail");
+  // Over the health window: in how many PerfMgr sweeps, first and last seen.
+  std::string seen;
+  if (f.contains("sweeps")) {
+    const uint64_t sweeps = f.value("sweeps", uint64_t{0});
+    seen = sweeps == 1 ? fmt::format("; seen once, {} UTC",
+                                     UtcClock(f.value("last_seen_us", int64_t{0})))
+                       : fmt::format("; seen in {} sweeps, first {} last {} UTC", sweeps,
+                                     UtcClock(f.value("first_seen_us", int64_t{0})),
+                                     UtcClock(f.value("last_seen_us", int64_t{0})));
+  }
+  if (f.contains("detail")) return Get(f, "rule") + ": " + Get(f, "detail") + seen;
   const json& at = f["at"];
-  return fmt::format("{} +{} at {} port {} (now {}, threshold {})", Get(f, "rule"),
-                     Get(f, "delta"), Get(at, "name"), Get(at, "port"), Get(f, "value"),
-                     Get(f, "threshold"));
+  const std::string growth = f.contains("total_delta") ? Get(f, "total_delta") : Get(f, "delta");
+  return fmt::format("{} +{} at {} port {} (now {}, threshold {}){}", Get(f, "rule"), growth,
+                     Get(at, "name"), Get(at, "port"), Get(f, "value"), Get(f, "threshold"),
+                     seen);
+}
+
+// "600", "10m", "2h", "1d" -> seconds; 0 when it is none of them.
+uint64_t AgeSeconds(const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+  if (v.empty() || errno != 0 || v[0] == '-') return 0;
+  const std::string unit = end;
+  const uint64_t mult = unit.empty() || unit == "s" ? 1
+                        : unit == "m"               ? 60
+                        : unit == "h"               ? 3600
+                        : unit == "d"               ? 86400
+                                                    : 0;
+  return n > UINT64_MAX / 86400 ? 0 : n * mult;
 }
 
 Result<json> HealthArgs(const std::vector<std::string>& words) {
   json a = json::object();
   std::vector<std::string> rest;
-  for (const auto& w : words) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
     if (w == "--history") {
       a["history"] = true;
+    } else if (w == "--window" && i + 1 < words.size() && !a.contains("history")) {
+      const uint64_t s = AgeSeconds(words[++i]);
+      if (s == 0) return InvalidArgument("--window wants an age like 600, 10m, 2h or 1d");
+      a["window_s"] = s;
     } else {
       rest.push_back(w);
     }
   }
+  if (a.contains("history") && a.contains("window_s"))
+    return InvalidArgument("--window is for the findings of now; --history takes --since");
   if (rest.empty()) return a;
   if (!a.contains("history"))
-    return InvalidArgument("health takes --history [--since AGE] [--limit N], not '" + rest[0] +
-                           "'");
+    return InvalidArgument("health takes [--window AGE] or --history [--since AGE] [--limit N], "
+                           "not '" + rest[0] + "'");
   // --since and --limit read as the event log's.
   IBSM_ASSIGN_OR_RETURN(json more, EventsArgs(rest));
   a.update(more);
@@ -277,6 +351,9 @@ std::string FormatHealth(const json& r) {
                        Get(pm, "sweep"), Get(pm, "ports"), Get(pm, "sweep_time_s"),
                        Get(c, "queries_sent"), Get(c, "timeouts"), Get(c, "bad_answers"),
                        Get(c, "resets_seen"));
+    if (r.contains("window_s") || pm.contains("window_s"))
+      out += fmt::format("findings of the last {} s of PerfMgr sweeps\n",
+                         r.contains("window_s") ? Get(r, "window_s") : Get(pm, "window_s"));
   } else {
     out += "PerfMgr off (perfmgr FALSE): degraded links only\n";
   }
@@ -290,14 +367,18 @@ std::string FormatHealth(const json& r) {
                       FindingText(findings[i])});
     }
   }
-  if (rows.empty()) return out + "healthy: no findings\n";
+  if (rows.empty())
+    return out + (pm.value("enabled", false) ? "healthy: no findings in the window\n"
+                                             : "healthy: no findings\n");
   return out + AlignedTable({"#", "END A", "END B", "FINDING"}, rows) +
          fmt::format("{} cables with findings, worst first\n", rank);
 }
 
 // ---- route ----------------------------------------------------------------------------
 Result<json> RouteArgs(const std::vector<std::string>& words) {
-  if (words.size() != 2) return InvalidArgument("route takes SRC DST (LID, GUID or node name)");
+  if (words.size() != 2) return InvalidArgument(
+        "route takes SRC DST (each a LID, GUID, node name, NodeDescription or unambiguous "
+        "prefix of one)");
   return json{{"from", words[0]}, {"to", words[1]}};
 }
 
@@ -322,7 +403,8 @@ std::string FormatRoute(const json& r) {
 
 // ---- lft ------------------------------------------------------------------------------
 Result<json> LftArgs(const std::vector<std::string>& words) {
-  if (words.size() != 1) return InvalidArgument("lft takes SWITCH (LID, GUID or node name)");
+  if (words.size() != 1) return InvalidArgument(
+        "lft takes SWITCH (a LID, GUID, node name, NodeDescription or unambiguous prefix)");
   return json{{"switch", words[0]}};
 }
 
@@ -439,26 +521,50 @@ std::string FormatEvents(const json& r) {
     rows.push_back({when, Get(e, "severity"), Get(e, "kind"), where.empty() ? "-" : where,
                     Get(e, "message")});
   }
+  const uint64_t more = r.value("more", uint64_t{0});
   return AlignedTable({"TIME (UTC)", "SEVERITY", "KIND", "WHERE", "MESSAGE"}, rows) +
-         fmt::format("{} events\n", rows.size());
+         (more == 0 ? fmt::format("{} events\n", rows.size())
+                    : fmt::format("{} events, newest first; {} more not shown (--limit N, --since "
+                                  "AGE)\n",
+                                  rows.size(), more));
 }
 
 // ---- ha -------------------------------------------------------------------------------
 std::string FormatHa(const json& r) {
-  std::string out = fmt::format("this SM: {} {} priority {}\n", Get(r, "state"), Get(r, "guid"),
-                                Get(r, "priority"));
+  std::string out;
+  if (r.contains("source"))
+    out += fmt::format("from {}{} (no daemon asked: what it last recorded, not whether it runs "
+                       "now)\n",
+                       Get(r, "source"),
+                       r.contains("as_of_us")
+                           ? ", last written " + UtcTime(r.value("as_of_us", int64_t{0})) + " UTC"
+                           : "");
+  out += fmt::format("this SM: {}, port GUID {}, priority {}\n", Recorded(r, "state"),
+                     Recorded(r, "guid"), Recorded(r, "priority"));
   if (!r.value("polled_master", json()).is_null())
     out += "polling master " + Get(r, "polled_master") + "\n";
   std::vector<std::vector<std::string>> rows;
-  for (const auto& p : r.value("peers", json::array()))
-    rows.push_back({Get(p, "guid"), Get(p, "state"), Get(p, "priority"),
+  for (const auto& p : r.value("peers", json::array())) {
+    std::string state = Get(p, "state");
+    if (p.contains("not_answering_since_us"))
+      state = fmt::format("NOT ANSWERING since {} UTC ({} missed; was {})",
+                          UtcTime(p.value("not_answering_since_us", int64_t{0})), Get(p, "missed"),
+                          Get(p, "last_state"));
+    const int64_t seen = p.value("last_seen_us", int64_t{0});
+    rows.push_back({Get(p, "guid"), state, Get(p, "priority"),
+                    seen > 0 ? UtcTime(seen) : "not recorded",
                     p.value("sm_key_match", false) ? "yes" : "NO (ignored)"});
-  if (!rows.empty()) out += AlignedTable({"PEER SM", "STATE", "PRIORITY", "SM_KEY MATCH"}, rows);
+  }
+  if (!rows.empty())
+    out += AlignedTable({"PEER SM", "STATE", "PRIORITY", "LAST SEEN (UTC)", "SM_KEY MATCH"}, rows);
+  else
+    out += "no other SM seen\n";
   std::string counters;
-  const json counter_map = r.value("counters", json::object());
-  for (const auto& [k, v] : counter_map.items())
-    counters += fmt::format("{}{} {}", counters.empty() ? "" : ", ", k, Cell(v));
-  return out + "counters: " + counters + "\n";
+  const json counter_map = r.value("counters", json());
+  if (counter_map.is_object())
+    for (const auto& [k, v] : counter_map.items())
+      counters += fmt::format("{}{} {}", counters.empty() ? "" : ", ", k, Cell(v));
+  return out + "counters: " + (counters.empty() ? "not recorded" : counters) + "\n";
 }
 
 // ---- sharp ----------------------------------------------------------------------------
@@ -578,6 +684,19 @@ int RunTopo(const std::function<Result<json>(const char* cmd)>& ask, const json&
 // commands that can be answered from it.
 
 // The snapshot `name` of the state file as the daemon answered it then, with where and when.
+// When the state file was last written (its -wal holds the newest writes), Unix microseconds;
+// 0 if neither can be read.
+int64_t FileWrittenUs(const std::string& path) {
+  int64_t newest = 0;
+  for (const std::string& p : {path, path + "-wal"}) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0)
+      newest = std::max<int64_t>(newest, static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000 +
+                                             st.st_mtim.tv_nsec / 1000);
+  }
+  return newest;
+}
+
 Result<json> LoadAnswer(ha::StateStore& store, const std::string& path, std::string_view name) {
   IBSM_ASSIGN_OR_RETURN(std::optional<ha::SnapshotRow> row, store.LoadSnapshot(name));
   if (!row)
@@ -635,11 +754,22 @@ Result<json> CtlFromStateFile(const std::string& path, const std::string& cmd, c
           static_cast<double>(now - pm.value("last_sweep_end_us", int64_t{0})) / 1e6;
       pm.erase("last_sweep_end_us");
     }
+    if (uint64_t window_s = args.value("window_s", uint64_t{0}); window_s > 0) {
+      const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+      h = sm::HealthSince(std::move(h),
+                          now - static_cast<int64_t>(std::min<uint64_t>(window_s, 1ull << 40)) *
+                                    1000000);
+      h["window_s"] = window_s;
+    }
     return h;
   }
   IBSM_ASSIGN_OR_RETURN(auto state, store->GetValue("sm_state"));
   if (cmd == "status") {
-    json j{{"state", state.value_or("-")}, {"source", "state file " + path}};
+    json j{{"state", state ? json(*state) : json()},
+           {"source", "state file " + path},
+           {"as_of_us", FileWrittenUs(path)}};
     IBSM_ASSIGN_OR_RETURN(auto sweeps, store->RecentSweeps(1));
     if (!sweeps.empty()) {
       const ha::SweepRow& s = sweeps.front();
@@ -665,18 +795,23 @@ Result<json> CtlFromStateFile(const std::string& path, const std::string& cmd, c
     IBSM_ASSIGN_OR_RETURN(auto rows, store->RecentEvents(limit, since));
     json events = json::array();
     for (const auto& e : rows) events.push_back(sm::EventJson(e));
-    return json{{"events", events}};
+    IBSM_ASSIGN_OR_RETURN(uint64_t total, store->CountEvents(since));
+    return json{{"events", events}, {"more", total > rows.size() ? total - rows.size() : 0}};
   }
   if (cmd == "ha") {
     IBSM_ASSIGN_OR_RETURN(auto peers, store->Peers());
-    json list = json::array();
-    for (const auto& p : peers)
-      list.push_back({{"guid", fmt::format("{:#018x}", p.guid.value())},
-                      {"priority", p.priority},
-                      {"state", std::string(ha::SmStateName(static_cast<mad::SmState>(
-                                    std::min<uint8_t>(p.state, 3))))},
-                      {"sm_key_match", p.sm_key_match}});
-    return json{{"state", state.value_or("-")}, {"peers", list}, {"counters", json::object()}};
+    IBSM_ASSIGN_OR_RETURN(auto missing, store->GetValue(sm::kPeersNotAnsweringKey));
+    json not_answering = missing ? json::parse(*missing, nullptr, /*allow_exceptions=*/false)
+                                 : json();
+    // The file keeps neither this SM's GUID and priority nor its HA counters: null, which
+    // reads "not recorded".
+    return json{{"state", state ? json(*state) : json()},
+                {"guid", json()},
+                {"priority", json()},
+                {"source", "state file " + path},
+                {"as_of_us", FileWrittenUs(path)},
+                {"peers", sm::PeersJson(peers, not_answering)},
+                {"counters", json()}};
   }
   return FailedPrecondition(fmt::format("'{}' needs a running daemon (--socket); from a state "
                                         "file: {}",
@@ -710,7 +845,7 @@ const std::vector<CtlGlobalFlag>& CtlGlobalFlags() {
 const char* CtlSaUsage() {
   return "usage: ibsmctl [--ca NAME] [--port N] [--port-guid G] [--sa-lid L] [--timeout MS]\n"
          "               [--retries N] [--sa-key K] sa TABLE [--lid L] [--guid G]\n"
-         "               [--slid L] [--dlid L] [--count] [--repeat N]\n"
+         "               [--slid L] [--dlid L] [--count] [--repeat N] [--json]\n"
          "       ibsmctl [port options] sa register-service --service-id ID --name NAME\n"
          "               [--lease SECONDS] [--pkey P] [--gid-prefix X]\n"
          "       ibsmctl [port options] sa delete-service --service-id ID [--pkey P]\n"
@@ -728,15 +863,20 @@ const std::vector<CtlCommand>& CtlCommands() {
       {"nodes", "", "every node with its GUID, kind, LIDs and ports", NoArgs, FormatNodes},
       {"links", "[--degraded] [--errors]",
        "every cable with both ends; --degraded: only those below what both ends support; "
-       "--errors: only those whose error counters moved in the last PerfMgr sweep",
+       "--errors: only those whose error counters moved within the health window",
        LinksArgs, FormatLinks},
-      {"health", "[--history [--since AGE] [--limit N]]",
-       "cables with health findings (PerfMgr counters, degraded links), worst first, both ends "
-       "named; --history: every finding as it appeared, newest first",
+      {"health", "[--window AGE] | --history [--since AGE] [--limit N]",
+       "cables with health findings (PerfMgr counters, degraded links) within the health window "
+       "(health_window_s, default 1h; --window: a shorter one), worst first, both ends named, "
+       "each with when first and last seen; --history: every finding as it appeared, newest "
+       "first",
        HealthArgs, FormatHealth},
-      {"route", "SRC DST", "the hop-by-hop path from the tables (LID, GUID or node name)",
+      {"route", "SRC DST",
+       "the hop-by-hop path from the tables; a node is a LID, a GUID (0x optional), a node "
+       "name, a NodeDescription or an unambiguous prefix of one",
        RouteArgs, FormatRoute},
-      {"lft", "SWITCH", "one switch's unicast forwarding table", LftArgs, FormatLft},
+      {"lft", "SWITCH", "one switch's unicast forwarding table (named as for route)", LftArgs,
+       FormatLft},
       {"check", "[--permutations N] [--seed S]",
        "completeness, deadlock proof and balance of the programmed routes", CheckArgs,
        FormatCheck},

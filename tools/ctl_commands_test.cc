@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "fabric/generators.h"
 #include "ha/state_store.h"
+#include "sm/control_answers.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/control_answers.h"
@@ -147,6 +148,15 @@ TEST(TopologyViewTest, TiersFollowTheHostsAndHealthColoursTheCables) {
   EXPECT_NE(svg.find("n0xl port 2 - n0xs port 1: degraded</title>"), std::string::npos) << svg;
   EXPECT_FALSE(BuildTopology(nodes, json::array({{{"a", end("0xh", 1)}, {"b", end("0xq", 1)}}})).ok())
       << "a cable to a node nobody listed";
+  // A cable whose error counters moved within the health window is never drawn "ok".
+  links[0]["errors"] = {{"a", json::object()}, {"b", {{"symbol_errors", 500}}}};
+  topo = BuildTopology(nodes, links);
+  ASSERT_TRUE(topo.ok());
+  EXPECT_EQ((*topo)["links"][0]["health"], "errors") << topo->dump();
+  dot = TopologyDot(*topo);
+  EXPECT_NE(dot.find("\"0xl\" -- \"0xh\" [color=\"#ff7f0e\" penwidth=2]"), std::string::npos) << dot;
+  svg = TopologySvg(*topo);
+  EXPECT_NE(svg.find("n0xh port 1 - n0xl port 1: errors</title>"), std::string::npos) << svg;
 }
 
 TEST(CtlCommandsTest, AStateFileAnswersStatusEventsAndHaWithoutADaemon) {
@@ -188,6 +198,45 @@ TEST(CtlCommandsTest, AStateFileAnswersStatusEventsAndHaWithoutADaemon) {
   ASSERT_EQ((*events)["events"].size(), 1u);
   EXPECT_EQ((*events)["events"][0]["message"], "MASTER -> STANDBY: handover");
   EXPECT_TRUE(CtlFromStateFile(path, "ha", json::object()).ok());
+  // status and ha say when the file was written and that no daemon was asked; what the file
+  // does not hold reads "not recorded", not "-" or nothing.
+  EXPECT_NE(text.find(", last written 20"), std::string::npos) << text;
+  EXPECT_NE(text.find("SM state:          STANDBY (as last recorded)"), std::string::npos) << text;
+  {
+    SystemClock clock;
+    auto store = ha::StateStore::Open(path, clock);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->UpsertPeer({Guid{0x0002c90300000011}, 5, 3, 1'700'000'000'000'000, true}).ok());
+    ASSERT_TRUE((*store)->UpsertPeer({Guid{0x0002c90300000021}, 2, 2, 1'700'000'000'000'000, true}).ok());
+    ASSERT_TRUE((*store)
+                    ->SetValue(sm::kPeersNotAnsweringKey,
+                               R"({"0x0002c90300000011": {"since_us": 1700000012000000, "misses": 2,)"
+                               R"( "last_answer_us": 1700000011000000, "why": "timed out"}})")
+                    .ok());
+  }
+  auto ha = CtlFromStateFile(path, "ha", json::object());
+  ASSERT_TRUE(ha.ok()) << ha.status().ToString();
+  std::string ha_text = FindCtlCommand("ha")->format(*ha);
+  EXPECT_NE(ha_text.find("from state file " + path + ", last written 20"), std::string::npos) << ha_text;
+  EXPECT_NE(ha_text.find("this SM: STANDBY, port GUID not recorded, priority not recorded\n"),
+            std::string::npos)
+      << ha_text;
+  EXPECT_NE(ha_text.find("0x0002c90300000011  NOT ANSWERING since 2023-11-14 22:13:32 UTC (2 "
+                         "missed; was MASTER)         5  2023-11-14 22:13:31"),
+            std::string::npos)
+      << ha_text;
+  EXPECT_NE(ha_text.find("0x0002c90300000021  STANDBY"), std::string::npos) << ha_text;
+  EXPECT_EQ(ha_text.find("MASTER   "), std::string::npos) << "the dead master is not MASTER\n" << ha_text;
+  EXPECT_NE(ha_text.find("counters: not recorded\n"), std::string::npos) << ha_text;
+  EXPECT_EQ(ha_text.find(" - "), std::string::npos) << ha_text;
+  // events beyond the limit are counted, not silently cut.
+  auto limited = CtlFromStateFile(path, "events", json{{"limit", 0}});
+  ASSERT_TRUE(limited.ok());
+  EXPECT_EQ((*limited)["more"], 1);
+  EXPECT_NE(FindCtlCommand("events")->format(*limited).find("0 events, newest first; 1 more not "
+                                                            "shown (--limit N, --since AGE)"),
+            std::string::npos)
+      << FindCtlCommand("events")->format(*limited);
   auto route = CtlFromStateFile(path, "route", json::object());
   ASSERT_FALSE(route.ok());
   EXPECT_NE(route.status().message().find("needs a running daemon"), std::string::npos);
@@ -286,10 +335,37 @@ TEST_F(CtlStateFileTest, NodesLinksAndHealthAreTheDaemonsLastAnswersMarkedWithWh
   EXPECT_EQ((*errors)["links"][0]["b"]["name"], "node-3");
   text = FindCtlCommand("links")->format(*errors);
   EXPECT_NE(text.find("ERRORS: b: symbol_errors +500"), std::string::npos) << text;
-  EXPECT_NE(text.find("1 with errors in PerfMgr sweep 9"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 with errors in the health window up to PerfMgr sweep 9"),
+            std::string::npos)
+      << text;
 
   auto h = CtlFromStateFile(path_, "health", json::object());
   ASSERT_TRUE(h.ok()) << h.status().ToString();
+  {
+    // A finding of the health window: when first and last seen, in how many sweeps, summed.
+    json windowed = finding;
+    windowed["sweeps"] = 3;
+    windowed["total_delta"] = 1500;
+    windowed["first_seen_us"] = int64_t{1'764'484'000'000'000};  // 06:26:40
+    windowed["last_seen_us"] = int64_t{1'764'484'780'000'000};   // 06:39:40
+    json wh = health;
+    wh["perfmgr"]["window_s"] = 3600;
+    wh["cables"][0]["findings"] = json::array({windowed});
+    const std::string wt = FindCtlCommand("health")->format(wh);
+    EXPECT_NE(wt.find("findings of the last 3600 s of PerfMgr sweeps\n"), std::string::npos) << wt;
+    EXPECT_NE(wt.find("symbol_errors +1500 at node-3 port 1 (now 500, threshold 10); seen in 3 "
+                      "sweeps, first 06:26:40 last 06:39:40 UTC"),
+              std::string::npos)
+        << wt;
+    // --window keeps what was last seen within it.
+    auto narrow = sm::HealthSince(wh, int64_t{1'764'484'790'000'000});
+    EXPECT_EQ(narrow["healthy"], true);
+    EXPECT_NE(FindCtlCommand("health")->format(narrow).find("healthy: no findings in the window"),
+              std::string::npos);
+    EXPECT_EQ(sm::HealthSince(wh, int64_t{1'764'484'700'000'000})["cables"].size(), 1u);
+    EXPECT_EQ(FindCtlCommand("health")->make_args({"--window", "10m"})->value("window_s", 0), 600);
+    EXPECT_FALSE(FindCtlCommand("health")->make_args({"--window", "soon"}).ok());
+  }
   EXPECT_FALSE((*h)["perfmgr"].contains("last_sweep_end_us"));
   EXPECT_GT((*h)["perfmgr"]["last_sweep_age_s"].get<double>(), 1.0);
   EXPECT_EQ((*h)["cables"], health["cables"]);

@@ -22,6 +22,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "mad/attr/path_record.h"
 #include "mad/attr/sa_records.h"
@@ -41,6 +42,7 @@ struct Args {
   std::optional<uint16_t> lid, slid, dlid;
   std::optional<uint64_t> guid;
   bool count = false;
+  bool json = false;  // --json: the records as JSON (README: --json on every command)
   uint64_t repeat = 0;  // ask this many times, one at a time; print rate and latencies
   std::optional<uint64_t> service_id;
   std::optional<std::string> name;
@@ -68,7 +70,9 @@ Result<Args> Parse(const std::vector<std::string>& argv) {
       if (i + 1 >= argv.size()) return InvalidArgument(f + " needs a value");
       return argv[++i];
     };
-    if (f == "--count") {
+    if (f == "--json") {
+      a.json = true;
+    } else if (f == "--count") {
       a.count = true;
     } else if (f == "--service-id") {
       IBSM_ASSIGN_OR_RETURN(std::string v, value());
@@ -261,10 +265,19 @@ Result<std::vector<R>> As(const SaReply& reply) {
   return DecodeRecords<R>(reply);
 }
 
-// One line per record on stdout. Returns how many records were printed.
-Result<size_t> Print(const std::string& t, const SaReply& reply, bool print) {
-  auto out = [&](const std::string& line) {
-    if (print) std::fputs((line + "\n").c_str(), stdout);
+std::string Hex64(uint64_t v) { return fmt::format("{:#018x}", v); }
+
+// One line per record on stdout, or with `json` one JSON object per record (the same fields,
+// GUIDs as "0x%016x" strings as the daemon commands give them) collected into `json_out`.
+// Returns how many records there were.
+Result<size_t> Print(const std::string& t, const SaReply& reply, bool print,
+                     nlohmann::json* json_out = nullptr) {
+  auto out = [&](const std::string& line, nlohmann::json record) {
+    if (json_out) {
+      json_out->push_back(std::move(record));
+    } else if (print) {
+      std::fputs((line + "\n").c_str(), stdout);
+    }
   };
   if (t == "nodes") {
     IBSM_ASSIGN_OR_RETURN(auto rs, As<mad::NodeRecord>(reply));
@@ -272,7 +285,10 @@ Result<size_t> Print(const std::string& t, const SaReply& reply, bool print) {
       out(fmt::format("lid {} {} node_guid {:#018x} port_guid {:#018x} ports {} \"{}\"", r.lid,
                       NodeType(r.node_info.node_type), r.node_info.node_guid,
                       r.node_info.port_guid, r.node_info.num_ports,
-                      Text(r.node_description.text)));
+                      Text(r.node_description.text)),
+          {{"lid", r.lid}, {"type", NodeType(r.node_info.node_type)},
+           {"node_guid", Hex64(r.node_info.node_guid)}, {"port_guid", Hex64(r.node_info.port_guid)},
+           {"ports", r.node_info.num_ports}, {"description", Text(r.node_description.text)}});
     return rs.size();
   }
   if (t == "ports") {
@@ -281,13 +297,19 @@ Result<size_t> Print(const std::string& t, const SaReply& reply, bool print) {
       out(fmt::format("lid {} port {} {} port_lid {} sm_lid {} width {} speed {} mtu {}", r.lid,
                       r.port_num, PortState(r.port_info.port_state), r.port_info.lid,
                       r.port_info.master_sm_base_lid, r.port_info.link_width_active,
-                      r.port_info.link_speed_active, r.port_info.neighbor_mtu));
+                      r.port_info.link_speed_active, r.port_info.neighbor_mtu),
+          {{"lid", r.lid}, {"port", r.port_num}, {"state", PortState(r.port_info.port_state)},
+           {"port_lid", r.port_info.lid}, {"sm_lid", r.port_info.master_sm_base_lid},
+           {"width", r.port_info.link_width_active}, {"speed", r.port_info.link_speed_active},
+           {"mtu", r.port_info.neighbor_mtu}});
     return rs.size();
   }
   if (t == "links") {
     IBSM_ASSIGN_OR_RETURN(auto rs, As<mad::LinkRecord>(reply));
     for (const auto& r : rs)
-      out(fmt::format("{}:{} -> {}:{}", r.from_lid, r.from_port_num, r.to_lid, r.to_port_num));
+      out(fmt::format("{}:{} -> {}:{}", r.from_lid, r.from_port_num, r.to_lid, r.to_port_num),
+          {{"from_lid", r.from_lid}, {"from_port", r.from_port_num}, {"to_lid", r.to_lid},
+           {"to_port", r.to_port_num}});
     return rs.size();
   }
   if (t == "switches") {
@@ -295,15 +317,22 @@ Result<size_t> Print(const std::string& t, const SaReply& reply, bool print) {
     for (const auto& r : rs)
       out(fmt::format("lid {} lft_cap {} lft_top {} mft_cap {}", r.lid,
                       r.switch_info.linear_fdb_cap, r.switch_info.linear_fdb_top,
-                      r.switch_info.multicast_fdb_cap));
+                      r.switch_info.multicast_fdb_cap),
+          {{"lid", r.lid}, {"lft_cap", r.switch_info.linear_fdb_cap},
+           {"lft_top", r.switch_info.linear_fdb_top}, {"mft_cap", r.switch_info.multicast_fdb_cap}});
     return rs.size();
   }
   if (t == "lfts") {
     IBSM_ASSIGN_OR_RETURN(auto rs, As<mad::LftRecord>(reply));
     for (const auto& r : rs) {
       std::string ports;
-      for (uint8_t p : r.lft.port) ports += fmt::format(" {}", p);
-      out(fmt::format("lid {} block {}:{}", r.lid, r.block_num, ports));
+      nlohmann::json list = nlohmann::json::array();
+      for (uint8_t p : r.lft.port) {
+        ports += fmt::format(" {}", p);
+        list.push_back(p);
+      }
+      out(fmt::format("lid {} block {}:{}", r.lid, r.block_num, ports),
+          {{"lid", r.lid}, {"block", r.block_num}, {"ports", list}});
     }
     return rs.size();
   }
@@ -312,16 +341,23 @@ Result<size_t> Print(const std::string& t, const SaReply& reply, bool print) {
     for (const auto& r : rs)
       out(fmt::format("lid {} guid {:#018x} priority {} state {} act_count {}", r.lid,
                       r.sm_info.guid, r.sm_info.priority, SmStateName(r.sm_info.sm_state),
-                      r.sm_info.act_count));
+                      r.sm_info.act_count),
+          {{"lid", r.lid}, {"guid", Hex64(r.sm_info.guid)}, {"priority", r.sm_info.priority},
+           {"state", SmStateName(r.sm_info.sm_state)}, {"act_count", r.sm_info.act_count}});
     return rs.size();
   }
   if (t == "guids") {
     IBSM_ASSIGN_OR_RETURN(auto rs, As<mad::GuidInfoRecord>(reply));
     for (const auto& r : rs) {
       std::string guids;
+      nlohmann::json list = nlohmann::json::array();
       for (uint64_t g : r.guid_info.guid)
-        if (g) guids += fmt::format(" {:#018x}", g);
-      out(fmt::format("lid {} block {}:{}", r.lid, r.block_num, guids));
+        if (g) {
+          guids += fmt::format(" {:#018x}", g);
+          list.push_back(Hex64(g));
+        }
+      out(fmt::format("lid {} block {}:{}", r.lid, r.block_num, guids),
+          {{"lid", r.lid}, {"block", r.block_num}, {"guids", list}});
     }
     return rs.size();
   }
@@ -330,7 +366,11 @@ Result<size_t> Print(const std::string& t, const SaReply& reply, bool print) {
     for (const auto& r : rs)
       out(fmt::format("id {:#018x} gid {:#018x}:{:#018x} pkey {:#06x} lease {} \"{}\"",
                       r.service_id, r.GidPrefix(), r.GidGuid(), r.service_p_key,
-                      r.service_lease, Text(r.service_name)));
+                      r.service_lease, Text(r.service_name)),
+          {{"id", Hex64(r.service_id)},
+           {"gid", Hex64(r.GidPrefix()) + ":" + Hex64(r.GidGuid())},
+           {"pkey", fmt::format("{:#06x}", r.service_p_key)}, {"lease", r.service_lease},
+           {"name", Text(r.service_name)}});
     return rs.size();
   }
   if (t == "paths") {
@@ -340,7 +380,10 @@ Result<size_t> Print(const std::string& t, const SaReply& reply, bool print) {
       if (Status s = mad::DecodeFrom(rec, &r); !s.ok()) return s;
       out(fmt::format("slid {} dlid {} sl {} mtu {} rate {} life {} pkey {:#06x} reversible {}",
                       r.slid, r.dlid, r.sl, r.mtu, r.rate, r.packet_life_time, r.pkey,
-                      r.reversible));
+                      r.reversible),
+          {{"slid", r.slid}, {"dlid", r.dlid}, {"sl", r.sl}, {"mtu", r.mtu}, {"rate", r.rate},
+           {"life", r.packet_life_time}, {"pkey", fmt::format("{:#06x}", r.pkey)},
+           {"reversible", r.reversible}});
       ++n;
     }
     return n;
@@ -444,12 +487,19 @@ int Run(int argc, char** argv) {
                  SaStatusName(reply->status).c_str());
     return 2;
   }
-  auto n = Print(a->table, *reply, !a->count);
+  nlohmann::json records = nlohmann::json::array();
+  auto n = Print(a->table, *reply, !a->count, a->json ? &records : nullptr);
   if (!n.ok()) {
     std::fprintf(stderr, "ibsmctl: bad answer: %s\n", n.status().message().c_str());
     return 2;
   }
-  if (a->count) std::printf("%zu\n", *n);
+  if (a->json) {
+    nlohmann::json j{{"table", a->table}, {"sa_lid", sa_lid}, {"count", *n}};
+    if (!a->count) j["records"] = std::move(records);
+    std::printf("%s\n", j.dump(2).c_str());
+  } else if (a->count) {
+    std::printf("%zu\n", *n);
+  }
   return 0;
 }
 

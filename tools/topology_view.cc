@@ -37,6 +37,7 @@ std::string Escape(const std::string& s, bool xml) {
 const char* Colour(const std::string& health) {
   if (health == "ok") return "#2e8b57";
   if (health == "degraded") return "#d62728";
+  if (health == "errors") return "#ff7f0e";
   return "#999999";
 }
 
@@ -67,9 +68,18 @@ Result<json> BuildTopology(const json& nodes, const json& links) {
     } else if (sb) {
       leaves.insert(b);
     }
+    // Error counters that moved within the health window (sm/control_answers.h, LinksAnswer)
+    // make a cable "errors", never "ok".
+    auto moved = [&](const char* side) {
+      const json errors = l.value("errors", json());
+      if (!errors.is_object() || !errors.contains(side)) return false;
+      const json& e = errors[side];
+      return e.is_object() && !e.empty();
+    };
     std::string health = l.value("state", "") != "ACTIVE" ? "down"
                          : l.contains("degraded") && l["degraded"].is_string() ? "degraded"
-                                                                                : "ok";
+                         : moved("a") || moved("b")                          ? "errors"
+                                                                             : "ok";
     out_links.push_back({{"a", a}, {"b", b}, {"a_port", l["a"].value("port", 0)},
                          {"b_port", l["b"].value("port", 0)}, {"health", health}});
   }
@@ -171,7 +181,7 @@ std::string TopologySvg(const json& topo, size_t max_hosts) {
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
       width, height);
   // Healthy cables first, so a red one is never hidden under green ones.
-  for (const char* pass : {"ok", "down", "degraded"})
+  for (const char* pass : {"ok", "down", "errors", "degraded"})
     for (const auto& l : topo["links"]) {
       if (l["health"] != pass) continue;
       auto a = pos.find(l["a"]), b = pos.find(l["b"]);

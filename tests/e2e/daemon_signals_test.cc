@@ -90,6 +90,96 @@ TEST(DaemonSignalsTest, HupRereadsTheConfigUsr1ReopensTheLogAndTermExitsCleanly)
 // hosts) take about 6 s and 30 s of worker time in a release build, minutes under the
 // sanitizers. SIGTERM while both run must not wait for them: systemd kills a daemon that has
 // not stopped 15 s after it (TimeoutStopSec in conf/systemd/ibsmd.service).
+// Mistakes said loudly: at start, warnings that change what ibsmd does reach stderr as well
+// as the log, and an unknown engine with no_fallback routes nothing (not minhop).
+TEST(DaemonSignalsTest, MistakesInTheConfigAreOnStderrAndNoFallbackWithoutAnEngineRoutesNothing) {
+  fs::path dir = fs::temp_directory_path() / ("ibsm-loud-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path conf = dir / "ibsmd.conf";
+  fs::path log = dir / "ibsmd.log";
+  std::ofstream(conf) << "log_file " << log.string() << "\n"
+                      << "dump_files_dir " << dir.string() << "\n"
+                      << "state_db_file " << (dir / "state.db").string() << "\n"
+                      << "guid2lid_file " << (dir / "guid2lid").string() << "\n"
+                      << "partition_config_file " << (dir / "no-such-partitions.conf").string()
+                      << "\n"
+                      << "routing_engin ftree\n"
+                      << "routing_engine bogus,no_fallback\n";
+  std::string topo = std::string(IBSM_SOURCE_DIR) + "/sim/topologies/ftree3-k8.net";
+  auto r = RunCommand({Bin("ibsmd"), "-F", conf.string(), "--sim", topo, "-o"}, 120s,
+                      dir.string());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 1) << "no SUBNET UP: nothing was routed\n" << r->err;
+  EXPECT_NE(r->err.find("ibsmd: warning: " + conf.string() + ":6: CONF-001 unknown option "
+                        "'routing_engin'"),
+            std::string::npos)
+      << r->err;
+  EXPECT_NE(r->err.find("ibsmd: warning: PART-021 partition_config_file " +
+                        (dir / "no-such-partitions.conf").string() +
+                        " does not exist: every port is a full member of the default "
+                        "partition, no partition isolation"),
+            std::string::npos)
+      << r->err;
+  EXPECT_NE(r->err.find("ibsmd: warning: SM-ROUTE-004 routing engine 'bogus' is not known"),
+            std::string::npos)
+      << r->err;
+  EXPECT_NE(r->err.find("ibsmd: error: routing_engine 'bogus,no_fallback' names no engine "
+                        "ibsmd knows and no_fallback forbids minhop: nothing will be routed"),
+            std::string::npos)
+      << r->err;
+  const std::string text = ReadFile(log);
+  EXPECT_NE(text.find("PART-021"), std::string::npos) << "in the log as well";
+  EXPECT_NE(text.find("SM-ROUTE-001"), std::string::npos) << text;
+  EXPECT_EQ(text.find("minhop tables configured"), std::string::npos) << text;
+  EXPECT_EQ(text.find("SUBNET UP"), std::string::npos) << text;
+  fs::remove_all(dir);
+}
+
+// A SIGHUP reload that is refused keeps the running configuration, and says so where the
+// operator looks: `ibsmctl status` and `ibsmctl events`.
+TEST(DaemonSignalsTest, ARefusedReloadShowsInStatusAndEvents) {
+  fs::path dir = fs::temp_directory_path() / ("ibsm-reload-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path conf = dir / "ibsmd.conf";
+  fs::path log = dir / "ibsmd.log";
+  const std::string sock = (dir / "ibsmd.sock").string();
+  std::ofstream(conf) << "log_file " << log.string() << "\n"
+                      << "dump_files_dir " << dir.string() << "\n"
+                      << "state_db_file " << (dir / "state.db").string() << "\n"
+                      << "guid2lid_file " << (dir / "guid2lid").string() << "\n"
+                      << "control_socket " << sock << "\n"
+                      << "sweep_interval 0\n";
+  std::string topo = std::string(IBSM_SOURCE_DIR) + "/sim/topologies/ftree3-k8.net";
+  auto child = ChildProcess::Start({Bin("ibsmd"), "-F", conf.string(), "--sim", topo},
+                                   dir.string(), {});
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  ASSERT_TRUE(WaitForCount(log, "SUBNET UP", 1)) << ReadFile(log);
+  auto ctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {Bin("ibsmctl"), "--socket", sock});
+    auto r = RunCommand(args, 30s, dir.string());
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : CommandResult{};
+  };
+  EXPECT_EQ(ctl({"status"}).out.find("last reload"), std::string::npos) << "none yet";
+  std::ofstream(conf, std::ios::app) << "part_enforce sometimes\n";
+  ASSERT_EQ(kill(child->pid(), SIGHUP), 0);
+  ASSERT_TRUE(WaitForCount(log, "CONF-100", 1)) << ReadFile(log);
+  CommandResult status = ctl({"status"});
+  EXPECT_NE(status.out.find("last reload:       refused at 20"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("sometimes"), std::string::npos) << "and why\n" << status.out;
+  CommandResult events = ctl({"events"});
+  EXPECT_NE(events.out.find("SIGHUP reload refused, the running configuration stays: "),
+            std::string::npos)
+      << events.out;
+  kill(child->pid(), SIGTERM);
+  auto done = child->Wait(30s);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->exit_code, 0);
+  fs::remove_all(dir);
+}
+
 TEST(DaemonSignalsTest, TermWhileCheckAndTrafficRunExitsWithinSeconds) {
   fs::path dir = fs::temp_directory_path() / ("ibsm-term-" + std::to_string(getpid()));
   fs::remove_all(dir);

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "fabric/generators.h"
@@ -251,7 +252,9 @@ TEST_F(HaIbsimTest, TwoIbsmdElectOneMasterAndTheStandbyTakesOverAfterKill9Keepin
   size_t a = StartIbsmd("a", first_host_, std::string("sm_priority 5\n") + kFastPolling);
   std::string log_a = WaitFor(LogPath("a"), SubnetUp);
   ASSERT_TRUE(Has(log_a, "SUBNET UP")) << log_a;
-  StartIbsmd("b", last_host_, std::string("sm_priority 3\n") + kFastPolling);
+  const std::string sock_b = Dir("b") + "/ctl.sock";
+  StartIbsmd("b", last_host_,
+             std::string("sm_priority 3\ncontrol_socket ") + sock_b + "\n" + kFastPolling);
   std::string log_b = WaitFor(LogPath("b"), Standby);
   ASSERT_TRUE(Has(log_b, "Entering STANDBY state")) << log_b;
   EXPECT_FALSE(Has(log_b, "Entering MASTER state")) << log_b;
@@ -289,6 +292,24 @@ TEST_F(HaIbsimTest, TwoIbsmdElectOneMasterAndTheStandbyTakesOverAfterKill9Keepin
   // The clients registered with "a" (SA state is per SM): every CA is told to re-register.
   EXPECT_TRUE(Has(sweep, "(" + std::to_string(fabric_.ca_count()) + " ClientReregister)"))
       << sweep;
+
+  // What the operator sees on the new master: the dead master is not answering, since the
+  // first missed poll, with when it was last seen; not MASTER.
+  const std::string a_guid = fmt::format("{:#018x}", PortGuidOf(first_host_));
+  for (const std::vector<std::string>& how :
+       {std::vector<std::string>{"--socket", sock_b}, {"--state-db", Dir("b") + "/state.db"}}) {
+    std::vector<std::string> argv{Bin("ibsmctl")};
+    argv.insert(argv.end(), how.begin(), how.end());
+    argv.push_back("ha");
+    auto ha = RunCommand(argv, 30s, root_);
+    ASSERT_TRUE(ha.ok());
+    EXPECT_EQ(ha->exit_code, 0) << ha->err;
+    std::smatch row;
+    ASSERT_TRUE(std::regex_search(ha->out, row, std::regex(a_guid + "  NOT ANSWERING since [-0-9: ]+ "
+                                                          "UTC \\([0-9]+ missed; was MASTER\\) +5  "
+                                                          "[-0-9: ]+  yes")))
+        << ha->out;
+  }
 
   EXPECT_EQ(Topology(), before) << "LIDs or links changed over the failover";
   SmInfoSeen after = Sminfo();

@@ -87,6 +87,23 @@ TEST_F(IbsmctlDaemonTest, StatusAndRouteReadTheRunningDaemon) {
   EXPECT_EQ(route.exit_code, 0) << route.err;
   EXPECT_NE(route.out.find("delivered in 5 switch hops"), std::string::npos) << route.out;
 
+  // The README's example as written: a prefix of one node's names and a NodeDescription
+  // (or its beginning, where the strict simulator appended hostile bytes to it).
+  CommandResult named = Ctl({"route", "node-0001", "node-0128 HCA-1"});
+  EXPECT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_NE(named.out.find("delivered in 5 switch hops"), std::string::npos) << named.out;
+  EXPECT_NE(named.out.find("(0x0002c90300000800)"), std::string::npos) << named.out;
+  CommandResult by_file_name = Ctl({"route", "node-0001/hca1", "2c90300000801"});
+  EXPECT_EQ(by_file_name.exit_code, 0) << by_file_name.err;
+  EXPECT_NE(by_file_name.out.find("delivered in 5 switch hops"), std::string::npos)
+      << by_file_name.out;
+  CommandResult ambiguous = Ctl({"route", "node-00", "node-0128/hca1"});
+  EXPECT_EQ(ambiguous.exit_code, 2);
+  EXPECT_NE(ambiguous.err.find("'node-00' is ambiguous: 99 nodes match: node-0001/hca1 "
+                               "(0x0002c90300000010), "),
+            std::string::npos)
+      << ambiguous.err;
+
   CommandResult lft = Ctl({"lft", "pod01-leaf-01", "--json"});
   ASSERT_EQ(lft.exit_code, 0) << lft.err;
   EXPECT_EQ(json::parse(lft.out)["entries"].size(), 80u + 128u) << "one entry per LID";

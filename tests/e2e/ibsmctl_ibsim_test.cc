@@ -17,6 +17,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "fabric/generators.h"
 #include "fabric/topology_writer.h"
@@ -159,6 +160,24 @@ TEST_F(IbsmctlIbsimTest, WholeTablesFromIbsmdMatchWhatIbnetdiscoverSees) {
   CommandResult sm = Ctl({"sa", "sminfo"});
   ASSERT_EQ(sm.exit_code, 0) << Describe(sm);
   EXPECT_NE(sm.out.find("state MASTER"), std::string::npos) << sm.out;
+
+  // --json, as on every command (before or after the table): the same records as JSON.
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{"--json", "sa", "nodes"}, {"sa", "nodes", "--json"}}) {
+    CommandResult js = Ctl(argv);
+    ASSERT_EQ(js.exit_code, 0) << Describe(js);
+    auto j = nlohmann::json::parse(js.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << js.out;
+    EXPECT_EQ(j["table"], "nodes");
+    ASSERT_EQ(j["records"].size(), want.end_port_guids.size()) << js.out;
+    std::set<uint64_t> json_guids;
+    for (const auto& r : j["records"])
+      json_guids.insert(std::stoull(r["port_guid"].get<std::string>(), nullptr, 16));
+    EXPECT_EQ(json_guids, want.end_port_guids);
+  }
+  CommandResult count = Ctl({"--json", "sa", "switches", "--count"});
+  ASSERT_EQ(count.exit_code, 0) << Describe(count);
+  EXPECT_EQ(nlohmann::json::parse(count.out)["count"], want.switches) << count.out;
 }
 
 TEST_F(IbsmctlIbsimTest, EmptyTablesLostAnswersAndUsageErrorsAreToldApart) {

@@ -162,7 +162,7 @@ TEST_F(PerfIbsimTest, PlantedErrorsAreExactlyTheTwoCablesHealthListsWorstFirstAs
                                        std::to_string(fabric_.port(down_host).num.value()) +
                                        "] PortCounters.LinkDownedCounter=3")
                   .ok());
-  // `health` shows the findings of the last PerfMgr sweep; the first sweep that starts after
+  // `health` shows the findings of the health window; the first sweep that starts after
   // the plant has ended by sweep before + 2. Ask after each sweep until then.
   CommandResult js;
   json h;
