@@ -34,6 +34,7 @@ void ArSwitch::Reset() {
   info_.ageing_time = 30;
   info_.by_transport_cap = caps_.by_transport_cap;
   info_.sub_grps_active = caps_.sub_grps_active;
+  info_.e = caps_.enabled_at_start ? 1 : 0;
   info_.unmanaged = kSimArInfoUnmanaged;
   groups_.clear();
   groups_.shrink_to_fit();

@@ -32,6 +32,8 @@ struct ArSwitchCaps {
   uint8_t sub_grps_active = 0;   // ARInfo byte 2 bits 3-0 (> 0: sub-group masks)
   // GeneralInfo bit 1 (pre-SwitchX format) instead of bit 2, as a pre-SwitchX switch reports.
   bool legacy_format = false;
+  // ARInfo E already 1 at start: AR left on by another SM (or firmware) with groups it wrote.
+  bool enabled_at_start = false;
 };
 
 // What a simulated switch holds in ARInfo bytes 20-63 (HBF, pFRN, by-VL fields ibsm does not

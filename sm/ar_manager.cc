@@ -485,14 +485,18 @@ void ArManager::Enable(std::shared_ptr<Run_> run) {
                     s.enabled = info->e != 0;
                   });
   }
-  pipeline_.WhenIdle([this, run] { Finish(run); });
+  // A switch refused here (sub-groups active, a failed read) that another SM or an earlier
+  // run left with AR on forwards by groups ibsm did not write: turned off like the rest.
+  pipeline_.WhenIdle([this, run] { Disable(run); });
 }
 
-// AR off where it is on (ar_mode 0, a non-AR engine, or tables refused): E cleared so the
-// switches forward by their plain LFTs, which the SM just programmed.
+// AR off where it is on (ar_mode 0, a non-AR engine, or tables refused; after a run that
+// programmed some switches, on every switch it did not program): E cleared so those switches
+// forward by their plain LFTs, which the SM just programmed.
 void ArManager::Disable(std::shared_ptr<Run_> run) {
   const Fabric& f = *run->fabric;
   for (NodeId n : run->switches) {
+    if (std::find(run->targets.begin(), run->targets.end(), n) != run->targets.end()) continue;
     const Guid g = f.node(n).guid;
     auto it = state_.find(g);
     if (it == state_.end() || !it->second.info_valid || !it->second.info.e) continue;

@@ -192,7 +192,7 @@ TEST(ArManagerTest, LegacySwitchesInAMixedFabricKeepPlainLftsAndAreNamedInTheSum
 // What open headers say about the devices (docs/ar-sharp.md): a pre-SwitchX switch reports
 // GeneralInfo bit 1 only and is not programmed; by_transport_disable is left as read where
 // the switch is not by-transport capable; a switch with sub-groups active is refused with a
-// reason; no Set zeroes ARInfo bytes 20 on.
+// reason, and the AR another SM left on there is turned off; no Set zeroes ARInfo bytes 20 on.
 TEST(ArManagerTest, LegacyFormatByTransportAndSubGroupSwitchesGetWhatTheirArInfoAllows) {
   auto f = FatTree2(8);
   ASSERT_TRUE(f.ok());
@@ -206,6 +206,7 @@ TEST(ArManagerTest, LegacyFormatByTransportAndSubGroupSwitchesGetWhatTheirArInfo
     caps.legacy_format = n == legacy;
     caps.by_transport_cap = n == no_transport ? 0 : 1;
     caps.sub_grps_active = n == sub_groups ? 2 : 0;
+    caps.enabled_at_start = n == sub_groups;  // with sub-group masks another SM wrote
     ASSERT_TRUE(sim.SetArCapable(n, true, caps).ok());
   }
   ArRun r = RunArSm(sim, FirstCaPort(*f), ArOptions());
@@ -227,7 +228,8 @@ TEST(ArManagerTest, LegacyFormatByTransportAndSubGroupSwitchesGetWhatTheirArInfo
       EXPECT_FALSE(s.enabled);
       EXPECT_EQ(s.why_not, "ARInfo sub-groups active is 2: ibsm programs one port mask per "
                            "group, not sub-group masks");
-      EXPECT_EQ(agent->info().e, 0);
+      EXPECT_EQ(agent->info().e, 0) << "AR on groups ibsm did not write stays on";
+      EXPECT_EQ(agent->info().sub_grps_active, 2) << "what ibsm does not manage is kept";
     } else {
       EXPECT_TRUE(s.enabled) << s.name << ": " << s.why_not;
       EXPECT_EQ(agent->info().e, 1) << s.name;
