@@ -124,8 +124,8 @@ TEST(FaultsMadLossSimTest, MadLossDuringAHeavySweepGivesTheSameFabricAsNoLoss) {
 
 // The strict simulator's ports refuse a transition to the state they are in (status 7), as
 // ibsim and the spec do: when the reply of an applied ARMED or ACTIVE Set is lost, the retry
-// fails. One sweep, with OpenSM's transaction_retries, must still bring the fabric up: the
-// port is read back and counts as done when it holds the state.
+// fails. One sweep must still bring the fabric up: the port is read back and counts as done
+// when it holds the state.
 TEST(FaultsAppliedSetLossSimTest, OneSweepBringsALossyFabricUpWhenRepliesOfAppliedSetsAreLost) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
@@ -136,7 +136,10 @@ TEST(FaultsAppliedSetLossSimTest, OneSweepBringsALossyFabricUpWhenRepliesOfAppli
     sim::Simulator sim(*f, so);
     sim.SetDropRate(loss);
     SubnetManagerOptions o = Options();
-    o.send.retries = 3;  // OpenSM's transaction_retries
+    // Enough retries that a plain Get is not lost four times over at 10% loss each way (with
+    // OpenSM's 3, one of the ~5,000 SMPs of a sweep is, one run in four): what this test is
+    // about is the applied Set whose retry is refused, which any retry count meets.
+    o.send.retries = 6;
     // Long enough that a loaded machine's scheduling delay is not taken for loss (80 ms failed
     // a SwitchInfo after both rounds under ctest -j4 on two cores).
     o.send.timeout = 250ms;
