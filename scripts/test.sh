@@ -34,18 +34,10 @@ seed_costs() {
 
 # Sanitizer build first: it takes longest to build and to test, and its failures are the
 # ones that need the most reading.
-release_build_pid=""
 if [ "$sanitize" = 1 ]; then
   echo "== sanitizer build (ASan + UBSan)"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIBSM_SANITIZE=ON -DIBSM_TESTS=ON >/dev/null
   ninja -C build-asan -j"$jobs"
-  # The release build runs beside the sanitized tests at the lowest CPU priority: many
-  # of them spend their time waiting (on ibsim, timeouts, the daemon), and the build takes only
-  # the cycles they leave, so their timing is what it would be alone.
-  echo "== release build (beside the sanitized tests, nice 19; its output: build/build.log)"
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIBSM_TESTS=ON >/dev/null
-  nice -n 19 ninja -C build -j"$jobs" >build/build.log 2>&1 &
-  release_build_pid=$!
   echo "== tests under ASan + UBSan"
   seed_costs build-asan tests/ctest-costs/asan.txt
   # libumad2sim is preloaded into ibsim clients; ASan must tolerate not being first, and
@@ -57,19 +49,9 @@ if [ "$sanitize" = 1 ]; then
   logs+=("ASan + UBSan:build-asan/ctest.log")
 fi
 
-if [ -n "$release_build_pid" ]; then
-  echo "== release build (waiting for it)"
-  if ! wait "$release_build_pid"; then
-    tail -n 50 build/build.log
-    echo "release build failed (build/build.log)"
-    exit 1
-  fi
-  tail -n 1 build/build.log
-else
-  echo "== release build"
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIBSM_TESTS=ON >/dev/null
-  ninja -C build -j"$jobs"
-fi
+echo "== release build"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIBSM_TESTS=ON >/dev/null
+ninja -C build -j"$jobs"
 echo "== tests (release build)"
 seed_costs build tests/ctest-costs/release.txt
 # Most release tests wait on ibsim, the daemon or a timer rather than compute: two per core.
