@@ -42,24 +42,20 @@ std::string Get(const json& j, const char* key) {
   return it == j.end() ? "-" : Cell(*it);
 }
 
-// "2026-11-30 06:20:00" (UTC) of Unix microseconds.
-std::string UtcTime(int64_t us) {
+// Unix microseconds as UTC in strftime's `format`.
+std::string UtcFormat(int64_t us, const char* format) {
   time_t secs = static_cast<time_t>(us / 1000000);
   char when[32];
   std::tm tm{};
   gmtime_r(&secs, &tm);
-  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+  std::strftime(when, sizeof when, format, &tm);
   return when;
 }
 
-std::string UtcClock(int64_t us) {
-  time_t secs = static_cast<time_t>(us / 1000000);
-  char when[16];
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  std::strftime(when, sizeof when, "%H:%M:%S", &tm);
-  return when;
-}
+// "2026-11-30 06:20:00" (UTC) of Unix microseconds.
+std::string UtcTime(int64_t us) { return UtcFormat(us, "%Y-%m-%d %H:%M:%S"); }
+// "06:20:00" (UTC).
+std::string UtcClock(int64_t us) { return UtcFormat(us, "%H:%M:%S"); }
 
 // The first line of an answer read from a state file: where from, and as of when.
 std::string SnapshotLine(const json& r) {
