@@ -5,6 +5,7 @@
 #   scripts/setup.sh          what building and running ibsmd needs (scripts/run.sh)
 #   scripts/setup.sh --test   that, plus what the test suite and the comparisons need
 #                             (scripts/test.sh): GoogleTest, ibsim, OpenSM, the diags, clang,
+#                             ccache and lld for the build's time,
 #                             and dpkg-dev, lintian, man-db, file, logrotate for the package
 #                             test...
 #
@@ -18,7 +19,7 @@ run_packages=(
   libibumad-dev libboost-dev libsqlite3-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
 )
 test_packages=(
-  libgtest-dev googletest libgmock-dev libbenchmark-dev libibmad-dev python3 ccache
+  libgtest-dev googletest libgmock-dev libbenchmark-dev libibmad-dev python3 ccache lld
   ibsim-utils infiniband-diags opensm ibutils
   clang libclang-rt-14-dev
   systemd chromium
