@@ -16,9 +16,11 @@ namespace {
 
 using K = KeySupport;
 
-constexpr std::string_view kNoQos =
-    "no QoS manager: SL2VL and VLArb tables are left as the ports hold them "
-    "(qos is named when TRUE)";
+constexpr std::string_view kQosMaxVls =
+    "OpenSM 3.3.23 reads it and programs nothing from it; max_op_vls caps OperationalVLs";
+constexpr std::string_view kNoPolicy =
+    "the QoS policy file is not read: PathRecords take their SL from the request, "
+    "else from the partition's sl=";
 constexpr std::string_view kNoCc =
     "no congestion-control manager (congestion_control is named when TRUE)";
 
@@ -125,7 +127,8 @@ const OpenSmKey kKeys[] = {
     {"mcgroup_join_validation", "TRUE", K::kFixed, "TRUE", "every multicast join is validated"},
     {"use_original_extended_sa_rates_only", "FALSE", K::kFixed, "FALSE",
      "SA records use every rate code, HDR and NDR too"},
-    {"use_optimized_slvl", "FALSE", K::kMoot, "", "SL2VL tables are not programmed"},
+    {"use_optimized_slvl", "FALSE", K::kFixed, "FALSE",
+     "a switch's SL2VL tables are written one (input, output) port pair at a time"},
     {"fsync_high_avail_files", "TRUE", K::kFixed, "TRUE",
      "the state file is written with SQLite synchronous=FULL"},
     {"perfmgr", "FALSE", K::kActs, "", ""},
@@ -161,35 +164,34 @@ const OpenSmKey kKeys[] = {
      "and ibsmd carries on"},
     {"console", "off", K::kFixed, "off", "no console: ibsmctl and the control socket instead"},
     {"console_port", "10000", K::kMoot, "", "used by the console only"},
-    {"qos", "FALSE", K::kFixed, "FALSE",
-     "no QoS manager: SL2VL and VLArb tables are left as the ports hold them"},
-    {"qos_policy_file", "/etc/opensm/qos-policy.conf", K::kMoot, "", kNoQos},
-    {"suppress_sl2vl_mad_status_errors", "FALSE", K::kMoot, "", "SL2VL tables are not programmed"},
-    {"qos_max_vls", "0", K::kMoot, "", kNoQos},
-    {"qos_high_limit", "-1", K::kMoot, "", kNoQos},
-    {"qos_vlarb_high", "(null)", K::kMoot, "", kNoQos},
-    {"qos_vlarb_low", "(null)", K::kMoot, "", kNoQos},
-    {"qos_sl2vl", "(null)", K::kMoot, "", kNoQos},
-    {"qos_ca_max_vls", "0", K::kMoot, "", kNoQos},
-    {"qos_ca_high_limit", "-1", K::kMoot, "", kNoQos},
-    {"qos_ca_vlarb_high", "(null)", K::kMoot, "", kNoQos},
-    {"qos_ca_vlarb_low", "(null)", K::kMoot, "", kNoQos},
-    {"qos_ca_sl2vl", "(null)", K::kMoot, "", kNoQos},
-    {"qos_sw0_max_vls", "0", K::kMoot, "", kNoQos},
-    {"qos_sw0_high_limit", "-1", K::kMoot, "", kNoQos},
-    {"qos_sw0_vlarb_high", "(null)", K::kMoot, "", kNoQos},
-    {"qos_sw0_vlarb_low", "(null)", K::kMoot, "", kNoQos},
-    {"qos_sw0_sl2vl", "(null)", K::kMoot, "", kNoQos},
-    {"qos_swe_max_vls", "0", K::kMoot, "", kNoQos},
-    {"qos_swe_high_limit", "-1", K::kMoot, "", kNoQos},
-    {"qos_swe_vlarb_high", "(null)", K::kMoot, "", kNoQos},
-    {"qos_swe_vlarb_low", "(null)", K::kMoot, "", kNoQos},
-    {"qos_swe_sl2vl", "(null)", K::kMoot, "", kNoQos},
-    {"qos_rtr_max_vls", "0", K::kMoot, "", kNoQos},
-    {"qos_rtr_high_limit", "-1", K::kMoot, "", kNoQos},
-    {"qos_rtr_vlarb_high", "(null)", K::kMoot, "", kNoQos},
-    {"qos_rtr_vlarb_low", "(null)", K::kMoot, "", kNoQos},
-    {"qos_rtr_sl2vl", "(null)", K::kMoot, "", kNoQos},
+    {"qos", "FALSE", K::kActs, "", ""},
+    {"qos_policy_file", "/etc/opensm/qos-policy.conf", K::kMoot, "", kNoPolicy},
+    {"suppress_sl2vl_mad_status_errors", "FALSE", K::kActs, "", ""},
+    {"qos_max_vls", "0", K::kMoot, "", kQosMaxVls},
+    {"qos_high_limit", "-1", K::kActs, "", ""},
+    {"qos_vlarb_high", "(null)", K::kActs, "", ""},
+    {"qos_vlarb_low", "(null)", K::kActs, "", ""},
+    {"qos_sl2vl", "(null)", K::kActs, "", ""},
+    {"qos_ca_max_vls", "0", K::kMoot, "", kQosMaxVls},
+    {"qos_ca_high_limit", "-1", K::kActs, "", ""},
+    {"qos_ca_vlarb_high", "(null)", K::kActs, "", ""},
+    {"qos_ca_vlarb_low", "(null)", K::kActs, "", ""},
+    {"qos_ca_sl2vl", "(null)", K::kActs, "", ""},
+    {"qos_sw0_max_vls", "0", K::kMoot, "", kQosMaxVls},
+    {"qos_sw0_high_limit", "-1", K::kActs, "", ""},
+    {"qos_sw0_vlarb_high", "(null)", K::kActs, "", ""},
+    {"qos_sw0_vlarb_low", "(null)", K::kActs, "", ""},
+    {"qos_sw0_sl2vl", "(null)", K::kActs, "", ""},
+    {"qos_swe_max_vls", "0", K::kMoot, "", kQosMaxVls},
+    {"qos_swe_high_limit", "-1", K::kActs, "", ""},
+    {"qos_swe_vlarb_high", "(null)", K::kActs, "", ""},
+    {"qos_swe_vlarb_low", "(null)", K::kActs, "", ""},
+    {"qos_swe_sl2vl", "(null)", K::kActs, "", ""},
+    {"qos_rtr_max_vls", "0", K::kMoot, "", kQosMaxVls},
+    {"qos_rtr_high_limit", "-1", K::kActs, "", ""},
+    {"qos_rtr_vlarb_high", "(null)", K::kActs, "", ""},
+    {"qos_rtr_vlarb_low", "(null)", K::kActs, "", ""},
+    {"qos_rtr_sl2vl", "(null)", K::kActs, "", ""},
     {"congestion_control", "FALSE", K::kFixed, "FALSE", "no congestion-control manager"},
     {"cc_key", "0x0000000000000000", K::kMoot, "", kNoCc},
     {"cc_max_outstanding_mads", "500", K::kMoot, "", kNoCc},

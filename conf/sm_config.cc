@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "conf/opensm_keys.h"
+#include "conf/qos_config.h"
 #include "conf/text_file.h"
 
 namespace ibsm::conf {
@@ -69,6 +70,10 @@ constexpr OptionDesc Section(std::string_view section, OptionDesc d) {
 }
 constexpr OptionDesc AcceptsBool(OptionDesc d) {
   d.accepts_bool = true;
+  return d;
+}
+constexpr OptionDesc QosText(OptionDesc d, Status (*check)(std::string_view)) {
+  d.check = check;
   return d;
 }
 constexpr OptionDesc AliasOf(std::string_view canonical, OptionDesc d) {
@@ -290,7 +295,52 @@ const OptionDesc kOptions[] = {
          "no multicast routing is performed if TRUE"),
     Bool("exit_on_fatal", &SC::exit_on_fatal, "TRUE",
          "If TRUE the SM will exit on fatal initialization issues"),
-    Section("QoS OPTIONS", Bool("qos", &SC::qos, "FALSE", "Enable QoS setup")),
+    Section("QoS OPTIONS", Bool("qos", &SC::qos, "FALSE",
+                                "Enable QoS setup: VLHighLimit, VL arbitration and SL-to-VL\n"
+                                "tables of every port, as the qos_* options below say")),
+    Bool("suppress_sl2vl_mad_status_errors", &SC::suppress_sl2vl_mad_status_errors, "FALSE",
+         "If TRUE a failed SL2VL or VLArb Set does not fail the sweep\n"
+         "(it is counted and logged either way, and retried next sweep)"),
+    QosText(Str("qos_high_limit", &SC::qos_high_limit, "-1",
+                "default for every port class: VLHighLimit, 0-255 (-1: not set)"), CheckQosHighLimit),
+    QosText(Str("qos_vlarb_high", &SC::qos_vlarb_high, "(null)",
+                "default for every port class: high-priority VL arbitration, vl:weight,... (VL 0-14)"), CheckQosVlArb),
+    QosText(Str("qos_vlarb_low", &SC::qos_vlarb_low, "(null)",
+                "default for every port class: low-priority VL arbitration, vl:weight,... (VL 0-14)"), CheckQosVlArb),
+    QosText(Str("qos_sl2vl", &SC::qos_sl2vl, "(null)",
+                "default for every port class: the VL of each of the 16 SLs, v0,v1,...,v15 (15 drops)"), CheckQosSl2Vl),
+    QosText(Str("qos_ca_high_limit", &SC::qos_ca_high_limit, "-1",
+                "CA ports: VLHighLimit, 0-255 (-1: not set)"), CheckQosHighLimit),
+    QosText(Str("qos_ca_vlarb_high", &SC::qos_ca_vlarb_high, "(null)",
+                "CA ports: high-priority VL arbitration, vl:weight,... (VL 0-14)"), CheckQosVlArb),
+    QosText(Str("qos_ca_vlarb_low", &SC::qos_ca_vlarb_low, "(null)",
+                "CA ports: low-priority VL arbitration, vl:weight,... (VL 0-14)"), CheckQosVlArb),
+    QosText(Str("qos_ca_sl2vl", &SC::qos_ca_sl2vl, "(null)",
+                "CA ports: the VL of each of the 16 SLs, v0,v1,...,v15 (15 drops)"), CheckQosSl2Vl),
+    QosText(Str("qos_sw0_high_limit", &SC::qos_sw0_high_limit, "-1",
+                "switch port 0: VLHighLimit, 0-255 (-1: not set)"), CheckQosHighLimit),
+    QosText(Str("qos_sw0_vlarb_high", &SC::qos_sw0_vlarb_high, "(null)",
+                "switch port 0: high-priority VL arbitration, vl:weight,... (VL 0-14)"), CheckQosVlArb),
+    QosText(Str("qos_sw0_vlarb_low", &SC::qos_sw0_vlarb_low, "(null)",
+                "switch port 0: low-priority VL arbitration, vl:weight,... (VL 0-14)"), CheckQosVlArb),
+    QosText(Str("qos_sw0_sl2vl", &SC::qos_sw0_sl2vl, "(null)",
+                "switch port 0: the VL of each of the 16 SLs, v0,v1,...,v15 (15 drops)"), CheckQosSl2Vl),
+    QosText(Str("qos_swe_high_limit", &SC::qos_swe_high_limit, "-1",
+                "switch external ports: VLHighLimit, 0-255 (-1: not set)"), CheckQosHighLimit),
+    QosText(Str("qos_swe_vlarb_high", &SC::qos_swe_vlarb_high, "(null)",
+                "switch external ports: high-priority VL arbitration, vl:weight,... (VL 0-14)"), CheckQosVlArb),
+    QosText(Str("qos_swe_vlarb_low", &SC::qos_swe_vlarb_low, "(null)",
+                "switch external ports: low-priority VL arbitration, vl:weight,... (VL 0-14)"), CheckQosVlArb),
+    QosText(Str("qos_swe_sl2vl", &SC::qos_swe_sl2vl, "(null)",
+                "switch external ports: the VL of each of the 16 SLs, v0,v1,...,v15 (15 drops)"), CheckQosSl2Vl),
+    QosText(Str("qos_rtr_high_limit", &SC::qos_rtr_high_limit, "-1",
+                "router ports: VLHighLimit, 0-255 (-1: not set)"), CheckQosHighLimit),
+    QosText(Str("qos_rtr_vlarb_high", &SC::qos_rtr_vlarb_high, "(null)",
+                "router ports: high-priority VL arbitration, vl:weight,... (VL 0-14)"), CheckQosVlArb),
+    QosText(Str("qos_rtr_vlarb_low", &SC::qos_rtr_vlarb_low, "(null)",
+                "router ports: low-priority VL arbitration, vl:weight,... (VL 0-14)"), CheckQosVlArb),
+    QosText(Str("qos_rtr_sl2vl", &SC::qos_rtr_sl2vl, "(null)",
+                "router ports: the VL of each of the 16 SLs, v0,v1,...,v15 (15 drops)"), CheckQosSl2Vl),
     Section("IBSM OPTIONS (not known to OpenSM)",
             Str("guid2lid_file", &SC::guid2lid_file, "/var/cache/opensm/guid2lid",
                 "OpenSM's guid2lid file (0xGUID 0xMINLID 0xMAXLID per line), read at start\n"
@@ -333,6 +383,8 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
          });
 }
 
+}  // namespace
+
 // Decimal or 0x hex, no sign, no spaces, no overflow.
 bool ParseU64(std::string_view s, uint64_t* out) {
   int base = 10;
@@ -359,6 +411,8 @@ bool ParseU64(std::string_view s, uint64_t* out) {
   *out = v;
   return true;
 }
+
+namespace {
 
 std::optional<bool> ParseBool(std::string_view s) {
   if (EqualsIgnoreCase(s, "TRUE") || s == "1") return true;
@@ -424,6 +478,11 @@ Status SetFromText(SmConfig* c, const OptionDesc& d, std::string_view value,
       return Status::Ok();
     }
     case OptionKind::kString:
+      if (d.check != nullptr && value != "(null)") {
+        if (Status s = d.check(value); !s.ok()) {
+          return InvalidArgument(fmt::format("{}: '{}': {}", subject, shown, s.message()));
+        }
+      }
       c->*std::get<std::string SC::*>(d.field) = value == "(null)" ? "" : std::string(value);
       return Status::Ok();
     case OptionKind::kEnum:

@@ -108,8 +108,15 @@ struct SmConfig {
   bool no_clients_rereg = false;
   bool disable_multicast = false;
   bool exit_on_fatal = true;
-  // --- QoS
+  // --- QoS (conf/qos_config.h builds each port class's tables from these; empty text and
+  // high limit -1 mean "not set": the class falls back to qos_*, then to OpenSM's defaults)
   bool qos = false;
+  bool suppress_sl2vl_mad_status_errors = false;
+  std::string qos_high_limit = "-1", qos_vlarb_high, qos_vlarb_low, qos_sl2vl;
+  std::string qos_ca_high_limit = "-1", qos_ca_vlarb_high, qos_ca_vlarb_low, qos_ca_sl2vl;
+  std::string qos_sw0_high_limit = "-1", qos_sw0_vlarb_high, qos_sw0_vlarb_low, qos_sw0_sl2vl;
+  std::string qos_swe_high_limit = "-1", qos_swe_vlarb_high, qos_swe_vlarb_low, qos_swe_sl2vl;
+  std::string qos_rtr_high_limit = "-1", qos_rtr_vlarb_high, qos_rtr_vlarb_low, qos_rtr_sl2vl;
   // --- ibsm's own
   std::string guid2lid_file = "/var/cache/opensm/guid2lid";  // OpenSM's cache file
   std::string state_db_file = "/var/lib/ibsm/ibsm-state.db";
@@ -151,6 +158,8 @@ struct OptionDesc {
   std::string_view section = {};  // section header when it starts one, else empty
   std::string_view alias_of = {};
   bool accepts_bool = false;      // uint that also takes TRUE/FALSE (ar_enable)
+  // kString: checks the text (QoS tables); an error names what would have been accepted.
+  Status (*check)(std::string_view text) = nullptr;
 };
 
 // Every typed option, in the order WriteConfig writes them.
@@ -173,6 +182,8 @@ struct ConfigLoad {
 // out of range is an InvalidArgument "FILE:LINE: key: 'v' is out of range 0..7"; unknown keys
 // are warnings. Options absent from `text` keep their defaults.
 Result<ConfigLoad> ParseConfig(std::string_view text, std::string_view file_name);
+// A config number: decimal or 0x hex, no sign, no spaces, no overflow.
+bool ParseU64(std::string_view s, uint64_t* out);
 // Reads `path` (at most 16 MiB) and parses it; IoError/NotFound when it cannot be read.
 Result<ConfigLoad> LoadConfigFile(const std::string& path);
 

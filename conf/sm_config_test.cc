@@ -123,7 +123,7 @@ TEST(SmConfigTest, KeySetTwiceWarnsAndTheLastValueWins) {
 }
 
 TEST(SmConfigTest, OpenSmOnlyOptionsAreKeptAndWrittenBackAsComments) {
-  auto r = ParseConfig("console off\nqos_high_limit -1\ncc_ca_cong_setting_ccti_timer 0 0\n"
+  auto r = ParseConfig("console off\nqos_max_vls 0\ncc_ca_cong_setting_ccti_timer 0 0\n"
                        "cc_ca_cong_setting_ccti_timer 1 5\n",
                        "f");
   ASSERT_TRUE(r.ok());
@@ -150,7 +150,7 @@ TEST(SmConfigTest, OpenSmOnlyOptionsAreKeptAndWrittenBackAsComments) {
 
 // CONF-030: an OpenSM key set to a value ibsm does not do what it asks is named with its line.
 TEST(SmConfigTest, KeysSetToValuesIbsmDoesNotHonourAreNamedWithTheirLine) {
-  auto r = ParseConfig("qos TRUE\nqos FALSE\nfdr10 2\nconsole local\nlash_start_vl 3\n"
+  auto r = ParseConfig("use_optimized_slvl TRUE\nqos FALSE\nfdr10 2\nconsole local\nlash_start_vl 3\n"
                        "log_flags 0x0f\nlog_flags 0x01\ncongestion_control TRUE\n"
                        "qos_sl2vl 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15\nkeep_pkey_indexes TRUE\n"
                        "fdr10 0\nmax_op_vls 2\nm_key_lookup FALSE\nhonor_guid2lid_file TRUE\n",
@@ -161,8 +161,9 @@ TEST(SmConfigTest, KeysSetToValuesIbsmDoesNotHonourAreNamedWithTheirLine) {
     if (d.id == "CONF-030") named.push_back(std::to_string(d.line) + " " + d.message);
   ASSERT_EQ(named.size(), 6u);
   EXPECT_EQ(r->not_honoured, 6u);
-  EXPECT_EQ(named[0], "1 qos TRUE is not honoured by ibsm (it behaves as FALSE): no QoS manager: "
-                      "SL2VL and VLArb tables are left as the ports hold them");
+  EXPECT_EQ(named[0], "1 use_optimized_slvl TRUE is not honoured by ibsm (it behaves as FALSE): "
+                      "a switch's SL2VL tables are written one (input, output) port pair at a "
+                      "time");
   EXPECT_EQ(named[1].rfind("3 fdr10 2 is not honoured by ibsm (it behaves as 0): no FDR10", 0), 0u)
       << named[1];
   EXPECT_EQ(named[2].rfind("4 console local is not honoured by ibsm (it behaves as off)", 0), 0u);
@@ -178,7 +179,7 @@ TEST(SmConfigTest, KeysSetToValuesIbsmDoesNotHonourAreNamedWithTheirLine) {
   EXPECT_EQ(r->config.max_op_vls, 2);  // acts: no warning
   // Past the cap of 100 warnings every one is still counted.
   std::string many;
-  for (int i = 0; i < 150; ++i) many += "qos TRUE\n";
+  for (int i = 0; i < 150; ++i) many += "use_optimized_slvl TRUE\n";
   auto m = ParseConfig(many, "f");
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->not_honoured, 150u);
@@ -186,20 +187,22 @@ TEST(SmConfigTest, KeysSetToValuesIbsmDoesNotHonourAreNamedWithTheirLine) {
 
 TEST(SmConfigTest, WrittenConfigCommentsOutWhatIbsmDoesNotHonour) {
   SmConfig c;
+  c.disable_multicast = true;
   c.qos = true;
   const std::string w = WriteConfig(c);
-  EXPECT_NE(w.find("\n# not supported by ibsm (behaves as FALSE): no QoS manager: SL2VL and "
-                   "VLArb tables are left as the ports hold them\n# qos TRUE\n"),
+  EXPECT_NE(w.find("\n# not supported by ibsm (behaves as FALSE): multicast is always served\n"
+                   "# disable_multicast TRUE\n"),
             std::string::npos)
       << w;
-  EXPECT_EQ(w.find("\nqos "), std::string::npos);
+  EXPECT_EQ(w.find("\ndisable_multicast "), std::string::npos);
+  EXPECT_NE(w.find("\nqos TRUE\n"), std::string::npos);  // acts
   EXPECT_NE(w.find("\nmax_op_vls 5\n"), std::string::npos);  // acts
   EXPECT_NE(w.find("\n# fdr10 1\n#   not supported by ibsm (behaves as 0): no FDR10"),
             std::string::npos);
   EXPECT_NE(w.find("\nforce_log_flush FALSE\n"), std::string::npos);  // acts
-  c.qos = false;
-  EXPECT_NE(WriteConfig(c).find("\n# ibsm behaves as FALSE: no QoS manager: SL2VL and VLArb "
-                                "tables are left as the ports hold them\nqos FALSE\n"),
+  c.disable_multicast = false;
+  EXPECT_NE(WriteConfig(c).find("\n# ibsm behaves as FALSE: multicast is always served\n"
+                                "disable_multicast FALSE\n"),
             std::string::npos);
   // Every key OpenSM 3.3.23 knows is in the file, read or as a comment.
   for (const OpenSmKey& k : OpenSmKeys()) {

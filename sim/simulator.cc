@@ -1246,6 +1246,16 @@ uint16_t Simulator::SmaSlToVl(PortId arrival, uint8_t method, uint32_t mod,
   return mad::mad_status::kOk;
 }
 
+mad::SlToVlTable Simulator::sl_to_vl(PortId in, uint8_t out) const {
+  const PortTables* pt = ports_[in].tables.get();
+  return pt && out < pt->sl2vl.size() ? pt->sl2vl[out] : DefaultSlToVl();
+}
+
+mad::VlArbitrationTable Simulator::vl_arb(PortId p, size_t block) const {
+  const PortTables* pt = ports_[p].tables.get();
+  return pt && block < pt->vlarb.size() ? pt->vlarb[block] : DefaultVlArb(block);
+}
+
 // VLArbitrationTable (14.2.5.9): modifier bits 31-16 block (1, 2 low priority; 3, 4 high),
 // on a switch bits 15-0 the port. A block beyond the port's VLArbLowCap/HighCap is invalid
 // (ibsim do_vlarb); entries past the cap inside a valid block read 0 and ignore Sets.

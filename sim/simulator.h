@@ -210,6 +210,10 @@ class Simulator {
   PortId port_id(NodeId node, PortNum num) const;
   // REQUIRES: port < port_count().
   const mad::PortInfo& port_info(PortId port) const { return ports_[port].info; }
+  // What a Get would read: the SL-to-VL table of input port `in` towards output port `out`
+  // (a CA port: its own table, out 0), and VLArb block `block` (0..3) of port `p`.
+  mad::SlToVlTable sl_to_vl(PortId in, uint8_t out) const;
+  mad::VlArbitrationTable vl_arb(PortId p, size_t block) const;
   NodeId port_node(PortId port) const { return ports_[port].node; }
   Guid node_guid(NodeId node) const { return Guid{nodes_[node].guid}; }
   // The NodeDescription the node answers (the strict profile's hostile ones included).

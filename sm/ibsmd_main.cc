@@ -30,6 +30,7 @@
 #include "conf/command_line.h"
 #include "conf/guid_file.h"
 #include "conf/partitions.h"
+#include "conf/qos_config.h"
 #include "conf/sm_config.h"
 #include "conf/text_file.h"
 #include "fabric/topology_reader.h"
@@ -186,6 +187,9 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   o.local_phy_errors_threshold = c.local_phy_errors_threshold;
   o.overrun_errors_threshold = c.overrun_errors_threshold;
   o.packet_life_time = c.packet_life_time;
+  o.qos = c.qos;
+  o.qos_levels = conf::BuildQosLevels(c);
+  o.suppress_sl2vl_mad_status_errors = c.suppress_sl2vl_mad_status_errors;
   o.routing_engine = c.routing_engine;
   IBSM_ASSIGN_OR_RETURN(o.routing.root_guids, LoadGuids(c.root_guid_file));
   IBSM_ASSIGN_OR_RETURN(o.routing.cn_guids, LoadGuids(c.cn_guid_file));

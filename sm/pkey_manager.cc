@@ -137,6 +137,7 @@ PKeyPlan PlanPKeys(const DiscoveryResult& d, PortId sm_port, const PartitionPoli
   std::map<PortId, uint16_t> indx0;
   if (policy.config) {
     for (const conf::Partition& part : policy.config->partitions) {
+      plan.sl_by_pkey[part.pkey] = part.flags.sl;
       if (!part.indx0) continue;
       for (auto& [p, mem] : plan.members)
         if (mem.count(part.pkey)) indx0[p] = part.pkey;

@@ -53,6 +53,8 @@ struct PKeyPlan {
     bool outbound = false;
   };
   std::map<PortId, Enforcement> enforcement;
+  // P_Key base -> the partition's sl= (PathRecords without an SL take it, as in OpenSM).
+  std::map<uint16_t, uint8_t> sl_by_pkey;
   std::vector<DiscoveryIssue> issues;  // SM-PKEY-001: more P_Keys than the port holds
 };
 

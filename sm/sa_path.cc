@@ -304,7 +304,9 @@ std::optional<Candidate> MakeCandidate(const PathSnapshot& s, const PathRecord& 
   r.numb_path = 0;
   r.pkey = pkey;
   r.qos_class = (comp & pc::kQosClass) ? req.qos_class : 0;
-  r.sl = (comp & pc::kSl) ? req.sl : 0;
+  r.sl = (comp & pc::kSl)     ? req.sl
+         : s.partition_sl ? s.partition_sl(static_cast<uint16_t>(pkey & 0x7FFF))
+                          : 0;
   r.mtu_selector = mad::selector::kExactly;
   r.mtu = mtu;
   r.rate_selector = mad::selector::kExactly;

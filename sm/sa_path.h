@@ -77,6 +77,8 @@ struct PathSnapshot {
   uint8_t default_mtu = mad::mtu::k4096;  // for ports whose MTUCap is not known
   std::vector<uint8_t> port_mtu;          // PortInfo:MTUCap by PortId; 0 or absent = default
   PKeyResolver partitions;                // empty: one default partition, P_Key 0xFFFF
+  // The SL of a path without one in the request, by its P_Key (a partition's sl=); empty: 0.
+  std::function<uint8_t(uint16_t pkey)> partition_sl;
 };
 
 struct PathQueryOptions {

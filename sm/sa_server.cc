@@ -403,6 +403,10 @@ Found RunPaths(const SaSnapshot& s, const Query& q, const mad::MadMessage& msg) 
         return std::nullopt;
       return SharedPKey(a->second, b->second, requested);
     };
+    ps.partition_sl = [&s](uint16_t pkey) -> uint8_t {
+      auto it = s.pkeys->sl_by_pkey.find(pkey);
+      return it == s.pkeys->sl_by_pkey.end() ? 0 : it->second;
+    };
   }
   Result<std::vector<mad::PathRecord>> paths = std::vector<mad::PathRecord>{};
   if (q.mad.hdr.attr_id == mad::sa_attr::kPathRecord) {

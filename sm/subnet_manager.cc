@@ -252,6 +252,9 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   if (partitions_changed) mcast_.SetPartitionGroups(options_.partitions.config.get());
   options_.ar = o.ar;
   options_.sharp_enable = o.sharp_enable;
+  options_.qos = o.qos;
+  options_.qos_levels = o.qos_levels;
+  options_.suppress_sl2vl_mad_status_errors = o.suppress_sl2vl_mad_status_errors;
 }
 
 void SubnetManager::RequestHeavySweep(const std::string& reason) {
@@ -618,6 +621,9 @@ mad::PortInfo SubnetManager::DesiredPortInfo(PortId p) const {
   if (pi.neighbor_mtu == 0) pi.neighbor_mtu = 1;
   if (pi.operational_vls == 0) pi.operational_vls = 1;
   pi.operational_vls = std::min(pi.operational_vls, options_.max_op_vls);
+  if (options_.qos) {
+    if (auto hl = QosHighLimit(f, discovered_->nodes, p, options_.qos_levels)) pi.vl_high_limit = *hl;
+  }
   return pi;
 }
 
@@ -631,7 +637,7 @@ bool SubnetManager::LinkFieldsDiffer(PortId p, const mad::PortInfo& now,
 #define IBSM_FIELD_DIFFERS(field) \
   (now.field != want.field && !(e != nullptr && e->field == now.field))
   bool differs = IBSM_FIELD_DIFFERS(hoq_life) || IBSM_FIELD_DIFFERS(vl_stall_count) ||
-                 IBSM_FIELD_DIFFERS(master_sm_sl);
+                 IBSM_FIELD_DIFFERS(master_sm_sl) || IBSM_FIELD_DIFFERS(vl_high_limit);
   if (!(f.node(port.node).is_switch() && port.num.value() == 0)) {
     differs = differs || IBSM_FIELD_DIFFERS(neighbor_mtu) ||
               IBSM_FIELD_DIFFERS(operational_vls) || IBSM_FIELD_DIFFERS(local_phy_errors) ||
@@ -1237,6 +1243,16 @@ void SubnetManager::FinishHeavySweep() {
     finish_waits_for_qos_ = true;
     return;
   }
+  // With qos TRUE the tables are written once the reads are in (by difference with them).
+  if (options_.qos && !qos_programmed_ && !stopped_ && state() == mad::SmState::kMaster &&
+      discovered_ && tables_) {
+    qos_programmed_ = true;
+    ProgramQos([this] {
+      if (!stopped_) FinishHeavySweep();
+    });
+    return;
+  }
+  qos_programmed_ = false;
   const PipelineCounters& c = pipeline_.counters();
   current_.smps = c.gets + c.sets - smps_at_start_;
   current_.smps_failed = c.failed - failed_at_start_;
@@ -1373,6 +1389,37 @@ void SubnetManager::StartQosReads() {
                       PublishSaSnapshot();
                     }
                   });
+}
+
+void SubnetManager::ProgramQos(std::function<void()> then) {
+  const Fabric& f = discovered_->fabric;
+  std::vector<QosTableSet> sets =
+      PlanQosSets(f, discovered_->nodes, *qos_, qos_support_, options_.qos_levels);
+  if (sets.empty()) {
+    then();
+    return;
+  }
+  qos_programmer_.Run(f, discovered_->nodes, *qos_, std::move(sets),
+                      [this, then = std::move(then)](QosProgrammer::Outcome out) {
+    if (stopped_) return;
+    auto merged = std::make_shared<QosMap>(*qos_);
+    for (auto& [guid, q] : out.written) (*merged)[guid] = std::move(q);
+    qos_ = std::move(merged);
+    for (const auto& [node, text] : out.failures) {
+      const Guid g = discovered_->fabric.node(node).guid;
+      if (!options_.suppress_sl2vl_mad_status_errors) {
+        Issue("SM-QOS-001", fmt::format("{}: {}", ToString(g), text));
+      } else if (qos_set_failed_.insert(g).second) {
+        Log(LogName::kSm).warn("SM-QOS-001 {}: {} (suppress_sl2vl_mad_status_errors: the "
+                               "sweep goes on)", ToString(g), text);
+      }
+    }
+    Log(LogName::kSm).info("QoS: {} SL2VL and VLArb Sets, {} failed", out.stats.sets,
+                           out.stats.failed);
+    current_.qos_sets += out.stats.sets;
+    current_.qos_sets_failed += out.stats.failed;
+    then();
+  });
 }
 
 // --- light sweep ---------------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -36,6 +37,7 @@
 #include "sm/pkey_manager.h"
 #include "sm/mft_programmer.h"
 #include "sm/multicast.h"
+#include "sm/qos_program.h"
 #include "sm/qos_tables.h"
 #include "sm/sa_server.h"
 #include "sm/sharp_manager.h"
@@ -85,6 +87,11 @@ struct SubnetManagerOptions {
   uint8_t local_phy_errors_threshold = 0x08;  // PortInfo error thresholds
   uint8_t overrun_errors_threshold = 0x08;
   uint8_t packet_life_time = 0x12;            // SwitchInfo LifeTimeValue
+  // QoS (sm/qos_program.h): with `qos`, every port's VLHighLimit, VLArb and SL2VL tables
+  // as its class's level says; a failed table Set fails the sweep unless suppressed.
+  bool qos = false;
+  conf::QosLevels qos_levels;
+  bool suppress_sl2vl_mad_status_errors = false;
   std::string routing_engine;  // comma list; empty = minhop
   routing::RoutingOptions routing;
   size_t max_wire_smps = 64;
@@ -123,6 +130,8 @@ struct SweepStats {
   uint64_t pkey_blocks_sent = 0;   // P_KeyTable Sets (blocks that differed)
   uint64_t pkey_blocks_read = 0;   // P_KeyTable Gets (ports whose table was not known)
   uint64_t enforcement_sets = 0;   // PortInfo Sets of partition enforcement bits
+  uint64_t qos_sets = 0;           // SL2VL and VLArb Sets (tables that differed; qos TRUE)
+  uint64_t qos_sets_failed = 0;
   uint64_t ports_armed = 0, ports_activated = 0;
   uint64_t port_state_readbacks = 0;  // state Sets that failed and were read back
   std::string engine;
@@ -330,6 +339,8 @@ class SubnetManager {
   void OnPortStateSet(PortId p, NodeId node, uint8_t num, PortState to, const mad::PortInfo& pi);
   void FinishHeavySweep();
   void StartQosReads();
+  // The QoS Sets of this sweep (qos TRUE), then `then`.
+  void ProgramQos(std::function<void()> then);
   void ScheduleLightSweep();
   void LightSweep();
   // --- HA (SMInfo protocol) ---
@@ -412,6 +423,9 @@ class SubnetManager {
   bool qos_rerun_ = false;     // a sweep found new nodes while reads were in flight
   bool finish_waits_for_qos_ = false;  // the sweep's end waits for the reads
   std::shared_ptr<const QosMap> qos_ = std::make_shared<QosMap>();  // by node GUID
+  QosProgrammer qos_programmer_{qos_pipeline_};
+  bool qos_programmed_ = false;  // this sweep's QoS Sets are done (FinishHeavySweep)
+  std::unordered_set<Guid> qos_set_failed_;  // devices whose failed Set was logged (once)
   SaServer sa_;
   MulticastManager mcast_;
   MftProgrammer mft_{pipeline_};
