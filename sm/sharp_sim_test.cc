@@ -475,6 +475,41 @@ TEST(SharpSmTest, TheSmallestLinkMtuOnAnEdgeIsItsQpsMtu) {
   EXPECT_EQ(on_uplink, 2u);  // spine-03's tree: both ends of that edge
 }
 
+// The context settings come from the SM's options: a P_Key and SL given there reach every
+// QP; a P_Key of 0 leaves the contexts incomplete, so the ANs refuse them, the trees are
+// reported not programmed and the QPs stay in reset.
+TEST(SharpSmTest, ContextSettingsComeFromTheOptionsAndAnIncompleteOneIsRefused) {
+  {
+    Bed bed(FatTree2(4), All());
+    SubnetManagerOptions o = SharpOn();
+    o.sharp.pkey = 0x8005;
+    o.sharp.sl = 3;
+    auto seen = RunSharpSm(bed, o);
+    ASSERT_EQ(seen.size(), 1u);
+    for (const auto& t : seen[0].summary.trees) EXPECT_TRUE(t.programmed);
+    const auto qps = AllTreeQps(bed);
+    ASSERT_FALSE(qps.empty());
+    for (const auto& [key, v] : qps) {
+      EXPECT_EQ(v.qp->qpc.pkey, 0x8005);
+      EXPECT_EQ(v.qp->qpc.sl, 3);
+    }
+  }
+  Bed bed(FatTree2(4), All());
+  SubnetManagerOptions o = SharpOn();
+  o.sharp.pkey = 0;
+  auto seen = RunSharpSm(bed, o);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(seen[0].stats.subnet_up);  // SHARP never holds SUBNET UP back
+  ASSERT_FALSE(seen[0].summary.trees.empty());
+  for (const auto& t : seen[0].summary.trees) EXPECT_FALSE(t.programmed);
+  size_t refused = 0;
+  for (const std::string& n : seen[0].summary.notes)
+    refused += n.find("SM-SHARP-005 QPCConfig") != std::string::npos;
+  EXPECT_EQ(refused, seen[0].summary.trees.size());  // one note per tree
+  for (const auto& [key, v] : AllTreeQps(bed)) EXPECT_EQ(v.qp->qpc.state, mad::qp_state::kReset);
+  EXPECT_GT(bed.sharp->counters().refused, 0u);
+}
+
 // PSNs and the rest of a context depend only on the fabric and the QPNs: the same fabric
 // programmed twice holds the same bytes, so writing a tree again changes nothing.
 TEST(SharpSmTest, TheSameFabricIsProgrammedWithTheSameContexts) {
