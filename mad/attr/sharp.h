@@ -6,9 +6,9 @@
 // layouts below are ibsm's own, chosen here and frozen (marked so per field); a hardware
 // quirk is added behind these layouts, never at the call sites. The only public source that
 // gives the class 0x0B field layouts is marked proprietary, so none of the layouts of
-// QPAllocation, QPCConfig, ResourceCleanup and TreeConfig is verified against a real
-// aggregation node (docs/ar-sharp.md "SHARP"). The tables below are the only place that
-// places their bytes: change a layout here and nowhere else.
+// ANInfo, TreeConfig, QPAllocation, QPCConfig and ResourceCleanup is verified against a
+// real aggregation node (docs/ar-sharp.md "SHARP"). The tables below are the only place
+// that places their bytes: change a layout here and nowhere else.
 //
 // ibsm encoding v2 (v1 with QPAllocation, QPCConfig and ResourceCleanup made complete), in
 // one place:
@@ -111,7 +111,7 @@ inline AmMad MakeAmRequest(uint8_t method, uint16_t attr_id, uint32_t attr_mod) 
   return m;
 }
 
-// ANInfo (0x20), data bytes as ar-sharp.md lists them.
+// ANInfo (0x20), ibsm's own layout (unverified, see the top of this file).
 struct AnInfo {
   static constexpr uint16_t kAttrId = am_attr::kAnInfo;
   uint16_t tree_table_size = 0;  // trees this AN can be part of
