@@ -1,8 +1,10 @@
 #include "sim/sharp_an.h"
 
 #include <algorithm>
+#include <set>
 
 #include "base/log.h"
+#include "mad/attr/path_record.h"
 
 namespace ibsm::sim {
 namespace {
@@ -159,6 +161,12 @@ uint16_t SharpSim::QpAlloc(An& an, std::span<uint8_t> data) {
   auto req = mad::Decode<mad::QpAllocation>(data);
   if (!req.ok() || req->count == 0 || req->count > mad::kQpAllocationMax) return kInvalid;
   if (req->opcode == mad::qp_alloc_op::kRelease) {
+    // All or nothing: every QPN must be held by that job and tree.
+    for (size_t i = 0; i < req->count; ++i) {
+      auto q = an.qps.find(req->qpn[i]);
+      if (q == an.qps.end() || q->second.job_id != req->job_id || q->second.tree_id != req->tree_id)
+        return kInvalid;
+    }
     for (size_t i = 0; i < req->count; ++i) an.qps.erase(req->qpn[i]);
     return kOk;
   }
@@ -170,6 +178,7 @@ uint16_t SharpSim::QpAlloc(An& an, std::span<uint8_t> data) {
     while (an.qps.count(an.next_qpn) || an.next_qpn == 0) an.next_qpn = (an.next_qpn + 1) & 0xFFFFFF;
     Qp qp;
     qp.tree_id = req->tree_id;
+    qp.job_id = req->job_id;
     qp.qpc.qpn = an.next_qpn;
     qp.qpc.tree_id = req->tree_id;
     an.qps[an.next_qpn] = qp;
@@ -180,17 +189,41 @@ uint16_t SharpSim::QpAlloc(An& an, std::span<uint8_t> data) {
   return kOk;
 }
 
+const char* SharpSim::IncompleteRcField(const mad::QpcConfig& c) {
+  if (c.transport != mad::qp_transport::kRc) return "transport";
+  if (!mad::IsValidMtu(c.mtu)) return "mtu";
+  if ((c.pkey & 0x7FFF) == 0) return "pkey";  // base 0 is no partition (IBA 10.9.1.2)
+  if (c.qkey == 0) return "qkey";
+  if (c.send_psn == 0 || c.send_psn >= mad::kPsnLimit) return "send_psn";
+  if (c.recv_psn == 0 || c.recv_psn >= mad::kPsnLimit) return "recv_psn";
+  if (c.remote_lid == 0 || c.remote_lid >= 0xC000) return "remote_lid";
+  if (c.remote_guid == 0) return "remote_guid";
+  if (c.local_ack_timeout == 0) return "local_ack_timeout";
+  return nullptr;
+}
+
 uint16_t SharpSim::QpcSet(An& an, std::span<uint8_t> data) {
   auto req = mad::Decode<mad::QpcConfig>(data);
   if (!req.ok()) return kInvalid;
   auto it = an.qps.find(req->qpn);
   if (it == an.qps.end() || req->tree_id != it->second.tree_id) return kInvalid;
+  if (req->state == mad::qp_state::kReady) {
+    if (const char* bad = IncompleteRcField(*req)) {
+      Log(LogName::kSim).debug("AN {} QPCConfig of QP {:#x} refused: {} unset or invalid", an.an,
+                               req->qpn, bad);
+      return kInvalid;
+    }
+  } else if (req->state != mad::qp_state::kReset) {
+    return kInvalid;
+  }
   it->second.qpc = *req;
   return kOk;
 }
 
 uint16_t SharpSim::QpcGet(const An& an, uint32_t mod, std::span<uint8_t> data) const {
-  auto it = an.qps.find(mod & 0xFFFFFF);
+  auto req = mad::Decode<mad::QpcConfig>(data);
+  if (mod != 0 || !req.ok()) return kInvalid;
+  auto it = an.qps.find(req->qpn);
   if (it == an.qps.end()) return kInvalid;
   mad::EncodeTo(it->second.qpc, data);
   return kOk;
@@ -279,12 +312,33 @@ uint16_t SharpSim::Cleanup(An& an, std::span<uint8_t> data) {
       an.trees.clear();
       an.qps.clear();
       return kOk;
+    case mad::cleanup_scope::kJob: {
+      // The job's QPs, and the trees they carried.
+      std::set<uint16_t> trees;
+      for (const auto& [qpn, qp] : an.qps)
+        if (qp.job_id == req->job_id) trees.insert(qp.tree_id);
+      std::erase_if(an.qps, [&](const auto& kv) { return kv.second.job_id == req->job_id; });
+      for (uint16_t t : trees) an.trees.erase(t);
+      return kOk;
+    }
     case mad::cleanup_scope::kTree:
       an.trees.erase(req->tree_id);
       std::erase_if(an.qps, [&](const auto& kv) { return kv.second.tree_id == req->tree_id; });
       return kOk;
-    case mad::cleanup_scope::kQp:
-      return an.qps.erase(req->qpn) ? kOk : kInvalid;
+    case mad::cleanup_scope::kQp: {
+      auto q = an.qps.find(req->qpn);
+      if (q == an.qps.end() || q->second.job_id != req->job_id || q->second.tree_id != req->tree_id)
+        return kInvalid;
+      // A QP a tree still names is in use: free the tree (or its child slot) first.
+      if (auto t = an.trees.find(req->tree_id); t != an.trees.end()) {
+        const Tree& tree = t->second;
+        if (tree.parent_qpn == req->qpn ||
+            std::find(tree.child_qpn.begin(), tree.child_qpn.end(), req->qpn) != tree.child_qpn.end())
+          return kInvalid;
+      }
+      an.qps.erase(q);
+      return kOk;
+    }
     default: return kInvalid;
   }
 }

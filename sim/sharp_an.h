@@ -4,8 +4,12 @@
 //  - the switch: GeneralInfo (0xFF17, modifier 4) with capability bit 18 set, and
 //    MlnxExtendedPortInfo (0xFF90) of the AN-facing port with SHArPANEn read/write;
 //  - the AN, once SHArPANEn is set: class 0x0B ANInfo, QPAllocation, QPCConfig, TreeConfig
-//    and ResourceCleanup (mad/attr/sharp.h, ibsm encoding v1), storing what was configured
+//    and ResourceCleanup (mad/attr/sharp.h, ibsm encoding v2), storing what was configured
 //    so tests read it back. Before it is enabled the AN answers nothing, as a disabled AN.
+//    It is strict where a device would be: a QPCConfig Set to ready that leaves a field a
+//    reliable-connected QP needs unset or invalid (IncompleteRcField) is refused with status
+//    0x1C and changes nothing; QPCConfig Get finds the QP by the QPN in its data; a release
+//    or a cleanup names QPs of the job and tree that own them.
 // Legacy switches answer none of these (the SMA's "unsupported attribute").
 //
 // Threading: the Simulator's (single) thread. Untrusted input: every MAD gets a status
@@ -37,6 +41,7 @@ class SharpSim: public NodeExtension {
  public:
   struct Qp {
     uint16_t tree_id = 0;
+    uint32_t job_id = 0;
     mad::QpcConfig qpc;  // as last configured (state reset until QPCConfig Set)
   };
   struct Tree {
@@ -79,6 +84,12 @@ class SharpSim: public NodeExtension {
   // Test hook: a different radix/tree table for one AN (an older ASIC).
   void SetLimits(Guid an_guid, uint8_t radix, uint16_t tree_table_size);
 
+  // The first field a ready reliable-connected context lacks ("mtu", "pkey", ...), or
+  // nullptr when `c` is complete: transport RC, a valid path MTU, a P_Key other than 0, a
+  // Q_Key, both PSNs in 1..2^24-1, a unicast remote LID, a remote port GUID and a finite
+  // local ACK timeout.
+  static const char* IncompleteRcField(const mad::QpcConfig& c);
+
  private:
   struct Limits {
     uint8_t radix;
@@ -87,7 +98,7 @@ class SharpSim: public NodeExtension {
   uint16_t AnInfoGet(const An& an, std::span<uint8_t> data) const;
   uint16_t QpAlloc(An& an, std::span<uint8_t> data);
   uint16_t QpcSet(An& an, std::span<uint8_t> data);
-  uint16_t QpcGet(const An& an, uint32_t mod, std::span<uint8_t> data) const;
+  uint16_t QpcGet(const An& an, uint32_t mod, std::span<uint8_t> data) const;  // QPN in data
   uint16_t TreeSet(An& an, std::span<uint8_t> data);
   uint16_t TreeGet(const An& an, uint32_t mod, std::span<uint8_t> data) const;
   uint16_t Cleanup(An& an, std::span<uint8_t> data);

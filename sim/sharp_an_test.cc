@@ -55,14 +55,51 @@ class SharpSimTest : public ::testing::Test {
     EXPECT_EQ(r.hdr.method, mad::method::kGetResp);
     return r;
   }
-  std::vector<uint32_t> Alloc(uint16_t tree, uint8_t count) {
+  std::vector<uint32_t> Alloc(uint16_t tree, uint8_t count, uint32_t job = 1) {
     mad::QpAllocation q;
     q.tree_id = tree;
+    q.job_id = job;
     q.count = count;
     auto r = Am(mad::method::kSet, 0, q);
     if (!r || r->hdr.status != 0) return {};
     auto got = mad::Decode<mad::QpAllocation>(r->data);
     return std::vector<uint32_t>(got->qpn.begin(), got->qpn.begin() + count);
+  }
+
+  // A context with every field a ready RC QP needs (mad/attr/sharp.h, ibsm encoding v2).
+  static mad::QpcConfig ReadyRc(uint32_t qpn, uint16_t tree) {
+    mad::QpcConfig c;
+    c.qpn = qpn;
+    c.state = mad::qp_state::kReady;
+    c.transport = mad::qp_transport::kRc;
+    c.tree_id = tree;
+    c.remote_lid = 9;
+    c.remote_guid = 0x1234;
+    c.mtu = 5;
+    c.pkey = 0xFFFF;
+    c.qkey = 0x11;
+    c.send_psn = 0x100;
+    c.recv_psn = 0x200;
+    c.retry_count = 7;
+    c.rnr_retry = 7;
+    c.local_ack_timeout = 14;
+    return c;
+  }
+  std::optional<mad::QpcConfig> QpcGet(uint32_t qpn) {
+    mad::QpcConfig which;
+    which.qpn = qpn;
+    auto r = Am(mad::method::kGet, 0, which);
+    if (!r || r->hdr.status != 0) return std::nullopt;
+    auto c = mad::Decode<mad::QpcConfig>(r->data);
+    return c.ok() ? std::optional<mad::QpcConfig>(*c) : std::nullopt;
+  }
+  uint16_t Cleanup(uint8_t scope, uint32_t job, uint16_t tree, uint32_t qpn) {
+    mad::ResourceCleanup rc;
+    rc.scope = scope;
+    rc.job_id = job;
+    rc.tree_id = tree;
+    rc.qpn = qpn;
+    return Am(mad::method::kSet, 0, rc)->hdr.status;
   }
 
   Fabric fabric_;
@@ -124,12 +161,7 @@ TEST_F(SharpSimTest, ConfiguredTreeReadsBackAndBadRequestsChangeNothing) {
   Enable();
   auto qps = Alloc(5, 3);
   ASSERT_EQ(qps.size(), 3u);
-  mad::QpcConfig c;
-  c.qpn = qps[1];
-  c.state = mad::qp_state::kReady;
-  c.tree_id = 5;
-  c.remote_lid = 9;
-  c.remote_guid = 0x1234;
+  mad::QpcConfig c = ReadyRc(qps[1], 5);
   EXPECT_EQ(Am(mad::method::kSet, 0, c)->hdr.status, 0);
   c.tree_id = 6;  // a QP of tree 5 cannot serve tree 6
   EXPECT_EQ(Am(mad::method::kSet, 0, c)->hdr.status, mad::mad_status::kInvalidField);
@@ -149,9 +181,9 @@ TEST_F(SharpSimTest, ConfiguredTreeReadsBackAndBadRequestsChangeNothing) {
   EXPECT_EQ(back->parent_qpn, qps[0]);
   EXPECT_EQ(back->num_children, 2);
   EXPECT_EQ(back->child_qpn[1], qps[2]);
-  auto qpc = mad::Decode<mad::QpcConfig>(Am(mad::method::kGet, qps[1], mad::QpcConfig{})->data);
-  EXPECT_EQ(qpc->remote_guid, 0x1234u);
-  EXPECT_EQ(qpc->remote_lid, 9);
+  auto qpc = QpcGet(qps[1]);
+  ASSERT_TRUE(qpc.has_value());
+  EXPECT_EQ(*qpc, ReadyRc(qps[1], 5));
 
   // Refused: a child QPN never allocated, a child index past the radix, a wrong version.
   mad::TreeConfig bad = t;
@@ -183,6 +215,125 @@ TEST_F(SharpSimTest, ConfiguredTreeReadsBackAndBadRequestsChangeNothing) {
   EXPECT_EQ(Am(mad::method::kSet, 0, all)->hdr.status, 0);
   EXPECT_TRUE(an->trees.empty());
   EXPECT_TRUE(an->qps.empty());
+}
+
+// A ready context that leaves any field an RC QP needs unset or invalid is refused with
+// status 0x1C and the stored context stays as it was.
+TEST_F(SharpSimTest, QpcConfigSetMissingAnyRcFieldIsRefusedAndChangesNothing) {
+  Enable();
+  auto qps = Alloc(5, 1);
+  ASSERT_EQ(qps.size(), 1u);
+  const mad::QpcConfig good = ReadyRc(qps[0], 5);
+  EXPECT_EQ(SharpSim::IncompleteRcField(good), nullptr);
+  struct Case {
+    const char* field;
+    void (*spoil)(mad::QpcConfig&);
+  };
+  const Case cases[] = {
+      {"transport", [](mad::QpcConfig& c) { c.transport = mad::qp_transport::kUnset; }},
+      {"transport", [](mad::QpcConfig& c) { c.transport = mad::qp_transport::kUd; }},
+      {"mtu", [](mad::QpcConfig& c) { c.mtu = 0; }},
+      {"mtu", [](mad::QpcConfig& c) { c.mtu = 6; }},
+      {"pkey", [](mad::QpcConfig& c) { c.pkey = 0; }},
+      {"pkey", [](mad::QpcConfig& c) { c.pkey = 0x8000; }},
+      {"qkey", [](mad::QpcConfig& c) { c.qkey = 0; }},
+      {"send_psn", [](mad::QpcConfig& c) { c.send_psn = 0; }},
+      {"send_psn", [](mad::QpcConfig& c) { c.send_psn = mad::kPsnLimit; }},
+      {"recv_psn", [](mad::QpcConfig& c) { c.recv_psn = 0x01000001; }},
+      {"remote_lid", [](mad::QpcConfig& c) { c.remote_lid = 0; }},
+      {"remote_lid", [](mad::QpcConfig& c) { c.remote_lid = 0xC001; }},
+      {"remote_guid", [](mad::QpcConfig& c) { c.remote_guid = 0; }},
+      {"local_ack_timeout", [](mad::QpcConfig& c) { c.local_ack_timeout = 0; }},
+  };
+  for (const Case& k : cases) {
+    mad::QpcConfig c = good;
+    k.spoil(c);
+    SCOPED_TRACE(k.field);
+    EXPECT_STREQ(SharpSim::IncompleteRcField(c), k.field);
+    EXPECT_EQ(Am(mad::method::kSet, 0, c)->hdr.status, mad::mad_status::kInvalidField);
+    auto now = QpcGet(qps[0]);
+    ASSERT_TRUE(now.has_value());
+    EXPECT_EQ(now->state, mad::qp_state::kReset);  // nothing stored
+  }
+  EXPECT_EQ(Am(mad::method::kSet, 0, good)->hdr.status, 0);
+  EXPECT_EQ(QpcGet(qps[0]), good);
+  // Back to reset needs no RC fields; an unknown state is refused.
+  mad::QpcConfig reset;
+  reset.qpn = qps[0];
+  reset.tree_id = 5;
+  EXPECT_EQ(Am(mad::method::kSet, 0, reset)->hdr.status, 0);
+  reset.state = 3;
+  EXPECT_EQ(Am(mad::method::kSet, 0, reset)->hdr.status, mad::mad_status::kInvalidField);
+}
+
+// QPCConfig Get selects the QP by the QPN in its data (ibsm encoding v2); the modifier is 0.
+TEST_F(SharpSimTest, QpcConfigGetFindsTheQpByTheQpnInItsData) {
+  Enable();
+  auto qps = Alloc(5, 2);
+  ASSERT_EQ(qps.size(), 2u);
+  ASSERT_EQ(Am(mad::method::kSet, 0, ReadyRc(qps[1], 5))->hdr.status, 0);
+  EXPECT_EQ(QpcGet(qps[1]), ReadyRc(qps[1], 5));
+  EXPECT_EQ(QpcGet(qps[0])->state, mad::qp_state::kReset);
+  EXPECT_FALSE(QpcGet(0x777777).has_value());
+  // The QPN in the modifier (v1) with an empty selector finds nothing.
+  EXPECT_EQ(Am(mad::method::kGet, qps[1], mad::QpcConfig{})->hdr.status, mad::mad_status::kInvalidField);
+}
+
+// ResourceCleanup scopes: one QP (of its job and tree, not while a tree names it), one tree,
+// one job; QPAllocation release names the owning job and tree too.
+TEST_F(SharpSimTest, CleanupByQpTreeAndJobFreesExactlyThatScope) {
+  Enable();
+  auto j1t5 = Alloc(5, 3, /*job=*/1);
+  auto j2t6 = Alloc(6, 2, /*job=*/2);
+  auto j1t7 = Alloc(7, 2, /*job=*/1);
+  ASSERT_EQ(j1t5.size() + j2t6.size() + j1t7.size(), 7u);
+  const SharpSim::An* an = sharp_->FindAn(an_guid_);
+  mad::TreeConfig t;
+  t.opcode = mad::tree_op::kWriteTree;
+  t.state = mad::tree_state::kEnabled;
+  t.tree_id = 5;
+  t.parent_qpn = j1t5[0];
+  t.num_children = 1;
+  t.child_qpn[0] = j1t5[1];
+  ASSERT_EQ(Am(mad::method::kSet, 0, t)->hdr.status, 0);
+
+  // One QP: the wrong job or tree is refused, a QP the tree uses is in use.
+  EXPECT_EQ(Cleanup(mad::cleanup_scope::kQp, 2, 5, j1t5[2]), mad::mad_status::kInvalidField);
+  EXPECT_EQ(Cleanup(mad::cleanup_scope::kQp, 1, 7, j1t5[2]), mad::mad_status::kInvalidField);
+  EXPECT_EQ(Cleanup(mad::cleanup_scope::kQp, 1, 5, j1t5[1]), mad::mad_status::kInvalidField);
+  EXPECT_EQ(Cleanup(mad::cleanup_scope::kQp, 1, 5, j1t5[2]), 0);
+  EXPECT_EQ(an->qps.size(), 6u);
+  EXPECT_EQ(an->qps.count(j1t5[2]), 0u);
+  EXPECT_EQ(an->trees.count(5), 1u);
+
+  // Release: all listed QPNs must be the job's and the tree's.
+  mad::QpAllocation rel;
+  rel.opcode = mad::qp_alloc_op::kRelease;
+  rel.job_id = 1;
+  rel.tree_id = 7;
+  rel.count = 2;
+  rel.qpn[0] = j1t7[0];
+  rel.qpn[1] = j2t6[0];
+  EXPECT_EQ(Am(mad::method::kSet, 0, rel)->hdr.status, mad::mad_status::kInvalidField);
+  EXPECT_EQ(an->qps.size(), 6u);
+  rel.count = 1;
+  EXPECT_EQ(Am(mad::method::kSet, 0, rel)->hdr.status, 0);
+  EXPECT_EQ(an->qps.count(j1t7[0]), 0u);
+
+  // One tree: job 2's tree 6 and its QPs only.
+  EXPECT_EQ(Cleanup(mad::cleanup_scope::kTree, 0, 6, 0), 0);
+  for (uint32_t q : j2t6) EXPECT_EQ(an->qps.count(q), 0u);
+  EXPECT_EQ(an->qps.size(), 3u);
+
+  // One job: job 1's QPs of every tree, and tree 5 they carried; job 2's new QP stays.
+  auto j2t8 = Alloc(8, 1, /*job=*/2);
+  ASSERT_EQ(j2t8.size(), 1u);
+  EXPECT_EQ(Cleanup(mad::cleanup_scope::kJob, 1, 0, 0), 0);
+  EXPECT_TRUE(an->trees.empty());
+  ASSERT_EQ(an->qps.size(), 1u);
+  EXPECT_EQ(an->qps.begin()->first, j2t8[0]);
+  EXPECT_EQ(an->qps.begin()->second.job_id, 2u);
+  EXPECT_EQ(Cleanup(7, 0, 0, 0), mad::mad_status::kInvalidField);  // no such scope
 }
 
 TEST_F(SharpSimTest, SwitchPowerCycleClearsItsAn) {

@@ -7,6 +7,8 @@
 
 #include "base/log.h"
 #include "fabric/aggregation_node.h"
+#include "mad/attr/path_record.h"
+#include "sm/sa_server.h"
 
 namespace ibsm::sm {
 
@@ -104,6 +106,7 @@ struct SharpManager::Run_ {
   std::map<uint16_t, std::map<Guid, SharpAnTree>> intent;
   std::set<uint16_t> dirty;     // trees to (re)write
   std::set<uint16_t> failed;    // trees a write or read-back failed for
+  std::vector<uint8_t> link_mtu;  // by PortId: min of both ends' MTUCap; 0 unknown (LinkMtus)
   const Fabric& fabric() const { return sweep->fabric; }
   Lid LidOf(Guid port_guid) const {
     auto p = fabric().FindPort(port_guid);
@@ -122,7 +125,107 @@ std::string Hosts(const Fabric& f, const std::vector<PortId>& ports, size_t max 
   if (ports.size() > max) s += fmt::format(" and {} more", ports.size() - max);
   return s;
 }
+
+// One QP of an AN's share of a tree: the QPN and the far end it connects to.
+struct QpEdge {
+  uint32_t qpn = 0;
+  Guid remote{0};
+  uint32_t remote_qpn = 0;  // the far AN's QP for the same edge; 0 for a host
+};
+
+// The QPs AN `me` holds for a tree (parent first, then children in index order), with the
+// far end of each, from the per-AN view `per_an` (QPNs as allocated).
+std::vector<QpEdge> EdgesOf(const std::map<Guid, SharpAnTree>& per_an, Guid me) {
+  std::vector<QpEdge> out;
+  auto it = per_an.find(me);
+  if (it == per_an.end()) return out;
+  const SharpAnTree& at = it->second;
+  if (at.parent.value()) {
+    // The parent's QP for this edge: its child slot holding us.
+    uint32_t rq = 0;
+    auto p = per_an.find(at.parent);
+    if (p != per_an.end()) {
+      auto pos = std::find(p->second.children.begin(), p->second.children.end(), me);
+      const size_t idx = static_cast<size_t>(pos - p->second.children.begin());
+      if (idx < p->second.child_qpn.size()) rq = p->second.child_qpn[idx];
+    }
+    out.push_back({at.parent_qpn, at.parent, rq});
+  }
+  for (size_t c = 0; c < at.children.size() && c < at.child_qpn.size(); ++c) {
+    auto child = per_an.find(at.children[c]);
+    out.push_back({at.child_qpn[c], at.children[c], child != per_an.end() ? child->second.parent_qpn : 0});
+  }
+  return out;
+}
 }  // namespace
+
+uint32_t SharpPsn(Guid sender, uint32_t sender_qpn, uint16_t tree_id) {
+  // splitmix64's finaliser over the three: deterministic, and neighbouring QPNs differ.
+  uint64_t x = sender.value() ^ (uint64_t{sender_qpn & 0xFFFFFF} << 16) ^ tree_id;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  const uint32_t psn = static_cast<uint32_t>(x % (mad::kPsnLimit - 1)) + 1;
+  return psn;
+}
+
+// The path between two end ports (AN or host) of a tree edge: both cables to their
+// switches, and between two different switches the links joining them (a tree edge joins
+// adjacent tiers; the smallest of parallel links is taken, as the LFTs may use any). With
+// no direct link, every link of both switches bounds it. Unknown MTUs do not count.
+uint8_t SharpManager::PathMtu(Guid a, Guid b) const {
+  const Fabric& f = run_->fabric();
+  uint8_t m = mad::IsValidMtu(options_.mtu) ? options_.mtu : mad::mtu::k4096;
+  auto mtu_of = [&](PortId p) -> uint8_t {
+    const uint8_t v = p < run_->link_mtu.size() ? run_->link_mtu[p] : 0;
+    return mad::IsValidMtu(v) ? v : 0;
+  };
+  auto pa = f.FindPort(a), pb = f.FindPort(b);
+  if (!pa || !pb) return m;
+  for (PortId p : {*pa, *pb})
+    if (uint8_t v = mtu_of(p)) m = std::min(m, v);
+  if (!f.port(*pa).connected() || !f.port(*pb).connected()) return m;
+  const NodeId sa = f.port(f.port(*pa).peer).node;
+  const NodeId sb = f.port(f.port(*pb).peer).node;
+  if (sa == sb) return m;
+  uint8_t direct = UINT8_MAX, around = UINT8_MAX;
+  for (NodeId sw : {sa, sb}) {
+    for (uint32_t i = 1; i <= f.node(sw).num_ports; ++i) {
+      const PortId p = f.port_id(sw, PortNum{static_cast<uint8_t>(i)});
+      const uint8_t v = mtu_of(p);
+      if (!v || !f.port(p).connected()) continue;
+      around = std::min(around, v);
+      if (f.port(f.port(p).peer).node == (sw == sa ? sb : sa)) direct = std::min(direct, v);
+    }
+  }
+  const uint8_t between = direct != UINT8_MAX ? direct : around;
+  return between != UINT8_MAX ? std::min(m, between) : m;
+}
+
+mad::QpcConfig SharpManager::QpContext(uint16_t tree_id, Guid me, uint32_t qpn, Guid remote,
+                                       uint32_t remote_qpn) const {
+  mad::QpcConfig c;
+  c.qpn = qpn;
+  c.state = mad::qp_state::kReady;
+  c.transport = mad::qp_transport::kRc;
+  c.remote_qpn = remote_qpn;
+  c.remote_lid = run_->LidOf(remote).value();
+  c.tree_id = tree_id;
+  c.mtu = PathMtu(me, remote);
+  c.sl = options_.sl;
+  c.retry_count = options_.retry_count;
+  c.rnr_retry = options_.rnr_retry;
+  c.rnr_min_timer = options_.rnr_min_timer;
+  c.local_ack_timeout = options_.local_ack_timeout;
+  c.remote_guid = remote.value();
+  c.pkey = options_.pkey;
+  c.qkey = options_.qkey;
+  c.send_psn = SharpPsn(me, qpn, tree_id);
+  c.recv_psn = SharpPsn(remote, remote_qpn, tree_id);
+  c.max_rd_atomic = options_.max_rd_atomic;
+  c.max_dest_rd_atomic = options_.max_dest_rd_atomic;
+  return c;
+}
 
 SharpManager::SharpManager(mad::Transport& transport, SmpPipeline& pipeline, SharpOptions options)
     : pipeline_(pipeline),
@@ -142,7 +245,15 @@ void SharpManager::Run(std::shared_ptr<const DiscoveryResult> sweep, std::functi
   run_->done = std::move(done);
   summary_ = SharpSummary{};
   summary_.ran = true;
+  if (!announced_) {
+    announced_ = true;
+    Log(LogName::kSm).info("SM-SHARP-009 the class 0x0B field layouts (ANInfo, TreeConfig, "
+                           "QPAllocation, QPCConfig, ResourceCleanup) are ibsm's own (ibsm "
+                           "encoding v2, mad/attr/sharp.h), unverified against a real "
+                           "aggregation node");
+  }
   const Fabric& f = run_->sweep->fabric;
+  run_->link_mtu = LinkMtus(f, run_->sweep->nodes);
   for (NodeId n = 0; n < f.node_count(); ++n) {
     auto sp = AggregationNodeSwitchPort(f, n);
     if (!sp) continue;
@@ -326,20 +437,18 @@ void SharpManager::Verify(bool after_write) {
                      if (!same) mismatch->insert(tid);
                    });
       }
-      // Each QP's context must still name the far end of its edge.
-      auto check_qp = [&](uint32_t qpn, Guid remote) {
-        gmp_->Send(lid, mad::MakeAmRequest(mad::method::kGet, mad::am_attr::kQpcConfig, qpn),
-                   [mismatch, tid, qpn, remote](Result<mad::AmMad> r) {
-                     auto q = r.ok() ? mad::Decode<mad::QpcConfig>(r->data)
-                                     : Result<mad::QpcConfig>(r.status());
-                     if (!q.ok() || q->qpn != qpn || q->tree_id != tid ||
-                         q->state != mad::qp_state::kReady || q->remote_guid != remote.value())
-                       mismatch->insert(tid);
-                   });
-      };
-      if (want.parent_qpn) check_qp(want.parent_qpn, want.parent);
-      for (size_t c = 0; c < want.child_qpn.size() && c < want.children.size(); ++c)
-        check_qp(want.child_qpn[c], want.children[c]);
+      // Each QP's context must still be the whole context this sweep's fabric gives it.
+      for (const QpEdge& e : EdgesOf(prog->second, an_guid)) {
+        const mad::QpcConfig want_ctx = QpContext(tid, an_guid, e.qpn, e.remote, e.remote_qpn);
+        mad::AmMad m = mad::MakeAmRequest(mad::method::kGet, mad::am_attr::kQpcConfig, 0);
+        mad::QpcConfig which;  // the Get names the QP in its data
+        which.qpn = e.qpn;
+        mad::EncodeTo(which, m.data);
+        gmp_->Send(lid, m, [mismatch, tid, want_ctx](Result<mad::AmMad> r) {
+          auto q = r.ok() ? mad::Decode<mad::QpcConfig>(r->data) : Result<mad::QpcConfig>(r.status());
+          if (!q.ok() || !(*q == want_ctx)) mismatch->insert(tid);
+        });
+      }
     }
   }
   gmp_->WhenIdle([this, mismatch, after_write] {
@@ -381,6 +490,7 @@ void SharpManager::Write() {
     mad::ResourceCleanup rc;
     rc.scope = mad::cleanup_scope::kTree;
     rc.tree_id = id;
+    rc.job_id = options_.job_id;
     mad::EncodeTo(rc, m.data);
     gmp_->Send(run.ans[it->second].lid, m, [](Result<mad::AmMad>) {});  // failures counted
   }
@@ -400,6 +510,7 @@ void SharpManager::Write() {
           mad::QpAllocation q;
           q.opcode = mad::qp_alloc_op::kAllocate;
           q.tree_id = id;
+          q.job_id = options_.job_id;
           q.count = static_cast<uint8_t>(std::min(need - done, mad::kQpAllocationMax));
           mad::EncodeTo(q, m.data);
           const Guid g = an_guid;
@@ -429,23 +540,14 @@ void SharpManager::Write() {
       Run_& run = *run_;
       for (uint16_t id : run.dirty) {
         if (run.failed.count(id)) continue;
-        auto& per_an = run.intent[id];
-        for (auto& entry : per_an) {
+        const auto& per_an = run.intent[id];
+        for (const auto& entry : per_an) {
           // Not a structured binding: clang before 16 cannot capture one in the lambda below.
           const Guid an_guid = entry.first;
-          auto& at = entry.second;
           const Lid lid = run.LidOf(an_guid);
-          auto configure = [&](uint32_t qpn, Guid remote, uint32_t remote_qpn) {
+          for (const QpEdge& e : EdgesOf(per_an, an_guid)) {
             mad::AmMad m = mad::MakeAmRequest(mad::method::kSet, mad::am_attr::kQpcConfig, 0);
-            mad::QpcConfig c;
-            c.qpn = qpn;
-            c.state = mad::qp_state::kReady;
-            c.remote_qpn = remote_qpn;
-            c.remote_lid = run.LidOf(remote).value();
-            c.tree_id = id;
-            c.sl = options_.sl;
-            c.remote_guid = remote.value();
-            mad::EncodeTo(c, m.data);
+            mad::EncodeTo(QpContext(id, an_guid, e.qpn, e.remote, e.remote_qpn), m.data);
             const uint16_t tid = id;
             gmp_->Send(lid, m, [this, tid, an = an_guid](Result<mad::AmMad> r) {
               if (r.ok() || run_->failed.count(tid)) return;
@@ -453,21 +555,6 @@ void SharpManager::Write() {
               Note("SM-SHARP-005", fmt::format("QPCConfig for tree {} on AN {} failed: {}", tid,
                                                ToString(an), r.status().ToString()));
             });
-          };
-          if (at.parent.value()) {
-            // The parent's QP for this edge: its child slot holding us.
-            uint32_t rq = 0;
-            auto p = per_an.find(at.parent);
-            if (p != per_an.end()) {
-              auto pos = std::find(p->second.children.begin(), p->second.children.end(), an_guid);
-              const size_t idx = static_cast<size_t>(pos - p->second.children.begin());
-              if (idx < p->second.child_qpn.size()) rq = p->second.child_qpn[idx];
-            }
-            configure(at.parent_qpn, at.parent, rq);
-          }
-          for (size_t c = 0; c < at.children.size() && c < at.child_qpn.size(); ++c) {
-            auto child = per_an.find(at.children[c]);
-            configure(at.child_qpn[c], at.children[c], child != per_an.end() ? child->second.parent_qpn : 0);
           }
         }
       }

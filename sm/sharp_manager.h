@@ -10,6 +10,12 @@
 //     back every sweep), are rewritten: ResourceCleanup of the tree, QPAllocation, QPCConfig
 //     per tree edge, TreeConfig (write tree, then add children past 44), and read back;
 //     trees that vanished are cleaned up on the ANs that still answer.
+// Each tree QP's context is a whole reliable-connected one, filled from the fabric: path MTU
+// (the smallest link MTU between the two ends, at most SharpOptions::mtu), the P_Key, Q_Key,
+// SL and retry limits of SharpOptions, and PSNs derived from the sending end's port GUID,
+// QPN and tree id (SharpPsn), so writing the same tree again writes the same bytes. The
+// class 0x0B layouts are ibsm's own (mad/attr/sharp.h), unverified against a real
+// aggregation node; the first Run logs so (SM-SHARP-009).
 // A failed switch or link changes the next sweep's fabric, so the affected trees are rebuilt
 // then; hosts that lose coverage are logged (SM-SHARP-001). Nothing here blocks SUBNET UP.
 //
@@ -37,7 +43,21 @@ struct SharpOptions {
   mad::SendOptions send;
   size_t window = 32;  // class 0x0B MADs in flight
   uint8_t sl = 0;      // SL written into every tree QP's context
+  uint8_t mtu = 5;     // largest path MTU (mad::mtu code, 5 = 4096); a smaller link wins
+  uint16_t pkey = 0xFFFF;      // the default partition, full member
+  uint32_t qkey = 0x53485250;  // ibsm's own; any value the hosts' SHARP daemons agree on
+  uint32_t job_id = 1;         // the job every QP the SM allocates belongs to
+  uint8_t retry_count = 7;
+  uint8_t rnr_retry = 7;           // 7: retry for ever
+  uint8_t rnr_min_timer = 12;      // IBA code 12: 0.64 ms
+  uint8_t local_ack_timeout = 14;  // 4.096 us x 2^14: about 67 ms
+  uint8_t max_rd_atomic = 1;
+  uint8_t max_dest_rd_atomic = 1;
 };
+
+// The PSN a tree QP sends from (and its far end expects): derived from the sender's port
+// GUID, QPN (0 for a host's QP not yet bound) and the tree id; never 0, below 2^24.
+uint32_t SharpPsn(Guid sender, uint32_t sender_qpn, uint16_t tree_id);
 
 // What one AN holds for one tree, by GUIDs (the intent) and the QPNs that carry it.
 struct SharpAnTree {
@@ -114,6 +134,11 @@ class SharpManager {
   void Write();
   void Finish();
   void Note(const std::string& id, const std::string& text);
+  // The context of `qpn` on AN `me` for tree `tree_id`, whose far end is `remote`'s QP
+  // `remote_qpn`: what QPCConfig Set writes and the read-back expects.
+  mad::QpcConfig QpContext(uint16_t tree_id, Guid me, uint32_t qpn, Guid remote,
+                           uint32_t remote_qpn) const;
+  uint8_t PathMtu(Guid a, Guid b) const;
 
   SmpPipeline& pipeline_;
   SharpOptions options_;
@@ -123,6 +148,7 @@ class SharpManager {
   SharpCounters counters_;
   std::map<uint16_t, std::map<Guid, SharpAnTree>> programmed_;
   std::map<Guid, uint16_t> tree_ids_;
+  bool announced_ = false;  // SM-SHARP-009 logged
 };
 
 }  // namespace ibsm::sm

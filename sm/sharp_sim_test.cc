@@ -4,6 +4,9 @@
 // respects the radix; after a spine link or a switch fails the trees are rebuilt.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
@@ -16,6 +19,7 @@
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/subnet_manager.h"
+#include "sm/test_util.h"
 
 namespace ibsm::sm {
 namespace {
@@ -361,6 +365,198 @@ TEST(SharpSmTest, SwitchRebootLosesTheTreesAndTheNextSweepWritesThemBack) {
   EXPECT_TRUE(seen[1].stats.subnet_up);
   EXPECT_EQ(seen[1].summary.trees.size(), 4u);
   ExpectTreesHold(bed, seen[1], 2, true);
+}
+
+// Every QP an AN holds, with the AN's port GUID and the tree the QP serves.
+struct SharpQpView {
+  Guid an_port{0};
+  const sim::SharpSim::Qp* qp = nullptr;
+};
+std::map<std::pair<Guid, uint32_t>, SharpQpView> AllTreeQps(const Bed& bed) {
+  std::map<std::pair<Guid, uint32_t>, SharpQpView> out;
+  for (const auto& an : bed.sharp->ans())
+    for (const auto& [qpn, qp] : an.qps) out[{bed.AnPortGuid(an.an), qpn}] = {bed.AnPortGuid(an.an), &qp};
+  return out;
+}
+
+// The SM writes a whole reliable-connected context into every tree QP, from the fabric and
+// SharpOptions (sm/sharp_manager.h), and both ends of an AN-to-AN edge agree on it.
+TEST(SharpSmTest, EveryTreeQpHasAWholeRcContextFromTheFabric) {
+  Bed bed(FatTree2(8), All());
+  auto seen = RunSharpSm(bed, SharpOn());
+  ASSERT_EQ(seen.size(), 1u);
+  ASSERT_EQ(seen[0].summary.trees.size(), 4u);
+  for (const auto& t : seen[0].summary.trees) EXPECT_TRUE(t.programmed);
+  const SharpOptions defaults;
+  const auto qps = AllTreeQps(bed);
+  size_t edges = 0;
+  for (const auto& [tree, per_an] : seen[0].programmed)
+    for (const auto& [g, at] : per_an) edges += (at.parent.value() ? 1 : 0) + at.children.size();
+  EXPECT_EQ(qps.size(), edges);  // every QP serves an edge: none left over
+  size_t an_edges = 0;
+  for (const auto& [key, v] : qps) {
+    const mad::QpcConfig& c = v.qp->qpc;
+    SCOPED_TRACE(::testing::Message() << "AN " << ToString(v.an_port) << " QP " << c.qpn);
+    EXPECT_EQ(sim::SharpSim::IncompleteRcField(c), nullptr);
+    EXPECT_EQ(c.state, mad::qp_state::kReady);
+    EXPECT_EQ(c.transport, mad::qp_transport::kRc);
+    EXPECT_EQ(c.tree_id, v.qp->tree_id);
+    EXPECT_EQ(v.qp->job_id, defaults.job_id);
+    EXPECT_EQ(c.mtu, mad::mtu::k4096);  // every simulated port: MTUCap 4096
+    EXPECT_EQ(c.pkey, 0xFFFF);
+    EXPECT_EQ(c.qkey, defaults.qkey);
+    EXPECT_EQ(c.sl, 0);
+    EXPECT_EQ(c.retry_count, 7);
+    EXPECT_EQ(c.rnr_retry, 7);
+    EXPECT_EQ(c.local_ack_timeout, defaults.local_ack_timeout);
+    EXPECT_EQ(c.send_psn, SharpPsn(v.an_port, c.qpn, c.tree_id));
+    auto remote = bed.fabric.FindPort(Guid{c.remote_guid});
+    ASSERT_TRUE(remote.has_value());
+    EXPECT_EQ(c.remote_lid, bed.sim->port_info(*remote).lid);
+    if (c.remote_qpn == 0) {  // a host's QP, bound by its daemon later
+      EXPECT_TRUE(IsHostPort(bed.fabric, *remote));
+      EXPECT_EQ(c.recv_psn, SharpPsn(Guid{c.remote_guid}, 0, c.tree_id));
+      continue;
+    }
+    // An AN: its QP names this one back, and each end receives what the other sends.
+    auto far = qps.find({Guid{c.remote_guid}, c.remote_qpn});
+    ASSERT_NE(far, qps.end());
+    const mad::QpcConfig& o = far->second.qp->qpc;
+    EXPECT_EQ(o.remote_qpn, c.qpn);
+    EXPECT_EQ(o.remote_guid, v.an_port.value());
+    EXPECT_EQ(o.tree_id, c.tree_id);
+    EXPECT_EQ(o.recv_psn, c.send_psn);
+    EXPECT_EQ(o.send_psn, c.recv_psn);
+    EXPECT_EQ(o.mtu, c.mtu);
+    ++an_edges;
+  }
+  EXPECT_EQ(an_edges, 2u * 4u * 8u);  // 4 trees x 8 leaf ANs, both ends
+}
+
+// The context's MTU is the path's: a 2048 host cable and a 1024 spine link lower exactly the
+// QPs whose path crosses them.
+TEST(SharpSmTest, TheSmallestLinkMtuOnAnEdgeIsItsQpsMtu) {
+  Bed bed(FatTree2(8), All());
+  const NodeId leaf = *bed.fabric.FindNodeByName("leaf-002");
+  const NodeId spine = *bed.fabric.FindNodeByName("spine-03");
+  PortId host = kNoPort, uplink = kNoPort;
+  for (uint32_t p = 1; p <= bed.fabric.node(leaf).num_ports; ++p) {
+    const PortId id = bed.fabric.port_id(leaf, PortNum{static_cast<uint8_t>(p)});
+    const Port& port = bed.fabric.port(id);
+    if (!port.connected()) continue;
+    if (host == kNoPort && IsHostPort(bed.fabric, port.peer)) host = port.peer;
+    if (bed.fabric.port(port.peer).node == spine) uplink = id;
+  }
+  ASSERT_NE(host, kNoPort);
+  ASSERT_NE(uplink, kNoPort);
+  bed.sim->SetPortCaps(host, mad::mtu::k2048, bed.sim->port_info(host).vl_cap);
+  bed.sim->SetPortCaps(uplink, mad::mtu::k1024, bed.sim->port_info(uplink).vl_cap);
+  auto seen = RunSharpSm(bed, SharpOn());
+  ASSERT_EQ(seen.size(), 1u);
+  for (const auto& t : seen[0].summary.trees) EXPECT_TRUE(t.programmed);
+  const Guid host_guid = bed.fabric.port(host).guid;
+  const Guid leaf_an = bed.AnPortGuid(*bed.fabric.FindNodeByName("leaf-002-an"));
+  const Guid spine_an = bed.AnPortGuid(*bed.fabric.FindNodeByName("spine-03-an"));
+  size_t to_host = 0, on_uplink = 0;
+  for (const auto& [key, v] : AllTreeQps(bed)) {
+    const mad::QpcConfig& c = v.qp->qpc;
+    const Guid remote{c.remote_guid};
+    uint8_t want = mad::mtu::k4096;
+    if (remote == host_guid) {
+      want = mad::mtu::k2048;
+      ++to_host;
+    } else if ((v.an_port == leaf_an && remote == spine_an) || (v.an_port == spine_an && remote == leaf_an)) {
+      want = mad::mtu::k1024;
+      ++on_uplink;
+    }
+    EXPECT_EQ(c.mtu, want) << ToString(v.an_port) << " -> " << ToString(remote);
+  }
+  EXPECT_EQ(to_host, 4u);    // one QP per tree on the host's leaf AN
+  EXPECT_EQ(on_uplink, 2u);  // spine-03's tree: both ends of that edge
+}
+
+// The context settings come from the SM's options: a P_Key and SL given there reach every
+// QP; a P_Key of 0 leaves the contexts incomplete, so the ANs refuse them, the trees are
+// reported not programmed and the QPs stay in reset.
+TEST(SharpSmTest, ContextSettingsComeFromTheOptionsAndAnIncompleteOneIsRefused) {
+  {
+    Bed bed(FatTree2(4), All());
+    SubnetManagerOptions o = SharpOn();
+    o.sharp.pkey = 0x8005;
+    o.sharp.sl = 3;
+    auto seen = RunSharpSm(bed, o);
+    ASSERT_EQ(seen.size(), 1u);
+    for (const auto& t : seen[0].summary.trees) EXPECT_TRUE(t.programmed);
+    const auto qps = AllTreeQps(bed);
+    ASSERT_FALSE(qps.empty());
+    for (const auto& [key, v] : qps) {
+      EXPECT_EQ(v.qp->qpc.pkey, 0x8005);
+      EXPECT_EQ(v.qp->qpc.sl, 3);
+    }
+  }
+  Bed bed(FatTree2(4), All());
+  SubnetManagerOptions o = SharpOn();
+  o.sharp.pkey = 0;
+  auto seen = RunSharpSm(bed, o);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(seen[0].stats.subnet_up);  // SHARP never holds SUBNET UP back
+  ASSERT_FALSE(seen[0].summary.trees.empty());
+  for (const auto& t : seen[0].summary.trees) EXPECT_FALSE(t.programmed);
+  size_t refused = 0;
+  for (const std::string& n : seen[0].summary.notes)
+    refused += n.find("SM-SHARP-005 QPCConfig") != std::string::npos;
+  EXPECT_EQ(refused, seen[0].summary.trees.size());  // one note per tree
+  for (const auto& [key, v] : AllTreeQps(bed)) EXPECT_EQ(v.qp->qpc.state, mad::qp_state::kReset);
+  EXPECT_GT(bed.sharp->counters().refused, 0u);
+}
+
+// PSNs and the rest of a context depend only on the fabric and the QPNs: the same fabric
+// programmed twice holds the same bytes, so writing a tree again changes nothing.
+TEST(SharpSmTest, TheSameFabricIsProgrammedWithTheSameContexts) {
+  Bed a(FatTree2(8), All());
+  Bed b(FatTree2(8), All());
+  ASSERT_EQ(RunSharpSm(a, SharpOn()).size(), 1u);
+  ASSERT_EQ(RunSharpSm(b, SharpOn()).size(), 1u);
+  const auto qa = AllTreeQps(a), qb = AllTreeQps(b);
+  ASSERT_EQ(qa.size(), qb.size());
+  ASSERT_FALSE(qa.empty());
+  for (const auto& [key, v] : qa) {
+    auto w = qb.find(key);
+    ASSERT_NE(w, qb.end());
+    EXPECT_EQ(v.qp->qpc, w->second.qp->qpc);
+  }
+  // SharpPsn: never 0, 24 bits, and neighbouring QPNs start apart.
+  std::set<uint32_t> psns;
+  for (uint32_t q = 0x100; q < 0x140; ++q) {
+    const uint32_t p = SharpPsn(Guid{0x0002c90300000010ull}, q, 1);
+    EXPECT_GT(p, 0u);
+    EXPECT_LT(p, mad::kPsnLimit);
+    EXPECT_EQ(p, SharpPsn(Guid{0x0002c90300000010ull}, q, 1));
+    psns.insert(p);
+  }
+  EXPECT_EQ(psns.size(), 0x40u);
+}
+
+// The layouts are ibsm's own and unverified: said once, however many sweeps run.
+TEST(SharpSmTest, UnverifiedLayoutsAreLoggedOnceAtTheFirstSharpStage) {
+  Bed bed(FatTree2(4), All());
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("ibsm-sharp-log-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+  size_t lines = 0;
+  size_t sweeps = 0;
+  {
+    testutil::LogCapture log(dir + "/log");
+    auto seen = RunSharpSm(bed, SharpOn(), [&](int n, SubnetManager& sm) {
+      if (n < 3) sm.RequestHeavySweep("test: again");
+      return n >= 3;
+    });
+    sweeps = seen.size();
+    lines = log.Count("SM-SHARP-009");
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(sweeps, 3u);
+  EXPECT_EQ(lines, 1u);
 }
 
 }  // namespace

@@ -91,7 +91,9 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
   qos_pipeline_.set_fenced(true);
   // Optional tables: a device that does not answer costs one timed-out request, not two.
   qos_pipeline_.set_rounds(1);
-  sharp_ = std::make_unique<SharpManager>(transport_, pipeline_, SharpOptions{options_.send});
+  SharpOptions sharp = options_.sharp;
+  sharp.send = options_.send;
+  sharp_ = std::make_unique<SharpManager>(transport_, pipeline_, sharp);
   // Traps 66/67 for groups created and deleted go to the InformInfo subscribers.
   mcast_.set_on_event([this](uint16_t trap, const mad::Gid& mgid) {
     ReportMulticastGroup(trap == mad::trap::kMcastGroupCreated, mad::ToGidBytes(mgid));

@@ -111,6 +111,9 @@ struct SubnetManagerOptions {
   PartitionPolicy partitions;
   ArConfig ar;  // adaptive routing (ar_mode, ar_sl_mask, ...), on top of any engine
   bool sharp_enable = false;  // SHARP aggregation trees (sm/sharp_manager.h)
+  // What SHARP writes into tree QP contexts (P_Key, SL, retry limits, ...); `send` is
+  // replaced by the SM's own. Read when the SM is built.
+  SharpOptions sharp;
 };
 
 struct SweepStats {

@@ -3,20 +3,33 @@
 // SM uses to find and enable aggregation nodes (docs/ar-sharp.md "SHARP").
 //
 // What the public sources fix is declared at their offsets. Where they fix nothing the
-// layouts below are "ibsm encoding v1", chosen here and frozen (marked so per field); a
-// hardware quirk is added behind these layouts, never at the call sites.
+// layouts below are ibsm's own, chosen here and frozen (marked so per field); a hardware
+// quirk is added behind these layouts, never at the call sites. The only public source that
+// gives the class 0x0B field layouts is marked proprietary, so none of the layouts of
+// ANInfo, TreeConfig, QPAllocation, QPCConfig and ResourceCleanup is verified against a
+// real aggregation node (docs/ar-sharp.md "SHARP"). The tables below are the only place
+// that places their bytes: change a layout here and nowhere else.
 //
-// ibsm encoding v1, in one place:
+// ibsm encoding v2 (v1 with QPAllocation, QPCConfig and ResourceCleanup made complete), in
+// one place:
 //  - TreeConfig parent/child QPNs name the aggregation node's *own* QP for that tree edge
 //    (from QPAllocation); the QP's QPCConfig names the far end (LID, QPN, port GUID).
 //  - QPAllocation: byte 0 bits 7-4 opcode (0 allocate, 1 release), bytes 2-3 tree id,
-//    byte 15 count (1..44), bytes 16.. 44 x BE32 QPN (low 24 bits); the response lists the
-//    QPNs allocated (release: the QPNs to free).
-//  - QPCConfig: bytes 1-3 QPN (the AN's QP), byte 4 bits 7-4 state (0 reset, 1 ready),
-//    bytes 5-7 remote QPN (0 = the host's SHARP daemon binds it later), bytes 8-9 remote
-//    LID, bytes 10-11 tree id, byte 12 bits 3-0 SL, bytes 16-23 remote port GUID.
-//  - ResourceCleanup: byte 0 bits 7-4 scope (0 everything, 1 one tree, 2 one QP),
-//    bytes 2-3 tree id, bytes 5-7 QPN.
+//    bytes 4-7 job id, byte 15 count (1..44), bytes 16.. 44 x BE32 QPN (low 24 bits); the
+//    response lists the QPNs allocated (release: the QPNs to free, of that job and tree).
+//  - QPCConfig, a reliable-connected QP context: bytes 1-3 QPN (the AN's QP), byte 4 bits
+//    7-4 state (0 reset, 1 ready) and bits 3-0 transport (1 RC), bytes 5-7 remote QPN (0 =
+//    the host's SHARP daemon binds it later), bytes 8-9 remote LID, bytes 10-11 tree id,
+//    byte 12 bits 7-4 path MTU (IBA code, 1 = 256 .. 5 = 4096) and bits 3-0 SL, byte 13
+//    bits 6-4 retry count and bits 2-0 RNR retry, byte 14 bits 4-0 RNR min timer and
+//    byte 15 bits 4-0 local ACK timeout (IBA codes), bytes 16-23 remote port GUID, bytes
+//    24-25 P_Key (value, with the membership bit), bytes 28-31 Q_Key, bytes 32-35 send PSN
+//    and 36-39 receive PSN (BE32, valid below 2^24), byte 40 RDMA reads/atomics the QP may
+//    have outstanding, byte 41 those it accepts as responder.
+//  - QPCConfig Get: modifier 0; the request's data names the QPN (bytes 1-3) and the answer
+//    is that QP's whole context.
+//  - ResourceCleanup: byte 0 bits 7-4 scope (0 everything, 1 one job, 2 one tree, 3 one QP),
+//    bytes 2-3 tree id, bytes 4-7 job id, bytes 9-11 QPN.
 //  - TreeConfig Get: modifier = tree id; answers the tree as the last writes left it
 //    (opcode 2, all children; more than 44 children are read with modifier bits 31-24 =
 //    index of the first child wanted).
@@ -98,7 +111,7 @@ inline AmMad MakeAmRequest(uint8_t method, uint16_t attr_id, uint32_t attr_mod) 
   return m;
 }
 
-// ANInfo (0x20), data bytes as ar-sharp.md lists them.
+// ANInfo (0x20), ibsm's own layout (unverified, see the top of this file).
 struct AnInfo {
   static constexpr uint16_t kAttrId = am_attr::kAnInfo;
   uint16_t tree_table_size = 0;  // trees this AN can be part of
@@ -173,7 +186,7 @@ struct Layout<TreeConfig> {
 // overall extents only).
 static_assert(128 + 43 * 32 + 32 == kAmDataSize * 8);
 
-// QPAllocation (0x21), ibsm encoding v1.
+// QPAllocation (0x21), ibsm encoding v2.
 namespace qp_alloc_op {
 inline constexpr uint8_t kAllocate = 0;
 inline constexpr uint8_t kRelease = 1;
@@ -182,6 +195,7 @@ struct QpAllocation {
   static constexpr uint16_t kAttrId = am_attr::kQpAllocation;
   uint8_t opcode = 0;
   uint16_t tree_id = 0;
+  uint32_t job_id = 0;  // the job the QPs belong to (ResourceCleanup by job frees them)
   uint8_t count = 0;
   std::array<uint32_t, kQpAllocationMax> qpn{};
 };
@@ -193,26 +207,48 @@ struct Layout<QpAllocation> {
   static constexpr std::array kFields = {
       F<&S::opcode>("opcode", 0, 4),
       F<&S::tree_id>("tree_id", 16, 16),
+      F<&S::job_id>("job_id", 32, 32, FieldFormat::kHex),
       F<&S::count>("count", 120, 8),
       A<&S::qpn>("qpn", 136, 24, 32, FieldFormat::kHex),
   };
 };
 static_assert(LayoutIsValid<QpAllocation>());
 
-// QPCConfig (0x22), ibsm encoding v1.
+// QPCConfig (0x22), ibsm encoding v2: everything a reliable-connected QP needs to reach
+// ready-to-send (IBA 10.2.4's QP attributes for the RTR and RTS transitions).
 namespace qp_state {
 inline constexpr uint8_t kReset = 0;
 inline constexpr uint8_t kReady = 1;
 }  // namespace qp_state
+namespace qp_transport {
+inline constexpr uint8_t kUnset = 0;  // a context that names no transport is incomplete
+inline constexpr uint8_t kRc = 1;     // reliable connected, the only one tree QPs use
+inline constexpr uint8_t kUc = 2;
+inline constexpr uint8_t kUd = 3;
+}  // namespace qp_transport
+inline constexpr uint32_t kPsnLimit = 1u << 24;  // PSNs are 24 bits (IBA 9.7.1)
 struct QpcConfig {
   static constexpr uint16_t kAttrId = am_attr::kQpcConfig;
   uint32_t qpn = 0;
   uint8_t state = 0;
+  uint8_t transport = 0;  // qp_transport
   uint32_t remote_qpn = 0;
   uint16_t remote_lid = 0;
   uint16_t tree_id = 0;
+  uint8_t mtu = 0;  // path MTU, mad::mtu code
   uint8_t sl = 0;
+  uint8_t retry_count = 0;    // transport retries before the QP fails (0..7)
+  uint8_t rnr_retry = 0;      // receiver-not-ready retries (0..7; 7 = without limit)
+  uint8_t rnr_min_timer = 0;  // IBA RNR NAK timer code (0 = 655.36 ms, 1 = 0.01 ms ..)
+  uint8_t local_ack_timeout = 0;  // 4.096 us x 2^n; 0 = wait for ever
   uint64_t remote_guid = 0;
+  uint16_t pkey = 0;
+  uint32_t qkey = 0;
+  uint32_t send_psn = 0;
+  uint32_t recv_psn = 0;
+  uint8_t max_rd_atomic = 0;       // outstanding RDMA reads/atomics as requester
+  uint8_t max_dest_rd_atomic = 0;  // as responder
+  bool operator==(const QpcConfig&) const = default;
 };
 template <>
 struct Layout<QpcConfig> {
@@ -222,25 +258,39 @@ struct Layout<QpcConfig> {
   static constexpr std::array kFields = {
       F<&S::qpn>("qpn", 8, 24, FieldFormat::kHex),
       F<&S::state>("state", 32, 4),
+      F<&S::transport>("transport", 36, 4),
       F<&S::remote_qpn>("remote_qpn", 40, 24, FieldFormat::kHex),
       F<&S::remote_lid>("remote_lid", 64, 16),
       F<&S::tree_id>("tree_id", 80, 16),
+      F<&S::mtu>("mtu", 96, 4),
       F<&S::sl>("sl", 100, 4),
+      F<&S::retry_count>("retry_count", 105, 3),
+      F<&S::rnr_retry>("rnr_retry", 109, 3),
+      F<&S::rnr_min_timer>("rnr_min_timer", 115, 5),
+      F<&S::local_ack_timeout>("local_ack_timeout", 123, 5),
       F<&S::remote_guid>("remote_guid", 128, 64, FieldFormat::kGuid),
+      F<&S::pkey>("pkey", 192, 16, FieldFormat::kHex),
+      F<&S::qkey>("qkey", 224, 32, FieldFormat::kHex),
+      F<&S::send_psn>("send_psn", 256, 32, FieldFormat::kHex),
+      F<&S::recv_psn>("recv_psn", 288, 32, FieldFormat::kHex),
+      F<&S::max_rd_atomic>("max_rd_atomic", 320, 8),
+      F<&S::max_dest_rd_atomic>("max_dest_rd_atomic", 328, 8),
   };
 };
 static_assert(LayoutIsValid<QpcConfig>());
 
-// ResourceCleanup (0x40), ibsm encoding v1.
+// ResourceCleanup (0x40), ibsm encoding v2.
 namespace cleanup_scope {
 inline constexpr uint8_t kAll = 0;
-inline constexpr uint8_t kTree = 1;
-inline constexpr uint8_t kQp = 2;
+inline constexpr uint8_t kJob = 1;
+inline constexpr uint8_t kTree = 2;
+inline constexpr uint8_t kQp = 3;
 }  // namespace cleanup_scope
 struct ResourceCleanup {
   static constexpr uint16_t kAttrId = am_attr::kResourceCleanup;
   uint8_t scope = 0;
   uint16_t tree_id = 0;
+  uint32_t job_id = 0;
   uint32_t qpn = 0;
 };
 template <>
@@ -251,7 +301,8 @@ struct Layout<ResourceCleanup> {
   static constexpr std::array kFields = {
       F<&S::scope>("scope", 0, 4),
       F<&S::tree_id>("tree_id", 16, 16),
-      F<&S::qpn>("qpn", 40, 24, FieldFormat::kHex),
+      F<&S::job_id>("job_id", 32, 32, FieldFormat::kHex),
+      F<&S::qpn>("qpn", 72, 24, FieldFormat::kHex),
   };
 };
 static_assert(LayoutIsValid<ResourceCleanup>());

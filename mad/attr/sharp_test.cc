@@ -1,5 +1,5 @@
 // Golden bytes and round trips for the SHARP wire formats (mad/attr/sharp.h). Offsets come
-// from docs/ar-sharp.md; the ibsm encoding v1 ones from the header's own table.
+// from docs/ar-sharp.md; ibsm's own ones (encoding v2) from the header's own table.
 #include "mad/attr/sharp.h"
 
 #include <gtest/gtest.h>
@@ -121,60 +121,133 @@ TEST(SharpCodecTest, TreeConfigPacksOpcodeStateAndChildren) {
   EXPECT_EQ(back->child_index, t.child_index);
 }
 
-TEST(SharpCodecTest, QpAllocationQpcConfigAndCleanupFollowEncodingV1) {
+// ibsm's own layout (encoding v2, unverified against an aggregation node): opcode, tree id,
+// job id, count and the QPN list.
+TEST(SharpCodecTest, QpAllocationIsIbsmsOwnV2LayoutWithJobOpcodeTreeCountAndQpns) {
   QpAllocation q;
   q.opcode = qp_alloc_op::kRelease;
-  q.tree_id = 9;
+  q.tree_id = 0x0009;
+  q.job_id = 0xA1B2C3D4;
   q.count = 3;
-  q.qpn[0] = 0x10203;
+  q.qpn[0] = 0x010203;
+  q.qpn[43] = 0xFFFFFF;
   std::array<uint8_t, kAmDataSize> d{};
+  d.fill(0xEE);  // every byte not named below must come out 0
   EncodeTo(q, d);
-  EXPECT_EQ(d[0], 0x10);
-  EXPECT_EQ(d[3], 9);
-  EXPECT_EQ(d[15], 3);
-  EXPECT_EQ(d[16], 0);
-  EXPECT_EQ(d[17], 0x01);
-  EXPECT_EQ(d[19], 0x03);
+  std::array<uint8_t, kAmDataSize> want{};
+  want[0] = 0x10;  // opcode 1 in bits 7-4
+  want[2] = 0x00;
+  want[3] = 0x09;  // tree id
+  want[4] = 0xA1;
+  want[5] = 0xB2;
+  want[6] = 0xC3;
+  want[7] = 0xD4;  // job id
+  want[15] = 3;    // count
+  want[17] = 0x01;
+  want[18] = 0x02;
+  want[19] = 0x03;  // QPN 0 in the low 24 bits of the BE32 at 16
+  want[189] = 0xFF;
+  want[190] = 0xFF;
+  want[191] = 0xFF;  // QPN 43 ends the data
+  EXPECT_EQ(d, want);
+  auto back = Decode<QpAllocation>(d);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->opcode, qp_alloc_op::kRelease);
+  EXPECT_EQ(back->job_id, 0xA1B2C3D4u);
+  EXPECT_EQ(back->tree_id, 9);
+  EXPECT_EQ(back->count, 3);
+  EXPECT_EQ(back->qpn, q.qpn);
+}
 
+// ibsm's own layout (encoding v2, unverified against an aggregation node): every field of a
+// reliable-connected QP context at its byte.
+TEST(SharpCodecTest, QpcConfigIsIbsmsOwnV2LayoutWithEveryRcField) {
   QpcConfig c;
   c.qpn = 0x000102;
   c.state = qp_state::kReady;
+  c.transport = qp_transport::kRc;
   c.remote_qpn = 0x030405;
   c.remote_lid = 0x0607;
   c.tree_id = 0x0809;
-  c.sl = 5;
+  c.mtu = 5;  // 4096
+  c.sl = 3;
+  c.retry_count = 7;
+  c.rnr_retry = 6;
+  c.rnr_min_timer = 12;
+  c.local_ack_timeout = 14;
   c.remote_guid = 0x0002c90300000010ull;
-  d.fill(0xFF);
+  c.pkey = 0xFFFF;
+  c.qkey = 0x11223344;
+  c.send_psn = 0x00ABCDEF;
+  c.recv_psn = 0x00123456;
+  c.max_rd_atomic = 4;
+  c.max_dest_rd_atomic = 8;
+  std::array<uint8_t, kAmDataSize> d{};
+  d.fill(0xEE);
   EncodeTo(c, d);
-  EXPECT_EQ(d[0], 0);
-  EXPECT_EQ(d[2], 0x01);
-  EXPECT_EQ(d[3], 0x02);
-  EXPECT_EQ(d[4], 0x10);
-  EXPECT_EQ(d[5], 0x03);
-  EXPECT_EQ(d[7], 0x05);
-  EXPECT_EQ(d[8], 0x06);
-  EXPECT_EQ(d[9], 0x07);
-  EXPECT_EQ(d[10], 0x08);
-  EXPECT_EQ(d[11], 0x09);
-  EXPECT_EQ(d[12], 0x05);
-  EXPECT_EQ(d[16], 0x00);
-  EXPECT_EQ(d[18], 0xc9);
-  EXPECT_EQ(d[23], 0x10);
-  auto cb = Decode<QpcConfig>(d);
-  ASSERT_TRUE(cb.ok());
-  EXPECT_EQ(cb->remote_guid, c.remote_guid);
-  EXPECT_EQ(cb->remote_qpn, c.remote_qpn);
+  const std::array<uint8_t, 42> want = {
+      0x00, 0x00, 0x01, 0x02,  // 0: reserved, QPN
+      0x11, 0x03, 0x04, 0x05,  // 4: state 1 | transport RC 1, remote QPN
+      0x06, 0x07, 0x08, 0x09,  // 8: remote LID, tree id
+      0x53, 0x76, 0x0C, 0x0E,  // 12: MTU 5 | SL 3, retry 7 / RNR retry 6, RNR timer, ACK timeout
+      0x00, 0x02, 0xc9, 0x03, 0x00, 0x00, 0x00, 0x10,  // 16: remote port GUID
+      0xFF, 0xFF, 0x00, 0x00,  // 24: P_Key, reserved
+      0x11, 0x22, 0x33, 0x44,  // 28: Q_Key
+      0x00, 0xAB, 0xCD, 0xEF,  // 32: send PSN
+      0x00, 0x12, 0x34, 0x56,  // 36: receive PSN
+      0x04, 0x08,              // 40: outstanding reads as requester, as responder
+  };
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(d[i], want[i]) << "byte " << i;
+  for (size_t i = want.size(); i < kAmDataSize; ++i) EXPECT_EQ(d[i], 0) << "reserved byte " << i;
+  auto back = Decode<QpcConfig>(d);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, c);
+}
 
+// A PSN field is 32 bits wide so that a value past 24 bits reaches the AN, which refuses it,
+// instead of being cut to a different valid PSN by the codec.
+TEST(SharpCodecTest, QpcConfigCarriesAnOutOfRangePsnWhole) {
+  QpcConfig c;
+  c.send_psn = 0x01000000;
+  std::array<uint8_t, kAmDataSize> d{};
+  EncodeTo(c, d);
+  EXPECT_EQ(d[32], 0x01);
+  auto back = Decode<QpcConfig>(d);
+  ASSERT_TRUE(back.ok());
+  EXPECT_GE(back->send_psn, kPsnLimit);
+}
+
+// ibsm's own layout (encoding v2, unverified against an aggregation node): scope, tree id,
+// job id and QPN.
+TEST(SharpCodecTest, ResourceCleanupIsIbsmsOwnV2LayoutWithScopeJobTreeAndQpn) {
   ResourceCleanup r;
   r.scope = cleanup_scope::kQp;
   r.tree_id = 0x0A0B;
+  r.job_id = 0x01020304;
   r.qpn = 0x0C0D0E;
+  std::array<uint8_t, kAmDataSize> d{};
+  d.fill(0xEE);
   EncodeTo(r, d);
-  EXPECT_EQ(d[0], 0x20);
-  EXPECT_EQ(d[2], 0x0A);
-  EXPECT_EQ(d[3], 0x0B);
-  EXPECT_EQ(d[5], 0x0C);
-  EXPECT_EQ(d[7], 0x0E);
+  std::array<uint8_t, kAmDataSize> want{};
+  want[0] = 0x30;  // scope 3 (QP) in bits 7-4
+  want[2] = 0x0A;
+  want[3] = 0x0B;  // tree id
+  want[4] = 0x01;
+  want[5] = 0x02;
+  want[6] = 0x03;
+  want[7] = 0x04;  // job id
+  want[9] = 0x0C;
+  want[10] = 0x0D;
+  want[11] = 0x0E;  // QPN
+  EXPECT_EQ(d, want);
+  EXPECT_EQ(cleanup_scope::kAll, 0);
+  EXPECT_EQ(cleanup_scope::kJob, 1);
+  EXPECT_EQ(cleanup_scope::kTree, 2);
+  auto back = Decode<ResourceCleanup>(d);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->scope, cleanup_scope::kQp);
+  EXPECT_EQ(back->job_id, 0x01020304u);
+  EXPECT_EQ(back->qpn, 0x0C0D0Eu);
 }
 
 TEST(SharpCodecTest, SharpAnEnableIsByteZeroBitSix) {
