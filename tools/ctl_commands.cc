@@ -785,7 +785,8 @@ CtlTable HealthTable(const json& r) {
                         FindingText(findings[i])});
     }
   }
-  const bool perfmgr = r.value("perfmgr", json::object()).value("enabled", false);
+  const json pm = r.value("perfmgr", json::object());
+  const bool perfmgr = pm.is_object() && pm.value("enabled", false);
   t.note = !t.rows.empty() ? fmt::format("{} cables with findings, worst first", rank)
            : perfmgr       ? "healthy: no findings in the window"
                            : "healthy: no findings";

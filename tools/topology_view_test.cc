@@ -1,5 +1,7 @@
 #include "tools/topology_view.h"
 
+#include <cstdlib>
+#include <fstream>
 #include <regex>
 
 #include <gtest/gtest.h>
@@ -187,6 +189,11 @@ TEST(TopologyPictureTest, AK16FabricIsAggregatedAndStillNamesItsUnhealthyCables)
   SvgOptions full_o;
   full_o.view = TopoView::kFull;
   const std::string full = TopologySvg(*topo, full_o);
+  // IBSM_TOPO_PICTURE_DIR=/tmp writes both pictures there, to look at.
+  if (const char* dir = std::getenv("IBSM_TOPO_PICTURE_DIR")) {
+    std::ofstream(std::string(dir) + "/k16-aggregate.svg") << agg;
+    std::ofstream(std::string(dir) + "/k16-full.svg") << full;
+  }
   EXPECT_NE(agg.find("class=\"ibsm-topo view-aggregate\""), std::string::npos);
   const size_t agg_elements = TvCount(agg, "<line") + TvCount(agg, "<rect");
   const size_t full_elements = TvCount(full, "<line") + TvCount(full, "<rect");
