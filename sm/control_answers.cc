@@ -151,20 +151,25 @@ void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfMana
   sink("}");
 }
 
+bool LinkErrorsMoved(const json& link) {
+  if (!link.is_object()) return false;
+  auto errors = link.find("errors");
+  if (errors == link.end() || !errors->is_object()) return false;
+  for (const char* side : {"a", "b"}) {
+    auto it = errors->find(side);
+    if (it != errors->end() && it->is_object() && !it->empty()) return true;
+  }
+  return false;
+}
+
 Result<json> FilterLinks(json answer, bool only_degraded, bool only_errors) {
   if (only_errors && answer.value("perfmgr_sweep", json()).is_null())
     return Unavailable("the PerfMgr is off (perfmgr FALSE): no error counters are read");
   if (!only_degraded && !only_errors) return answer;
-  auto moved = [](const json& errors, const char* side) {
-    if (!errors.is_object()) return false;
-    auto it = errors.find(side);
-    return it != errors.end() && it->is_object() && !it->empty();
-  };
   json kept = json::array();
   for (json& l : answer["links"]) {
     if (only_degraded && !l.value("degraded", json(false)).is_string()) continue;
-    const json errors = l.value("errors", json());
-    if (only_errors && !moved(errors, "a") && !moved(errors, "b")) continue;
+    if (only_errors && !LinkErrorsMoved(l)) continue;
     kept.push_back(std::move(l));
   }
   answer["links"] = std::move(kept);

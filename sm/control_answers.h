@@ -54,6 +54,11 @@ void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfMana
 // How the one piece StreamLinksAnswer leaves out without `with_sweep` begins.
 inline constexpr std::string_view kLinksSweepPiece = ",\"perfmgr_sweep\":";
 
+// True when an error counter moved at either end of `link` (one cable of the `links` answer)
+// within the health window: what `links --errors` keeps, and what the topo picture never
+// draws "ok".
+bool LinkErrorsMoved(const nlohmann::json& link);
+
 // `links degraded errors`: keeps only the degraded links and/or those with errors; the
 // "degraded" count stays that of every link. Unavailable for `only_errors` on an answer
 // built without the PerfMgr.

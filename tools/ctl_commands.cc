@@ -21,7 +21,7 @@
 #include "sm/control_answers.h"
 #include "tools/control_client.h"
 #include "tools/ctl_ar.h"
-#include "tools/topology_view.h"
+#include "tools/ctl_topo.h"
 
 namespace ibsm::tools {
 
@@ -230,29 +230,8 @@ std::string ErrorText(const json& errors) {
 }
 
 std::string FormatLinks(const json& r) {
-  std::vector<std::vector<std::string>> rows;
-  size_t with_errors = 0;
-  for (const auto& l : r.value("links", json::array())) {
-    const json& d = l["degraded"];
-    std::string health = d.is_string() ? "DEGRADED: " + d.get<std::string>() : "";
-    std::string errors = ErrorText(l.value("errors", json()));
-    if (!errors.empty()) {
-      ++with_errors;
-      health += (health.empty() ? "ERRORS: " : "; ERRORS: ") + errors;
-    }
-    rows.push_back({End(l["a"]), End(l["b"]), Get(l, "width"), Get(l, "speed"), Get(l, "state"),
-                    health});
-  }
-  if (!r.value("perfmgr_sweep", json()).is_null()) {
-    return SnapshotLine(r) +
-           AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
-           fmt::format("{} links, {} degraded, {} with errors in the health window up to "
-                       "PerfMgr sweep {}\n",
-                       rows.size(), Get(r, "degraded"), with_errors, Get(r, "perfmgr_sweep"));
-  }
-  return SnapshotLine(r) +
-         AlignedTable({"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, rows) +
-         fmt::format("{} links, {} degraded\n", rows.size(), Get(r, "degraded"));
+  const CtlTable t = LinksTable(r);
+  return SnapshotLine(r) + AlignedTable(t.header, t.rows) + t.note + "\n";
 }
 
 // ---- health ---------------------------------------------------------------------------
@@ -353,21 +332,9 @@ std::string FormatHealth(const json& r) {
   } else {
     out += "PerfMgr off (perfmgr FALSE): degraded links only\n";
   }
-  std::vector<std::vector<std::string>> rows;
-  size_t rank = 0;
-  for (const auto& c : r.value("cables", json::array())) {
-    const auto& findings = c.value("findings", json::array());
-    for (size_t i = 0; i < findings.size(); ++i) {
-      rows.push_back({i == 0 ? std::to_string(++rank) : "",
-                      i == 0 ? End(c["a"]) : "", i == 0 && !c["b"].is_null() ? End(c["b"]) : "",
-                      FindingText(findings[i])});
-    }
-  }
-  if (rows.empty())
-    return out + (pm.value("enabled", false) ? "healthy: no findings in the window\n"
-                                             : "healthy: no findings\n");
-  return out + AlignedTable({"#", "END A", "END B", "FINDING"}, rows) +
-         fmt::format("{} cables with findings, worst first\n", rank);
+  const CtlTable t = HealthTable(r);
+  if (t.rows.empty()) return out + t.note + "\n";
+  return out + AlignedTable(t.header, t.rows) + t.note + "\n";
 }
 
 // ---- route ----------------------------------------------------------------------------
@@ -634,48 +601,6 @@ Result<json> ResweepArgs(const std::vector<std::string>& words) {
   return a;
 }
 
-Result<json> TopoArgs(const std::vector<std::string>& words) {
-  json a{{"format", "json"}};
-  for (size_t i = 0; i < words.size(); ++i) {
-    if (words[i] == "--format" && i + 1 < words.size()) {
-      const std::string& f = words[++i];
-      if (f != "dot" && f != "svg" && f != "json")
-        return InvalidArgument("--format is dot, svg or json, not '" + f + "'");
-      a["format"] = f;
-    } else {
-      return InvalidArgument("topo takes --format dot|svg|json, not '" + words[i] + "'");
-    }
-  }
-  return a;
-}
-std::string FormatTopo(const json& r) { return DumpJson(r, 2) + "\n"; }
-
-// Two questions (nodes, links) to the daemon or the state file, one picture.
-int RunTopo(const std::function<Result<json>(const char* cmd)>& ask, const json& args) {
-  auto nodes = ask("nodes");
-  auto links = nodes.ok() ? ask("links") : nodes;
-  if (!links.ok()) {
-    std::fprintf(stderr, "ibsmctl topo: %s\n", links.status().message().c_str());
-    return 2;
-  }
-  auto topo = BuildTopology((*nodes)["nodes"], (*links)["links"]);
-  if (!topo.ok()) {
-    std::fprintf(stderr, "ibsmctl topo: %s\n", topo.status().message().c_str());
-    return 2;
-  }
-  if (nodes->contains("as_of_us")) {
-    (*topo)["source"] = (*nodes)["source"];
-    (*topo)["as_of_us"] = std::min((*nodes)["as_of_us"].get<int64_t>(),
-                                   (*links)["as_of_us"].get<int64_t>());
-  }
-  const std::string format = args["format"];
-  std::string out = format == "dot"   ? TopologyDot(*topo)
-                    : format == "svg" ? TopologySvg(*topo)
-                                      : topo->dump(2) + "\n";
-  std::fputs(out.c_str(), stdout);
-  return 0;
-}
-
 // Without a daemon: what the state file holds, in the daemon's answer shapes, for the
 // commands that can be answered from it.
 
@@ -825,6 +750,49 @@ constexpr char kGlobalUsage[] =
 
 }  // namespace
 
+CtlTable LinksTable(const json& r) {
+  CtlTable t{{"END A", "END B", "WIDTH", "SPEED", "STATE", "HEALTH"}, {}, ""};
+  size_t with_errors = 0;
+  for (const auto& l : r.value("links", json::array())) {
+    const json& d = l["degraded"];
+    std::string health = d.is_string() ? "DEGRADED: " + d.get<std::string>() : "";
+    std::string errors = ErrorText(l.value("errors", json()));
+    if (!errors.empty()) {
+      ++with_errors;
+      health += (health.empty() ? "ERRORS: " : "; ERRORS: ") + errors;
+    }
+    t.rows.push_back({End(l["a"]), End(l["b"]), Get(l, "width"), Get(l, "speed"),
+                      Get(l, "state"), health});
+  }
+  t.note = r.value("perfmgr_sweep", json()).is_null()
+               ? fmt::format("{} links, {} degraded", t.rows.size(), Get(r, "degraded"))
+               : fmt::format("{} links, {} degraded, {} with errors in the health window up "
+                             "to PerfMgr sweep {}",
+                             t.rows.size(), Get(r, "degraded"), with_errors,
+                             Get(r, "perfmgr_sweep"));
+  return t;
+}
+
+CtlTable HealthTable(const json& r) {
+  CtlTable t{{"#", "END A", "END B", "FINDING"}, {}, ""};
+  size_t rank = 0;
+  for (const auto& c : r.value("cables", json::array())) {
+    const auto& findings = c.value("findings", json::array());
+    for (size_t i = 0; i < findings.size(); ++i) {
+      t.rows.push_back({i == 0 ? std::to_string(++rank) : "",
+                        i == 0 ? End(c["a"]) : "",
+                        i == 0 && !c["b"].is_null() ? End(c["b"]) : "",
+                        FindingText(findings[i])});
+    }
+  }
+  const json pm = r.value("perfmgr", json::object());
+  const bool perfmgr = pm.is_object() && pm.value("enabled", false);
+  t.note = !t.rows.empty() ? fmt::format("{} cables with findings, worst first", rank)
+           : perfmgr       ? "healthy: no findings in the window"
+                           : "healthy: no findings";
+  return t;
+}
+
 const std::vector<CtlGlobalFlag>& CtlGlobalFlags() {
   static const std::vector<CtlGlobalFlag> kFlags = {
       {"--socket", "PATH", "ibsmd's control socket (default /run/ibsm/ibsmd.sock, or $IBSM_SOCKET)"},
@@ -889,8 +857,11 @@ const std::vector<CtlCommand>& CtlCommands() {
        "queue a heavy sweep (root only); --wait: until it is done, with progress on a terminal",
        ResweepArgs, FormatQueued},
       {"log-level", "LEVEL", "set the daemon's log level (root only)", LevelArgs, FormatLevel},
-      {"topo", "[--format dot|svg|json]",
-       "the fabric drawn by switch tier, cables coloured by health", TopoArgs, FormatTopo},
+      {"topo", "[--format json|dot|svg|html] [--view auto|full|aggregate]",
+       "the fabric drawn by switch tier, names on the boxes, cables coloured as links and "
+       "health judge them; html: the picture (pan, zoom) beside the health and links tables; "
+       "aggregate (auto above 600 nodes): groups per pod and tier, unhealthy cables one by one",
+       TopoArgs, FormatTopo},
       {"help", "", "the commands the running daemon serves", NoArgs, FormatHelp},
   };
   return kCommands;

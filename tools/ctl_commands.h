@@ -49,6 +49,18 @@ std::string AlignedTable(const std::vector<std::string>& header,
 // A JSON scalar as a person reads it: strings bare, null as "-", numbers as written.
 std::string Cell(const nlohmann::json& v);
 
+// A table as a command prints it: the header, the rows (cells as Cell gives them, escaped
+// for a terminal, not for markup) and the line under it.
+struct CtlTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::string note;  // "3072 links, 0 degraded"; no newline
+};
+// The table of `ibsmctl links` from a links answer, and of `ibsmctl health` from a health
+// answer (the findings of the health window), also shown beside the topo page's picture.
+CtlTable LinksTable(const nlohmann::json& links);
+CtlTable HealthTable(const nlohmann::json& health);
+
 // `ibsmctl --state-db PATH status|events|ha`: the answer built from a state file, read-only,
 // in the daemon's answer shapes; FailedPrecondition for commands that need the daemon.
 Result<nlohmann::json> CtlFromStateFile(const std::string& path, const std::string& cmd,

@@ -93,6 +93,11 @@ TEST(CtlCommandsTest, WordsBecomeArgsOrAUsageError) {
   EXPECT_FALSE(FindCtlCommand("links")->make_args({"--bogus"}).ok());
   EXPECT_FALSE(FindCtlCommand("check")->make_args({"--permutations", "x"}).ok());
   EXPECT_FALSE(FindCtlCommand("topo")->make_args({"--format", "png"}).ok());
+  EXPECT_FALSE(FindCtlCommand("topo")->make_args({"--view", "tiny"}).ok());
+  auto topo = FindCtlCommand("topo")->make_args({"--format", "html", "--view", "aggregate"});
+  ASSERT_TRUE(topo.ok());
+  EXPECT_EQ((*topo)["format"], "html");
+  EXPECT_EQ((*topo)["view"], "aggregate");
   auto since = FindCtlCommand("events")->make_args({"--since", "2h", "--limit", "5"});
   ASSERT_TRUE(since.ok());
   EXPECT_EQ((*since)["limit"], 5);
@@ -140,12 +145,18 @@ TEST(TopologyViewTest, TiersFollowTheHostsAndHealthColoursTheCables) {
   EXPECT_EQ(tier["0xs"], 1);
   EXPECT_EQ(tier["0xc"], 2);
   std::string dot = TopologyDot(*topo);
-  EXPECT_NE(dot.find("\"0xs\" -- \"0xl\" [color=\"#d62728\" penwidth=2]"), std::string::npos) << dot;
-  EXPECT_NE(dot.find("\"0xc\" -- \"0xs\" [color=\"#999999\" penwidth=2]"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("\"0xs\" -- \"0xl\" [color=\"#d62728\" style=dashed penwidth=2]"),
+            std::string::npos)
+      << dot;
+  EXPECT_NE(dot.find("\"0xc\" -- \"0xs\" [color=\"#999999\" style=dotted penwidth=2]"),
+            std::string::npos)
+      << dot;
   std::string svg = TopologySvg(*topo);
   EXPECT_EQ(svg.rfind("<svg ", 0), 0u);
   EXPECT_NE(svg.find("stroke=\"#d62728\""), std::string::npos);
-  EXPECT_NE(svg.find("n0xl port 2 - n0xs port 1: degraded</title>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("n0xl port 2 - n0xs port 1: degraded\ndegraded: width 1x of 4x</title>"),
+            std::string::npos)
+      << svg;
   EXPECT_FALSE(BuildTopology(nodes, json::array({{{"a", end("0xh", 1)}, {"b", end("0xq", 1)}}})).ok())
       << "a cable to a node nobody listed";
   // A cable whose error counters moved within the health window is never drawn "ok".
@@ -154,9 +165,14 @@ TEST(TopologyViewTest, TiersFollowTheHostsAndHealthColoursTheCables) {
   ASSERT_TRUE(topo.ok());
   EXPECT_EQ((*topo)["links"][0]["health"], "errors") << topo->dump();
   dot = TopologyDot(*topo);
-  EXPECT_NE(dot.find("\"0xl\" -- \"0xh\" [color=\"#ff7f0e\" penwidth=2]"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("\"0xl\" -- \"0xh\" [color=\"#ff7f0e\" style=bold penwidth=2]"),
+            std::string::npos)
+      << dot;
   svg = TopologySvg(*topo);
-  EXPECT_NE(svg.find("n0xh port 1 - n0xl port 1: errors</title>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("n0xh port 1 - n0xl port 1: errors\nb end: symbol_errors +500 in the health "
+                     "window</title>"),
+            std::string::npos)
+      << svg;
 }
 
 TEST(CtlCommandsTest, AStateFileAnswersStatusEventsAndHaWithoutADaemon) {

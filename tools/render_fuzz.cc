@@ -1,8 +1,8 @@
 // Fuzz target: every renderer of text a host controls. The input becomes the
 // NodeDescriptions of a small fabric (up to 64 bytes each, any bytes, no NUL needed), and
 // each place that shows them must stay what its reader expects: JSON answers parse, the SVG
-// keeps its markup balanced and XML-legal, DOT and log text carry no control byte, and the
-// dump file prints OpenSM's printable form.
+// (both views) and the HTML page keep their markup balanced and XML-legal, DOT and log text
+// carry no control byte, and the dump file prints OpenSM's printable form.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +16,8 @@
 #include "fabric/generators.h"
 #include "sm/control_answers.h"
 #include "sm/dumps.h"
+#include "tools/ctl_commands.h"
+#include "tools/topology_html.h"
 #include "tools/topology_view.h"
 
 namespace {
@@ -66,12 +68,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   });
   auto topo = ibsm::tools::BuildTopology(nodes["nodes"], links["links"]);
   Check(topo.ok(), "the topology of the answers does not build");
-  const std::string svg = ibsm::tools::TopologySvg(*topo);
-  Check(ibsm::ValidUtf8(svg) == svg, "the SVG is not UTF-8");
-  Check(NoControl(svg, true), "the SVG carries a control byte XML does not allow");
-  size_t open = 0, close = 0;
-  for (char c : svg) open += c == '<', close += c == '>';
-  Check(open == close, "a name broke the SVG's markup");
+  for (auto view : {ibsm::tools::TopoView::kFull, ibsm::tools::TopoView::kAggregate}) {
+    ibsm::tools::SvgOptions o;
+    o.view = view;
+    const std::string svg = ibsm::tools::TopologySvg(*topo, o);
+    Check(ibsm::ValidUtf8(svg) == svg, "the SVG is not UTF-8");
+    Check(NoControl(svg, true), "the SVG carries a control byte XML does not allow");
+    size_t open = 0, close = 0;
+    for (char c : svg) open += c == '<', close += c == '>';
+    Check(open == close, "a name broke the SVG's markup");
+  }
+  // The page: the names (in the picture and in the tables) never open an element of their
+  // own; its two scripts are the only ones.
+  nlohmann::json health{{"cables", nlohmann::json::array()}};
+  const std::string html = ibsm::tools::TopologyHtml(
+      *topo, ibsm::tools::HealthTable(health), ibsm::tools::LinksTable(links));
+  Check(ibsm::ValidUtf8(html) == html, "the HTML page is not UTF-8");
+  Check(NoControl(html, true), "the HTML page carries a control byte");
+  size_t scripts = 0;
+  for (size_t at = html.find("<script"); at != std::string::npos; at = html.find("<script", at + 1))
+    ++scripts;
+  Check(scripts == 2, "a name became a script on the HTML page");
+  const std::string body = html.substr(0, html.rfind("<script>"));
+  size_t lt = 0, gt = 0;
+  for (char c : body.substr(body.find("</script>"))) lt += c == '<', gt += c == '>';
+  Check(lt == gt, "a name broke the HTML page's markup");
   const std::string dot = ibsm::tools::TopologyDot(*topo);
   Check(NoControl(dot, true), "the DOT text carries a control byte");
   char* buf = nullptr;
