@@ -366,9 +366,10 @@ const OptionDesc kOptions[] = {
         "SLs on which adaptive routing is enabled (bit n = SL n)"),
     Hex("ar_transport_mask", &SC::ar_transport_mask, "0xa", 0, 0xF, 1,
         "Transports that may use adaptive routing (0x2 RC, 0x8 DC; default RC and DC)"),
-    Enum("ar_lid_mode", &SC::ar_lid_mode, "bounded", kArLidModeValues,
-         "Adaptive routing per LID: bounded (a burst stays on one port until the ageing\n"
-         "time passes) or free (every packet may take another port of its group)"),
+    Enum("ar_lid_mode", &SC::ar_lid_mode, "free", kArLidModeValues,
+         "Adaptive routing per LID: free (every packet may take another port of its\n"
+         "group, NVIDIA's documented mode) or bounded (a burst stays on one port until\n"
+         "the ageing time passes)"),
     Uint("ar_ageing_time_us", &SC::ar_ageing_time_us, "30", 0, 0xFFFFFFFF,
          "Adaptive routing ageing time in microseconds (bounded mode burst end)"),
     Bool("sharp_enable", &SC::sharp_enable, "FALSE",

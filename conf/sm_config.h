@@ -127,7 +127,7 @@ struct SmConfig {
   uint8_t ar_mode = 0;                  // 0 off, 1 on, 2 with notifications, 3 auto
   uint16_t ar_sl_mask = 0xFFFF;
   uint8_t ar_transport_mask = 0xA;      // RC and DC
-  std::string ar_lid_mode = "bounded";  // bounded | free
+  std::string ar_lid_mode = "free";  // free | bounded (docs/ar-sharp.md "Defaults")
   uint32_t ar_ageing_time_us = 30;
   bool sharp_enable = false;
 

@@ -220,7 +220,8 @@ TEST(SmConfigTest, ArEnableAndArModeAreOneOptionAndAcceptBooleans) {
   EXPECT_TRUE(r->config.sharp_enable);
   EXPECT_EQ(ParseConfig("ar_mode TRUE", "f")->config.ar_mode, 1);
   EXPECT_EQ(ParseConfig("ar_mode 3", "f")->config.ar_mode, 3);
-  EXPECT_EQ(ParseConfig("ar_lid_mode free", "f")->config.ar_lid_mode, "free");
+  EXPECT_EQ(ParseConfig("", "f")->config.ar_lid_mode, "free");  // docs/ar-sharp.md "Defaults"
+  EXPECT_EQ(ParseConfig("ar_lid_mode bounded", "f")->config.ar_lid_mode, "bounded");
   EXPECT_FALSE(ParseConfig("ar_lid_mode sometimes", "f").ok());
   EXPECT_EQ(ParseConfig("ar_ageing_time_us 100", "f")->config.ar_ageing_time_us, 100u);
   EXPECT_FALSE(ParseConfig("ar_mode 4", "f").ok());

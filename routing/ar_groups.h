@@ -61,7 +61,7 @@ struct ArTables {
 };
 
 struct ArOptions {
-  ArLidMode mode = ArLidMode::kBounded;  // for the entries that get a group
+  ArLidMode mode = ArLidMode::kFree;     // for the entries that get a group (free: docs/ar-sharp.md)
   uint16_t group_cap = 2048;             // IDs must stay below it (ARInfo GroupCap)
   std::map<Guid, uint16_t> previous_ids; // from the state file
 };

@@ -63,7 +63,7 @@ TEST(ArGroupsTest, TwoTierLeavesSpreadOverEveryUpPortAndSpinesStayStatic) {
       EXPECT_EQ(e.default_port, r.tables.table(t.node)->lft[lid]);
       const bool is_leaf = r.fabric.node(t.node).name.starts_with("leaf");
       if (is_leaf && t.node != dest_leaf) {
-        EXPECT_EQ(e.mode, ArLidMode::kBounded);
+        EXPECT_EQ(e.mode, ArLidMode::kFree);  // ArOptions' default
         EXPECT_EQ(e.group, gid);
         EXPECT_EQ(t.groups[gid], UpPorts(r.fabric, t.node));
         EXPECT_EQ(t.groups[gid].size(), 8u);

@@ -43,7 +43,7 @@ struct ArConfig {
   uint8_t mode = 0;  // 0 off, 1 on, 2 on with notifications (programmed as 1), 3 auto (as 1)
   uint16_t sl_mask = 0xFFFF;
   uint8_t transport_mask = 0xA;  // bit 0 UD, 1 RC, 2 UC, 3 DC
-  routing::ArLidMode lid_mode = routing::ArLidMode::kBounded;
+  routing::ArLidMode lid_mode = routing::ArLidMode::kFree;  // docs/ar-sharp.md "Defaults"
   uint32_t ageing_time_us = 30;
   bool on() const { return mode != 0; }
 };

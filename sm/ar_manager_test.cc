@@ -118,7 +118,7 @@ TEST(ArManagerTest, TwoTierK16AndThreeTierK8ReadBackEqualsWhatTheSmIntended) {
     ExpectSimHoldsWhatTheSmIntended(*fabric, sim, *r.snap);
     const size_t switches = fabric->switch_count();
     EXPECT_NE(r.snap->summary.find(fmt::format("AR enabled on {} of {} switches, SLs 0xffff, "
-                                               "mode bounded",
+                                               "mode free",
                                                switches, switches)),
               std::string::npos)
         << r.snap->summary;
@@ -162,7 +162,7 @@ TEST(ArManagerTest, LegacySwitchesInAMixedFabricKeepPlainLftsAndAreNamedInTheSum
   ASSERT_GT(legacy, 0u);
   SubnetManagerOptions o = ArOptions("ar_updn");
   o.ar.sl_mask = 0x0003;
-  o.ar.lid_mode = routing::ArLidMode::kFree;
+  o.ar.lid_mode = routing::ArLidMode::kBounded;  // the default is free; bounded as set
   ArRun r = RunArSm(sim, FirstCaPort(*f), o);
   EXPECT_TRUE(r.sweep.subnet_up);  // AR problems never hold the subnet back
   ASSERT_NE(r.snap, nullptr);
@@ -173,7 +173,7 @@ TEST(ArManagerTest, LegacySwitchesInAMixedFabricKeepPlainLftsAndAreNamedInTheSum
     EXPECT_EQ(s.enabled, s.capable) << s.name;
     if (s.capable) {
       EXPECT_EQ(s.sl_mask, 0x0003);
-      EXPECT_EQ(s.mode, "free");
+      EXPECT_EQ(s.mode, "bounded");
       EXPECT_EQ(sim.ar_switch(n)->info().by_sl_enabled, 1);
       EXPECT_EQ(sim.ar_switch(n)->info().enable_by_sl_mask, 0x0003);
       EXPECT_EQ(sim.ar_switch(n)->info().by_transport_disable, 0x5);  // UD, UC off
@@ -182,7 +182,7 @@ TEST(ArManagerTest, LegacySwitchesInAMixedFabricKeepPlainLftsAndAreNamedInTheSum
     }
   }
   EXPECT_NE(r.snap->summary.find(fmt::format("AR enabled on {} of {} switches, SLs 0x0003, mode "
-                                             "free, engine ar_updn; {} switches not capable",
+                                             "bounded, engine ar_updn; {} switches not capable",
                                              capable, capable + legacy, legacy)),
             std::string::npos)
       << r.snap->summary;
@@ -323,7 +323,7 @@ TEST(ArManagerTest, ArEnableWithFtreeUpdnAndLmcTwoRunsArOnAllEightySwitches) {
       EXPECT_EQ(e.default_port, sim.lft_entry(sim_node, Lid{static_cast<uint16_t>(lid)}));
       if (s != leaf && minimal >= 2) {
         ++grouped;
-        EXPECT_EQ(e.lid_state, static_cast<uint8_t>(mad::ArLidState::kBounded))
+        EXPECT_EQ(e.lid_state, static_cast<uint8_t>(mad::ArLidState::kFree))  // the default
             << node.name << " LID " << lid;
         EXPECT_EQ(sim.ar_switch(sim_node)->group(e.group_number).Ports().size(), minimal)
             << node.name << " LID " << lid;

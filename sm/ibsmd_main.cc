@@ -216,7 +216,7 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   o.ar.mode = c.ar_mode;
   o.ar.sl_mask = c.ar_sl_mask;
   o.ar.transport_mask = c.ar_transport_mask;
-  o.ar.lid_mode = c.ar_lid_mode == "free" ? routing::ArLidMode::kFree : routing::ArLidMode::kBounded;
+  o.ar.lid_mode = c.ar_lid_mode == "bounded" ? routing::ArLidMode::kBounded : routing::ArLidMode::kFree;
   o.ar.ageing_time_us = c.ar_ageing_time_us;
   o.sharp_enable = c.sharp_enable;
   return o;
