@@ -56,7 +56,13 @@ void SharpSim::OnNodeReset(NodeId node) {
 }
 
 void SharpSim::AddCapabilities(NodeId node, mad::GeneralInfoCapabilities& caps) const {
-  if (by_sw_.count(node) > 0) caps.Set(mad::general_cap::kSharpAggregationNode);
+  if (by_sw_.count(node) == 0) return;
+  caps.Set(mad::general_cap::kSharpAggregationNode);
+  if (options_.special_port_marking) caps.Set(mad::general_cap::kSpecialPortsMarking);
+}
+
+void SharpSim::SetMarked(NodeId an_node, bool marked) {
+  if (auto it = by_an_.find(an_node); it != by_an_.end()) ans_[it->second].marked = marked;
 }
 
 std::optional<uint16_t> SharpSim::HandleSmp(NodeId node, PortNum arrival, uint8_t method,
@@ -86,9 +92,13 @@ std::optional<uint16_t> SharpSim::HandleSmp(NodeId node, PortNum arrival, uint8_
     }
     std::fill(data.begin(), data.end(), uint8_t{0});
     // The AN port reads as recovered, so an SM that writes the Get back unchanged is refused.
-    mad::EncodeTo(mad::MlnxExtendedPortInfo{static_cast<uint8_t>(an_port && an.enabled),
-                                            static_cast<uint8_t>(an_port)},
-                  data);
+    mad::MlnxExtendedPortInfo out{static_cast<uint8_t>(an_port && an.enabled),
+                                  static_cast<uint8_t>(an_port)};
+    if (an_port && an.marked && options_.special_port_marking) {
+      out.is_special_port = 1;
+      out.special_port_type = mad::special_port_type::kAggregationNode;
+    }
+    mad::EncodeTo(out, data);
     return kOk;
   }
   return std::nullopt;
@@ -125,7 +135,7 @@ bool SharpSim::HandleGmp(NodeId node, PortNum arrival, std::span<uint8_t> bytes)
         status = set ? QpcSet(an, data) : QpcGet(an, m.hdr.attr_mod, data);
         break;
       case mad::am_attr::kTreeConfig:
-        status = set ? TreeSet(an, data) : TreeGet(an, m.hdr.attr_mod, data);
+        status = set ? TreeSet(an, data) : TreeGet(an, data);
         break;
       case mad::am_attr::kResourceCleanup: status = set ? Cleanup(an, data) : kUnsupported; break;
       default: status = kUnsupported; break;
@@ -282,9 +292,13 @@ uint16_t SharpSim::TreeSet(An& an, std::span<uint8_t> data) {
   return kOk;
 }
 
-uint16_t SharpSim::TreeGet(const An& an, uint32_t mod, std::span<uint8_t> data) const {
-  const uint16_t id = static_cast<uint16_t>(mod & 0xFFFF);
-  const size_t first = (mod >> 24) & 0xFF;
+// The request's data names the tree and the first child wanted (mad/attr/sharp.h); the
+// modifier is not looked at, so a Get addressed by modifier finds no tree 0.
+uint16_t SharpSim::TreeGet(const An& an, std::span<uint8_t> data) const {
+  auto req = mad::Decode<mad::TreeConfig>(data);
+  if (!req.ok()) return kInvalid;
+  const uint16_t id = req->tree_id;
+  const size_t first = req->record_locator;
   auto it = an.trees.find(id);
   if (it == an.trees.end()) return kInvalid;
   const Tree& t = it->second;
@@ -292,6 +306,7 @@ uint16_t SharpSim::TreeGet(const An& an, uint32_t mod, std::span<uint8_t> data) 
   r.opcode = mad::tree_op::kWriteTree;
   r.state = t.state;
   r.tree_id = id;
+  r.record_locator = static_cast<uint8_t>(first);
   r.mode = t.mode;
   r.parent_qpn = t.parent_qpn;
   size_t n = first < t.child_qpn.size() ? std::min(t.child_qpn.size() - first, mad::kTreeConfigMaxChildren) : 0;

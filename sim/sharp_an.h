@@ -35,6 +35,10 @@ struct SimAnOptions {
   uint8_t tree_radix = 48;        // children per tree node (> 44: needs "add children")
   uint16_t max_qps = 2048;
   uint16_t sharp_version = 2;
+  // Firmware that marks the AN-facing switch port as a special port of type AN
+  // (MlnxExtendedPortInfo byte 47) and says so in GeneralInfo (bit 21); older firmware
+  // does neither, and an SM can only go by the NodeDescription.
+  bool special_port_marking = true;
 };
 
 class SharpSim: public NodeExtension {
@@ -55,6 +59,7 @@ class SharpSim: public NodeExtension {
     NodeId sw = kNoNode;
     PortNum sw_port{0};
     bool enabled = false;  // SHArPANEn on the switch's AN port
+    bool marked = true;    // its switch port reads as a special port of type AN
     std::map<uint32_t, Qp> qps;
     std::map<uint16_t, Tree> trees;
     uint32_t next_qpn = 0x100;
@@ -68,6 +73,10 @@ class SharpSim: public NodeExtension {
   // Finds every AN of `fabric` (the one the Simulator was built from). Register with
   // Simulator::AddExtension.
   SharpSim(const Fabric& fabric, SimAnOptions options = {});
+
+  // The switch port of the AN at `an_node` reads unmarked (a CA that only calls itself an
+  // aggregation node). No-op for a node that is not an AN.
+  void SetMarked(NodeId an_node, bool marked);
 
   std::optional<uint16_t> HandleSmp(NodeId node, PortNum arrival, uint8_t method,
                                     uint16_t attr_id, uint32_t attr_mod,
@@ -100,7 +109,7 @@ class SharpSim: public NodeExtension {
   uint16_t QpcSet(An& an, std::span<uint8_t> data);
   uint16_t QpcGet(const An& an, uint32_t mod, std::span<uint8_t> data) const;  // QPN in data
   uint16_t TreeSet(An& an, std::span<uint8_t> data);
-  uint16_t TreeGet(const An& an, uint32_t mod, std::span<uint8_t> data) const;
+  uint16_t TreeGet(const An& an, std::span<uint8_t> data) const;
   uint16_t Cleanup(An& an, std::span<uint8_t> data);
   Limits LimitsOf(const An& an) const;
 

@@ -118,6 +118,36 @@ TEST_F(SharpSimTest, SharpSwitchAdvertisesCapabilityAndLegacySwitchDoesNot) {
   EXPECT_EQ(sharp_->ans().size(), fabric_.switch_count() - 1);
 }
 
+// Special-port marking as the open MLNX OpenSM header defines it: GeneralInfo bit 21, and
+// MlnxExtendedPortInfo byte 47 of the AN-facing port = IsSpecialPort (bit 7) | type 1 (AN);
+// every other port unmarked. Older firmware marks nothing and does not claim bit 21.
+TEST_F(SharpSimTest, TheAnPortIsMarkedAsASpecialPortOfTypeAn) {
+  mad::GeneralInfoCapabilities caps;
+  sharp_->AddCapabilities(sw_, caps);
+  EXPECT_TRUE(caps.Has(mad::general_cap::kSpecialPortsMarking));
+  const uint32_t an_port = fabric_.node(sw_).num_ports;
+  std::array<uint8_t, 64> d{};
+  ASSERT_EQ(Smp(sw_, mad::method::kGet, mad::vendor_attr::kMlnxExtendedPortInfo, an_port, d), 0);
+  EXPECT_EQ(d[47], 0x81);
+  ASSERT_EQ(Smp(sw_, mad::method::kGet, mad::vendor_attr::kMlnxExtendedPortInfo, 1, d), 0);
+  EXPECT_EQ(d[47], 0x00);
+  sharp_->SetMarked(an_, false);
+  ASSERT_EQ(Smp(sw_, mad::method::kGet, mad::vendor_attr::kMlnxExtendedPortInfo, an_port, d), 0);
+  EXPECT_EQ(d[47], 0x00);
+
+  SimAnOptions old;
+  old.special_port_marking = false;
+  SharpSim older(fabric_, old);
+  mad::GeneralInfoCapabilities old_caps;
+  older.AddCapabilities(sw_, old_caps);
+  EXPECT_TRUE(old_caps.Has(mad::general_cap::kSharpAggregationNode));
+  EXPECT_FALSE(old_caps.Has(mad::general_cap::kSpecialPortsMarking));
+  auto st = older.HandleSmp(sw_, PortNum{1}, mad::method::kGet,
+                            mad::vendor_attr::kMlnxExtendedPortInfo, an_port, d);
+  ASSERT_EQ(st.value_or(0xFFFF), 0);
+  EXPECT_EQ(d[47], 0x00);
+}
+
 // MlnxExtendedPortInfo byte 0 bit 4 port_recovered (mstflint tools_open_layouts.h): "On SET,
 // only 0 is valid". A Set that copies the Get's 1 back is refused with MAD status 7 (invalid
 // value, 0x001C) and enables nothing.
@@ -176,7 +206,13 @@ TEST_F(SharpSimTest, ConfiguredTreeReadsBackAndBadRequestsChangeNothing) {
   t.child_qpn = {qps[1], qps[2]};
   EXPECT_EQ(Am(mad::method::kSet, 0, t)->hdr.status, 0);
 
-  auto got = Am(mad::method::kGet, 5, mad::TreeConfig{});
+  // The Get names the tree in its data (mad/attr/sharp.h); addressed by modifier, as ibsm
+  // encoding v1 did, it names tree 0, which does not exist.
+  EXPECT_EQ(Am(mad::method::kGet, 5, mad::TreeConfig{})->hdr.status, mad::mad_status::kInvalidField);
+  mad::TreeConfig which;
+  which.tree_id = 5;
+  auto got = Am(mad::method::kGet, 0, which);
+  ASSERT_EQ(got->hdr.status, 0);
   auto back = mad::Decode<mad::TreeConfig>(got->data);
   EXPECT_EQ(back->parent_qpn, qps[0]);
   EXPECT_EQ(back->num_children, 2);

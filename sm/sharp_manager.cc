@@ -271,7 +271,10 @@ void SharpManager::Run(std::shared_ptr<const DiscoveryResult> sweep, std::functi
   Probe();
 }
 
-// GeneralInfo capability bit 18, then SHArPANEn on the switch's AN port.
+// GeneralInfo capability bit 18, then SHArPANEn on the switch's AN port. A node is taken
+// for an AN by its NodeDescription ("Aggregation Node"); where the switch marks special
+// ports (GeneralInfo bit 21), its port must also read as a special port of type AN
+// (MlnxExtendedPortInfo byte 47), as NVIDIA's SM identifies ANs (docs/ar-sharp.md "SHARP").
 void SharpManager::Probe() {
   const Fabric& f = run_->fabric();
   for (size_t i = 0; i < run_->ans.size(); ++i) {
@@ -290,15 +293,42 @@ void SharpManager::Probe() {
                       return;
                     }
                     run_->ans[i].capable = true;
+                    const bool marking = caps->Has(mad::general_cap::kSpecialPortsMarking);
                     const uint32_t port = run_->ans[i].sw_port.value();
                     pipeline_.Get(path, mad::vendor_attr::kMlnxExtendedPortInfo, port,
-                                  [this, i, path, port, sw](Result<mad::Smp> r) {
+                                  [this, i, path, port, sw, marking](Result<mad::Smp> r) {
                       if (!r.ok()) {
                         Note("SM-SHARP-003", fmt::format("MlnxExtendedPortInfo of {} port {} "
                                                          "failed: {}", sw, port, r.status().ToString()));
                         return;
                       }
                       auto m = mad::Decode<mad::MlnxExtendedPortInfo>(r->data);
+                      if (marking && m.ok() &&
+                          !(m->is_special_port &&
+                            m->special_port_type == mad::special_port_type::kAggregationNode)) {
+                        ++summary_.ans_unmarked;
+                        Note("SM-SHARP-010",
+                             fmt::format("switch {} port {} leads to a node described as an "
+                                         "aggregation node, but the switch marks the port {}: "
+                                         "not used",
+                                         sw, port,
+                                         m->is_special_port
+                                             ? fmt::format("as special port type {}",
+                                                           m->special_port_type)
+                                             : std::string("as no special port")));
+                        return;
+                      }
+                      if (!marking) {
+                        ++summary_.ans_by_description;
+                        if (!description_only_logged_) {
+                          description_only_logged_ = true;
+                          Log(LogName::kSm).info(
+                              "SM-SHARP-011 switch {} marks no special ports (GeneralInfo bit "
+                              "21 clear): its aggregation node, and those of switches like it, "
+                              "are recognised by their NodeDescription alone",
+                              sw);
+                        }
+                      }
                       if (m.ok() && m->sharp_an_en) {
                         run_->ans[i].enabled = true;
                         return;
@@ -422,9 +452,12 @@ void SharpManager::Verify(bool after_write) {
       const Lid lid = run.LidOf(an_guid);
       const uint16_t tid = id;
       for (size_t first = 0; first == 0 || first < want.child_qpn.size(); first += mad::kTreeConfigMaxChildren) {
-        const uint32_t mod = tid | static_cast<uint32_t>(first) << 24;
-        gmp_->Send(lid, mad::MakeAmRequest(mad::method::kGet, mad::am_attr::kTreeConfig, mod),
-                   [mismatch, tid, first, want](Result<mad::AmMad> r) {
+        mad::AmMad get = mad::MakeAmRequest(mad::method::kGet, mad::am_attr::kTreeConfig, 0);
+        mad::TreeConfig which;  // the Get names the tree and its first child in its data
+        which.tree_id = tid;
+        which.record_locator = static_cast<uint8_t>(first);
+        mad::EncodeTo(which, get.data);
+        gmp_->Send(lid, get, [mismatch, tid, first, want](Result<mad::AmMad> r) {
                      auto t = r.ok() ? mad::Decode<mad::TreeConfig>(r->data)
                                      : Result<mad::TreeConfig>(r.status());
                      bool same = t.ok() && t->tree_id == tid && t->parent_qpn == want.parent_qpn &&

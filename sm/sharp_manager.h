@@ -89,6 +89,8 @@ struct SharpSummary {
   size_t ans = 0;             // ANs found in the fabric
   size_t ans_enabled = 0;
   size_t ans_usable = 0;      // enabled, with a LID, answered ANInfo
+  size_t ans_unmarked = 0;    // described as ANs on ports their switch does not mark as AN
+  size_t ans_by_description = 0;  // on switches that mark no special port (older firmware)
   uint32_t switch_tiers = 0;
   size_t hosts = 0;
   std::vector<SharpTreeSummary> trees;
@@ -149,6 +151,7 @@ class SharpManager {
   std::map<uint16_t, std::map<Guid, SharpAnTree>> programmed_;
   std::map<Guid, uint16_t> tree_ids_;
   bool announced_ = false;  // SM-SHARP-009 logged
+  bool description_only_logged_ = false;  // SM-SHARP-011 logged
 };
 
 }  // namespace ibsm::sm

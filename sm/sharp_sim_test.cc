@@ -559,5 +559,63 @@ TEST(SharpSmTest, UnverifiedLayoutsAreLoggedOnceAtTheFirstSharpStage) {
   EXPECT_EQ(lines, 1u);
 }
 
+// ANs known as NVIDIA's SM knows them (docs/ar-sharp.md "SHARP"): where the switches mark
+// special ports, a node that calls itself an aggregation node behind a port its switch does
+// not mark as one is not used (SM-SHARP-010) and every other AN is; on older firmware,
+// which marks nothing, the description alone decides (SM-SHARP-011, once) and every AN is
+// used.
+TEST(SharpSmTest, SpecialPortMarkingDecidesWhichDescribedAnsAreUsed) {
+  {
+    Bed bed(FatTree2(8), All());
+    const NodeId decoy = bed.sharp->ans().front().an;
+    bed.sharp->SetMarked(decoy, false);
+    auto seen = RunSharpSm(bed, SharpOn());
+    ASSERT_EQ(seen.size(), 1u);
+    const Seen& s = seen[0];
+    EXPECT_TRUE(s.stats.subnet_up);
+    EXPECT_EQ(s.summary.ans, 12u);  // 8 leaves and 4 spines, each with its AN
+    EXPECT_EQ(s.summary.ans_unmarked, 1u);
+    EXPECT_EQ(s.summary.ans_enabled, 11u);
+    EXPECT_EQ(s.summary.ans_by_description, 0u);
+    size_t named = 0;
+    for (const std::string& n : s.summary.notes)
+      named += n.rfind("SM-SHARP-010 ", 0) == 0 && n.find("marks the port as no special port") !=
+                                                      std::string::npos;
+    EXPECT_EQ(named, 1u);
+    EXPECT_FALSE(bed.sharp->ans().front().enabled);
+    for (const auto& an : bed.sharp->ans()) {
+      if (an.an == decoy) {
+        EXPECT_TRUE(an.trees.empty());
+      }
+    }
+    ExpectTreesHold(bed, s, 2, false);
+  }
+  {
+    sim::SimAnOptions old_firmware;
+    old_firmware.special_port_marking = false;
+    Bed bed(FatTree2(8), All(), old_firmware);
+    const std::string dir = (std::filesystem::temp_directory_path() /
+                             ("ibsm-sharp-mark-" + std::to_string(getpid()))).string();
+    std::filesystem::create_directories(dir);
+    size_t lines = 0;
+    std::vector<Seen> seen;
+    {
+      testutil::LogCapture log(dir + "/log");
+      seen = RunSharpSm(bed, SharpOn(), [&](int n, SubnetManager& sm) {
+        if (n < 2) sm.RequestHeavySweep("test: again");
+        return n >= 2;
+      });
+      lines = log.Count("SM-SHARP-011");
+    }
+    std::filesystem::remove_all(dir);
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_EQ(lines, 1u);
+    EXPECT_EQ(seen[0].summary.ans_by_description, 12u);
+    EXPECT_EQ(seen[0].summary.ans_unmarked, 0u);
+    EXPECT_EQ(seen[0].summary.ans_enabled, 12u);
+    ExpectTreesHold(bed, seen[1], 2, true);
+  }
+}
+
 }  // namespace
 }  // namespace ibsm::sm

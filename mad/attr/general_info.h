@@ -25,6 +25,10 @@ inline constexpr unsigned kAdaptiveRoutingLegacy = 1;
 // programs; devices report it instead of bit 1, never with it (docs/ar-sharp.md "Discovery").
 inline constexpr unsigned kAdaptiveRoutingRev1 = 2;
 inline constexpr unsigned kSharpAggregationNode = 18;
+// "IsSpecialPortsMarkingSupported" (ibdiagnet's capability enum, OpenIB BSD): the switch
+// marks a port that leads to an aggregation node, a router or a gateway in
+// MlnxExtendedPortInfo byte 47 (mad/attr/sharp.h).
+inline constexpr unsigned kSpecialPortsMarking = 21;
 }  // namespace general_cap
 
 struct GeneralInfoCapabilities {

@@ -30,9 +30,11 @@
 //    is that QP's whole context.
 //  - ResourceCleanup: byte 0 bits 7-4 scope (0 everything, 1 one job, 2 one tree, 3 one QP),
 //    bytes 2-3 tree id, bytes 4-7 job id, bytes 9-11 QPN.
-//  - TreeConfig Get: modifier = tree id; answers the tree as the last writes left it
-//    (opcode 2, all children; more than 44 children are read with modifier bits 31-24 =
-//    index of the first child wanted).
+//  - TreeConfig Get: modifier 0; the request's data names the tree (bytes 2-3) and the
+//    index of the first child wanted (byte 1, the record locator: more than 44 children
+//    are read 44 at a time); the answer is the tree as the last writes left it (opcode 2,
+//    up to 44 children from that index). The open API takes a whole TreeConfig for a Get,
+//    as for QPCConfig, and no modifier.
 //  - MlnxExtendedPortInfo is addressed to the switch port cabled to the aggregation node
 //    (modifier = that port number).
 #pragma once
@@ -159,6 +161,7 @@ struct TreeConfig {
   static constexpr uint16_t kAttrId = am_attr::kTreeConfig;
   uint8_t opcode = 0;
   uint8_t state = 0;
+  uint8_t record_locator = 0;  // Get: index of the first child wanted; 0 in a Set
   uint16_t tree_id = 0;
   uint8_t mode = 0;  // 0 low-latency, 1 streaming
   uint32_t parent_qpn = 0;  // 0: this AN is the root
@@ -174,6 +177,7 @@ struct Layout<TreeConfig> {
   static constexpr std::array kFields = {
       F<&S::opcode>("opcode", 0, 4),
       F<&S::state>("state", 4, 4),
+      F<&S::record_locator>("record_locator", 8, 8),
       F<&S::tree_id>("tree_id", 16, 16),
       F<&S::mode>("mode", 32, 4),
       F<&S::parent_qpn>("parent_qpn", 72, 24, FieldFormat::kHex),
@@ -315,8 +319,18 @@ struct MlnxExtendedPortInfo {
   // Byte 0 bit 4, set by the switch after a link recovery; "On SET, only 0 is valid"
   // (mstflint tools_open_layouts.h), so a read-modify-write must clear it.
   uint8_t port_recovered = 0;
+  // Byte 47 (MLNX OpenSM ib_types.h ib_mlnx_ext_port_info_t special_port_type, GPLv2/BSD):
+  // bit 7 IsSpecialPort, bits 3-0 the type (special_port_type::kAggregationNode), valid
+  // where the switch reports general_cap::kSpecialPortsMarking.
+  uint8_t is_special_port = 0;
+  uint8_t special_port_type = 0;
 };
 inline constexpr uint32_t kMlnxExtPortInfoPortRecoveredBit = 3;  // bit offset of byte 0 bit 4
+namespace special_port_type {
+inline constexpr uint8_t kAggregationNode = 1;
+inline constexpr uint8_t kRouter = 2;
+inline constexpr uint8_t kEthernetGateway = 3;
+}  // namespace special_port_type
 template <>
 struct Layout<MlnxExtendedPortInfo> {
   static constexpr std::string_view kName = "MlnxExtendedPortInfo";
@@ -325,6 +339,8 @@ struct Layout<MlnxExtendedPortInfo> {
       F<&MlnxExtendedPortInfo::sharp_an_en>("sharp_an_en", 1, 1),
       F<&MlnxExtendedPortInfo::port_recovered>("port_recovered",
                                                 kMlnxExtPortInfoPortRecoveredBit, 1),
+      F<&MlnxExtendedPortInfo::is_special_port>("is_special_port", 47 * 8, 1),
+      F<&MlnxExtendedPortInfo::special_port_type>("special_port_type", 47 * 8 + 4, 4),
   };
 };
 static_assert(LayoutIsValid<MlnxExtendedPortInfo>());

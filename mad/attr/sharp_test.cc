@@ -95,6 +95,7 @@ TEST(SharpCodecTest, TreeConfigPacksOpcodeStateAndChildren) {
   std::array<uint8_t, kAmDataSize> d{};
   EncodeTo(t, d);
   EXPECT_EQ(d[0], 0x21);  // opcode 2 in bits 7-4, state 1 in bits 3-0
+  EXPECT_EQ(d[1], 0);     // the record locator, a Get's first child wanted
   EXPECT_EQ(d[2], 0x01);
   EXPECT_EQ(d[3], 0x02);
   EXPECT_EQ(d[4], 0x10);  // mode in bits 7-4
@@ -112,6 +113,14 @@ TEST(SharpCodecTest, TreeConfigPacksOpcodeStateAndChildren) {
   EXPECT_EQ(d[188], 43);  // the 44th child fills the last four bytes
   EXPECT_EQ(d[189], 0xFE);
   EXPECT_EQ(d[191], 0xBA);
+  TreeConfig get;  // a Get names the tree and the first child it wants in its data
+  get.tree_id = 0x0102;
+  get.record_locator = 44;
+  std::array<uint8_t, kAmDataSize> g{};
+  EncodeTo(get, g);
+  EXPECT_EQ(g[1], 44);
+  EXPECT_EQ(g[2], 0x01);
+  EXPECT_EQ(g[3], 0x02);
   auto back = Decode<TreeConfig>(d);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->opcode, tree_op::kWriteTree);
@@ -258,6 +267,33 @@ TEST(SharpCodecTest, SharpAnEnableIsByteZeroBitSix) {
   auto m = Decode<MlnxExtendedPortInfo>(d);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->sharp_an_en, 0);
+}
+
+// MLNX OpenSM ib_types.h (GPLv2/BSD), ib_mlnx_ext_port_info_t: special_port_type is byte
+// 47, IB_IS_SPECIAL_PORT_TYPE_BIT = 1 << 7, IB_SPECIAL_PORT_TYPE_MASK = 0xF, type 1 = AN;
+// ibdiagnet's capability enum: bit 21 IsSpecialPortsMarkingSupported.
+TEST(SharpCodecTest, SpecialPortMarkingIsByte47AndCapabilityBit21) {
+  std::array<uint8_t, kSmpDataSize> d{};
+  d[47] = 0x81;
+  auto m = Decode<MlnxExtendedPortInfo>(d);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->is_special_port, 1);
+  EXPECT_EQ(m->special_port_type, special_port_type::kAggregationNode);
+  d[47] = 0x71;  // type bits set beyond the nibble, IsSpecialPort clear
+  m = Decode<MlnxExtendedPortInfo>(d);
+  EXPECT_EQ(m->is_special_port, 0);
+  EXPECT_EQ(m->special_port_type, 1);
+  MlnxExtendedPortInfo router;
+  router.is_special_port = 1;
+  router.special_port_type = special_port_type::kRouter;
+  d.fill(0);
+  EncodeTo(router, d);
+  EXPECT_EQ(d[47], 0x82);
+  GeneralInfoCapabilities caps;
+  caps.Set(general_cap::kSpecialPortsMarking);
+  std::array<uint8_t, kSmpDataSize> c{};
+  EncodeTo(caps, c);
+  EXPECT_EQ(c[1], 0x20);  // 1 << 21 in the first big-endian dword
 }
 
 TEST(SharpCodecTest, CapabilityBitNIsInBigEndianDwordNOver32) {
