@@ -25,6 +25,14 @@ using nlohmann::json;
 
 namespace {
 
+// The counters of one section of the control answer, named as kSmCounterRows names them.
+json CountersJson(const SmCounters& c, CounterSection section) {
+  json out = json::object();
+  for (const SmCounterRow& row : kSmCounterRows)
+    if (row.section == section) out[std::string(row.key)] = c.*row.member;
+  return out;
+}
+
 constexpr unsigned kMaxRouteHops = 64;
 
 // Typed access to the request's args: absent is the default, a wrong type an error.
@@ -357,18 +365,9 @@ Result<json> ControlCommands::Status(const json&) const {
   }
   json issues = json::object();
   for (const auto& [id, n] : c.issues_by_id) issues[id] = n;
-  j["counters"] = {{"heavy_sweeps", c.heavy_sweeps},
-                   {"light_sweeps", c.light_sweeps},
-                   {"traps_received", c.traps_received},
-                   {"traps_malformed", c.traps_malformed},
-                   {"traps_suppressed", c.traps_suppressed},
-                   {"babbling_ports_disabled", c.babbling_ports_disabled},
-                   {"state_write_failures", c.state_write_failures},
-                   {"dump_write_failures", c.dump_write_failures},
-                   {"routing_failures", c.routing_failures},
-                   {"credit_loops_found", c.credit_loops_found},
-                   {"unsolicited_ignored", c.unsolicited_ignored},
-                   {"issues_by_id", issues}};
+  json counters = CountersJson(c, CounterSection::kStatus);
+  counters["issues_by_id"] = std::move(issues);
+  j["counters"] = std::move(counters);
   // The MAD transport, shared by the sweep, SA, PerfMgr and vendor stages (README "MAD
   // transport: backpressure").
   const mad::TransportCounters& t = sm.transport_counters();
@@ -495,19 +494,7 @@ Result<json> ControlCommands::Ha(const json&) const {
          {"guid", GuidText(sm.port_guid())},
          {"priority", sm.options().sm_priority},
          {"polled_master", sm.polled_master().value() ? json(GuidText(sm.polled_master())) : json()},
-         {"counters",
-          {{"other_sms_seen", c.other_sms_seen},
-           {"sm_key_mismatches", c.sm_key_mismatches},
-           {"handovers_sent", c.handovers_sent},
-           {"handovers_received", c.handovers_received},
-           {"acknowledges_sent", c.acknowledges_sent},
-           {"polls_sent", c.polls_sent},
-           {"polls_missed", c.polls_missed},
-           {"takeovers", c.takeovers},
-           {"trap144_sent", c.trap144_sent},
-           {"sminfo_sets_refused", c.sminfo_sets_refused},
-           {"state_changes", c.state_changes},
-           {"client_reregisters", c.client_reregisters}}}};
+         {"counters", CountersJson(c, CounterSection::kHa)}};
   json peers = json::array();
   if (ctx_.store) {
     if (auto rows = ctx_.store->Peers(); rows.ok())

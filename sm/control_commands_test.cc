@@ -472,5 +472,33 @@ TEST_F(ControlCommandsTest, MetricsDescribeTheRunningSm) {
   EXPECT_TRUE(has("ibsm_state_write_failures_total 0"));
 }
 
+// Every counter of the SM is in the control answer and in the metrics, with the value the SM
+// holds, under the names kSmCounterRows gives it (one table, read by both).
+TEST_F(ControlCommandsTest, EveryCounterIsInTheControlAnswerAndTheMetricsWithOneValue) {
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  Bring(std::move(*f));
+  json status = Result("status");
+  json ha = Result("ha");
+  const std::string text = RenderSmMetrics(*sm_, server_.get(), nullptr);
+  const SmCounters& c = sm_->counters();
+  std::set<std::string> keys;
+  for (const SmCounterRow& row : kSmCounterRows) {
+    SCOPED_TRACE(std::string(row.key));
+    EXPECT_TRUE(keys.insert(std::string(row.key)).second) << "a key named twice";
+    const json& section = row.section == CounterSection::kHa ? ha["counters"] : status["counters"];
+    ASSERT_TRUE(section.contains(std::string(row.key))) << section.dump();
+    EXPECT_EQ(section[std::string(row.key)].get<uint64_t>(), c.*row.member);
+    const std::string sample =
+        row.label_name.empty()
+            ? fmt::format("\n{} {}\n", row.family, c.*row.member)
+            : fmt::format("\n{}{{{}=\"{}\"}} {}\n", row.family, row.label_name, row.label_value,
+                          c.*row.member);
+    EXPECT_NE(text.find(sample), std::string::npos) << sample << text;
+  }
+  EXPECT_EQ(c.heavy_sweeps, 1u);  // the figures are the running SM's, not zeros
+  EXPECT_GT(c.client_reregisters, 0u);
+}
+
 }  // namespace
 }  // namespace ibsm::sm

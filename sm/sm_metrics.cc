@@ -29,9 +29,21 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
   m.Sample(uint64_t{last.subnet_up ? 1u : 0u});
 
   const SmCounters& c = sm.counters();
-  m.Family("ibsm_sweeps_total", "counter", "sweeps run, by kind");
-  m.Sample(c.heavy_sweeps, L::Labels({{"kind", "heavy"}}));
-  m.Sample(c.light_sweeps, L::Labels({{"kind", "light"}}));
+  // Every SmCounters field, as kSmCounterRows names it.
+  std::string_view family;
+  for (const SmCounterRow& row : kSmCounterRows) {
+    if (row.family.empty()) continue;
+    if (row.family != family) {
+      family = row.family;
+      m.Family(std::string(row.family), "counter", std::string(row.help));
+    }
+    if (row.label_name.empty()) {
+      m.Sample(c.*row.member);
+    } else {
+      m.Sample(c.*row.member,
+               L::Labels({{std::string(row.label_name), std::string(row.label_value)}}));
+    }
+  }
   if (last.number > 0) {
     m.Family("ibsm_last_sweep_duration_seconds", "gauge", "duration of the last heavy sweep");
     m.Sample(std::chrono::duration<double>(last.duration).count());
@@ -96,25 +108,6 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
     for (const auto& [state, n] : by_state) m.Sample(n, L::Labels({{"state", state}}));
   }
 
-  m.Family("ibsm_traps_received_total", "counter", "traps received");
-  m.Sample(c.traps_received);
-  m.Family("ibsm_traps_malformed_total", "counter", "traps that could not be decoded");
-  m.Sample(c.traps_malformed);
-  m.Family("ibsm_traps_suppressed_total", "counter",
-           "traps ignored as repeats (10+ within 5 s; port-health traps 60 s)");
-  m.Sample(c.traps_suppressed);
-  m.Family("ibsm_babbling_ports_disabled_total", "counter",
-           "ports disabled by babbling_port_policy");
-  m.Sample(c.babbling_ports_disabled);
-  m.Family("ibsm_state_write_failures_total", "counter",
-           "state file writes that failed (disk full, read-only, I/O error)");
-  m.Sample(c.state_write_failures);
-  m.Family("ibsm_dump_write_failures_total", "counter",
-           "heavy sweeps whose dump files (dump_files_dir) could not be written");
-  m.Sample(c.dump_write_failures);
-  m.Family("ibsm_routing_failures_total", "counter",
-           "routings refused (failed, unverifiable or with a credit loop)");
-  m.Sample(c.routing_failures);
   m.Family("ibsm_issues_total", "counter", "problems a sweep reported and went on past, by log ID");
   for (const auto& [id, n] : c.issues_by_id) m.Sample(n, L::Labels({{"id", id}}));
 
@@ -132,21 +125,6 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
   m.Family("ibsm_sa_records_sent_total", "counter", "records in successful SA answers");
   m.Sample(sa.records_sent);
 
-  m.Family("ibsm_ha_events_total", "counter", "SMInfo protocol events, by kind");
-  m.Sample(c.handovers_sent, L::Labels({{"event", "handover_sent"}}));
-  m.Sample(c.handovers_received, L::Labels({{"event", "handover_received"}}));
-  m.Sample(c.takeovers, L::Labels({{"event", "takeover"}}));
-  m.Sample(c.polls_sent, L::Labels({{"event", "poll_sent"}}));
-  m.Sample(c.polls_missed, L::Labels({{"event", "poll_missed"}}));
-  m.Sample(c.sm_key_mismatches, L::Labels({{"event", "sm_key_mismatch"}}));
-  m.Sample(c.sminfo_sets_refused, L::Labels({{"event", "sminfo_set_refused"}}));
-  m.Sample(c.state_changes, L::Labels({{"event", "state_change"}}));
-  m.Sample(c.acknowledges_sent, L::Labels({{"event", "acknowledge_sent"}}));
-  m.Sample(c.trap144_sent, L::Labels({{"event", "trap144_sent"}}));
-  m.Sample(c.other_sms_seen, L::Labels({{"event", "other_sm_seen"}}));
-  m.Family("ibsm_client_reregisters_total", "counter",
-           "PortInfo Sets with ClientReregister (ports whose SA state was lost)");
-  m.Sample(c.client_reregisters);
 
   if (auto ar = sm.ar().snapshot()) {
     size_t capable = 0, enabled = 0;

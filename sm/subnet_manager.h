@@ -41,6 +41,7 @@
 #include "sm/qos_tables.h"
 #include "sm/sa_server.h"
 #include "sm/sharp_manager.h"
+#include "sm/sm_counters.h"
 #include "sm/smp_pipeline.h"
 #include "sm/trap_tracker.h"
 
@@ -143,45 +144,6 @@ struct SweepStats {
   bool subnet_up = false;
 };
 
-struct SmCounters {
-  uint64_t heavy_sweeps = 0;
-  uint64_t light_sweeps = 0;
-  uint64_t traps_received = 0;
-  uint64_t traps_malformed = 0;
-  uint64_t traps_issuer_mismatch = 0;  // IssuerLID other than the LID the trap came from
-  uint64_t own_traps_ignored = 0;  // trap 144 from the SM's own port (its IsSM claim)
-  uint64_t sminfo_requests = 0;
-  uint64_t unsolicited_ignored = 0;  // requests for classes/attributes the SM does not serve
-  uint64_t routing_failures = 0;
-  uint64_t credit_loops_found = 0;  // routings whose channel dependency graph has a cycle
-  // HA (SMInfo protocol).
-  uint64_t sminfo_sets_refused = 0;    // Sets answered with status 7 (illegal now)
-  uint64_t sm_key_mismatches = 0;      // other SMs ignored because their SM_Key differs
-  uint64_t other_sms_seen = 0;         // SMInfo answers from other SMs during sweeps
-  uint64_t handovers_sent = 0;         // HANDOVERs accepted by a better SM
-  uint64_t handovers_received = 0;
-  uint64_t acknowledges_sent = 0;
-  uint64_t polls_sent = 0;             // SMInfo Gets to the master while STANDBY
-  uint64_t polls_missed = 0;
-  uint64_t takeovers = 0;              // STANDBY -> MASTER (master lost or handed over)
-  uint64_t trap144_sent = 0;           // standby telling a worse master to hand over
-  uint64_t state_changes = 0;          // SM state transitions (NOTACTIVE -> DISCOVERING, ...)
-  uint64_t client_reregisters = 0;     // PortInfo Sets with ClientReregister (SA state lost)
-  // State file writes that failed (disk full, read-only, I/O error). The fabric keeps being
-  // served from memory; guid2lid rows and multicast groups not saved are retried each sweep.
-  uint64_t state_write_failures = 0;
-  uint64_t dump_write_failures = 0;    // heavy sweeps whose dump files could not be written
-  // Traps repeated 10+ times within 5 s (port-health traps: 60 s) ignored: no sweep, no Report.
-  uint64_t traps_suppressed = 0;
-  uint64_t babbling_ports_disabled = 0;
-  // Handlers that threw and were abandoned (SM-EXC-001): each a bug, never a stop.
-  uint64_t internal_errors = 0;
-  // Port state Sets that failed (a lost reply, the retry refused) but whose port, read back,
-  // holds the state asked for.
-  uint64_t sets_confirmed_by_readback = 0;
-  // Every problem a sweep reported and went on past, by stable log ID ("SM-DISC-003").
-  std::map<std::string, uint64_t> issues_by_id;
-};
 
 // The HA counters in one line, as logged on every SM state change (log ID SM-HA-010) and
 // shown by the control socket: "state changes 3, handovers sent 0 received 1, ...".

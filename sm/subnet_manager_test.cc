@@ -77,7 +77,11 @@ TEST(SubnetManagerTest, ColdFabricComesUpWithUniqueLidsActiveLinksAndFullReachab
     ASSERT_TRUE(fabric.ok());
     boost::asio::io_context io;
     sim::Simulator sim(*fabric);
-    SweepStats s = RunSm(io, sim, FirstCaPort(*fabric), Once());
+    // The simulator answers every SMP, so none may fail; a timeout long enough that a busy
+    // machine (sanitizers, parallel tests) delays an answer without failing it.
+    SubnetManagerOptions o = Once();
+    o.send.timeout = std::chrono::milliseconds(500);
+    SweepStats s = RunSm(io, sim, FirstCaPort(*fabric), o);
     EXPECT_TRUE(s.subnet_up);
     EXPECT_EQ(s.smps_failed, 0u);
     EXPECT_EQ(s.engine, engines[i++]);
