@@ -176,6 +176,11 @@ const OptionDesc kOptions[] = {
          "If TRUE forces every sweep to be a heavy sweep"),
     Bool("sweep_on_trap", &SC::sweep_on_trap, "TRUE",
          "If TRUE every trap 128 and 144 will cause a heavy sweep."),
+    Bool("incremental_repair", &SC::incremental_repair, "TRUE",
+         "If TRUE a trap 128 from a known switch (or PortStateChange seen by a light\n"
+         "sweep) re-reads that switch's ports and repairs the model (cables that went\n"
+         "down) instead of rediscovering the fabric; anything else still causes a heavy\n"
+         "sweep (ibsm's own key)"),
     Section("ROUTING OPTIONS",
             Str("routing_engine", &SC::routing_engine, "(null)",
                 "Routing engine\n"

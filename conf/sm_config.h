@@ -54,6 +54,7 @@ struct SmConfig {
   bool reassign_lids = false;
   bool force_heavy_sweep = false;
   bool sweep_on_trap = true;
+  bool incremental_repair = true;  // ibsm: repair sweeps from trap 128 (sm/subnet_manager.h)
   // --- Routing
   std::string routing_engine;           // comma list; unset = ftree,updn (routing::kDefaultChain)
   bool use_ucast_cache = false;

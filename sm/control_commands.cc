@@ -315,6 +315,7 @@ Result<json> ControlCommands::Status(const json&) const {
     j["last_sweep"] = {
         {"number", s.number},
         {"heavy", s.heavy},
+        {"repair", s.repair},
         {"age_s", std::chrono::duration<double>(age).count()},
         {"duration_s", std::chrono::duration<double>(s.duration).count()},
         {"smps", s.smps},

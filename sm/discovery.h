@@ -52,6 +52,11 @@ struct DiscoveryResult {
   std::chrono::microseconds duration{0};
 };
 
+// Gives every node the DR path a breadth-first walk of `r.fabric` from the SM's node meets
+// it by first, and the arrival ports that path implies (what a discovery of that fabric
+// would record). Used after discovery, and after a repair takes links out of the model.
+void CanonicalPaths(DiscoveryResult& r);
+
 class Discovery {
  public:
   // REQUIRES: `pipeline` outlives the Discovery.

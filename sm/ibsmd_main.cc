@@ -207,6 +207,7 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   o.keep_sweeps = c.state_history_sweeps;
   o.keep_events = c.state_history_events;
   o.sweep_on_trap = c.sweep_on_trap;
+  o.incremental_repair = c.incremental_repair;
   o.once = once;
   o.dump_dir = c.dump_files_dir;
   o.dump_lfts = (c.log_flags & 0x40) != 0;  // OpenSM's OSM_LOG_ROUTING: -D 0x43 writes it

@@ -13,6 +13,8 @@ namespace ibsm::sm {
 struct SmCounters {
   uint64_t heavy_sweeps = 0;
   uint64_t light_sweeps = 0;
+  uint64_t repair_sweeps = 0;     // sweeps that re-read reporting switches, not the fabric
+  uint64_t repair_fallbacks = 0;  // repairs that found what only a heavy sweep handles
   uint64_t traps_received = 0;
   uint64_t traps_malformed = 0;
   uint64_t traps_issuer_mismatch = 0;  // IssuerLID other than the LID the trap came from
@@ -70,6 +72,11 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "kind", "heavy", "sweeps run, by kind"},
     {&SmCounters::light_sweeps, CounterSection::kStatus, "light_sweeps", "ibsm_sweeps_total",
      "kind", "light", ""},
+    {&SmCounters::repair_sweeps, CounterSection::kStatus, "repair_sweeps", "ibsm_sweeps_total",
+     "kind", "repair", ""},
+    {&SmCounters::repair_fallbacks, CounterSection::kStatus, "repair_fallbacks",
+     "ibsm_repair_fallbacks_total", "", "",
+     "repair sweeps that found what only a heavy sweep handles, and ran one"},
     {&SmCounters::traps_received, CounterSection::kStatus, "traps_received",
      "ibsm_traps_received_total", "", "", "traps received"},
     {&SmCounters::traps_malformed, CounterSection::kStatus, "traps_malformed",

@@ -153,6 +153,7 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.keep_sweeps = o.keep_sweeps;
   options_.keep_events = o.keep_events;
   options_.sweep_on_trap = o.sweep_on_trap;
+  options_.incremental_repair = o.incremental_repair;
   options_.babbling_port_policy = o.babbling_port_policy;
   options_.health_degraded_links = o.health_degraded_links;
   options_.subnet_timeout = o.subnet_timeout;
@@ -238,6 +239,7 @@ void SubnetManager::BeginHeavySweep() {
     return;
   }
   sweeping_ = true;
+  repair_pending_.clear();  // the rediscovery sees what they reported
   light_timer_.cancel();
   current_ = SweepStats{};
   current_.number = ++sweep_number_;
@@ -294,19 +296,21 @@ void SubnetManager::ScheduleLightSweep() {
   });
 }
 
-// SwitchInfo of every switch: PortStateChange set, a LinearFDBTop that is not ours (a
-// reboot), or no answer -> heavy sweep. Costs one SMP per switch.
+// SwitchInfo of every switch: a LinearFDBTop that is not ours (a reboot) or no answer ->
+// heavy sweep; PortStateChange set -> a repair sweep of those switches
+// (sm/subnet_manager_repair.cc). Costs one SMP per switch.
 void SubnetManager::LightSweep() {
   if (!discovered_ || stopped_) return;
   ++counters_.light_sweeps;
   sa_.ExpireServices();  // leases run out even when nobody asks for ServiceRecords
   auto change = std::make_shared<std::string>();
+  auto port_changes = std::make_shared<std::vector<Guid>>();
   const Fabric& f = discovered_->fabric;
   for (NodeId n = 0; n < f.node_count(); ++n) {
     if (!f.node(n).is_switch()) continue;
     Guid g = f.node(n).guid;
     pipeline_.Get(discovered_->nodes[n].path, mad::attr::kSwitchInfo, 0,
-                  [this, g, change](Result<mad::Smp> r) {
+                  [this, g, change, port_changes](Result<mad::Smp> r) {
                     if (!change->empty()) return;
                     if (!r.ok()) {
                       *change = fmt::format("switch {} did not answer", ToString(g));
@@ -314,12 +318,12 @@ void SubnetManager::LightSweep() {
                     }
                     auto si = mad::Decode<mad::SwitchInfo>(r->data);
                     if (!si.ok()) return;
-                    if (si->port_state_change) {
-                      *change = fmt::format("port state change on switch {}", ToString(g));
-                    } else if (si->linear_fdb_top != switch_cache_[g].top) {
+                    if (si->linear_fdb_top != switch_cache_[g].top) {
                       *change = fmt::format("switch {} LinearFDBTop {} is not ours ({})",
                                             ToString(g), si->linear_fdb_top,
                                             switch_cache_[g].top);
+                    } else if (si->port_state_change) {
+                      port_changes->push_back(g);
                     }
                   });
   }
@@ -365,10 +369,13 @@ void SubnetManager::LightSweep() {
       }
     });
   }
-  pipeline_.WhenIdle([this, change] {
+  pipeline_.WhenIdle([this, change, port_changes] {
     if (stopped_) return;
     if (!change->empty()) {
       RequestHeavySweep(*change);
+    } else if (!port_changes->empty()) {
+      for (Guid g : *port_changes)
+        RequestRepair(g, fmt::format("port state change on switch {}", ToString(g)));
     } else {
       ScheduleLightSweep();
     }

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -102,6 +103,11 @@ struct SubnetManagerOptions {
   size_t keep_sweeps = 10000;               // sweep rows and events kept in the state file
   size_t keep_events = 100000;
   bool sweep_on_trap = true;
+  // A trap 128 from a known switch (or a light sweep's PortStateChange) re-reads only that
+  // switch's ports; links that went down are taken out of the model and the rest of the
+  // sweep runs on it, without rediscovery. Anything else falls back to a heavy sweep
+  // (ARCHITECTURE.md "Repair sweep").
+  bool incremental_repair = true;
   bool once = false;               // one heavy sweep, then report done
   std::string dump_dir;            // empty = no dump files
   // opensm-lfts.dump as well as opensm-subnet.lst (OpenSM: log_flags routing bit 0x40).
@@ -120,6 +126,10 @@ struct SubnetManagerOptions {
 struct SweepStats {
   uint64_t number = 0;
   bool heavy = true;
+  // A repair sweep: discovery replaced by a re-read of the switches that reported a change
+  // (heavy is true too: every later stage ran).
+  bool repair = false;
+  size_t repair_links_lost = 0;  // cables a repair sweep took out of the model
   std::chrono::steady_clock::time_point started;
   std::chrono::microseconds duration{0};
   uint64_t smps = 0;
@@ -273,6 +283,10 @@ class SubnetManager {
 
   void WarnAboutDefaultKeys();
   void BeginHeavySweep();
+  // Repair sweeps (sm/subnet_manager_repair.cc): the switch at `guid` reported a port change.
+  void RequestRepair(Guid guid, const std::string& reason);
+  void BeginRepair();
+  void FinishRepairReads(std::shared_ptr<struct RepairReads> reads);
   void OnDiscovered(DiscoveryResult r);
   void ProgramPKeys();
   void SetPKeyTables();
@@ -416,6 +430,9 @@ class SubnetManager {
   bool sweeping_ = false;
   bool sweep_again_ = false;
   bool sweep_posted_ = false;
+  bool repair_posted_ = false;
+  std::set<Guid> repair_pending_;  // switches that reported a change, not yet re-read
+  std::string repair_reason_;
   int failed_sweeps_in_a_row_ = 0;  // heavy sweeps without SUBNET UP since the last good one  // a heavy sweep is requested and has not begun yet
   std::string pending_reason_;
   std::string queued_reason_;  // why sweep_again_ was set (the first request while sweeping)

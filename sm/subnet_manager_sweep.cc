@@ -579,12 +579,13 @@ void SubnetManager::FinishHeavySweep() {
     for (PortId p: lids_.end_ports) known_ports_.push_back(discovered_->fabric.port(p).guid);
   }
   Log(LogName::kSm)
-      .info("heavy sweep {} done in {:.3f} s: {} nodes ({} switches, {} CAs), {} links; {} "
+      .info("{} sweep {} done in {:.3f} s: {} nodes ({} switches, {} CAs), {} links; {} "
             "SMPs ({} failed); {} LID changes, {} PortInfo Sets ({} ClientReregister), {} LFT "
             "blocks sent ({} read), "
             "{} P_Key blocks sent ({} read), {} ports armed, {} activated ({} port state Sets "
             "read back); engine {}",
-            current_.number, current_.duration.count() / 1e6, current_.nodes,
+            current_.repair ? "repair" : "heavy", current_.number,
+            current_.duration.count() / 1e6, current_.nodes,
             current_.switches, current_.cas, current_.links, current_.smps,
             current_.smps_failed, current_.lid_changes, current_.portinfo_sets,
             current_.client_reregisters,
@@ -646,6 +647,13 @@ void SubnetManager::FinishHeavySweep() {
       return;
     }
     RequestHeavySweep("change during the last sweep");
+    return;
+  }
+  if (!repair_pending_.empty() && state() == mad::SmState::kMaster) {
+    // Switches that reported during this sweep, after it read them.
+    repair_posted_ = true;
+    sweeping_ = true;
+    boost::asio::post(io_, [this] { BeginRepair(); });
     return;
   }
   ScheduleLightSweep();

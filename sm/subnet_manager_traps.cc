@@ -95,7 +95,18 @@ void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) 
     sweep_trap = false;
   }
   if (sweep_trap && options_.sweep_on_trap) {
-    RequestHeavySweep(fmt::format("trap {} from LID {}", trap, source));
+    // A link change a known switch reports is repaired from that switch's ports alone.
+    std::optional<Guid> reporter;
+    if (trap == mad::trap::kLinkStateChanged && discovered_) {
+      const Fabric& f = discovered_->fabric;
+      if (auto p = f.FindPortByLid(Lid{source}); p && f.node(f.port(*p).node).is_switch())
+        reporter = f.node(f.port(*p).node).guid;
+    }
+    if (reporter) {
+      RequestRepair(*reporter, fmt::format("trap {} from LID {}", trap, source));
+    } else {
+      RequestHeavySweep(fmt::format("trap {} from LID {}", trap, source));
+    }
   }
   // Subscribers get the trap as a Report from the master, its issuer GID filled in (an SMP
   // Trap has none). Traps 64-67 are the SM's own to issue (ReportPortChanges,

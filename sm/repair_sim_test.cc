@@ -1,0 +1,174 @@
+// Repair sweeps on the in-process simulator (sm/subnet_manager_repair.cc): a cable cut after
+// SUBNET UP is repaired from the reporting switches' ports, with no rediscovery, and leaves
+// the fabric exactly as a full heavy sweep of the cut fabric programs it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "fabric/generators.h"
+#include "sim/sim_transport.h"
+#include "sim/simulator.h"
+#include "sm/sim_test_util.h"
+#include "sm/subnet_manager.h"
+
+namespace ibsm::sm {
+namespace {
+
+using namespace std::chrono_literals;
+using simcheck::ExpectFabricUp;
+using simcheck::FirstCaPort;
+
+SubnetManagerOptions Quiet() {
+  SubnetManagerOptions o;
+  o.send.timeout = std::chrono::milliseconds(200);
+  o.sweep_interval = std::chrono::seconds(0);  // only traps (and the test) start sweeps
+  return o;
+}
+
+// A core-facing cable of a spine of a 3-tier fat tree: redundant, so every host keeps a path.
+PortId SpineUplink(const Fabric& f) {
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (f.node(n).name.find("-spine-") == std::string::npos) continue;
+    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
+      const PortId id = f.port_id(n, PortNum{static_cast<uint8_t>(p)});
+      if (f.port(id).connected() && f.node(f.port(f.port(id).peer).node).name.starts_with("core"))
+        return id;
+    }
+  }
+  return kNoPort;
+}
+
+struct CutRun {
+  std::vector<SweepStats> sweeps;
+  SmCounters counters;
+};
+
+// Brings `f` up, cuts `cut` (trap 128 from both ends), waits for the repairs, then asks for
+// one heavy sweep of the cut fabric and stops after it.
+CutRun CutAndCompare(sim::Simulator& sim, const Fabric& f, PortId cut, SubnetManagerOptions o) {
+  boost::asio::io_context io;
+  sim::SimTransport t(io, sim, FirstCaPort(f));
+  EXPECT_TRUE(t.bind_status().ok());
+  SystemClock clock;
+  SubnetManager sm(io, t, clock, nullptr, o);
+  boost::asio::steady_timer settle(io);
+  CutRun run;
+  bool compared = false;
+  sm.Start([&](const SweepStats& s) {
+    run.sweeps.push_back(s);
+    if (run.sweeps.size() == 1) {
+      EXPECT_TRUE(s.subnet_up);
+      EXPECT_TRUE(sim.LinkDown(cut).ok());
+      return;
+    }
+    if (compared) {
+      run.counters = sm.counters();
+      sm.Stop();
+      t.Close();
+      io.stop();
+      return;
+    }
+    // Each sweep after the cut pushes the comparison back; once traps stop, compare.
+    settle.expires_after(500ms);
+    settle.async_wait([&](boost::system::error_code ec) {
+      if (ec) return;
+      compared = true;
+      sm.RequestHeavySweep("test: a full sweep of the cut fabric");
+    });
+  });
+  io.run();
+  return run;
+}
+
+TEST(RepairSweepTest, ACutSpineCableIsRepairedFromTheReportingSwitchesAlone) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  const PortId cut = SpineUplink(*f);
+  ASSERT_NE(cut, kNoPort);
+  const PortId far = f->port(cut).peer;
+  CutRun run = CutAndCompare(sim, *f, cut, Quiet());
+  ASSERT_GE(run.sweeps.size(), 3u);
+  const SweepStats& cold = run.sweeps.front();
+  const SweepStats& full = run.sweeps.back();
+  size_t repairs = 0, lost = 0;
+  uint64_t repair_smps = 0;
+  for (size_t i = 1; i + 1 < run.sweeps.size(); ++i) {
+    const SweepStats& s = run.sweeps[i];
+    EXPECT_TRUE(s.repair) << "sweep " << s.number << " was a heavy sweep";
+    EXPECT_TRUE(s.subnet_up);
+    EXPECT_EQ(s.lid_changes, 0u);
+    repairs += s.repair;
+    lost += s.repair_links_lost;
+    repair_smps += s.smps;
+  }
+  EXPECT_GE(repairs, 1u);
+  EXPECT_EQ(lost, 1u);  // the cable, once, whichever end reported first
+  EXPECT_EQ(run.counters.repair_fallbacks, 0u);
+  std::printf("[ figure ] 3-tier k=8, one spine-core cable cut: cold heavy sweep %lu SMPs, "
+              "%zu repair sweep(s) %lu SMPs in all\n",
+              static_cast<unsigned long>(cold.smps), repairs,
+              static_cast<unsigned long>(repair_smps));
+  EXPECT_LT(repair_smps * 5, cold.smps);
+  // What the repair left is what a full heavy sweep of the cut fabric computes: it finds the
+  // same links and writes no LFT block and no LID.
+  EXPECT_FALSE(full.repair);
+  EXPECT_TRUE(full.subnet_up);
+  EXPECT_EQ(full.links, cold.links - 1);
+  EXPECT_EQ(full.lft_blocks_sent, 0u);
+  EXPECT_EQ(full.lid_changes, 0u);
+  // Read back from the switches: no entry points at either dead port; every host reaches
+  // every host.
+  Fabric cut_fabric = *f;
+  cut_fabric.Disconnect(cut);
+  ExpectFabricUp(cut_fabric, sim);
+  for (PortId end : {cut, far}) {
+    const NodeId sw = f->port(end).node;
+    for (uint32_t lid = 1; lid < 512; ++lid)
+      EXPECT_NE(sim.lft_entry(sw, Lid{static_cast<uint16_t>(lid)}), f->port(end).num.value())
+          << f->node(sw).name << " still sends LID " << lid << " to its dead port";
+  }
+}
+
+// Off, the same cut costs a heavy sweep, as before repair sweeps existed.
+TEST(RepairSweepTest, WithIncrementalRepairOffACutCausesAHeavySweep) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  SubnetManagerOptions o = Quiet();
+  o.incremental_repair = false;
+  CutRun run = CutAndCompare(sim, *f, SpineUplink(*f), o);
+  ASSERT_GE(run.sweeps.size(), 3u);
+  for (const SweepStats& s : run.sweeps) EXPECT_FALSE(s.repair);
+  EXPECT_EQ(run.counters.repair_sweeps, 0u);
+  EXPECT_EQ(run.sweeps.back().lft_blocks_sent, 0u);
+}
+
+// A host cable cut leaves a node the SM cannot reach: the repair cannot patch that (the
+// host's LID and SA records go with it), so it falls back to a heavy sweep, which does.
+TEST(RepairSweepTest, AHostThatLeftFallsBackToAHeavySweep) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  // The last host's cable, cut at its leaf.
+  PortId host_cable = kNoPort;
+  for (NodeId n = f->node_count(); n-- > 0 && host_cable == kNoPort;)
+    if (!f->node(n).is_switch()) host_cable = f->port(f->port_id(n, PortNum{1})).peer;
+  ASSERT_NE(host_cable, kNoPort);
+  ASSERT_NE(host_cable, f->port(FirstCaPort(*f)).peer);
+  CutRun run = CutAndCompare(sim, *f, host_cable, Quiet());
+  ASSERT_GE(run.sweeps.size(), 3u);
+  EXPECT_GE(run.counters.repair_fallbacks, 1u);
+  bool heavy_after_cut = false;
+  for (size_t i = 1; i < run.sweeps.size(); ++i) heavy_after_cut |= !run.sweeps[i].repair;
+  EXPECT_TRUE(heavy_after_cut);
+  EXPECT_EQ(run.sweeps.back().nodes, run.sweeps.front().nodes - 1);
+}
+
+}  // namespace
+}  // namespace ibsm::sm
