@@ -125,7 +125,10 @@ std::string FormatStatus(const json& r) {
     double age = s.value("age_s", 0.0), dur = s.value("duration_s", 0.0);
     line("last sweep", fmt::format("#{} {} {:.1f} s ago, took {:.3f} s, {} SMPs ({} failed), "
                                    "{} LFT blocks sent, {}",
-                                   Get(s, "number"), s.value("heavy", false) ? "heavy" : "light",
+                                   Get(s, "number"),
+                                   s.value("repair", false) ? "repair"
+                                   : s.value("heavy", false) ? "heavy"
+                                                             : "light",
                                    age, dur, Get(s, "smps"), Get(s, "smps_failed"),
                                    Get(s, "lft_blocks_sent"),
                                    s.contains("outcome") ? "outcome " + Get(s, "outcome")
@@ -143,6 +146,13 @@ std::string FormatStatus(const json& r) {
       line("state file", Get(c, "state_write_failures") + " writes failed (see SM-STATE-0xx)");
     if (c.value("dump_write_failures", 0) > 0)
       line("dump files", Get(c, "dump_write_failures") + " heavy sweeps could not write them (SM-DUMP-001)");
+    if (c.value("internal_errors", 0) > 0)
+      line("internal errors", Get(c, "internal_errors") +
+                                  " handlers threw and were abandoned (SM-EXC-001: a bug, please "
+                                  "report it with the log)");
+    if (c.value("repair_sweeps", 0) > 0)
+      line("repair sweeps", fmt::format("{} ({} fell back to a heavy sweep)",
+                                        Get(c, "repair_sweeps"), Get(c, "repair_fallbacks")));
   }
   if (r.contains("transport") && r["transport"].is_object()) {
     const json& t = r["transport"];

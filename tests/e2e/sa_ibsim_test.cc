@@ -5,7 +5,7 @@
 // ibsim and its preload library carry no RMPP, so saquery sees only the first segment of an
 // answer, and it counts (length - 56) / (AttributeOffset * 8) records in it, length being
 // what the sender passed to umad_send: the single-record forms are what can be checked here.
-// ibsmd sends an answer's last RMPP segment at its real length (mad/umad_transport.cc), so a
+// ibsmd sends an answer's last RMPP segment at its real length (mad/umad_transport_write.cc), so a
 // one-record answer shows exactly one record, not that record and the zero padding of the
 // MAD read as records of LID 0. Whole tables are checked on the in-process simulator
 // (sm/sa_server_test.cc).
