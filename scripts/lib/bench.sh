@@ -65,6 +65,7 @@ stop_ibsim() {   # only the ibsim we started, by PID
 
 # start_ibsim NETFILE LOG: a fresh ibsim with its own IBSIM_SOCKNAME (exported), -N/-S/-P
 # sized from the net file and -L 49152; sets ibsim_pid and waits until its sockets exist.
+# With IBSIM_CONSOLE set to a FIFO, ibsim reads console commands from it.
 start_ibsim() {
     local net=$1 log=$2 nn ns np
     read -r nn ns np < <(awk '
@@ -72,8 +73,14 @@ start_ibsim() {
         /^(Ca|Hca|Rt)[ \t]/ { n++;       p += $2 }
         END { print n + 0, s + 0, p + 0 }' "$net")
     export IBSIM_SOCKNAME="${script//_/}$$x$RANDOM"
-    ibsim -s -n -N $((nn + 64)) -S $((ns + 16)) -P $((np + 1024)) -L 49152 "$net" \
-        >"$log" 2>&1 </dev/null &
+    if [ -n "${IBSIM_CONSOLE:-}" ]; then
+        # With a console: commands written to the FIFO $IBSIM_CONSOLE (unlink, ...).
+        ibsim -s -N $((nn + 64)) -S $((ns + 16)) -P $((np + 1024)) -L 49152 "$net" \
+            >"$log" 2>&1 <"$IBSIM_CONSOLE" &
+    else
+        ibsim -s -n -N $((nn + 64)) -S $((ns + 16)) -P $((np + 1024)) -L 49152 "$net" \
+            >"$log" 2>&1 </dev/null &
+    fi
     ibsim_pid=$!
     local deadline=$((SECONDS + sim_timeout))
     until grep -Eq "@${IBSIM_SOCKNAME}:out9(@|\$)" /proc/net/unix; do

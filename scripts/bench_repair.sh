@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# bench_repair.sh - one spine-core cable cut on ibsim: time from the cut to the SM's next
+# "SUBNET UP", ibsmd and OpenSM 3.3.23 side by side on the same fabric and settings.
+#
+#   scripts/bench_repair.sh [--fabric TYPE:K] [--after "3 20"] [--engine E] [--ibsmd PATH]
+#                           [--sms "ibsmd opensm"] [--keep]
+#
+#   --fabric TYPE:K   ftree3:K (default ftree3:16: 320 switches, 1,024 hosts)
+#   --after LIST      seconds between SUBNET UP and the cut (default "3 20")
+#   --engine E        routing_engine for both SMs (default ftree,updn)
+#   --ibsmd PATH      ibsmd binary (default build/bin/ibsmd)
+#   --sms LIST        which SMs to run (default "ibsmd opensm")
+#   --keep            keep the temp dir (logs, configs) and print its path
+#
+# Per run: a fresh ibsim with a console, the SM at the first host, SUBNET UP, a pause, then
+# `unlink` of the first core switch's port 1 (a spine-core cable). Measured:
+#   repair_s   from the unlink (this script's clock) to the SM's next "SUBNET UP" (its log's
+#              timestamp; both SMs log local time with microseconds)
+#   sweep      ibsmd: the kind of that sweep and its SMPs ("repair, 56 SMPs"); OpenSM: "-"
+# Output: a Markdown table on stdout; progress on stderr.
+# Needs: ibsim, opensm, libumad2sim.
+set -uo pipefail
+
+script=bench_repair
+source "$(dirname "$0")/lib/bench.sh"
+fabric=ftree3:16 after="3 20" engine=ftree,updn ibsmd=$here/build/bin/ibsmd sms="ibsmd opensm"
+keep=0
+
+usage() { usage_lines 2 21; }
+while [ $# -gt 0 ]; do
+    case $1 in
+        --fabric) [ $# -ge 2 ] || usage; fabric=$2; shift ;;
+        --after) [ $# -ge 2 ] || usage; after=$2; shift ;;
+        --engine) [ $# -ge 2 ] || usage; engine=$2; shift ;;
+        --ibsmd) [ $# -ge 2 ] || usage; ibsmd=$2; shift ;;
+        --sms) [ $# -ge 2 ] || usage; sms=$2; shift ;;
+        --keep) keep=1 ;;
+        -h|--help) usage ;;
+        *) die "unknown argument $1 (try --help)" ;;
+    esac
+    shift
+done
+need ibsim opensm awk
+ibsmd=$(readlink -f "$ibsmd")
+[ -x "$ibsmd" ] || die "ibsmd not found at $ibsmd (build it or pass --ibsmd)"
+build_dir=$(dirname "$(dirname "$ibsmd")")  # ibsm-topogen beside it
+
+tmp=$(mktemp -d /tmp/bench_repair.XXXXXX) || die "mktemp failed"
+pids=()
+cleanup() {
+    exec 3>&- 2>/dev/null
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+    if [ "$keep" = 1 ]; then echo "$script: kept $tmp" >&2; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+net=$tmp/fabric.net
+gen_fabric "$fabric" "$net"
+first_host=$(awk -F'"' '/^Ca/ { print $2; exit }' "$net")
+core=$(awk -F'"' '/^Switch/ { print $2; exit }' "$net")
+cut="unlink \"$core\"[1]"
+
+# Seconds of day of the SUBNET UP line number N (1-based) of LOG, empty if none yet.
+nth_up() {
+    awk -v n="$2" -v kind="$3" '
+        /SUBNET UP/ && ++seen == n {
+            ts = (kind == "ibsmd") ? $2 : $3; us = (kind == "ibsmd") ? "" : $4
+            split(ts, a, ":"); t = a[1] * 3600 + a[2] * 60 + a[3]
+            if (us != "") t += us / 1e6
+            printf "%.6f", t; exit
+        }' "$1" 2>/dev/null
+}
+wait_up() {   # wait_up LOG N KIND SECONDS
+    for _ in $(seq $(($4 * 20))); do
+        [ -n "$(nth_up "$1" "$2" "$3")" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+rows=()
+for pause in $after; do
+    for kind in $sms; do
+        run_dir=$tmp/$kind-$pause
+        mkdir -p "$run_dir/state"
+        echo "$script: $kind on $fabric, cut ${pause} s after SUBNET UP" >&2
+        mkfifo "$run_dir/console"
+        exec 3<>"$run_dir/console"   # read-write: does not block, and keeps ibsim's stdin open
+        IBSIM_CONSOLE=$run_dir/console start_ibsim "$net" "$run_dir/ibsim.log" ||
+            die "ibsim did not come up"
+        pids+=("$ibsim_pid")
+        conf=$run_dir/sm.conf log=$run_dir/sm.log
+        printf 'routing_engine %s\n' "$engine" >"$conf"
+        if [ "$kind" = ibsmd ]; then
+            printf 'state_db_file %s\nguid2lid_file %s\nlog_file %s\ncontrol_socket none\n' \
+                "$run_dir/state/state.db" "$run_dir/state/guid2lid" "$log" >>"$conf"
+            (cd "$run_dir" && LD_PRELOAD=$SIM_SO SIM_HOST=$first_host exec "$ibsmd" -F "$conf") \
+                >"$run_dir/sm.out" 2>&1 &
+        else
+            printf 'force_log_flush TRUE\n' >>"$conf"
+            (cd "$run_dir" && LD_PRELOAD=$SIM_SO SIM_HOST=$first_host \
+                OSM_TMP_DIR=$run_dir/state OSM_CACHE_DIR=$run_dir/state \
+                exec opensm -F "$conf" -f "$log") >"$run_dir/sm.out" 2>&1 &
+        fi
+        sm_pid=$!
+        pids+=("$sm_pid")
+        wait_up "$log" 1 "$kind" 600 || die "$kind never came up ($run_dir)"
+        sleep "$pause"
+        ups=$(grep -c "SUBNET UP" "$log")
+        t0=$(sod)
+        echo "$cut" >&3
+        wait_up "$log" $((ups + 1)) "$kind" 600 || die "$kind never came up after the cut ($run_dir)"
+        t1=$(nth_up "$log" $((ups + 1)) "$kind")
+        repair=$(awk -v a="$t0" -v b="$t1" 'BEGIN { d = b - a; if (d < -43200) d += 86400; printf "%.2f", d }')
+        sweep="-"
+        if [ "$kind" = ibsmd ]; then
+            line=$(awk -v n="$ups" '/SUBNET UP/ { seen++ } seen >= n && / sweep [0-9]+ done in / { l = $0 } END { print l }' "$log")
+            sweep=$(echo "$line" | sed -n 's/.* \(repair\|heavy\) sweep [0-9]* done in .* \([0-9][0-9]*\) SMPs (.*/\1, \2 SMPs/p')
+        fi
+        rows+=("| $kind | $fabric | ${pause} s | $repair | ${sweep:--} |")
+        exec 3>&-
+        kill "$sm_pid" 2>/dev/null; wait "$sm_pid" 2>/dev/null
+        stop_ibsim
+    done
+done
+
+echo "| SM | fabric | cut after SUBNET UP | repair_s (cut -> SUBNET UP) | ibsmd sweep |"
+echo "|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
