@@ -256,6 +256,7 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.sharp_enable = o.sharp_enable;
   options_.qos = o.qos;
   options_.qos_levels = o.qos_levels;
+  options_.qos_policy = o.qos_policy;
   options_.suppress_sl2vl_mad_status_errors = o.suppress_sl2vl_mad_status_errors;
 }
 
@@ -2258,6 +2259,7 @@ void SubnetManager::PublishSaSnapshot() {
   s->lids = std::make_shared<const routing::LidMap>(s->fabric());
   s->port_mtu = LinkMtus(s->fabric(), s->nodes());
   s->qos = qos_;
+  if (options_.qos) s->qos_policy = options_.qos_policy;
   s->subnet_prefix = options_.subnet_prefix;
   s->sm_lid = sm_lid_;
   s->sm_port_guid = sm_port_guid_;
