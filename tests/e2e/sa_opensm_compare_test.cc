@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -396,6 +397,59 @@ TEST_F(QosOpenSmCompareTest, Sl2VlVlArbAndVlHighLimitAsEachSmProgrammedThemMatch
   EXPECT_GT(sl2vl_tables, vlarb_ports);
   std::printf("[ figure ] %zu SL2VL tables and the VLArb tables of %zu ports compared\n",
               sl2vl_tables, vlarb_ports);
+}
+
+// qos TRUE with a QoS policy file (qos-ulps, docs/qos.md) on both sides: the PathRecords
+// between hosts carry the same SL from ibsmd as from OpenSM, and it is the policy's.
+class QosPolicyOpenSmCompareTest : public SaOpenSmCompareTest {
+ protected:
+  // The port GUIDs of the fabric's CAs, in NodeId order (the fixture's fabric, FatTree2(4)).
+  static std::vector<uint64_t> CaGuids() {
+    std::vector<uint64_t> out;
+    auto f = FatTree2(4);
+    for (NodeId n = 0; f.ok() && n < f->node_count(); ++n)
+      if (f->node(n).kind == NodeKind::kCa)
+        out.push_back(f->port(f->port_id(n, PortNum(1))).guid.value());
+    return out;
+  }
+  std::string SharedConf() const override {
+    // Written here: the fixture asks for the options once root_ exists, before either SM
+    // starts.
+    const auto cas = CaGuids();
+    std::ofstream(root_ + "/qos-policy.conf")
+        << "qos-ulps\n"
+        << "  default : 2\n"
+        << "  any, source-port-guid " << Hex16(cas.front()) << " : 5\n"
+        << "  any, target-port-guid " << Hex16(cas.back()) << " : 7\n"
+        << "end-qos-ulps\n";
+    return "force_log_flush TRUE\nqos TRUE\nqos_policy_file " + root_ + "/qos-policy.conf\n";
+  }
+  void SetUp() override {
+    SaOpenSmCompareTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_TRUE(WaitForCount(root_ + "/ibsmd.log", "SUBNET UP", 1)) << "ibsmd never up";
+    ASSERT_TRUE(WaitForCount(root_ + "/opensm.log", "SUBNET UP", 1)) << "opensm never up";
+  }
+};
+
+TEST_F(QosPolicyOpenSmCompareTest, PathRecordSlsFromTheQosPolicyMatchOpenSms) {
+  const auto cas = CaGuids();
+  ASSERT_GE(cas.size(), 3u);
+  // (source, destination, the policy's SL): the source rule first, then the target rule,
+  // then the default.
+  const std::vector<std::tuple<uint64_t, uint64_t, std::string>> pairs = {
+      {cas.front(), cas.back(), "0x5"},
+      {cas[1], cas.back(), "0x7"},
+      {cas[1], cas[2], "0x2"},
+  };
+  for (const auto& [src, dst, sl] : pairs) {
+    SCOPED_TRACE(Hex16(src) + " -> " + Hex16(dst));
+    auto a = Fields(Saquery(ibsm_, {"--src-to-dst", Lid(ibsm_, src) + ":" + Lid(ibsm_, dst)}));
+    auto b = Fields(Saquery(osm_, {"--src-to-dst", Lid(osm_, src) + ":" + Lid(osm_, dst)}));
+    ASSERT_NE(a.count("sl"), 0u) << "saquery printed no sl";
+    EXPECT_EQ(a["sl"], sl);
+    EXPECT_EQ(Diff(a, b), "") << "PathRecord";
+  }
 }
 
 }  // namespace
