@@ -10,6 +10,7 @@
 #include <cstring>
 #include <cstdio>
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <unordered_set>
@@ -138,14 +139,14 @@ Result<std::shared_ptr<const conf::PartitionConfig>> LoadPartitions(const std::s
   return std::make_shared<const conf::PartitionConfig>(std::move(r->config));
 }
 
+// QoS policy files refused since start, for the metrics (ibsm_qos_policy_refused_total).
+std::atomic<uint64_t> qos_policy_refusals{0};
+
 // qos_policy_file (docs/qos.md, "QoS policy file"), read with qos TRUE only, as OpenSM does.
 // No file at OpenSM's default path: null, no policy. A file the config names that does not
 // exist: QOS-POL-021, null. A file with errors: each logged with file and line (QOS-POL-0xx)
 // and InvalidArgument; the caller keeps the policy in force (at start there is none: ibsmd
 // refuses to start rather than give PathRecords SLs the operator did not ask for).
-// Files refused, for the metrics (ibsm_qos_policy_refused_total) and `ibsmctl status`'s reload.
-uint64_t qos_policy_refusals = 0;
-
 Result<std::shared_ptr<const conf::QosPolicy>> LoadQosPolicy(const conf::SmConfig& c, bool loud) {
   constexpr std::string_view kOpenSmDefault = "/etc/opensm/qos-policy.conf";
   if (!c.qos) return std::shared_ptr<const conf::QosPolicy>();
@@ -646,7 +647,7 @@ int Main(int argc, char** argv) {
              fmt::format("# HELP ibsm_qos_policy_refused_total QoS policy files refused "
                          "(QOS-POL-020)\n# TYPE ibsm_qos_policy_refused_total counter\n"
                          "ibsm_qos_policy_refused_total {}\n",
-                         qos_policy_refusals) +
+                         qos_policy_refusals.load()) +
              (perf ? RenderPerfMetrics(*perf) : std::string());
     });
     if (!started.ok()) {

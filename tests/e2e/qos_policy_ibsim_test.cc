@@ -2,7 +2,10 @@
 // ibsmd on ibsim: the PathRecords saquery gets carry the policy's SL; a SIGHUP with a bad
 // file is reported with file and line and the policy in force stays; a good one takes over;
 // a bad file at start stops ibsmd with the reason.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -39,6 +42,42 @@ std::vector<int> Sls(const std::string& out) {
   return sls;
 }
 
+// A TCP port on 127.0.0.1 nobody listens on now (bound to 0, read, closed); 0 on failure.
+uint16_t FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  uint16_t port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+// The body of GET /metrics from 127.0.0.1:`port`; empty on failure.
+std::string Scrape(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    const std::string req = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return out;
+}
+
 class QosPolicyIbsimTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -59,12 +98,15 @@ class QosPolicyIbsimTest : public ::testing::Test {
     }
     std::ofstream(root_ + "/fabric.net") << WriteTopology(*fabric);
     policy_ = root_ + "/qos-policy.conf";
+    metrics_port_ = FreePort();
+    ASSERT_NE(metrics_port_, 0);
     log_ = root_ + "/ibsmd.log";
     std::ofstream(root_ + "/ibsmd.conf") << "state_db_file " << root_ << "/state.db\n"
                                          << "log_file " << log_ << "\n"
                                          << "qos TRUE\n"
                                          << "qos_policy_file " << policy_ << "\n"
-                                         << "sweep_interval 0\n";
+                                         << "sweep_interval 0\n"
+                                         << "metrics_port " << metrics_port_ << "\n";
   }
   void TearDown() override {
     std::error_code ec;
@@ -109,6 +151,7 @@ class QosPolicyIbsimTest : public ::testing::Test {
   std::string root_, host_, policy_, log_;
   uint64_t host_guid_ = 0;
   std::vector<uint64_t> ca_guids_;
+  uint16_t metrics_port_ = 0;
 };
 
 TEST_F(QosPolicyIbsimTest, PathRecordsCarryThePolicysSlAndAHupKeepsItOverABadFile) {
@@ -135,6 +178,9 @@ TEST_F(QosPolicyIbsimTest, PathRecordsCarryThePolicysSlAndAHupKeepsItOverABadFil
       << text;
   sls = PathSls(**sim);
   EXPECT_EQ(std::set<int>(sls.begin(), sls.end()), std::set<int>{9});
+  // Counted where an operator's monitoring sees it.
+  std::string metrics = Scrape(metrics_port_);
+  EXPECT_NE(metrics.find("\nibsm_qos_policy_refused_total 1\n"), std::string::npos) << metrics;
 
   // Fixed: the new SL reaches the PathRecords.
   WritePolicy(11, 2);
