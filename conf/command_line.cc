@@ -63,10 +63,6 @@ void Console(std::string_view v, SmConfig*, CommandLineExtras* x) {
                              v);
   }
 }
-void Qos(std::string_view, SmConfig*, CommandLineExtras* x) {
-  x->refused = "-Q/--qos: ibsm does not program OpenSM's QoS (SL2VL, VLArb) tables yet; it "
-               "reads them for the SA";
-}
 void ConsolePort(std::string_view, SmConfig*, CommandLineExtras*) {}  // no console to bind
 // OpenSM's -d: 0 ignore other SMs, 1 single-threaded, 2 flush every log line, 3 no multicast.
 void Debug(std::string_view v, SmConfig* c, CommandLineExtras* x) {
@@ -125,7 +121,7 @@ constexpr FlagDesc kFlags[] = {
      "partition enforcement: both, in, out, off"},
     {'W', "allow_both_pkeys", "", "", "allow_both_pkeys", "TRUE", nullptr,
      "full and limited membership in one partition"},
-    {'Q', "qos", "", "", "", "", Qos, "refused: ibsm does not program QoS tables yet"},
+    {'Q', "qos", "", "", "qos", "TRUE", nullptr, "QoS setup (docs/qos.md)"},
     {'y', "stay_on_fatal", "", "", "exit_on_fatal", "FALSE", nullptr,
      "do not exit on fatal initialization issues"},
     {'B', "daemon", "", "", "daemon", "TRUE", nullptr, "run in the background"},

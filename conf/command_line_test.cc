@@ -146,16 +146,24 @@ TEST(CommandLineTest, EveryOpenSmFlagIsAcceptedOrRefusedClearly) {
       << x.extras.config_warnings[0].message;
   EXPECT_EQ(x.extras.config_not_honoured, 1u);
   for (const std::vector<std::string>& refused :
-       {std::vector<std::string>{"-I"}, {"--inactive"}, {"-Q"}, {"--console", "local"}, {"-d", "3"},
+       {std::vector<std::string>{"-I"}, {"--inactive"}, {"--console", "local"}, {"-d", "3"},
         {"-z"}, {"-M", "m.dump"}, {"-U", "l.dump"}, {"-S", "sa.db"},
         {"-m", "ids"}, {"-i", "ign"}, {"-w", "hw"}, {"-O", "pso"}, {"--dimn_ports_file", "d"},
-        {"-Y", "qos.policy"}, {"--congestion_control"}, {"--cc_key", "0x5"},
+        {"--congestion_control"}, {"--cc_key", "0x5"},
         {"--log_prefix", "x"}, {"--torus_config", "t"}, {"--prefix_routes_file", "p"},
         {"--do_mesh_analysis"}, {"--lash_start_vl", "1"}, {"--nue_max_num_vls", "2"}}) {
     auto r = Apply(refused);
     EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument) << refused[0];
     EXPECT_NE(r.status.message().find("ibsm"), std::string::npos) << r.status.message();
   }
+}
+
+// -Q and -Y act as OpenSM's: qos TRUE and the QoS policy file (docs/qos.md).
+TEST(CommandLineTest, QosFlagsSetQosAndThePolicyFile) {
+  auto r = Apply({"-Q", "-Y", "/etc/ibsm/qos-policy.conf"});
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_TRUE(r.config.qos);
+  EXPECT_EQ(r.config.qos_policy_file, "/etc/ibsm/qos-policy.conf");
 }
 
 TEST(CommandLineTest, UsageListsOpenSmAndIbsmFlags) {

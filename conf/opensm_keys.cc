@@ -18,9 +18,6 @@ using K = KeySupport;
 
 constexpr std::string_view kQosMaxVls =
     "OpenSM 3.3.23 reads it and programs nothing from it; max_op_vls caps OperationalVLs";
-constexpr std::string_view kNoPolicy =
-    "the QoS policy file is not read: PathRecords take their SL from the request, "
-    "else from the partition's sl=";
 constexpr std::string_view kNoCc =
     "no congestion-control manager (congestion_control is named when TRUE)";
 
@@ -165,7 +162,7 @@ const OpenSmKey kKeys[] = {
     {"console", "off", K::kFixed, "off", "no console: ibsmctl and the control socket instead"},
     {"console_port", "10000", K::kMoot, "", "used by the console only"},
     {"qos", "FALSE", K::kActs, "", ""},
-    {"qos_policy_file", "/etc/opensm/qos-policy.conf", K::kMoot, "", kNoPolicy},
+    {"qos_policy_file", "/etc/opensm/qos-policy.conf", K::kActs, "", ""},
     {"suppress_sl2vl_mad_status_errors", "FALSE", K::kActs, "", ""},
     {"qos_max_vls", "0", K::kMoot, "", kQosMaxVls},
     {"qos_high_limit", "-1", K::kActs, "", ""},

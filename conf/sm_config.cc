@@ -303,6 +303,9 @@ const OptionDesc kOptions[] = {
     Section("QoS OPTIONS", Bool("qos", &SC::qos, "FALSE",
                                 "Enable QoS setup: VLHighLimit, VL arbitration and SL-to-VL\n"
                                 "tables of every port, as the qos_* options below say")),
+    Str("qos_policy_file", &SC::qos_policy_file, "/etc/opensm/qos-policy.conf",
+        "QoS policy file: its qos-ulps section gives PathRecords their SL\n"
+        "(with qos TRUE; the other sections are refused, docs/qos.md)"),
     Bool("suppress_sl2vl_mad_status_errors", &SC::suppress_sl2vl_mad_status_errors, "FALSE",
          "If TRUE a failed SL2VL or VLArb Set does not fail the sweep\n"
          "(it is counted and logged either way, and retried next sweep)"),

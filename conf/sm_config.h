@@ -112,6 +112,9 @@ struct SmConfig {
   // --- QoS (conf/qos_config.h builds each port class's tables from these; empty text and
   // high limit -1 mean "not set": the class falls back to qos_*, then to OpenSM's defaults)
   bool qos = false;
+  // The QoS policy file (conf/qos_policy.h): its qos-ulps give PathRecords their SL, with
+  // qos TRUE only. OpenSM's default path missing is not an error.
+  std::string qos_policy_file = "/etc/opensm/qos-policy.conf";
   bool suppress_sl2vl_mad_status_errors = false;
   std::string qos_high_limit = "-1", qos_vlarb_high, qos_vlarb_low, qos_sl2vl;
   std::string qos_ca_high_limit = "-1", qos_ca_vlarb_high, qos_ca_vlarb_low, qos_ca_sl2vl;

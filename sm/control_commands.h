@@ -49,7 +49,8 @@ class PerfManager;
 struct ReloadStatus {
   int64_t time_us = 0;   // 0: none since start
   std::string outcome;   // "applied", "refused" (the running configuration stays),
-                         // "applied but the partition file was refused"
+                         // "applied but the partition file was refused",
+                         // "applied but the QoS policy file was refused"
   std::string why;       // what was refused
 };
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <cstdio>
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <unordered_set>
@@ -138,12 +139,59 @@ Result<std::shared_ptr<const conf::PartitionConfig>> LoadPartitions(const std::s
   return std::make_shared<const conf::PartitionConfig>(std::move(r->config));
 }
 
+// QoS policy files refused since start, for the metrics (ibsm_qos_policy_refused_total).
+std::atomic<uint64_t> qos_policy_refusals{0};
+
+// qos_policy_file (docs/qos.md, "QoS policy file"), read with qos TRUE only, as OpenSM does.
+// No file at OpenSM's default path: null, no policy. A file the config names that does not
+// exist: QOS-POL-021, null. A file with errors: each logged with file and line (QOS-POL-0xx)
+// and InvalidArgument; the caller keeps the policy in force (at start there is none: ibsmd
+// refuses to start rather than give PathRecords SLs the operator did not ask for).
+Result<std::shared_ptr<const conf::QosPolicy>> LoadQosPolicy(const conf::SmConfig& c, bool loud) {
+  constexpr std::string_view kOpenSmDefault = "/etc/opensm/qos-policy.conf";
+  if (!c.qos) return std::shared_ptr<const conf::QosPolicy>();
+  const std::string path = c.qos_policy_file.empty() ? std::string(kOpenSmDefault)
+                                                     : c.qos_policy_file;
+  auto r = conf::LoadQosPolicyFile(path);
+  if (!r.ok()) {
+    if (r.status().code() == StatusCode::kNotFound) {
+      if (path == kOpenSmDefault) {
+        Log(LogName::kConf).info("no QoS policy file {}: PathRecord SLs from the request or "
+                                 "the partition",
+                                 path);
+      } else {
+        WarnLoudly(loud, LogName::kConf,
+                   "QOS-POL-021 qos_policy_file {} does not exist: no QoS policy, PathRecord "
+                   "SLs from the request or the partition",
+                   path);
+      }
+      return std::shared_ptr<const conf::QosPolicy>();
+    }
+    Log(LogName::kConf).error("{} {}", conf::kQosPolRejected, r.status().ToString());
+    ++qos_policy_refusals;
+    return r.status();
+  }
+  for (const auto& e : r->errors) Log(LogName::kConf).error("{}", e.ToString());
+  if (!r->ok()) {
+    ++qos_policy_refusals;
+    return InvalidArgument(fmt::format("{}: {} error(s) (first: {}); QoS policy file refused",
+                                       path, r->errors.size() - 1, r->errors[0].ToString()));
+  }
+  Log(LogName::kConf).info("{}: QoS policy loaded: {} qos-ulps rule(s), default SL {}", path,
+                           r->policy.rules.size(), r->policy.default_sl);
+  return std::make_shared<const conf::QosPolicy>(std::move(r->policy));
+}
+
 // `previous`: the partition set in force (SIGHUP), kept when the file is rejected.
-// `partitions_refused`: set to why when the partition file was refused and `previous` kept.
+// `partitions_refused`: set to why when the partition file was refused and `previous` kept;
+// `qos_policy_refused` the same for the QoS policy file and `previous_qos_policy`.
 Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
                                          const PartitionPolicy* previous = nullptr,
                                          bool loud = false,
-                                         std::string* partitions_refused = nullptr) {
+                                         std::string* partitions_refused = nullptr,
+                                         const std::shared_ptr<const conf::QosPolicy>*
+                                             previous_qos_policy = nullptr,
+                                         std::string* qos_policy_refused = nullptr) {
   SubnetManagerOptions o;
   IBSM_ASSIGN_OR_RETURN(o.partitions.enforce, ParsePartEnforce(c.part_enforce));
   if (c.no_partition_enforcement) o.partitions.enforce = PartEnforce::kOff;  // OpenSM
@@ -189,6 +237,16 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   o.packet_life_time = c.packet_life_time;
   o.qos = c.qos;
   o.qos_levels = conf::BuildQosLevels(c);
+  auto policy = LoadQosPolicy(c, loud);
+  if (policy.ok()) {
+    o.qos_policy = *policy;
+  } else if (previous_qos_policy) {
+    Log(LogName::kConf).error("{} the previous QoS policy stays in force", conf::kQosPolRejected);
+    if (qos_policy_refused) *qos_policy_refused = policy.status().message();
+    o.qos_policy = *previous_qos_policy;
+  } else {
+    return policy.status();
+  }
   o.suppress_sl2vl_mad_status_errors = c.suppress_sl2vl_mad_status_errors;
   o.routing_engine = c.routing_engine;
   IBSM_ASSIGN_OR_RETURN(o.routing.root_guids, LoadGuids(c.root_guid_file));
@@ -587,6 +645,10 @@ int Main(int argc, char** argv) {
     mo.port = static_cast<uint16_t>(config.metrics_port);
     auto started = MetricsServer::Start(io, mo, [&] {
       return RenderSmMetrics(sm, control.get(), metrics ? &metrics->counters() : nullptr) +
+             fmt::format("# HELP ibsm_qos_policy_refused_total QoS policy files refused "
+                         "(QOS-POL-020)\n# TYPE ibsm_qos_policy_refused_total counter\n"
+                         "ibsm_qos_policy_refused_total {}\n",
+                         qos_policy_refusals.load()) +
              (perf ? RenderPerfMetrics(*perf) : std::string());
     });
     if (!started.ok()) {
@@ -598,6 +660,7 @@ int Main(int argc, char** argv) {
     }
   }
   PartitionPolicy running_partitions = options->partitions;
+  std::shared_ptr<const conf::QosPolicy> running_qos_policy = options->qos_policy;
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   // On SIGTERM: stop queuing SMPs, let those in flight finish (at most 500 ms, so ibsmd is
   // gone within a second whatever the fabric does), then close.
@@ -642,17 +705,20 @@ int Main(int argc, char** argv) {
         conf::SmConfig fresh;
         conf::CommandLineExtras fresh_extras;
         Status re = conf::ApplyCommandLine(args, &fresh, &fresh_extras);
-        std::string partitions_refused;
+        std::string partitions_refused, qos_refused;
         Result<SubnetManagerOptions> next =
             re.ok() ? MakeOptions(fresh, extras.once, &running_partitions, /*loud=*/false,
-                                  &partitions_refused)
+                                  &partitions_refused, &running_qos_policy, &qos_refused)
                     : Result<SubnetManagerOptions>(re);
         // What `ibsmctl status` and `ibsmctl events` say of it.
         last_reload.time_us = clock.UnixMicros();
         last_reload.outcome = !next.ok()                     ? "refused"
-                              : partitions_refused.empty() ? "applied"
-                                                           : "applied but the partition file was refused";
-        last_reload.why = next.ok() ? partitions_refused : next.status().message();
+                              : !partitions_refused.empty() ? "applied but the partition file was refused"
+                              : !qos_refused.empty() ? "applied but the QoS policy file was refused"
+                                                     : "applied";
+        last_reload.why = !next.ok()                   ? next.status().message()
+                          : !partitions_refused.empty() ? partitions_refused + (qos_refused.empty() ? "" : "; " + qos_refused)
+                                                        : qos_refused;
         if (store) {
           ha::EventRow e;
           e.time_us = last_reload.time_us;
@@ -678,6 +744,7 @@ int Main(int argc, char** argv) {
           next->routing_engine = KnownEngines(next->routing_engine, /*loud=*/false);
           sm.Reconfigure(*next);
           running_partitions = next->partitions;
+          running_qos_policy = next->qos_policy;
           if (perf) perf->Reconfigure(MakePerfOptions(fresh));
           if (fresh.perfmgr != config.perfmgr)
             Log(LogName::kConf).warn("CONF-101 perfmgr {} takes effect when ibsmd restarts",

@@ -304,9 +304,20 @@ std::optional<Candidate> MakeCandidate(const PathSnapshot& s, const PathRecord& 
   r.numb_path = 0;
   r.pkey = pkey;
   r.qos_class = (comp & pc::kQosClass) ? req.qos_class : 0;
+  std::optional<uint8_t> policy_sl;
+  if (s.qos_policy) {
+    conf::QosPathQuery q;
+    if ((comp & pc::kServiceId) == pc::kServiceId) q.service_id = req.service_id;
+    if (comp & pc::kPKey) q.pkey = req.pkey;
+    q.source = s.fabric->port(src.port).guid;
+    q.target = s.fabric->port(dst.port).guid;
+    policy_sl = s.qos_policy->SlFor(q);
+  }
+  if ((comp & pc::kSl) && policy_sl && *policy_sl != req.sl) return std::nullopt;
   r.sl = (comp & pc::kSl)     ? req.sl
-         : s.partition_sl ? s.partition_sl(static_cast<uint16_t>(pkey & 0x7FFF))
-                          : 0;
+         : policy_sl          ? *policy_sl
+         : s.partition_sl     ? s.partition_sl(static_cast<uint16_t>(pkey & 0x7FFF))
+                              : 0;
   r.mtu_selector = mad::selector::kExactly;
   r.mtu = mtu;
   r.rate_selector = mad::selector::kExactly;

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "conf/qos_policy.h"
 #include "fabric/fabric.h"
 #include "mad/attr/path_record.h"
 #include "routing/routing_engine.h"
@@ -79,6 +80,12 @@ struct PathSnapshot {
   PKeyResolver partitions;                // empty: one default partition, P_Key 0xFFFF
   // The SL of a path without one in the request, by its P_Key (a partition's sl=); empty: 0.
   std::function<uint8_t(uint16_t pkey)> partition_sl;
+  // The QoS policy's qos-ulps (qos TRUE and a qos_policy_file loaded; null: none). As in
+  // OpenSM (docs/qos.md, "QoS policy file"): a request that names an SL gets it only when
+  // the policy gives that SL too (else no record); one that names none gets the policy's,
+  // which wins over the partition's sl=. The rules see the request's service ID and P_Key
+  // only when its component mask names them.
+  const conf::QosPolicy* qos_policy = nullptr;
 };
 
 struct PathQueryOptions {

@@ -1,6 +1,7 @@
 #include "sm/sa_path.h"
 #include "sm/test_util.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -124,6 +125,56 @@ TEST(SaPathTest, RecordBetweenTwoHostsCarriesTheirGidsLidsAndTheRouteFigures) {
   EXPECT_EQ(r.reversible, 1);
   EXPECT_EQ(r.numb_path, 0);
   EXPECT_EQ(r.preference, 0);
+}
+
+// The QoS policy's qos-ulps (docs/qos.md, "QoS policy file"), in OpenSM's order: a request's
+// own SL stands only where the policy agrees; without one the policy's SL wins over the
+// partition's sl=; without a policy the partition's sl= applies.
+TEST(SaPathTest, TheQosPolicyGivesTheSlInOpenSmsOrder) {
+  auto n = Build(FatTree2(8), "minhop", 0);
+  const PortId a = n->hosts[0], b = n->hosts[31], c = n->hosts[5];
+  auto parsed = conf::ParseQosPolicy(
+      fmt::format("qos-ulps\n"
+                  "  default : 1\n"
+                  "  srp, target-port-guid {:#x} : 5\n"
+                  "  any, service-id 0x1000-0x1fff : 6\n"
+                  "  ipoib, pkey 0x8002 : 7\n"
+                  "end-qos-ulps\n",
+                  n->fabric.port(b).guid.value()),
+      "qos-policy.conf");
+  ASSERT_TRUE(parsed.ok()) << parsed.errors[0].ToString();
+  n->snap.partition_sl = [](uint16_t) -> uint8_t { return 3; };
+  auto sl_of = [&](const PathRecord& req, uint64_t comp) -> int {
+    auto recs = MustQuery(*n, req, comp | kGids);
+    return recs.empty() ? -1 : recs[0].sl;
+  };
+  // Without a policy: the partition's sl=.
+  EXPECT_EQ(sl_of(Between(*n, a, c), 0), 3);
+  n->snap.qos_policy = &parsed.policy;
+  // The target GUID rule, the service-ID rule (only when the mask names the service ID),
+  // the default where nothing matches: each over the partition's sl=.
+  EXPECT_EQ(sl_of(Between(*n, a, b), 0), 5);
+  PathRecord sid = Between(*n, a, c);
+  sid.service_id = 0x1234;
+  EXPECT_EQ(sl_of(sid, pc::kServiceId), 6);
+  EXPECT_EQ(sl_of(sid, 0), 1);
+  EXPECT_EQ(sl_of(Between(*n, a, c), 0), 1);
+  // A request's SL that the policy agrees with stands; one it does not has no path.
+  PathRecord want = Between(*n, a, b);
+  want.sl = 5;
+  EXPECT_EQ(sl_of(want, pc::kSl), 5);
+  want.sl = 4;
+  EXPECT_EQ(sl_of(want, pc::kSl), -1);
+  // The policy applies to MultiPathRecords too.
+  mad::MultiPathRequest m;
+  m.sgids = {n->gid(a)};
+  m.dgids = {n->gid(b)};
+  m.record.sgid_count = 1;
+  m.record.dgid_count = 1;
+  auto mr = QueryMultiPaths(n->snap, m, mc::kSgidCount | mc::kDgidCount, a);
+  ASSERT_TRUE(mr.ok()) << mr.status().ToString();
+  ASSERT_FALSE(mr->empty());
+  EXPECT_EQ((*mr)[0].sl, 5);
 }
 
 TEST(SaPathTest, TheSlowestLinkOnTheRouteSetsTheRateAndLinksOffTheRouteDoNot) {

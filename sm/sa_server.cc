@@ -408,6 +408,7 @@ Found RunPaths(const SaSnapshot& s, const Query& q, const mad::MadMessage& msg) 
       return it == s.pkeys->sl_by_pkey.end() ? 0 : it->second;
     };
   }
+  ps.qos_policy = s.qos_policy.get();
   Result<std::vector<mad::PathRecord>> paths = std::vector<mad::PathRecord>{};
   if (q.mad.hdr.attr_id == mad::sa_attr::kPathRecord) {
     mad::PathRecord req;

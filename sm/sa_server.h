@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "conf/qos_policy.h"
 #include "fabric/fabric.h"
 #include "ha/state_store.h"
 #include "mad/attr/sa_records.h"
@@ -75,6 +76,9 @@ struct SaSnapshot {
   // SL2VL and VLArb tables by node GUID (SL2VLTableRecord, VLArbitrationTableRecord); null
   // or missing nodes: not read yet.
   std::shared_ptr<const QosMap> qos;
+  // The QoS policy PathRecords take their SL from (qos TRUE with a qos_policy_file); null:
+  // none (docs/qos.md).
+  std::shared_ptr<const conf::QosPolicy> qos_policy;
   uint64_t subnet_prefix = 0xfe80000000000000ull;
   // The SM that serves (SMInfoRecord).
   Lid sm_lid{0};

@@ -1,8 +1,10 @@
 #include "sm/sa_server.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -40,8 +42,10 @@ struct Answer {
 class SaOnSimulator {
  public:
   // `clock` and `store` (both optional) go to the SubnetManager.
+  // `tune` (optional) changes the SM's options before it starts.
   explicit SaOnSimulator(const Fabric& fabric, uint8_t lmc = 0, const Clock* clock = nullptr,
-                         ha::StateStore* store = nullptr)
+                         ha::StateStore* store = nullptr,
+                         const std::function<void(SubnetManagerOptions*)>& tune = nullptr)
       : fabric_(fabric), sim_(fabric), cas_(CaPorts(fabric)),
         sm_transport_(io_, sim_, cas_.at(0)), client_(io_, sim_, cas_.at(1)) {
     SubnetManagerOptions o;
@@ -50,6 +54,7 @@ class SaOnSimulator {
     o.send.retries = 4;
     o.sm_priority = 5;
     o.lids.lmc = lmc;
+    if (tune) tune(&o);
     sm_ = std::make_unique<SubnetManager>(io_, sm_transport_, clock ? *clock : clock_, store, o);
     sm_->Start([this](const SweepStats& s) {
       up_ = s.subnet_up;
@@ -464,6 +469,54 @@ TEST(SaServerTest, PathRecordGetBetweenTwoHostsGivesTheirLidsMtuRateAndReversibl
   auto mine = DecodePaths(from_me);
   ASSERT_EQ(mine.size(), 1u);
   EXPECT_EQ(mine[0].slid, want.slid);
+}
+
+// qos TRUE with a QoS policy file (docs/qos.md): a PathRecord without an SL gets the SL of
+// the first qos-ulps rule that matches, a request naming another SL gets no path; with
+// qos FALSE the policy is not used.
+TEST(SaServerTest, PathRecordsTakeTheirSlFromTheQosPolicy) {
+  const Fabric fabric = Ft2(4);
+  const PortId dst = CaPorts(fabric).back();
+  auto parsed = conf::ParseQosPolicy(
+      fmt::format("qos-ulps\n default : 2\n any, target-port-guid {:#x} : 9\n"
+                  " any, service-id 0x10 : 4\nend-qos-ulps\n",
+                  fabric.port(dst).guid.value()),
+      "qos-policy.conf");
+  ASSERT_TRUE(parsed.ok()) << parsed.errors[0].ToString();
+  auto policy = std::make_shared<const conf::QosPolicy>(parsed.policy);
+  for (bool qos : {true, false}) {
+    SCOPED_TRACE(qos ? "qos TRUE" : "qos FALSE");
+    SaOnSimulator t(fabric, 0, nullptr, nullptr, [&](SubnetManagerOptions* o) {
+      o->qos = qos;
+      o->qos_policy = policy;
+    });
+    ASSERT_TRUE(t.up());
+    mad::PathRecord want;
+    want.slid = t.sim().port_info(t.client_port()).lid;
+    want.dlid = t.sim().port_info(dst).lid;
+    auto to_dst = DecodePaths(t.AskPath(mad::method::kGet, pc::kSlid | pc::kDlid, want));
+    ASSERT_EQ(to_dst.size(), 1u);
+    EXPECT_EQ(to_dst[0].sl, qos ? 9 : 0);
+    // Another destination: the service-ID rule, only when the mask names the service ID.
+    mad::PathRecord other = want;
+    other.dlid = t.sim().port_info(CaPorts(fabric)[2]).lid;
+    other.service_id = 0x10;
+    auto by_sid = DecodePaths(
+        t.AskPath(mad::method::kGet, pc::kSlid | pc::kDlid | pc::kServiceId, other));
+    ASSERT_EQ(by_sid.size(), 1u);
+    EXPECT_EQ(by_sid[0].sl, qos ? 4 : 0);
+    auto by_default = DecodePaths(t.AskPath(mad::method::kGet, pc::kSlid | pc::kDlid, other));
+    ASSERT_EQ(by_default.size(), 1u);
+    EXPECT_EQ(by_default[0].sl, qos ? 2 : 0);
+    // A request for SL 3 where the policy says 9: no path (OpenSM's ERR 1F1F).
+    want.sl = 3;
+    Answer refused = t.AskPath(mad::method::kGet, pc::kSlid | pc::kDlid | pc::kSl, want);
+    if (qos) {
+      EXPECT_EQ(refused.status, mad::sa_status::kNoRecords);
+    } else {
+      EXPECT_EQ(refused.status, 0);
+    }
+  }
 }
 
 TEST(SaServerTest, PathRecordTableWithLmcTwoHasEveryOneOfTheSixteenLidPairs) {

@@ -167,6 +167,7 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.sharp_enable = o.sharp_enable;
   options_.qos = o.qos;
   options_.qos_levels = o.qos_levels;
+  options_.qos_policy = o.qos_policy;
   options_.suppress_sl2vl_mad_status_errors = o.suppress_sl2vl_mad_status_errors;
 }
 

@@ -93,6 +93,8 @@ struct SubnetManagerOptions {
   // as its class's level says; a failed table Set fails the sweep unless suppressed.
   bool qos = false;
   conf::QosLevels qos_levels;
+  // The QoS policy file's qos-ulps (PathRecord SLs; used with `qos` only); null: none.
+  std::shared_ptr<const conf::QosPolicy> qos_policy;
   bool suppress_sl2vl_mad_status_errors = false;
   std::string routing_engine;  // comma list; empty = minhop
   routing::RoutingOptions routing;

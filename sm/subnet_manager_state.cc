@@ -143,6 +143,7 @@ void SubnetManager::PublishSaSnapshot() {
   s->lids = std::make_shared<const routing::LidMap>(s->fabric());
   s->port_mtu = LinkMtus(s->fabric(), s->nodes());
   s->qos = qos_;
+  if (options_.qos) s->qos_policy = options_.qos_policy;
   s->subnet_prefix = options_.subnet_prefix;
   s->sm_lid = sm_lid_;
   s->sm_port_guid = sm_port_guid_;

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -89,6 +90,10 @@ struct Side {
 
 class SaOpenSmCompareTest : public ::testing::Test {
  protected:
+  // Options both SMs read: ibsmd from its -F file (after its own state and log lines),
+  // OpenSM from `opensm -F`. Empty: OpenSM runs without -F, as installed.
+  virtual std::string SharedConf() const { return ""; }
+
   void SetUp() override {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
     if (access("/usr/sbin/opensm", X_OK) != 0) GTEST_SKIP() << "opensm not installed";
@@ -104,7 +109,8 @@ class SaOpenSmCompareTest : public ::testing::Test {
       if (fabric->node(n).kind == NodeKind::kCa) far_host_ = fabric->node(n).name;
     std::ofstream(root_ + "/fabric.net") << WriteTopology(*fabric);
     std::ofstream(root_ + "/ibsmd.conf") << "state_db_file " << root_ << "/state.db\nlog_file "
-                                         << root_ << "/ibsmd.log\n";
+                                         << root_ << "/ibsmd.log\n" << SharedConf();
+    std::ofstream(root_ + "/opensm.conf") << SharedConf();
     for (Side* side : {&ibsm_, &osm_}) {
       auto sim = IbsimInstance::Start(root_ + "/fabric.net");
       ASSERT_TRUE(sim.ok()) << sim.status().ToString();
@@ -113,7 +119,12 @@ class SaOpenSmCompareTest : public ::testing::Test {
     auto d = ibsm_.sim->StartChild({Bin("ibsmd"), "-F", root_ + "/ibsmd.conf"});
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     ibsm_.sm.emplace(std::move(*d));
-    auto o = osm_.sim->StartChild({"opensm", "-f", root_ + "/opensm.log"});
+    std::vector<std::string> osm_argv = {"opensm", "-f", root_ + "/opensm.log"};
+    if (!SharedConf().empty()) {
+      osm_argv.push_back("-F");
+      osm_argv.push_back(root_ + "/opensm.conf");
+    }
+    auto o = osm_.sim->StartChild(osm_argv);
     ASSERT_TRUE(o.ok()) << o.status().ToString();
     osm_.sm.emplace(std::move(*o));
     for (Side* side : {&ibsm_, &osm_}) {
@@ -273,6 +284,172 @@ TEST_F(SaOpenSmCompareTest, PortInfoAndSwitchInfoAsEachSmProgrammedThemMatchOpen
   EXPECT_GT(ports, switches);
   std::printf("[ figure ] PortInfo of %zu cabled ports and SwitchInfo of %zu switches compared\n",
               ports, switches);
+}
+
+// qos TRUE on both sides with the same non-default qos_* keys (docs/qos.md): what each SM
+// wrote into the SL2VL and VL arbitration tables, read back with smpquery from ibsim, must be
+// the same. ibsim keeps SL2VL Sets per (input, output) port pair and VLArb Sets per port and
+// block (its sim_mad.c do_sl2vl, do_vlarb); it does not keep VLHighLimit, which reads the
+// same on both sides whatever was written (sm/qos_program_sim_test.cc checks it on the
+// strict simulator). Every class has its own values so a table written from the wrong class
+// shows: swe and ca differ from the defaults and from each other.
+class QosOpenSmCompareTest : public SaOpenSmCompareTest {
+ protected:
+  std::string SharedConf() const override {
+    // force_log_flush: OpenSM's "SUBNET UP" reaches its log when written, not at exit.
+    return "force_log_flush TRUE\n"
+           "qos TRUE\n"
+           "qos_max_vls 8\n"
+           "qos_high_limit 3\n"
+           "qos_vlarb_high 0:8,1:16,2:32\n"
+           "qos_vlarb_low 0:4,1:2,2:2,3:2,4:4,5:8,6:16,7:32\n"
+           "qos_sl2vl 0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7\n"
+           "qos_swe_sl2vl 7,6,5,4,3,2,1,0,7,6,5,4,3,2,1,0\n"
+           "qos_swe_vlarb_high 3:64,4:1\n"
+           "qos_ca_vlarb_low 0:1,1:1,2:1,3:1,4:1,5:1,6:1,7:200\n"
+           "qos_ca_sl2vl 1,1,2,2,3,3,4,4,5,5,6,6,7,7,0,0\n"
+           "qos_ca_high_limit 9\n";
+  }
+  void SetUp() override {
+    SaOpenSmCompareTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    // Both SMs write their QoS tables before they declare the subnet up.
+    ASSERT_TRUE(WaitForCount(root_ + "/ibsmd.log", "SUBNET UP", 1)) << "ibsmd never up";
+    ASSERT_TRUE(WaitForCount(root_ + "/opensm.log", "SUBNET UP", 1)) << "opensm never up";
+  }
+};
+
+// smpquery's table dump without what names the port by LID ("Lid 12"): the SMs may number
+// ports differently. Every other line and character is compared.
+std::string TableDump(const std::string& out) {
+  static const std::regex lid(R"(Lid \d+)");
+  return std::regex_replace(out, lid, "Lid *");
+}
+
+TEST_F(QosOpenSmCompareTest, Sl2VlVlArbAndVlHighLimitAsEachSmProgrammedThemMatchOpenSms) {
+  auto smp = [&](const Side& side, std::vector<std::string> args) {
+    args.insert(args.begin(), "smpquery");
+    auto r = side.sim->Run(args, 20s, far_host_);
+    EXPECT_TRUE(r.ok() && r->exit_code == 0) << (r.ok() ? r->err : r.status().ToString());
+    return r.ok() ? r->out : std::string();
+  };
+  size_t sl2vl_tables = 0, vlarb_ports = 0, programmed = 0, non_default = 0;
+  for (const auto& [guid, lid] : ibsm_.lids) {
+    SCOPED_TRACE("port GUID " + Hex16(guid));
+    auto node = Fields(smp(ibsm_, {"nodeinfo", Lid(ibsm_, guid)}));
+    const bool is_switch = node["NodeType"].find("Switch") != std::string::npos;
+    const int num_ports = std::atoi(node["NumPorts"].c_str());
+    ASSERT_GT(num_ports, 0) << "nodeinfo answered nothing";
+    // The ports to compare: a CA's port 1; a switch's port 0 and its cabled ports.
+    std::vector<int> ports;
+    bool enhanced0 = false;
+    if (is_switch) {
+      auto si = Fields(smp(ibsm_, {"switchinfo", Lid(ibsm_, guid)}));
+      ASSERT_NE(si.count("EnhancedPort0"), 0u) << "smpquery switchinfo printed no EnhancedPort0";
+      enhanced0 = si["EnhancedPort0"] != "0";
+      ports.push_back(0);
+      for (int port = 1; port <= num_ports; ++port) {
+        auto pi = Fields(smp(ibsm_, {"portinfo", Lid(ibsm_, guid), std::to_string(port)}));
+        if (pi["PhysLinkState"].find("LinkUp") != std::string::npos) ports.push_back(port);
+      }
+    } else {
+      ports.push_back(1);
+    }
+    for (int port : ports) {
+      const std::string p = std::to_string(port);
+      // SL2VL: a switch's dump for output port `port` has one line per input port 0..N
+      // ("ports: in  3, out  1: | 7| 6|..."); a CA's is its one table.
+      std::string a = TableDump(smp(ibsm_, {"sl2vl", Lid(ibsm_, guid), p}));
+      std::string b = TableDump(smp(osm_, {"sl2vl", Lid(osm_, guid), p}));
+      EXPECT_NE(a.find("ports: in"), std::string::npos) << "no SL2VL table printed:\n" << a;
+      EXPECT_EQ(a, b) << "SL2VL tables out of port " << p;
+      sl2vl_tables += CountOf(a, "ports: in");
+      // ibsim's power-on table is 0,1,...,14,7 (its sim_net.c): a row that differs from it
+      // shows the keys were applied to this output port. Neither SM writes the tables of a
+      // base switch port 0 (docs/qos.md).
+      if (!is_switch || port != 0 || enhanced0) {
+        ++programmed;
+        std::istringstream rows(a);
+        bool applied = false;
+        for (std::string row; std::getline(rows, row);)
+          applied = applied || (row.find("ports: in") != std::string::npos &&
+                                row.find("| 0| 1| 2| 3| 4| 5| 6| 7| 8| 9|10|11|12|13|14| 7|") ==
+                                    std::string::npos);
+        non_default += applied;
+      }
+      // VL arbitration, every block the port's caps give.
+      std::string c = TableDump(smp(ibsm_, {"vlarb", Lid(ibsm_, guid), p}));
+      std::string d = TableDump(smp(osm_, {"vlarb", Lid(osm_, guid), p}));
+      EXPECT_NE(c.find("VLArbitration"), std::string::npos) << "no VLArb printed:\n" << c;
+      EXPECT_EQ(c, d) << "VLArb tables of port " << p;
+      ++vlarb_ports;
+      // VLHighLimit as PortInfo reports it.
+      auto e = Fields(smp(ibsm_, {"portinfo", Lid(ibsm_, guid), p}));
+      auto f = Fields(smp(osm_, {"portinfo", Lid(osm_, guid), p}));
+      EXPECT_NE(e.count("VLHighLimit"), 0u) << "smpquery portinfo printed no VLHighLimit";
+      EXPECT_EQ(e["VLHighLimit"], f["VLHighLimit"]) << "VLHighLimit of port " << p;
+    }
+  }
+  // The keys were applied, not both sides left at power-on: every programmed output port has
+  // a row that is not ibsim's default.
+  EXPECT_GT(programmed, 0u);
+  EXPECT_EQ(non_default, programmed);
+  EXPECT_GT(sl2vl_tables, vlarb_ports);
+  std::printf("[ figure ] %zu SL2VL tables and the VLArb tables of %zu ports compared\n",
+              sl2vl_tables, vlarb_ports);
+}
+
+// qos TRUE with a QoS policy file (qos-ulps, docs/qos.md) on both sides: the PathRecords
+// between hosts carry the same SL from ibsmd as from OpenSM, and it is the policy's.
+class QosPolicyOpenSmCompareTest : public SaOpenSmCompareTest {
+ protected:
+  // The port GUIDs of the fabric's CAs, in NodeId order (the fixture's fabric, FatTree2(4)).
+  static std::vector<uint64_t> CaGuids() {
+    std::vector<uint64_t> out;
+    auto f = FatTree2(4);
+    for (NodeId n = 0; f.ok() && n < f->node_count(); ++n)
+      if (f->node(n).kind == NodeKind::kCa)
+        out.push_back(f->port(f->port_id(n, PortNum(1))).guid.value());
+    return out;
+  }
+  std::string SharedConf() const override {
+    // Written here: the fixture asks for the options once root_ exists, before either SM
+    // starts.
+    const auto cas = CaGuids();
+    std::ofstream(root_ + "/qos-policy.conf")
+        << "qos-ulps\n"
+        << "  default : 2\n"
+        << "  any, source-port-guid " << Hex16(cas.front()) << " : 5\n"
+        << "  any, target-port-guid " << Hex16(cas.back()) << " : 7\n"
+        << "end-qos-ulps\n";
+    return "force_log_flush TRUE\nqos TRUE\nqos_policy_file " + root_ + "/qos-policy.conf\n";
+  }
+  void SetUp() override {
+    SaOpenSmCompareTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_TRUE(WaitForCount(root_ + "/ibsmd.log", "SUBNET UP", 1)) << "ibsmd never up";
+    ASSERT_TRUE(WaitForCount(root_ + "/opensm.log", "SUBNET UP", 1)) << "opensm never up";
+  }
+};
+
+TEST_F(QosPolicyOpenSmCompareTest, PathRecordSlsFromTheQosPolicyMatchOpenSms) {
+  const auto cas = CaGuids();
+  ASSERT_GE(cas.size(), 3u);
+  // (source, destination, the policy's SL): the source rule first, then the target rule,
+  // then the default.
+  const std::vector<std::tuple<uint64_t, uint64_t, std::string>> pairs = {
+      {cas.front(), cas.back(), "0x5"},
+      {cas[1], cas.back(), "0x7"},
+      {cas[1], cas[2], "0x2"},
+  };
+  for (const auto& [src, dst, sl] : pairs) {
+    SCOPED_TRACE(Hex16(src) + " -> " + Hex16(dst));
+    auto a = Fields(Saquery(ibsm_, {"--src-to-dst", Lid(ibsm_, src) + ":" + Lid(ibsm_, dst)}));
+    auto b = Fields(Saquery(osm_, {"--src-to-dst", Lid(osm_, src) + ":" + Lid(osm_, dst)}));
+    ASSERT_NE(a.count("sl"), 0u) << "saquery printed no sl";
+    EXPECT_EQ(a["sl"], sl);
+    EXPECT_EQ(Diff(a, b), "") << "PathRecord";
+  }
 }
 
 }  // namespace
