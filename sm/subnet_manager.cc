@@ -241,18 +241,24 @@ void SubnetManager::BeginHeavySweep() {
   }
   sweeping_ = true;
   repair_pending_.clear();  // the rediscovery sees what they reported
-  light_timer_.cancel();
-  current_ = SweepStats{};
-  current_.number = ++sweep_number_;
-  current_.heavy = true;
-  current_.started = clock_.Now();
-  smps_at_start_ = pipeline_.counters().gets + pipeline_.counters().sets;
-  failed_at_start_ = pipeline_.counters().failed;
-  issues_in_sweep_ = 0;
+  StartSweepStats(/*repair=*/false);
   ++counters_.heavy_sweeps;
   Log(LogName::kSm).info("Entering heavy sweep {} ({})", current_.number, pending_reason_);
   discovery_ = std::make_unique<Discovery>(pipeline_);
   discovery_->Run([this](DiscoveryResult r) { OnDiscovered(std::move(r)); });
+}
+
+// A new sweep's figures, numbered; the SMP counters it is measured against.
+void SubnetManager::StartSweepStats(bool repair) {
+  light_timer_.cancel();
+  current_ = SweepStats{};
+  current_.number = ++sweep_number_;
+  current_.heavy = true;
+  current_.repair = repair;
+  current_.started = clock_.Now();
+  smps_at_start_ = pipeline_.counters().gets + pipeline_.counters().sets;
+  failed_at_start_ = pipeline_.counters().failed;
+  issues_in_sweep_ = 0;
 }
 
 void SubnetManager::OnDiscovered(DiscoveryResult r) {

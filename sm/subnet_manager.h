@@ -285,6 +285,7 @@ class SubnetManager {
 
   void WarnAboutDefaultKeys();
   void BeginHeavySweep();
+  void StartSweepStats(bool repair);
   // Repair sweeps (sm/subnet_manager_repair.cc): the switch at `guid` reported a port change.
   void RequestRepair(Guid guid, const std::string& reason);
   void BeginRepair();

@@ -53,15 +53,7 @@ void SubnetManager::BeginRepair() {
     RequestHeavySweep(repair_reason_);
     return;
   }
-  light_timer_.cancel();
-  current_ = SweepStats{};
-  current_.number = ++sweep_number_;
-  current_.heavy = true;
-  current_.repair = true;
-  current_.started = clock_.Now();
-  smps_at_start_ = pipeline_.counters().gets + pipeline_.counters().sets;
-  failed_at_start_ = pipeline_.counters().failed;
-  issues_in_sweep_ = 0;
+  StartSweepStats(/*repair=*/true);
   ++counters_.repair_sweeps;
   const Fabric& f = discovered_->fabric;
   std::string names;
