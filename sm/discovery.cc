@@ -207,6 +207,22 @@ void Discovery::OnPortInfo(NodeId id, uint8_t port, Result<mad::Smp> r) {
            });
 }
 
+std::optional<DrPath> PathToPort(const Fabric& f, const std::vector<DiscoveredNode>& nodes,
+                                 PortId p) {
+  const Port& port = f.port(p);
+  const DiscoveredNode& dn = nodes[port.node];
+  if (f.node(port.node).is_switch() || dn.node_info.local_port_num == port.num.value())
+    return dn.path;
+  if (!port.connected()) return std::nullopt;
+  const Port& peer = f.port(port.peer);
+  // A CA forwards no DR SMP; only the SM's own node (the empty path) sends out of any port.
+  if (!f.node(peer.node).is_switch() && !nodes[peer.node].path.empty()) return std::nullopt;
+  DrPath path = nodes[peer.node].path;
+  if (path.size() >= mad::kMaxDrHops) return std::nullopt;
+  path.push_back(peer.num.value());
+  return path;
+}
+
 // Gives every node the DR path a breadth-first walk of the discovered fabric meets it by
 // first (nodes in walk order, their ports ascending) and the arrival port that path implies:
 // NodeInfo's LocalPortNum, every PortInfo's LocalPortNum for a switch, NodeInfo's PortGUID

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,15 @@ struct DiscoveryResult {
 // it by first, and the arrival ports that path implies (what a discovery of that fabric
 // would record). Used after discovery, and after a repair takes links out of the model.
 void CanonicalPaths(DiscoveryResult& r);
+
+// The DR path an SMP takes to arrive on port `p` itself, for the attributes a CA or router
+// applies to its arrival port whatever the modifier says (SLtoVLMappingTable,
+// VLArbitrationTable, P_KeyTable: IBA 14.2.5.7-9): the node's own path for a switch port or
+// the port discovery came in by, else the path of the switch (or the SM's own node)
+// cabled to `p` plus that node's port. nullopt when `p` has no such path (not cabled, cabled
+// to another CA, or at the hop limit). REQUIRES: `nodes` is indexed by the NodeIds of `f`.
+std::optional<DrPath> PathToPort(const Fabric& f, const std::vector<DiscoveredNode>& nodes,
+                                 PortId p);
 
 class Discovery {
  public:

@@ -163,12 +163,14 @@ std::vector<QosTableSet> PlanQosSets(const Fabric& f, const std::vector<Discover
       }
       continue;
     }
-    // An SMP to a CA or router acts on the port it arrives through (as QosReader reads).
-    const uint8_t p = dn.node_info.local_port_num;
-    if (p < 1 || p > node.num_ports) continue;
-    const conf::QosLevel& l = levels.For(QosClassOf(node, p));
-    if (!no_vlarb) pl.VlArb(n, p, 0, l);
-    if (!no_sl2vl && SlMapping(dn.known_port_info(p))) pl.Sl2Vl(n, p, 0, 0, l);
+    // Every port of a CA or router discovery read. An SMP acts on the port it arrives
+    // through, so Run sends each port's Sets by the path that arrives there (PathToPort).
+    for (uint8_t p = 1; p <= node.num_ports; ++p) {
+      if (!dn.known_port_info(p) || !PathToPort(f, nodes, f.port_id(n, PortNum{p}))) continue;
+      const conf::QosLevel& l = levels.For(QosClassOf(node, p));
+      if (!no_vlarb) pl.VlArb(n, p, 0, l);
+      if (!no_sl2vl && SlMapping(dn.known_port_info(p))) pl.Sl2Vl(n, p, 0, 0, l);
+    }
   }
   return sets;
 }
@@ -198,13 +200,23 @@ void QosProgrammer::Run(const Fabric& f, const std::vector<DiscoveredNode>& node
   std::vector<DrPath> paths;
   paths.reserve(nodes.size());
   for (const DiscoveredNode& dn : nodes) paths.push_back(dn.path);
+  // A CA port's Sets go by the path that arrives on that port.
+  std::unordered_map<uint32_t, DrPath> port_paths;
+  for (const QosTableSet& s : st->sets) {
+    if (f.node(s.node).is_switch() || s.port == nodes[s.node].node_info.local_port_num) continue;
+    const uint32_t key = static_cast<uint32_t>(s.node) << 8 | s.port;
+    if (port_paths.count(key)) continue;
+    if (auto path = PathToPort(f, nodes, f.port_id(s.node, PortNum{s.port})))
+      port_paths.emplace(key, std::move(*path));
+  }
   running_ = true;
-  pipeline_.Feed([this, st, paths = std::move(paths)]() {
+  pipeline_.Feed([this, st, paths = std::move(paths), port_paths = std::move(port_paths)]() {
     if (st->next == st->sets.size()) return false;
     const size_t i = st->next++;
     const QosTableSet& s = st->sets[i];
     ++st->outcome.stats.sets;
-    pipeline_.Set(paths[s.node], s.attr_id, s.modifier, s.data, [st, i](Result<mad::Smp> r) {
+    auto via = port_paths.find(static_cast<uint32_t>(s.node) << 8 | s.port);
+    pipeline_.Set(via != port_paths.end() ? via->second : paths[s.node], s.attr_id, s.modifier, s.data, [st, i](Result<mad::Smp> r) {
       const QosTableSet& s = st->sets[i];
       const bool sl2vl = s.attr_id == mad::attr::kSlToVlTable;
       const char* what = sl2vl ? "SL2VL" : "VLArb";

@@ -7,7 +7,8 @@
 //   port (0..N) of each such output port, modifier input << 8 | output.
 // - Switch port 0, when it is an enhanced port 0, class sw0: VLArb and the (0, 0) SL2VL
 //   table; a base port 0 is left alone.
-// - CA and router ports, classes ca and rtr: VLArb and, with IsSLMappingSupported, SL2VL.
+// - CA and router ports, classes ca and rtr: VLArb and, with IsSLMappingSupported, SL2VL;
+//   every port discovery read, each through the path that arrives on it (PathToPort).
 // Every VL is masked to the port's OperationalVLs ((1 << (OperationalVLs - 1)) - 1; VL 15
 // stays in SL2VL); a port with one data VL gets no VLArb. VLHighLimit is PortInfo's
 // (DesiredPortInfo). A table is written when it differs from the one read (QosReader) or

@@ -2,6 +2,9 @@
 // tables and VLHighLimit end as OpenSM's QoS manager writes them for the port's class
 // (sm/qos_program.h, docs/qos.md), devices that do not answer the tables are not asked, the
 // SA returns the tables as programmed, and a second sweep writes nothing.
+#include <algorithm>
+#include <optional>
+
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
 
@@ -164,6 +167,88 @@ TEST(QosProgramSimTest, EveryTableAndHighLimitEndsAsItsClassSaysAndASecondSweepW
     }
   }
   EXPECT_GT(checked, 100u);
+}
+
+// Two switches cabled twice, the SM's host on switch A, a dual-port CA with port 1 on A and
+// port 2 on B, and two more hosts. Discovery reaches the dual-port CA by one port; the other
+// answers SL2VL and VLArb only through the switch cabled to it (IBA 14.2.5.8-9: a CA applies
+// them to the port an SMP arrives on, whatever the modifier says).
+Result<Fabric> DualPortCaFabric(uint64_t dual_guid) {
+  Fabric f;
+  IBSM_ASSIGN_OR_RETURN(NodeId a, f.AddNode(NodeKind::kSwitch, Guid{0x100}, 8, "swA", "swA"));
+  IBSM_ASSIGN_OR_RETURN(NodeId b, f.AddNode(NodeKind::kSwitch, Guid{0x200}, 8, "swB", "swB"));
+  IBSM_RETURN_IF_ERROR(f.SetPortGuid(f.port_id(a, PortNum{0}), Guid{0x100}));
+  IBSM_RETURN_IF_ERROR(f.SetPortGuid(f.port_id(b, PortNum{0}), Guid{0x200}));
+  IBSM_RETURN_IF_ERROR(f.Connect(a, PortNum{7}, b, PortNum{7}));
+  IBSM_RETURN_IF_ERROR(f.Connect(a, PortNum{8}, b, PortNum{8}));
+  auto host = [&](uint64_t guid, NodeId sw, uint8_t port) -> Status {
+    IBSM_ASSIGN_OR_RETURN(NodeId h, f.AddNode(NodeKind::kCa, Guid{guid}, 1, "h", "h"));
+    IBSM_RETURN_IF_ERROR(f.SetPortGuid(f.port_id(h, PortNum{1}), Guid{guid + 1}));
+    return f.Connect(sw, PortNum{port}, h, PortNum{1});
+  };
+  IBSM_RETURN_IF_ERROR(host(0x1000, a, 1));  // the SM's (the first CA)
+  IBSM_ASSIGN_OR_RETURN(NodeId d, f.AddNode(NodeKind::kCa, Guid{dual_guid}, 2, "dual", "dual"));
+  IBSM_RETURN_IF_ERROR(f.SetPortGuid(f.port_id(d, PortNum{1}), Guid{dual_guid + 1}));
+  IBSM_RETURN_IF_ERROR(f.SetPortGuid(f.port_id(d, PortNum{2}), Guid{dual_guid + 2}));
+  IBSM_RETURN_IF_ERROR(f.Connect(a, PortNum{2}, d, PortNum{1}));
+  IBSM_RETURN_IF_ERROR(f.Connect(b, PortNum{2}, d, PortNum{2}));
+  IBSM_RETURN_IF_ERROR(host(0x3000, a, 3));
+  IBSM_RETURN_IF_ERROR(host(0x4000, b, 3));
+  return f;
+}
+
+TEST(QosProgramSimTest, EveryPortOfAMultiPortCaGetsItsTablesThroughItsOwnSwitch) {
+  // A dual-port CA the strict profile lets answer both tables (a silent one proves nothing).
+  std::optional<Fabric> fabric;
+  NodeId dual = kNoNode;
+  for (uint64_t g = 0x2000; g < 0x2000 + 64 * 0x10 && dual == kNoNode; g += 0x10) {
+    auto f = DualPortCaFabric(g);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    sim::Simulator probe(*f);
+    NodeId d = *f->FindNode(Guid{g});
+    if (probe.quirks(d).sl2vl == sim::OptionalAnswer::kAnswered &&
+        probe.quirks(d).vlarb == sim::OptionalAnswer::kAnswered) {
+      fabric = std::move(*f);
+      dual = d;
+    }
+  }
+  ASSERT_NE(dual, kNoNode);
+  const Fabric& f = *fabric;
+  sim::Simulator sim(f);
+  const SubnetManagerOptions o = QosOptions(kQosConf);
+  QosRun run = SweepWithQos(f, sim, o, /*sweeps=*/2);
+  ASSERT_TRUE(run.first.subnet_up);
+  EXPECT_EQ(run.first.qos_sets_failed, 0u);
+  EXPECT_EQ(run.last.qos_sets, 0u) << "both ports' tables read back as written";
+  const conf::QosLevels& l = o.qos_levels;
+  ASSERT_TRUE(run.sa_tables);
+  auto held = run.sa_tables->find(f.node(dual).guid);
+  ASSERT_NE(held, run.sa_tables->end());
+  for (uint8_t num : {uint8_t{1}, uint8_t{2}}) {
+    SCOPED_TRACE("dual-port CA port " + std::to_string(num));
+    const PortId p = f.port_id(dual, PortNum{num});
+    const mad::PortInfo& pi = sim.port_info(p);
+    // Its own PortInfo Sets, too, arrive on it (a CA refuses a Set of another port).
+    EXPECT_NE(pi.lid, 0);
+    EXPECT_EQ(pi.port_state, 4) << "ACTIVE";
+    EXPECT_EQ(pi.vl_high_limit, l.ca.high_limit);
+    ExpectSl2Vl(sim.sl_to_vl(p, 0), l.ca, pi);
+    ExpectVlArb(sim, p, l.ca);
+    // The SA holds each port's own table, as the port answers it.
+    ASSERT_LT(num, held->second->ports.size());
+    const PortQos& pq = held->second->ports[num];
+    ASSERT_EQ(pq.sl2vl.size(), 1u);
+    ASSERT_TRUE(pq.sl2vl[0]);
+    EXPECT_EQ(pq.sl2vl[0]->vl, sim.sl_to_vl(p, 0).vl);
+    ASSERT_TRUE(pq.vlarb[0]);
+    // As the port answers a Get: its VLArbLowCap entries (past them, a block reads 0).
+    const size_t cap = std::min<size_t>(pi.vl_arb_low_cap, mad::kVlArbBlockSize);
+    const mad::VlArbitrationTable have = sim.vl_arb(p, 0);
+    for (size_t i = 0; i < cap; ++i) {
+      EXPECT_EQ(pq.vlarb[0]->vl[i], have.vl[i]) << "entry " << i;
+      EXPECT_EQ(pq.vlarb[0]->weight[i], have.weight[i]) << "entry " << i;
+    }
+  }
 }
 
 TEST(QosProgramSimTest, WithoutQosNoTableIsWritten) {

@@ -29,6 +29,8 @@ void EmptyBlocksBeyondCaps(const mad::PortInfo& pi, PortQos& q) {
     if (std::find(real.begin(), real.end(), b) == real.end()) q.vlarb[b - 1] = mad::VlArbitrationTable{};
 }
 
+uint32_t PortKey(NodeId n, uint8_t port) { return static_cast<uint32_t>(n) << 8 | port; }
+
 }  // namespace
 
 // The reads of one run (the State below holds them; not in the anonymous namespace, since
@@ -63,6 +65,15 @@ using qos_detail::Read;
 struct QosReader::State {
   std::vector<AttrReads> attrs;
   std::vector<DrPath> paths;     // by NodeId
+  // A CA's ports other than its arrival port, by PortKey: the path through their switch.
+  std::unordered_map<uint32_t, DrPath> port_paths;
+  const DrPath& PathOf(const qos_detail::Read& r) const {
+    if (r.ca) {
+      auto it = port_paths.find(PortKey(r.node, r.port));
+      if (it != port_paths.end()) return it->second;
+    }
+    return paths[r.node];
+  }
   std::vector<Guid> guids;       // by NodeId
   std::deque<Item> ready;
   bool feeding = false;
@@ -106,9 +117,20 @@ void QosReader::Run(const Fabric& fabric, const std::vector<DiscoveredNode>& nod
         }
       }
     } else {
-      // An SMP to a CA acts on the port it arrives through: the one discovery came in by.
-      uint8_t p = dn.node_info.local_port_num;
-      if (p >= 1 && p <= node.num_ports) {
+      // An SMP to a CA acts on the port it arrives through: the one discovery came in by
+      // (first, so it is the probe), then every other port discovery read, each through the
+      // switch cabled to it.
+      const uint8_t arrival = dn.node_info.local_port_num;
+      std::vector<uint8_t> order;
+      if (arrival >= 1 && arrival <= node.num_ports) order.push_back(arrival);
+      for (uint8_t p = 1; p <= node.num_ports; ++p) {
+        if (p == arrival || !pi_known(p)) continue;
+        auto path = PathToPort(fabric, nodes, fabric.port_id(n, PortNum{p}));
+        if (!path) continue;
+        st->port_paths[PortKey(n, p)] = std::move(*path);
+        order.push_back(p);
+      }
+      for (uint8_t p : order) {
         q->ports[p].sl2vl.resize(1);
         sl2vl.reads.push_back({n, p, 0, 0, true});
         if (pi_known(p)) {
@@ -160,7 +182,7 @@ void QosReader::Feed(const std::shared_ptr<State>& st, const std::shared_ptr<boo
                    : r.ca        ? 0
                                  : mad::SlToVlAttrMod(r.in_port, r.port);
     ++st->stats.smps;
-    pipeline_.Get(st->paths[r.node], attr, mod, [this, st, cancelled, support, item, r](Result<mad::Smp> res) {
+    pipeline_.Get(st->PathOf(r), attr, mod, [this, st, cancelled, support, item, r](Result<mad::Smp> res) {
       NodeQos& q = *st->tables[r.node];
       const bool probe = item.read == 0;
       bool ok = res.ok();

@@ -384,6 +384,9 @@ class SubnetManager {
   bool LinkFieldsDiffer(PortId p, const mad::PortInfo& now, const mad::PortInfo& want) const;
   // The AttributeModifier of a PortInfo Set to `p`: its number, and bit 31 where the port
   // (a switch: its port 0) has extended speeds.
+  // The DR path a PortInfo Set for `p` takes: one that arrives on `p` itself, since a CA
+  // refuses a Set of any other port than the one the SMP came in by (IBA 14.2.5.6, ibsim).
+  DrPath PortInfoPath(PortId p) const;
   uint32_t PortInfoSetModifier(PortId p) const;
   // Keeps what port `p` answered to a PortInfo Set (LinkFieldsDiffer's echo).
   void NoteLinkEcho(PortId p, const mad::PortInfo& answered);

@@ -222,18 +222,9 @@ void SubnetManager::ApplyActions(uint32_t actions, const std::string& why) {
 
 std::optional<DrPath> SubnetManager::PathToPort(Guid port_guid) const {
   if (!discovered_) return std::nullopt;
-  const Fabric& f = discovered_->fabric;
-  auto p = f.FindPort(port_guid);
+  auto p = discovered_->fabric.FindPort(port_guid);
   if (!p) return std::nullopt;
-  const Port& port = f.port(*p);
-  if (f.node(port.node).is_switch()) return discovered_->nodes[port.node].path;
-  if (!port.connected()) return std::nullopt;
-  // Out of the neighbour through the cable that ends at this port.
-  const Port& peer = f.port(port.peer);
-  DrPath path = discovered_->nodes[peer.node].path;
-  if (path.size() >= mad::kMaxDrHops) return std::nullopt;
-  path.push_back(peer.num.value());
-  return path;
+  return sm::PathToPort(discovered_->fabric, discovered_->nodes, *p);
 }
 
 // SMInfo Get to every port that claims IsSM (OpenSM: "SMInfo Get to ports with

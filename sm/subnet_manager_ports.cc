@@ -15,16 +15,11 @@ namespace ibsm::sm {
 std::optional<std::pair<DrPath, uint8_t>> SubnetManager::PKeyTarget(PortId p) const {
   const Fabric& f = discovered_->fabric;
   const Port& port = f.port(p);
-  const DiscoveredNode& dn = discovered_->nodes[port.node];
-  if (f.node(port.node).is_switch()) return std::make_pair(dn.path, port.num.value());
-  // A CA answers for the port the SMP came in through (the modifier's port is 0).
-  if (dn.node_info.local_port_num == port.num.value()) return std::make_pair(dn.path, uint8_t{0});
-  if (!port.connected()) return std::nullopt;
-  const Port& peer = f.port(port.peer);
-  if (!f.node(peer.node).is_switch()) return std::nullopt;
-  DrPath path = discovered_->nodes[peer.node].path;
-  path.push_back(peer.num.value());
-  return std::make_pair(path, uint8_t{0});
+  auto path = sm::PathToPort(f, discovered_->nodes, p);
+  if (!path) return std::nullopt;
+  // A switch's table is named by the modifier; a CA answers for its arrival port (port 0).
+  const uint8_t mod_port = f.node(port.node).is_switch() ? port.num.value() : uint8_t{0};
+  return std::make_pair(std::move(*path), mod_port);
 }
 
 // Reads the tables the cache does not know (first sweep, a link that restarted, a switch that
@@ -294,6 +289,11 @@ bool SubnetManager::LinkFieldsDiffer(PortId p, const mad::PortInfo& now,
   }
 #undef IBSM_FIELD_DIFFERS
   return differs;
+}
+
+DrPath SubnetManager::PortInfoPath(PortId p) const {
+  auto path = sm::PathToPort(discovered_->fabric, discovered_->nodes, p);
+  return path ? std::move(*path) : discovered_->nodes[discovered_->fabric.port(p).node].path;
 }
 
 uint32_t SubnetManager::PortInfoSetModifier(PortId p) const {

@@ -94,7 +94,7 @@ void SubnetManager::ConfigureLids() {
     ++current_.portinfo_sets;
     NodeId node = port.node;
     uint8_t num = port.num.value();
-    pipeline_.Set(dn.path, mad::attr::kPortInfo, PortInfoSetModifier(p), data,
+    pipeline_.Set(PortInfoPath(p), mad::attr::kPortInfo, PortInfoSetModifier(p), data,
                   [this, node, num, p, want](Result<mad::Smp> r) {
                     if (!r.ok()) {
                       Issue("SM-LID-004",
@@ -477,8 +477,9 @@ void SubnetManager::ActivateLinks(int pass) {
       mad::EncodeTo(want, data);
       uint8_t num = port.num.value();
       NodeId node = port.node;
-      pipeline_.Set(dn.path, mad::attr::kPortInfo, PortInfoSetModifier(p), data,
-                    [this, p, node, num, to, path = dn.path](Result<mad::Smp> r) {
+      DrPath path = PortInfoPath(p);
+      pipeline_.Set(path, mad::attr::kPortInfo, PortInfoSetModifier(p), data,
+                    [this, p, node, num, to, path](Result<mad::Smp> r) {
                       if (r.ok()) {
                         if (auto pi = mad::Decode<mad::PortInfo>(r->data); pi.ok())
                           OnPortStateSet(p, node, num, to, *pi);

@@ -151,7 +151,7 @@ void SubnetManager::DisableBabblingPort(const TrapKey& key, uint32_t count) {
       at == node ? fmt::format("{} ({}) port {}", an.description, ToString(an.guid), num)
                  : fmt::format("{} ({}) port {}, the cable of {} ({})", an.description,
                                ToString(an.guid), num, n.description, ToString(n.guid));
-  pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data,
+  pipeline_.Set(PortInfoPath(p), mad::attr::kPortInfo, num, data,
                 [this, what, count](Result<mad::Smp> r) {
                   if (!r.ok()) {
                     ++counters_.issues_by_id["SM-TRAP-003"];

@@ -93,6 +93,8 @@ class SaOpenSmCompareTest : public ::testing::Test {
   // Options both SMs read: ibsmd from its -F file (after its own state and log lines),
   // OpenSM from `opensm -F`. Empty: OpenSM runs without -F, as installed.
   virtual std::string SharedConf() const { return ""; }
+  // The fabric both ibsims run.
+  virtual Result<Fabric> MakeFabric() const { return FatTree2(4); }
 
   void SetUp() override {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
@@ -103,10 +105,16 @@ class SaOpenSmCompareTest : public ::testing::Test {
     buf.push_back('\0');
     ASSERT_NE(mkdtemp(buf.data()), nullptr);
     root_ = buf.data();
-    auto fabric = FatTree2(4);
-    ASSERT_TRUE(fabric.ok());
-    for (NodeId n = 0; n < fabric->node_count(); ++n)
-      if (fabric->node(n).kind == NodeKind::kCa) far_host_ = fabric->node(n).name;
+    auto fabric = MakeFabric();
+    ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
+    // ibnetdiscover lists a switch once and every cabled CA port on its own line.
+    size_t end_ports = fabric->switch_count();
+    for (NodeId n = 0; n < fabric->node_count(); ++n) {
+      if (fabric->node(n).kind != NodeKind::kCa) continue;
+      if (fabric->node(n).num_ports == 1) far_host_ = fabric->node(n).name;
+      for (uint8_t p = 1; p <= fabric->node(n).num_ports; ++p)
+        end_ports += fabric->port(fabric->port_id(n, PortNum{p})).connected();
+    }
     std::ofstream(root_ + "/fabric.net") << WriteTopology(*fabric);
     std::ofstream(root_ + "/ibsmd.conf") << "state_db_file " << root_ << "/state.db\nlog_file "
                                          << root_ << "/ibsmd.log\n" << SharedConf();
@@ -135,7 +143,7 @@ class SaOpenSmCompareTest : public ::testing::Test {
         auto disc = side->sim->Run({"ibnetdiscover"}, 30s, far_host_);
         if (disc.ok() && disc->exit_code == 0) {
           side->lids = GuidToLid(disc->out);
-          bool all = side->lids.size() == fabric->switch_count() + fabric->ca_count();
+          bool all = side->lids.size() == end_ports;
           for (const auto& [g, l] : side->lids) all = all && l != 0;
           if (all) {
             auto sa = side->sim->Run({"saquery", "NR", std::to_string(side->lids.begin()->second)},
@@ -310,6 +318,27 @@ class QosOpenSmCompareTest : public SaOpenSmCompareTest {
            "qos_ca_sl2vl 1,1,2,2,3,3,4,4,5,5,6,6,7,7,0,0\n"
            "qos_ca_high_limit 9\n";
   }
+  // FatTree2(4) with three leaves, and a dual-port CA cabled to both spines' free port: its
+  // second port takes its PortInfo, SL2VL and VLArb Sets only through the spine cabled to it
+  // (ibsim refuses a Set of a CA port other than the arrival port, and applies SL2VL and
+  // VLArb to the arrival port whatever the modifier says, as IBA 14.2.5.6-9 have it).
+  Result<Fabric> MakeFabric() const override {
+    FatTree2Options o;
+    o.leaves = 3;
+    IBSM_ASSIGN_OR_RETURN(Fabric f, FatTree2(4, o));
+    std::vector<NodeId> spines;
+    for (NodeId n = 0; n < f.node_count(); ++n)
+      if (f.node(n).is_switch() && !f.port(f.port_id(n, PortNum{4})).connected())
+        spines.push_back(n);
+    if (spines.size() != 2) return InvalidArgument("expected two spines with port 4 free");
+    const Guid g{kGenCaGuidBase + 0xd000};
+    IBSM_ASSIGN_OR_RETURN(NodeId d, f.AddNode(NodeKind::kCa, g, 2, "dual", "dual HCA"));
+    for (uint8_t p : {uint8_t{1}, uint8_t{2}}) {
+      IBSM_RETURN_IF_ERROR(f.SetPortGuid(f.port_id(d, PortNum{p}), Guid{g.value() + p}));
+      IBSM_RETURN_IF_ERROR(f.Connect(spines[p - 1], PortNum{4}, d, PortNum{p}));
+    }
+    return f;
+  }
   void SetUp() override {
     SaOpenSmCompareTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
@@ -340,7 +369,8 @@ TEST_F(QosOpenSmCompareTest, Sl2VlVlArbAndVlHighLimitAsEachSmProgrammedThemMatch
     const bool is_switch = node["NodeType"].find("Switch") != std::string::npos;
     const int num_ports = std::atoi(node["NumPorts"].c_str());
     ASSERT_GT(num_ports, 0) << "nodeinfo answered nothing";
-    // The ports to compare: a CA's port 1; a switch's port 0 and its cabled ports.
+    // The ports to compare: a CA's port (the one its LID names); a switch's port 0 and its
+    // cabled ports.
     std::vector<int> ports;
     bool enhanced0 = false;
     if (is_switch) {
@@ -384,11 +414,22 @@ TEST_F(QosOpenSmCompareTest, Sl2VlVlArbAndVlHighLimitAsEachSmProgrammedThemMatch
       EXPECT_EQ(c, d) << "VLArb tables of port " << p;
       ++vlarb_ports;
       // VLHighLimit as PortInfo reports it.
-      auto e = Fields(smp(ibsm_, {"portinfo", Lid(ibsm_, guid), p}));
-      auto f = Fields(smp(osm_, {"portinfo", Lid(osm_, guid), p}));
+      // (On a CA, port 0: the port the LID names, the one whose tables were read.)
+      const std::string pp = is_switch ? p : "0";
+      auto e = Fields(smp(ibsm_, {"portinfo", Lid(ibsm_, guid), pp}));
+      auto f = Fields(smp(osm_, {"portinfo", Lid(osm_, guid), pp}));
       EXPECT_NE(e.count("VLHighLimit"), 0u) << "smpquery portinfo printed no VLHighLimit";
       EXPECT_EQ(e["VLHighLimit"], f["VLHighLimit"]) << "VLHighLimit of port " << p;
     }
+  }
+  // The dual-port CA's second port has a LID and is ACTIVE on both sides (its PortInfo Sets
+  // arrived on it), and its tables were among those compared.
+  const uint64_t second = kGenCaGuidBase + 0xd000 + 2;
+  ASSERT_EQ(ibsm_.lids.count(second), 1u);
+  for (Side* side : {&ibsm_, &osm_}) {
+    auto pi = Fields(smp(*side, {"portinfo", Lid(*side, second)}));
+    EXPECT_NE(pi["LinkState"].find("Active"), std::string::npos)
+        << (side == &ibsm_ ? "ibsmd" : "opensm") << ": " << pi["LinkState"];
   }
   // The keys were applied, not both sides left at power-on: every programmed output port has
   // a row that is not ibsim's default.
