@@ -1,5 +1,7 @@
 #include "sm/sa_path.h"
 
+#include <bit>
+
 #include <algorithm>
 #include <climits>
 #include <string>
@@ -76,7 +78,20 @@ struct Route {
   std::vector<NodeId> switches;  // switches crossed, in order
   uint8_t mtu = UINT8_MAX;
   int rate_rank = INT_MAX;
+  uint16_t valid_sls = 0xFFFF;  // SLs no hop maps to VL 15 (PathSnapshot::sl2vl)
 };
+
+// Takes out of r->valid_sls the SLs the table of output port `out` of `node`, for input
+// port `in`, maps to VL 15 (a CA port's one table: in 0). A table not known drops none.
+void DropVl15(const PathSnapshot& s, NodeId node, uint8_t out, uint8_t in, Route* r) {
+  if (s.sl2vl == nullptr) return;
+  auto it = s.sl2vl->find(s.fabric->node(node).guid);
+  if (it == s.sl2vl->end() || !it->second || out >= it->second->ports.size()) return;
+  const auto& by_in = it->second->ports[out].sl2vl;
+  if (in >= by_in.size() || !by_in[in]) return;
+  for (size_t sl = 0; sl < 16; ++sl)
+    if (by_in[in]->vl[sl] == 15) r->valid_sls &= static_cast<uint16_t>(~(1u << sl));
+}
 
 void CrossLink(const PathSnapshot& s, PortId out, Route* r) {
   const Port& a = s.fabric->port(out);
@@ -100,16 +115,21 @@ std::optional<Route> Walk(const PathSnapshot& s, PortId src, uint16_t dlid, Port
       return r;
     }
     if (!sp.connected()) return std::nullopt;
+    DropVl15(s, cur, sp.num.value(), 0, &r);
     CrossLink(s, src, &r);
     if (sp.peer == dst) return r;  // back to back
     cur = f.port(sp.peer).node;
     if (!f.node(cur).is_switch()) return std::nullopt;
   }
+  // The port the packet enters the current switch by (0: it starts there).
+  uint8_t in = f.node(sp.node).is_switch() ? 0 : f.port(sp.peer).num.value();
   for (int n = 0; n < kMaxSwitchesOnRoute; ++n) {
     r.switches.push_back(cur);
     const routing::SwitchTable* t = s.tables->table(cur);
     if (t == nullptr || dlid >= t->lft.size()) return std::nullopt;
     const uint8_t e = t->lft[dlid];
+    if (e != routing::kDropPort && e <= f.node(cur).num_ports && !(e == 0 && in == 0))
+      DropVl15(s, cur, e, in, &r);
     if (e == 0) {
       if (f.port_id(cur, PortNum(0)) != dst) return std::nullopt;
       if (r.egress.empty()) {  // a switch's port 0 to itself
@@ -122,9 +142,10 @@ std::optional<Route> Walk(const PathSnapshot& s, PortId src, uint16_t dlid, Port
     const PortId out = f.port_id(cur, PortNum(e));
     if (!f.port(out).connected()) return std::nullopt;
     CrossLink(s, out, &r);
-    const PortId in = f.port(out).peer;
-    if (in == dst) return r;
-    cur = f.port(in).node;
+    const PortId next = f.port(out).peer;
+    if (next == dst) return r;
+    in = f.port(next).num.value();
+    cur = f.port(next).node;
     if (!f.node(cur).is_switch()) return std::nullopt;
   }
   return std::nullopt;
@@ -314,10 +335,22 @@ std::optional<Candidate> MakeCandidate(const PathSnapshot& s, const PathRecord& 
     policy_sl = s.qos_policy->SlFor(q);
   }
   if ((comp & pc::kSl) && policy_sl && *policy_sl != req.sl) return std::nullopt;
-  r.sl = (comp & pc::kSl)     ? req.sl
-         : policy_sl          ? *policy_sl
-         : s.partition_sl     ? s.partition_sl(static_cast<uint16_t>(pkey & 0x7FFF))
-                              : 0;
+  if (fwd->valid_sls == 0) return std::nullopt;  // every SL leads to VL 15
+  if (comp & pc::kSl) {
+    r.sl = req.sl;
+  } else if (policy_sl) {
+    r.sl = *policy_sl;
+  } else if (pkey != 0 || s.sl2vl == nullptr) {
+    r.sl = s.partition_sl ? s.partition_sl(static_cast<uint16_t>(pkey & 0x7FFF)) : 0;
+  } else {  // raw traffic with qos TRUE: SL 0 if valid, else the lowest valid
+    r.sl = static_cast<uint8_t>(std::countr_zero(fwd->valid_sls & 1u ? 1u : fwd->valid_sls));
+  }
+  if (!(fwd->valid_sls & (1u << (r.sl & 15)))) return std::nullopt;  // OpenSM ERR 1F24
+  // Reversible only when the chosen SL is valid on the way back as well.
+  if (rev && !(rev->valid_sls & (1u << (r.sl & 15)))) {
+    if ((comp & pc::kReversible) && req.reversible) return std::nullopt;
+    r.reversible = 0;
+  }
   r.mtu_selector = mad::selector::kExactly;
   r.mtu = mtu;
   r.rate_selector = mad::selector::kExactly;

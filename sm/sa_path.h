@@ -54,6 +54,7 @@
 
 #include "base/status.h"
 #include "conf/qos_policy.h"
+#include "sm/qos_tables.h"
 #include "fabric/fabric.h"
 #include "mad/attr/path_record.h"
 #include "routing/routing_engine.h"
@@ -86,6 +87,14 @@ struct PathSnapshot {
   // which wins over the partition's sl=. The rules see the request's service ID and P_Key
   // only when its component mask names them.
   const conf::QosPolicy* qos_policy = nullptr;
+  // qos TRUE: the SL2VL tables as programmed (null: qos FALSE). As OpenSM's PathRecord does,
+  // an SL that some hop's table (the source port's, then each switch's input-to-output
+  // table) maps to VL 15 is not valid on that path: a path with no valid SL has no record,
+  // nor does one whose chosen SL (requested, the policy's, the partition's) is not valid;
+  // with none of those, SL 0 if valid, else the lowest valid one. A table not read (a
+  // device without SL2VL) drops no SL. The reverse path is reversible only when the chosen
+  // SL is valid on it too.
+  const QosMap* sl2vl = nullptr;
 };
 
 struct PathQueryOptions {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -175,6 +176,70 @@ TEST(SaPathTest, TheQosPolicyGivesTheSlInOpenSmsOrder) {
   ASSERT_TRUE(mr.ok()) << mr.status().ToString();
   ASSERT_FALSE(mr->empty());
   EXPECT_EQ((*mr)[0].sl, 5);
+}
+
+// qos TRUE (docs/qos.md): an SL that a hop's SL2VL table maps to VL 15 is not valid on that
+// path, as OpenSM's PathRecord has it. The tables are keyed by (output port, input port)
+// on a switch and are the port's own on a CA; one not read drops nothing.
+TEST(SaPathTest, AnSlThatSomeHopMapsToVl15GivesNoPath) {
+  auto n = Build(FatTree2(8), "minhop", 0);
+  const PortId a = n->hosts[0], b = n->hosts[31];
+  QosMap tables;
+  n->snap.sl2vl = &tables;
+  n->snap.partition_sl = [](uint16_t) -> uint8_t { return 2; };
+  auto sl_of = [&](PortId src, PortId dst, std::optional<uint8_t> want) -> int {
+    PathRecord req = Between(*n, src, dst);
+    uint64_t comp = kGids;
+    if (want) req.sl = *want, comp |= pc::kSl;
+    auto recs = MustQuery(*n, req, comp);
+    return recs.empty() ? -1 : recs[0].sl;
+  };
+  auto reversible = [&](PortId src, PortId dst) {
+    auto recs = MustQuery(*n, Between(*n, src, dst), kGids);
+    return recs.empty() ? -1 : recs[0].reversible;
+  };
+  // No tables read: nothing is dropped.
+  EXPECT_EQ(sl_of(a, b, std::nullopt), 2);
+  EXPECT_EQ(sl_of(a, b, 7), 7);
+
+  // The first switch on a -> b, table (in: the port from a, out: its egress to b's LID),
+  // maps SL 2 and SL 7 to VL 15.
+  const NodeId leaf = n->leaf(a);
+  const uint8_t in = n->fabric.port(n->fabric.port(a).peer).num.value();
+  const uint8_t out = n->tables.table(leaf)->lft[n->lid(b)];
+  auto q = std::make_shared<NodeQos>();
+  q->ports.resize(size_t{n->fabric.node(leaf).num_ports} + 1);
+  q->ports[out].sl2vl.resize(size_t{n->fabric.node(leaf).num_ports} + 1);
+  mad::SlToVlTable t;
+  for (size_t sl = 0; sl < 16; ++sl) t.vl[sl] = static_cast<uint8_t>(sl & 7);
+  t.vl[2] = 15;
+  t.vl[7] = 15;
+  q->ports[out].sl2vl[in] = t;
+  tables[n->fabric.node(leaf).guid] = q;
+  EXPECT_EQ(sl_of(a, b, std::nullopt), -1) << "the partition's SL 2 leads to VL 15";
+  EXPECT_EQ(sl_of(a, b, 7), -1) << "the requested SL 7 leads to VL 15";
+  EXPECT_EQ(sl_of(a, b, 3), 3);
+  // The other direction crosses that switch by other ports: its own path keeps every SL,
+  // but SL 2 does not come back, so the path is not reversible.
+  EXPECT_EQ(sl_of(b, a, std::nullopt), 2);
+  EXPECT_EQ(reversible(b, a), 0);
+  // Without qos the tables are not consulted (OpenSM checks them only with qos TRUE).
+  n->snap.sl2vl = nullptr;
+  EXPECT_EQ(sl_of(a, b, std::nullopt), 2);
+  EXPECT_EQ(reversible(b, a), 1);
+  n->snap.sl2vl = &tables;
+
+  // The source CA port's own table counts too: every SL to VL 15 there, no path at all.
+  auto h = std::make_shared<NodeQos>();
+  h->ports.resize(2);
+  h->ports[1].sl2vl.resize(1);
+  mad::SlToVlTable all15;
+  all15.vl.fill(15);
+  h->ports[1].sl2vl[0] = all15;
+  const PortId c = n->hosts[5];
+  tables[n->fabric.node(n->fabric.port(c).node).guid] = h;
+  EXPECT_EQ(sl_of(c, b, std::nullopt), -1);
+  EXPECT_EQ(sl_of(c, b, 3), -1);
 }
 
 TEST(SaPathTest, TheSlowestLinkOnTheRouteSetsTheRateAndLinksOffTheRouteDoNot) {

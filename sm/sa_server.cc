@@ -409,6 +409,7 @@ Found RunPaths(const SaSnapshot& s, const Query& q, const mad::MadMessage& msg) 
     };
   }
   ps.qos_policy = s.qos_policy.get();
+  if (s.qos_enabled) ps.sl2vl = s.qos.get();
   Result<std::vector<mad::PathRecord>> paths = std::vector<mad::PathRecord>{};
   if (q.mad.hdr.attr_id == mad::sa_attr::kPathRecord) {
     mad::PathRecord req;

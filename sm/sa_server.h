@@ -79,6 +79,8 @@ struct SaSnapshot {
   // The QoS policy PathRecords take their SL from (qos TRUE with a qos_policy_file); null:
   // none (docs/qos.md).
   std::shared_ptr<const conf::QosPolicy> qos_policy;
+  // qos TRUE: a PathRecord's SL must not lead to VL 15 on any hop of its path (OpenSM).
+  bool qos_enabled = false;
   uint64_t subnet_prefix = 0xfe80000000000000ull;
   // The SM that serves (SMInfoRecord).
   Lid sm_lid{0};

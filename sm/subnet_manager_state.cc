@@ -144,6 +144,7 @@ void SubnetManager::PublishSaSnapshot() {
   s->port_mtu = LinkMtus(s->fabric(), s->nodes());
   s->qos = qos_;
   if (options_.qos) s->qos_policy = options_.qos_policy;
+  s->qos_enabled = options_.qos;
   s->subnet_prefix = options_.subnet_prefix;
   s->sm_lid = sm_lid_;
   s->sm_port_guid = sm_port_guid_;

@@ -461,9 +461,12 @@ class QosPolicyOpenSmCompareTest : public SaOpenSmCompareTest {
         << "qos-ulps\n"
         << "  default : 2\n"
         << "  any, source-port-guid " << Hex16(cas.front()) << " : 5\n"
+        << "  any, source-port-guid " << Hex16(cas[3]) << " : 9\n"
         << "  any, target-port-guid " << Hex16(cas.back()) << " : 7\n"
         << "end-qos-ulps\n";
-    return "force_log_flush TRUE\nqos TRUE\nqos_policy_file " + root_ + "/qos-policy.conf\n";
+    // Switch external ports send SL 9 to VL 15: a path the policy gives SL 9 has none.
+    return "force_log_flush TRUE\nqos TRUE\nqos_policy_file " + root_ +
+           "/qos-policy.conf\nqos_swe_sl2vl 0,1,2,3,4,5,6,7,0,15,2,3,4,5,6,7\n";
   }
   void SetUp() override {
     SaOpenSmCompareTest::SetUp();
@@ -490,6 +493,20 @@ TEST_F(QosPolicyOpenSmCompareTest, PathRecordSlsFromTheQosPolicyMatchOpenSms) {
     ASSERT_NE(a.count("sl"), 0u) << "saquery printed no sl";
     EXPECT_EQ(a["sl"], sl);
     EXPECT_EQ(Diff(a, b), "") << "PathRecord";
+  }
+  // The policy's SL 9 leads to VL 15 on every switch: neither SA has a path (OpenSM's
+  // ERR 1F24), while the same source with an SL of its own choosing still has one.
+  ASSERT_GE(cas.size(), 4u);
+  for (Side* side : {&ibsm_, &osm_}) {
+    SCOPED_TRACE(side == &ibsm_ ? "ibsmd" : "opensm");
+    auto r = side->sim->Run(
+        {"saquery", "--src-to-dst", Lid(*side, cas[3]) + ":" + Lid(*side, cas[2])}, 20s,
+        far_host_);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(Fields(r->out).count("sl"), 0u) << "a PathRecord with SL 9:\n" << r->out;
+    auto back = Fields(Saquery(*side, {"--src-to-dst", Lid(*side, cas[2]) + ":" +
+                                                           Lid(*side, cas[3])}));
+    EXPECT_EQ(back["sl"], "0x2") << "the default rule, the other way";
   }
 }
 
