@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# bench_repair.sh - one spine-core cable cut on ibsim: time from the cut to the SM's next
-# "SUBNET UP", ibsmd and OpenSM 3.3.23 side by side on the same fabric and settings.
+# bench_repair.sh - faults on ibsim (a spine-core cable cut, a spine switch dying, 16 cables
+# at once): time from the fault to the SM's next "SUBNET UP", ibsmd and OpenSM 3.3.23 side by
+# side on the same fabric and settings.
 #
-#   scripts/bench_repair.sh [--fabric TYPE:K] [--after "3 20"] [--engine E] [--ibsmd PATH]
-#                           [--sms "ibsmd opensm"] [--keep]
+#   scripts/bench_repair.sh [--fabric TYPE:K] [--after "3 20"] [--faults "cable spine cables16"]
+#                           [--engine E] [--ibsmd PATH] [--sms "ibsmd opensm"] [--keep]
 #
 #   --fabric TYPE:K   ftree3:K (default ftree3:16: 320 switches, 1,024 hosts)
-#   --after LIST      seconds between SUBNET UP and the cut (default "3 20")
+#   --after LIST      seconds between SUBNET UP and the fault (default "3 20")
+#   --faults LIST     cable: `unlink` of the first core switch's port 1 (a spine-core cable);
+#                     spine: `unlink` of every port of the first spine switch (it dies);
+#                     cables16: port 1 of the first 16 core switches, in one burst
+#                     (default "cable")
 #   --engine E        routing_engine for both SMs (default ftree,updn)
 #   --ibsmd PATH      ibsmd binary (default build/bin/ibsmd)
 #   --sms LIST        which SMs to run (default "ibsmd opensm")
 #   --keep            keep the temp dir (logs, configs) and print its path
 #
 # Per run: a fresh ibsim with a console, the SM at the first host, SUBNET UP, a pause, then
-# `unlink` of the first core switch's port 1 (a spine-core cable). Measured:
-#   repair_s   from the unlink (this script's clock) to the SM's next "SUBNET UP" (its log's
+# the fault through ibsim's console. Measured:
+#   repair_s   from the fault (this script's clock) to the SM's next "SUBNET UP" (its log's
 #              timestamp; both SMs log local time with microseconds)
 #   sweep      ibsmd: the kind of that sweep and its SMPs ("repair, 56 SMPs"); OpenSM: "-"
 # Output: a Markdown table on stdout; progress on stderr.
@@ -23,14 +28,15 @@ set -uo pipefail
 
 script=bench_repair
 source "$(dirname "$0")/lib/bench.sh"
-fabric=ftree3:16 after="3 20" engine=ftree,updn ibsmd=$here/build/bin/ibsmd sms="ibsmd opensm"
+fabric=ftree3:16 after="3 20" faults=cable engine=ftree,updn ibsmd=$here/build/bin/ibsmd sms="ibsmd opensm"
 keep=0
 
-usage() { usage_lines 2 21; }
+usage() { usage_lines 2 25; }
 while [ $# -gt 0 ]; do
     case $1 in
         --fabric) [ $# -ge 2 ] || usage; fabric=$2; shift ;;
         --after) [ $# -ge 2 ] || usage; after=$2; shift ;;
+        --faults) [ $# -ge 2 ] || usage; faults=$2; shift ;;
         --engine) [ $# -ge 2 ] || usage; engine=$2; shift ;;
         --ibsmd) [ $# -ge 2 ] || usage; ibsmd=$2; shift ;;
         --sms) [ $# -ge 2 ] || usage; sms=$2; shift ;;
@@ -59,8 +65,16 @@ trap 'exit 130' INT TERM HUP
 net=$tmp/fabric.net
 gen_fabric "$fabric" "$net"
 first_host=$(awk -F'"' '/^Ca/ { print $2; exit }' "$net")
-core=$(awk -F'"' '/^Switch/ { print $2; exit }' "$net")
-cut="unlink \"$core\"[1]"
+# ibsim console lines of fault $1 (ibsm-topogen names cores core-NNN and spines ...-spine-NN).
+fault_lines() {
+    case $1 in
+        cable) awk -F'"' '/^Switch/ && $2 ~ /^core/ { printf "unlink \"%s\"[1]\n", $2; exit }' "$net" ;;
+        spine) awk -F'"' '/^Switch/ && $2 ~ /spine/ { printf "unlink \"%s\"\n", $2; exit }' "$net" ;;
+        cables16) awk -F'"' '/^Switch/ && $2 ~ /^core/ && n++ < 16 { printf "unlink \"%s\"[1]\n", $2 }' "$net" ;;
+        *) die "unknown fault $1 (cable, spine, cables16)" ;;
+    esac
+}
+for fault in $faults; do [ -n "$(fault_lines "$fault")" ] || die "fault $fault: no such switch in $fabric"; done
 
 # Seconds of day of the SUBNET UP line number N (1-based) of LOG, empty if none yet.
 nth_up() {
@@ -81,11 +95,12 @@ wait_up() {   # wait_up LOG N KIND SECONDS
 }
 
 rows=()
+for fault in $faults; do
 for pause in $after; do
     for kind in $sms; do
-        run_dir=$tmp/$kind-$pause
+        run_dir=$tmp/$kind-$fault-$pause
         mkdir -p "$run_dir/state"
-        echo "$script: $kind on $fabric, cut ${pause} s after SUBNET UP" >&2
+        echo "$script: $kind on $fabric, $fault ${pause} s after SUBNET UP" >&2
         mkfifo "$run_dir/console"
         exec 3<>"$run_dir/console"   # read-write: does not block, and keeps ibsim's stdin open
         IBSIM_CONSOLE=$run_dir/console start_ibsim "$net" "$run_dir/ibsim.log" ||
@@ -110,7 +125,7 @@ for pause in $after; do
         sleep "$pause"
         ups=$(grep -c "SUBNET UP" "$log")
         t0=$(sod)
-        echo "$cut" >&3
+        fault_lines "$fault" >&3
         wait_up "$log" $((ups + 1)) "$kind" 600 || die "$kind never came up after the cut ($run_dir)"
         t1=$(nth_up "$log" $((ups + 1)) "$kind")
         repair=$(awk -v a="$t0" -v b="$t1" 'BEGIN { d = b - a; if (d < -43200) d += 86400; printf "%.2f", d }')
@@ -119,13 +134,14 @@ for pause in $after; do
             line=$(awk -v n="$ups" '/SUBNET UP/ { seen++ } seen >= n && / sweep [0-9]+ done in / { l = $0 } END { print l }' "$log")
             sweep=$(echo "$line" | sed -n 's/.* \(repair\|heavy\) sweep [0-9]* done in .* \([0-9][0-9]*\) SMPs (.*/\1, \2 SMPs/p')
         fi
-        rows+=("| $kind | $fabric | ${pause} s | $repair | ${sweep:--} |")
+        rows+=("| $kind | $fabric | $fault | ${pause} s | $repair | ${sweep:--} |")
         exec 3>&-
         kill "$sm_pid" 2>/dev/null; wait "$sm_pid" 2>/dev/null
         stop_ibsim
     done
 done
+done
 
-echo "| SM | fabric | cut after SUBNET UP | repair_s (cut -> SUBNET UP) | ibsmd sweep |"
-echo "|---|---|---|---|---|"
+echo "| SM | fabric | fault | after SUBNET UP | repair_s (fault -> SUBNET UP) | ibsmd sweep |"
+echo "|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"

@@ -267,15 +267,15 @@ void CanonicalPaths(DiscoveryResult& r) {
 
 // Renumbers nodes in ascending node GUID order, so NodeIds (and everything computed from
 // them, such as routing tie-breaks) do not depend on the order answers arrived in.
-void Canonicalize(DiscoveryResult& r) {
+namespace {
+
+// `r` rebuilt with the nodes of `order` only, numbered in that order; links to a node not in
+// `order` are dropped. Then CanonicalPaths.
+void Rebuild(DiscoveryResult& r, const std::vector<NodeId>& order) {
   const Fabric& f = r.fabric;
-  std::vector<NodeId> order(f.node_count());
-  for (NodeId i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](NodeId a, NodeId b) { return f.node(a).guid < f.node(b).guid; });
   Fabric g;
   g.Reserve(f.node_count(), f.port_count());
-  std::vector<NodeId> new_id(f.node_count());
+  std::vector<NodeId> new_id(f.node_count(), kNoNode);
   std::vector<DiscoveredNode> nodes;
   nodes.reserve(r.nodes.size());
   for (NodeId old : order) {
@@ -306,11 +306,31 @@ void Canonicalize(DiscoveryResult& r) {
     const Port& a = f.port(p);
     if (!a.connected() || a.peer < p) continue;
     const Port& b = f.port(a.peer);
+    if (new_id[a.node] == kNoNode || new_id[b.node] == kNoNode) continue;
     (void)g.Connect(new_id[a.node], a.num, new_id[b.node], b.num);
   }
   r.fabric = std::move(g);
   r.nodes = std::move(nodes);
   CanonicalPaths(r);
+}
+
+}  // namespace
+
+void Canonicalize(DiscoveryResult& r) {
+  const Fabric& f = r.fabric;
+  std::vector<NodeId> order(f.node_count());
+  for (NodeId i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](NodeId a, NodeId b) { return f.node(a).guid < f.node(b).guid; });
+  Rebuild(r, order);
+}
+
+void KeepNodes(DiscoveryResult& r, const std::vector<bool>& keep) {
+  std::vector<NodeId> order;
+  order.reserve(r.fabric.node_count());
+  for (NodeId n = 0; n < r.fabric.node_count(); ++n)
+    if (n < keep.size() && keep[n]) order.push_back(n);
+  Rebuild(r, order);
 }
 
 void Discovery::Finish() {

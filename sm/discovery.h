@@ -58,6 +58,11 @@ struct DiscoveryResult {
 // would record). Used after discovery, and after a repair takes links out of the model.
 void CanonicalPaths(DiscoveryResult& r);
 
+// `r` without the nodes whose `keep` entry is false, as a discovery that did not find them
+// would have it: the rest keep their order (NodeIds renumbered densely), cables to a removed
+// node are gone, and the paths are CanonicalPaths'. Used by a repair when nodes left.
+void KeepNodes(DiscoveryResult& r, const std::vector<bool>& keep);
+
 // The DR path an SMP takes to arrive on port `p` itself, for the attributes a CA or router
 // applies to its arrival port whatever the modifier says (SLtoVLMappingTable,
 // VLArbitrationTable, P_KeyTable: IBA 14.2.5.7-9): the node's own path for a switch port or

@@ -1,6 +1,7 @@
-// Repair sweeps on the in-process simulator (sm/subnet_manager_repair.cc): a cable cut after
-// SUBNET UP is repaired from the reporting switches' ports, with no rediscovery, and leaves
-// the fabric exactly as a full heavy sweep of the cut fabric programs it.
+// Repair sweeps on the in-process simulator (sm/subnet_manager_repair.cc): a cable cut, a
+// host that left or a switch that died after SUBNET UP is repaired from the reporting
+// switches' ports, with no rediscovery, and leaves the fabric exactly as a full heavy sweep
+// of the changed fabric programs it.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -149,9 +150,10 @@ TEST(RepairSweepTest, WithIncrementalRepairOffACutCausesAHeavySweep) {
   EXPECT_EQ(run.sweeps.back().lft_blocks_sent, 0u);
 }
 
-// A host cable cut leaves a node the SM cannot reach: the repair cannot patch that (the
-// host's LID and SA records go with it), so it falls back to a heavy sweep, which does.
-TEST(RepairSweepTest, AHostThatLeftFallsBackToAHeavySweep) {
+// A host cable cut leaves a node the SM cannot reach: the repair takes it out of the model
+// (its LID stays reserved for its return) without a rediscovery, and a heavy sweep of the
+// fabric afterwards finds exactly what the repair left.
+TEST(RepairSweepTest, AHostThatLeftIsTakenOutWithoutARediscovery) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
   sim::Simulator sim(*f);
@@ -163,11 +165,105 @@ TEST(RepairSweepTest, AHostThatLeftFallsBackToAHeavySweep) {
   ASSERT_NE(host_cable, f->port(FirstCaPort(*f)).peer);
   CutRun run = CutAndCompare(sim, *f, host_cable, Quiet());
   ASSERT_GE(run.sweeps.size(), 3u);
-  EXPECT_GE(run.counters.repair_fallbacks, 1u);
-  bool heavy_after_cut = false;
-  for (size_t i = 1; i < run.sweeps.size(); ++i) heavy_after_cut |= !run.sweeps[i].repair;
-  EXPECT_TRUE(heavy_after_cut);
-  EXPECT_EQ(run.sweeps.back().nodes, run.sweeps.front().nodes - 1);
+  EXPECT_EQ(run.counters.repair_fallbacks, 0u);
+  size_t nodes_lost = 0;
+  for (size_t i = 1; i + 1 < run.sweeps.size(); ++i) {
+    EXPECT_TRUE(run.sweeps[i].repair) << "sweep " << run.sweeps[i].number;
+    EXPECT_TRUE(run.sweeps[i].subnet_up);
+    EXPECT_EQ(run.sweeps[i].lid_changes, 0u);
+    nodes_lost += run.sweeps[i].repair_nodes_lost;
+  }
+  EXPECT_EQ(nodes_lost, 1u);
+  const SweepStats& full = run.sweeps.back();
+  EXPECT_FALSE(full.repair);
+  EXPECT_EQ(full.nodes, run.sweeps.front().nodes - 1);
+  EXPECT_EQ(full.lft_blocks_sent, 0u) << "the repair left the tables a full sweep computes";
+  EXPECT_EQ(full.lid_changes, 0u);
+}
+
+// A spine switch dies (every cable of it goes dark; its neighbours send trap 128): the
+// repair re-reads the neighbours, takes the spine out of the model and re-routes, with no
+// rediscovery; no LFT entry of a neighbour points at the dead switch and every host reaches
+// every host. A full heavy sweep afterwards changes nothing.
+TEST(RepairSweepTest, ADeadSpineSwitchIsRepairedFromItsNeighboursAlone) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  NodeId spine = kNoNode;
+  for (NodeId n = 0; n < f->node_count() && spine == kNoNode; ++n)
+    if (f->node(n).name.find("-spine-") != std::string::npos) spine = n;
+  ASSERT_NE(spine, kNoNode);
+  // The SM's own leaf keeps its other spines: the SM still reaches everything else.
+  boost::asio::io_context io;
+  sim::SimTransport t(io, sim, FirstCaPort(*f));
+  ASSERT_TRUE(t.bind_status().ok());
+  SystemClock clock;
+  SubnetManager sm(io, t, clock, nullptr, Quiet());
+  boost::asio::steady_timer settle(io);
+  std::vector<SweepStats> sweeps;
+  bool compared = false;
+  SmCounters counters;
+  sm.Start([&](const SweepStats& s) {
+    sweeps.push_back(s);
+    if (sweeps.size() == 1) {
+      EXPECT_TRUE(s.subnet_up);
+      EXPECT_TRUE(sim.RemoveNode(spine).ok());
+      return;
+    }
+    if (compared) {
+      counters = sm.counters();
+      sm.Stop();
+      t.Close();
+      io.stop();
+      return;
+    }
+    settle.expires_after(500ms);
+    settle.async_wait([&](boost::system::error_code ec) {
+      if (ec) return;
+      compared = true;
+      sm.RequestHeavySweep("test: a full sweep without the spine");
+    });
+  });
+  io.run();
+  ASSERT_GE(sweeps.size(), 3u);
+  EXPECT_EQ(counters.repair_fallbacks, 0u);
+  size_t links_lost = 0, nodes_lost = 0;
+  uint64_t repair_smps = 0;
+  for (size_t i = 1; i + 1 < sweeps.size(); ++i) {
+    EXPECT_TRUE(sweeps[i].repair) << "sweep " << sweeps[i].number << " was a heavy sweep";
+    EXPECT_TRUE(sweeps[i].subnet_up);
+    EXPECT_EQ(sweeps[i].lid_changes, 0u);
+    links_lost += sweeps[i].repair_links_lost;
+    nodes_lost += sweeps[i].repair_nodes_lost;
+    repair_smps += sweeps[i].smps;
+  }
+  size_t spine_links = 0;
+  for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p)
+    spine_links += f->port(f->port_id(spine, PortNum{static_cast<uint8_t>(p)})).connected();
+  EXPECT_EQ(links_lost, spine_links);
+  EXPECT_EQ(nodes_lost, 1u);
+  std::printf("[ figure ] 3-tier k=8, a spine switch dies: cold heavy sweep %lu SMPs, repair "
+              "sweeps %lu SMPs in all (%zu sweeps)\n",
+              static_cast<unsigned long>(sweeps.front().smps),
+              static_cast<unsigned long>(repair_smps), sweeps.size() - 2);
+  EXPECT_LT(repair_smps * 5, sweeps.front().smps);
+  const SweepStats& full = sweeps.back();
+  EXPECT_FALSE(full.repair);
+  EXPECT_EQ(full.nodes, sweeps.front().nodes - 1);
+  EXPECT_EQ(full.lft_blocks_sent, 0u);
+  EXPECT_EQ(full.lid_changes, 0u);
+  Fabric without = *f;
+  for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p)
+    without.Disconnect(f->port_id(spine, PortNum{static_cast<uint8_t>(p)}));
+  ExpectFabricUp(without, sim, {spine});
+  for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p) {
+    const PortId sp = f->port_id(spine, PortNum{static_cast<uint8_t>(p)});
+    if (!f->port(sp).connected()) continue;
+    const Port& nb = f->port(f->port(sp).peer);
+    for (uint32_t lid = 1; lid < 512; ++lid)
+      EXPECT_NE(sim.lft_entry(nb.node, Lid{static_cast<uint16_t>(lid)}), nb.num.value())
+          << f->node(nb.node).name << " still sends LID " << lid << " to the dead spine";
+  }
 }
 
 }  // namespace

@@ -132,6 +132,7 @@ struct SweepStats {
   // (heavy is true too: every later stage ran).
   bool repair = false;
   size_t repair_links_lost = 0;  // cables a repair sweep took out of the model
+  size_t repair_nodes_lost = 0;  // nodes a repair sweep found unreachable and took out
   std::chrono::steady_clock::time_point started;
   std::chrono::microseconds duration{0};
   uint64_t smps = 0;

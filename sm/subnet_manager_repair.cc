@@ -1,11 +1,13 @@
 // SubnetManager, repair sweeps: a switch that reported a port change (trap 128, or
 // PortStateChange seen by a light sweep) has its ports re-read; cables that went down are
-// taken out of the last sweep's model and the sweep's later stages run on it, without a
-// rediscovery of the fabric (ARCHITECTURE.md "Repair sweep"). Whatever a re-read cannot
-// account for falls back to a heavy sweep.
+// taken out of the last sweep's model, with the nodes no longer reachable through the rest,
+// and the sweep's later stages run on it without a rediscovery of the fabric
+// (ARCHITECTURE.md "Repair sweep"). Whatever a re-read cannot account for falls back to a
+// heavy sweep.
 #include "sm/subnet_manager.h"
 
 #include <deque>
+#include <optional>
 #include <set>
 
 #include <boost/asio/post.hpp>
@@ -25,6 +27,17 @@ struct RepairReads {
   std::vector<Switch> switches;
   std::chrono::steady_clock::time_point started;
   uint64_t smps = 0;
+  // After the first round: the model with the re-read switches' lost cables taken out, and
+  // the second round's reads, one PortInfo per cable of each far end of a lost cable.
+  std::optional<DiscoveryResult> model;
+  size_t lost = 0;
+  struct Probe {
+    PortId port = kNoPort;  // in `model`: the neighbour's port facing the far end
+    bool failed = false;
+    mad::PortInfo info;
+  };
+  std::vector<Probe> probes;
+  bool probed = false;
 };
 
 void SubnetManager::RequestRepair(Guid guid, const std::string& reason) {
@@ -99,9 +112,57 @@ void SubnetManager::BeginRepair() {
   });
 }
 
-// The re-read ports against the model: a cabled port now DOWN is a lost cable (taken out);
-// a port up where the model has no cable, a switch that did not answer, or a node the SM
-// can no longer reach means the model cannot be patched: a heavy sweep instead.
+namespace {
+
+// The DR path of every node a breadth-first walk from `root` meets without entering a node
+// of `avoid` (CAs do not forward, but the root does); empty optional: not reached.
+std::vector<std::optional<DrPath>> PathsAvoiding(const Fabric& f, NodeId root,
+                                                 const std::set<NodeId>& avoid) {
+  std::vector<std::optional<DrPath>> paths(f.node_count());
+  paths[root] = DrPath{};
+  std::deque<NodeId> queue{root};
+  while (!queue.empty()) {
+    const NodeId n = queue.front();
+    queue.pop_front();
+    if (n != root && !f.node(n).is_switch()) continue;
+    if (paths[n]->size() >= mad::kMaxDrHops) continue;
+    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
+      const Port& port = f.port(f.port_id(n, PortNum{static_cast<uint8_t>(p)}));
+      if (!port.connected()) continue;
+      const NodeId m = f.port(port.peer).node;
+      if (paths[m] || avoid.count(m)) continue;
+      paths[m] = *paths[n];
+      paths[m]->push_back(static_cast<uint8_t>(p));
+      queue.push_back(m);
+    }
+  }
+  return paths;
+}
+
+// Takes the cable at `id` out of `r`: both ends DOWN in the model.
+void TakeOut(DiscoveryResult& r, PortId id) {
+  Fabric& f = r.fabric;
+  for (PortId end : {id, f.port(id).peer}) {
+    const Port& e = f.port(end);
+    DiscoveredNode& dn = r.nodes[e.node];
+    if (e.num.value() < dn.port_info.size())
+      dn.port_info[e.num.value()].port_state = static_cast<uint8_t>(PortState::kDown);
+    f.mutable_port(end).state = PortState::kDown;
+  }
+  f.Disconnect(id);
+}
+
+}  // namespace
+
+// The re-read ports against the model, in two rounds. First the reporting switches: a
+// cabled port now DOWN is a lost cable, taken out. Then the far end of each lost cable that
+// is a switch not re-read itself: it may have died, and the traps of its other neighbours
+// may be lost on routes through it, so each of its other cables is checked from the
+// neighbour's side, one PortInfo Get by a path that avoids those far ends (a dead switch is
+// never asked, so no read waits for a timeout). Then a node no longer reachable from the
+// SM's has left, and is taken out. A port up where the model has no cable, a switch or a
+// neighbour that did not answer, or one that cannot be reached but through a suspect means
+// the model cannot be patched: a heavy sweep instead.
 void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   auto fall_back = [this](const std::string& why) {
     Log(LogName::kSm).info("repair sweep {}: {}; heavy sweep instead", current_.number, why);
@@ -110,74 +171,138 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
     RequestHeavySweep(fmt::format("{} ({})", repair_reason_, why));
   };
   if (state() != mad::SmState::kMaster) return fall_back("no longer master");
-  DiscoveryResult r = *discovered_;
-  r.issues.clear();
+  const NodeId root = discovered_->fabric.port(sm_port_).node;
+  if (!reads->model) {
+    reads->model.emplace(*discovered_);
+    DiscoveryResult& r = *reads->model;
+    r.issues.clear();
+    Fabric& f = r.fabric;
+    std::set<NodeId> reread, far_ends;
+    for (const RepairReads::Switch& sw : reads->switches) reread.insert(sw.node);
+    for (const RepairReads::Switch& sw : reads->switches) {
+      const Node& node = f.node(sw.node);
+      if (sw.failed) return fall_back(fmt::format("{} did not answer", node.description));
+      DiscoveredNode& dn = r.nodes[sw.node];
+      dn.switch_info = sw.switch_info;
+      for (uint32_t p = 1; p <= node.num_ports; ++p) {
+        const PortId id = f.port_id(sw.node, PortNum{static_cast<uint8_t>(p)});
+        const mad::PortInfo& now = sw.ports[p];
+        const bool down = now.port_state == static_cast<uint8_t>(PortState::kDown);
+        if (f.port(id).connected() && down) {
+          const Port& pp = f.port(f.port(id).peer);
+          Log(LogName::kSm).info("repair sweep {}: cable {} port {} - {} port {} is down",
+                                 current_.number, node.description, p,
+                                 f.node(pp.node).description, pp.num.value());
+          if (f.node(pp.node).is_switch() && !reread.count(pp.node) && pp.node != root)
+            far_ends.insert(pp.node);
+          TakeOut(r, id);
+          ++reads->lost;
+        } else if (!f.port(id).connected() && !down) {
+          return fall_back(fmt::format("{} port {} is up where the model has no cable",
+                                       node.description, p));
+        }
+        if (p < dn.port_info.size()) {
+          dn.port_info[p] = now;
+          if (p < dn.port_info_valid.size()) dn.port_info_valid[p] = true;
+        }
+        f.mutable_port(id).state = static_cast<PortState>(now.port_state);
+      }
+    }
+    if (!far_ends.empty()) {
+      // A far end or neighbour the SM no longer reaches at all leaves with the rest of what
+      // is cut off (below); only the reachable ones are asked.
+      const auto reachable = PathsAvoiding(f, root, {});
+      const auto paths = PathsAvoiding(f, root, far_ends);
+      for (NodeId far : far_ends) {
+        if (!reachable[far]) continue;
+        for (uint32_t p = 1; p <= f.node(far).num_ports; ++p) {
+          const Port& port = f.port(f.port_id(far, PortNum{static_cast<uint8_t>(p)}));
+          if (!port.connected()) continue;
+          const Port& nb = f.port(port.peer);
+          // A CA behind a dead switch leaves with it; a switch already re-read was seen.
+          if (!f.node(nb.node).is_switch() || reread.count(nb.node) ||
+              far_ends.count(nb.node) || !reachable[nb.node])
+            continue;
+          if (!paths[nb.node]) {
+            return fall_back(fmt::format("{} is reachable only through {}",
+                                         f.node(nb.node).description, f.node(far).description));
+          }
+          reads->probes.push_back({port.peer, false, {}});
+        }
+      }
+      reads->probed = true;
+      for (size_t i = 0; i < reads->probes.size(); ++i) {
+        const Port& nb = f.port(reads->probes[i].port);
+        ++reads->smps;
+        pipeline_.Get(*paths[nb.node], mad::attr::kPortInfo, nb.num.value(),
+                      [reads, i](Result<mad::Smp> got) {
+                        auto pi = got.ok() ? mad::Decode<mad::PortInfo>(got->data)
+                                           : Result<mad::PortInfo>(got.status());
+                        if (pi.ok()) {
+                          reads->probes[i].info = *pi;
+                        } else {
+                          reads->probes[i].failed = true;
+                        }
+                      });
+      }
+      pipeline_.WhenIdle([this, reads] {
+        if (!stopped_) FinishRepairReads(reads);
+      });
+      return;
+    }
+  }
+  DiscoveryResult& r = *reads->model;
   Fabric& f = r.fabric;
-  size_t lost = 0;
-  for (const RepairReads::Switch& sw : reads->switches) {
-    const Node& node = f.node(sw.node);
-    if (sw.failed) return fall_back(fmt::format("{} did not answer", node.description));
-    DiscoveredNode& dn = r.nodes[sw.node];
-    dn.switch_info = sw.switch_info;
-    for (uint32_t p = 1; p <= node.num_ports; ++p) {
-      const PortId id = f.port_id(sw.node, PortNum{static_cast<uint8_t>(p)});
-      const mad::PortInfo& now = sw.ports[p];
-      const bool down = now.port_state == static_cast<uint8_t>(PortState::kDown);
-      if (f.port(id).connected() && down) {
-        const PortId peer = f.port(id).peer;
-        const Port& pp = f.port(peer);
-        Log(LogName::kSm).info("repair sweep {}: cable {} port {} - {} port {} is down",
-                               current_.number, node.description, p,
-                               f.node(pp.node).description, pp.num.value());
-        DiscoveredNode& far = r.nodes[pp.node];
-        if (pp.num.value() < far.port_info.size())
-          far.port_info[pp.num.value()].port_state = static_cast<uint8_t>(PortState::kDown);
-        f.mutable_port(peer).state = PortState::kDown;
-        f.Disconnect(id);
-        ++lost;
-      } else if (!f.port(id).connected() && !down) {
-        return fall_back(fmt::format("{} port {} is up where the model has no cable",
-                                     node.description, p));
-      }
-      if (p < dn.port_info.size()) {
-        dn.port_info[p] = now;
-        if (p < dn.port_info_valid.size()) dn.port_info_valid[p] = true;
-      }
-      f.mutable_port(id).state = static_cast<PortState>(now.port_state);
-    }
+  for (const RepairReads::Probe& probe : reads->probes) {
+    const Port& nb = f.port(probe.port);
+    if (probe.failed)
+      return fall_back(fmt::format("{} did not answer", f.node(nb.node).description));
+    if (probe.info.port_state != static_cast<uint8_t>(PortState::kDown)) continue;
+    const Port& pp = f.port(nb.peer);
+    Log(LogName::kSm).info("repair sweep {}: cable {} port {} - {} port {} is down (checked "
+                           "from its far end)",
+                           current_.number, f.node(nb.node).description, nb.num.value(),
+                           f.node(pp.node).description, pp.num.value());
+    DiscoveredNode& dn = r.nodes[nb.node];
+    if (nb.num.value() < dn.port_info.size()) dn.port_info[nb.num.value()] = probe.info;
+    TakeOut(r, probe.port);
+    ++reads->lost;
   }
-  // Every node must still be reachable from the SM's; one that is not left the fabric, which
-  // a heavy sweep handles (its LIDs, SA records and traps 65).
-  const NodeId root = f.port(sm_port_).node;
+  // A node the SM can no longer reach left the subnet (a switch that died, a host whose
+  // cable was cut, everything behind a leaf that lost its uplinks): it is taken out of the
+  // model as a discovery that did not find it would leave it. What follows OnDiscovered
+  // treats it as a heavy sweep does: its LIDs kept for its return in guid2lid, its SA
+  // records and multicast memberships dropped, trap 65 for its ports.
+  const auto reach = PathsAvoiding(f, root, {});
   std::vector<bool> seen(f.node_count(), false);
-  std::deque<NodeId> queue{root};
-  seen[root] = true;
-  size_t reached = 1;
-  while (!queue.empty()) {
-    const NodeId n = queue.front();
-    queue.pop_front();
-    if (!f.node(n).is_switch() && n != root) continue;
-    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
-      const Port& port = f.port(f.port_id(n, PortNum{static_cast<uint8_t>(p)}));
-      if (!port.connected()) continue;
-      const NodeId m = f.port(port.peer).node;
-      if (seen[m]) continue;
-      seen[m] = true;
-      ++reached;
-      queue.push_back(m);
-    }
+  size_t left = 0;
+  std::string names;
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    seen[n] = reach[n].has_value();
+    if (seen[n]) continue;
+    if (left < 8) names += (left ? ", " : "") + f.node(n).description;
+    ++left;
   }
-  if (reached != f.node_count())
-    return fall_back(fmt::format("{} nodes are no longer reachable", f.node_count() - reached));
-  CanonicalPaths(r);
+  if (left > 0) {
+    Log(LogName::kSm).info("repair sweep {}: {} nodes no longer reachable, taken out of the "
+                           "model ({}{})",
+                           current_.number, left, names, left > 8 ? ", ..." : "");
+    KeepNodes(r, seen);
+  } else {
+    CanonicalPaths(r);
+  }
   r.smps_sent = reads->smps;
   r.duration = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - reads->started);
-  current_.repair_links_lost = lost;
-  Log(LogName::kSm).info("repair sweep {}: {} switches re-read with {} SMPs, {} cables taken "
-                         "out of the model",
-                         current_.number, reads->switches.size(), reads->smps, lost);
-  OnDiscovered(std::move(r));
+  current_.repair_links_lost = reads->lost;
+  current_.repair_nodes_lost = left;
+  Log(LogName::kSm).info("repair sweep {}: {} switches re-read and {} far-end cables checked "
+                         "with {} SMPs; {} cables and {} nodes taken out of the model",
+                         current_.number, reads->switches.size(), reads->probes.size(),
+                         reads->smps, reads->lost, left);
+  DiscoveryResult done = std::move(r);
+  reads->model.reset();
+  OnDiscovered(std::move(done));
 }
 
 }  // namespace ibsm::sm
