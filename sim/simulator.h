@@ -15,6 +15,7 @@
 
 #include <array>
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -191,6 +192,12 @@ class Simulator {
 
   // Extensions are consulted in the order added. REQUIRES: `ext` outlives the Simulator.
   void AddExtension(NodeExtension* ext) { extensions_.push_back(ext); }
+
+  // Called for every SMP a node's SMA takes in (after its M_Key check), in arrival order:
+  // tests see the order an SM programs things in. Empty: none.
+  using SmpObserver =
+      std::function<void(NodeId node, uint8_t method, uint16_t attr_id, uint32_t modifier)>;
+  void SetSmpObserver(SmpObserver observer) { smp_observer_ = std::move(observer); }
 
   // Resends every trap not yet repressed (and under the send cap). Returns how many.
   size_t ResendTraps();
@@ -426,6 +433,7 @@ class Simulator {
   std::vector<SimSwitch> switches_;
   std::vector<Endpoint*> endpoints_;  // by PortId
   std::vector<NodeExtension*> extensions_;
+  SmpObserver smp_observer_;
   SimCounters counters_;
   uint64_t client_reregisters_ = 0;
   uint64_t next_trap_tid_ = 0x5100000000000000ull;

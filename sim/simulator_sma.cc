@@ -64,6 +64,7 @@ bool Simulator::Sma(PortId arrival, std::span<uint8_t> b) {
     return false;
   }
 
+  if (smp_observer_) smp_observer_(ports_[arrival].node, method, attr_id, mod);
   uint16_t status = mad::mad_status::kOk;
   std::span<uint8_t> data = SmpData(b);
   // Vendor attributes: answered by the node's vendor agents; a node without one drops the

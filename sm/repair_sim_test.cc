@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <functional>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -47,6 +49,10 @@ PortId SpineUplink(const Fabric& f) {
 struct CutRun {
   std::vector<SweepStats> sweeps;
   SmCounters counters;
+  // (switch, LFT block) of every LFT Set the switches took in after the cut, in order.
+  std::vector<std::pair<NodeId, uint32_t>> lft_sets;
+  // The blocks of the cut's end switches that sent a LID to the cut port before the cut.
+  std::set<std::pair<NodeId, uint32_t>> towards_cut;
 };
 
 // Brings `f` up, cuts `cut` (trap 128 from both ends), waits for the repairs, then asks for
@@ -59,11 +65,24 @@ CutRun CutAndCompare(sim::Simulator& sim, const Fabric& f, PortId cut, SubnetMan
   SubnetManager sm(io, t, clock, nullptr, o);
   boost::asio::steady_timer settle(io);
   CutRun run;
-  bool compared = false;
+  bool compared = false, cut_done = false;
+  sim.SetSmpObserver([&](NodeId node, uint8_t method, uint16_t attr, uint32_t mod) {
+    if (cut_done && !compared && method == mad::method::kSet &&
+        attr == mad::attr::kLinearForwardingTable)
+      run.lft_sets.emplace_back(node, mod);
+  });
   sm.Start([&](const SweepStats& s) {
     run.sweeps.push_back(s);
     if (run.sweeps.size() == 1) {
       EXPECT_TRUE(s.subnet_up);
+      for (PortId end : {cut, f.port(cut).peer}) {
+        const NodeId sw = f.port(end).node;
+        if (!f.node(sw).is_switch()) continue;
+        for (uint32_t lid = 1; lid < 1024; ++lid)
+          if (sim.lft_entry(sw, Lid{static_cast<uint16_t>(lid)}) == f.port(end).num.value())
+            run.towards_cut.emplace(sw, lid / 64);
+      }
+      cut_done = true;
       EXPECT_TRUE(sim.LinkDown(cut).ok());
       return;
     }
@@ -111,6 +130,16 @@ TEST(RepairSweepTest, ACutSpineCableIsRepairedFromTheReportingSwitchesAlone) {
   EXPECT_GE(repairs, 1u);
   EXPECT_EQ(lost, 1u);  // the cable, once, whichever end reported first
   EXPECT_EQ(run.counters.repair_fallbacks, 0u);
+  // The blocks that sent LIDs into the cut cable went out before any other LFT Set.
+  ASSERT_FALSE(run.towards_cut.empty());
+  ASSERT_GE(run.lft_sets.size(), run.towards_cut.size());
+  EXPECT_EQ(run.sweeps[1].lft_blocks_urgent, run.towards_cut.size());
+  std::set<std::pair<NodeId, uint32_t>> first(run.lft_sets.begin(),
+                                              run.lft_sets.begin() + run.towards_cut.size());
+  EXPECT_EQ(first, run.towards_cut);
+  std::printf("[ figure ] %zu of the repair's %zu LFT Sets were the blocks towards the cut, "
+              "sent first\n",
+              run.towards_cut.size(), run.lft_sets.size());
   std::printf("[ figure ] 3-tier k=8, one spine-core cable cut: cold heavy sweep %lu SMPs, "
               "%zu repair sweep(s) %lu SMPs in all\n",
               static_cast<unsigned long>(cold.smps), repairs,

@@ -142,6 +142,9 @@ struct SweepStats {
   uint64_t portinfo_sets = 0;
   uint64_t client_reregisters = 0;  // CA ports told to register with the SA again
   uint64_t lft_blocks_sent = 0;
+  // Of those, the blocks sent first because the switch's previous table sent a LID in them
+  // to a port that is no longer cabled (traffic there is being dropped until rewritten).
+  uint64_t lft_blocks_urgent = 0;
   uint64_t lft_blocks_read = 0;
   uint64_t switchinfo_sets = 0;
   uint64_t pkey_blocks_sent = 0;   // P_KeyTable Sets (blocks that differed)

@@ -3,6 +3,8 @@
 #include "sm/subnet_manager.h"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 #include <unordered_set>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -323,8 +325,14 @@ void SubnetManager::PushLfts() {
   struct Cursor {
     std::vector<NodeId> switches;
     size_t blocks = 0;
-    size_t b = 0;  // block-major across switches, as OpenSM does, so every switch gets its
-    size_t i = 0;  // first blocks early
+    // First the urgent blocks, switch by switch: those whose old entries send a LID to a
+    // port that lost its cable (a repair after a cut), so the traffic being dropped there is
+    // moved first; then every other block that differs, block-major across switches as
+    // OpenSM does, so every switch gets its first blocks early.
+    std::vector<std::pair<NodeId, size_t>> urgent;
+    size_t u = 0;
+    size_t b = 0;
+    size_t i = 0;
   };
   auto c = std::make_shared<Cursor>();
   c->blocks = top / 64 + 1;
@@ -340,6 +348,22 @@ void SubnetManager::PushLfts() {
     for (size_t b = 0; b < held.size() && b < cache.held.size(); ++b)
       held[b] = cache.held[b] && cache.source_table &&
                 LftBlock(*cache.source_table, b).port == LftBlock(*now, b).port;
+    if (cache.source_table) {
+      const uint8_t ports = f.node(n).num_ports;
+      std::vector<bool> dead(size_t{ports} + 1, false);
+      bool any = false;
+      for (uint32_t p = 1; p <= ports; ++p) {
+        dead[p] = !f.port(f.port_id(n, PortNum{static_cast<uint8_t>(p)})).connected();
+        any = any || dead[p];
+      }
+      for (size_t b = 0; any && b < held.size() && b < cache.held.size(); ++b) {
+        if (held[b] || !cache.held[b]) continue;
+        const mad::LinearForwardingTable old = LftBlock(*cache.source_table, b);
+        if (std::any_of(old.port.begin(), old.port.end(),
+                        [&](uint8_t e) { return e >= 1 && e <= ports && dead[e]; }))
+          c->urgent.emplace_back(n, b);
+      }
+    }
     cache.source = tables_;
     cache.source_table = now;
     cache.held = std::move(held);
@@ -349,15 +373,26 @@ void SubnetManager::PushLfts() {
   for (auto& [guid, cache] : switch_cache_)
     if (cache.source && cache.source != tables_) cache.Clear();
   if (c->switches.empty()) c->b = c->blocks;
+  // Urgent blocks are marked held-in-flight by `queued` so the block-major pass skips them.
+  auto queued = std::make_shared<std::set<std::pair<NodeId, size_t>>>(c->urgent.begin(),
+                                                                       c->urgent.end());
   // Blocks are produced as the SMP window frees up: at 3-tier k=32 there are 190,000.
-  pipeline_.Feed([this, c]() -> bool {
+  pipeline_.Feed([this, c, queued]() -> bool {
     const Fabric& f = discovered_->fabric;
-    while (c->b < c->blocks) {
-      NodeId n = c->switches[c->i];
-      size_t b = c->b;
-      if (++c->i == c->switches.size()) {
-        c->i = 0;
-        ++c->b;
+    while (c->u < c->urgent.size() || c->b < c->blocks) {
+      NodeId n;
+      size_t b;
+      const bool urgent = c->u < c->urgent.size();
+      if (urgent) {
+        std::tie(n, b) = c->urgent[c->u++];
+      } else {
+        n = c->switches[c->i];
+        b = c->b;
+        if (++c->i == c->switches.size()) {
+          c->i = 0;
+          ++c->b;
+        }
+        if (!queued->empty() && queued->count({n, b})) continue;
       }
       Guid g = f.node(n).guid;
       SwitchCache& cache = switch_cache_[g];
@@ -366,6 +401,7 @@ void SubnetManager::PushLfts() {
       std::array<uint8_t, 64> data{};
       mad::EncodeTo(blk, data);
       ++current_.lft_blocks_sent;
+      if (urgent) ++current_.lft_blocks_urgent;
       pipeline_.Set(discovered_->nodes[n].path, mad::attr::kLinearForwardingTable,
                     static_cast<uint32_t>(b), data, [this, g, b](Result<mad::Smp> r) {
                       auto& cache = switch_cache_[g];
@@ -388,6 +424,10 @@ void SubnetManager::PushLfts() {
   });
   pipeline_.WhenIdle([this] {
     if (stopped_) return;
+    if (current_.lft_blocks_urgent > 0)
+      Log(LogName::kSm).info("sweep {}: {} LFT blocks that sent LIDs to ports without a cable "
+                             "written first",
+                             current_.number, current_.lft_blocks_urgent);
     // Adaptive routing after the plain LFT (an LFT Set turns AR off), before multicast.
     ar_.Run(discovered_->fabric, discovered_->nodes,
             std::make_shared<const routing::LidMap>(*lid_map_), tables_, options_.ar, [this] {
