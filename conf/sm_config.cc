@@ -181,6 +181,14 @@ const OptionDesc kOptions[] = {
          "sweep) re-reads that switch's ports and repairs the model (cables that went\n"
          "down) instead of rediscovering the fabric; anything else still causes a heavy\n"
          "sweep (ibsm's own key)"),
+    Uint("link_flap_threshold", &SC::link_flap_threshold, "5", 0, 1000,
+         "A cable that goes down this many times within link_flap_window seconds is\n"
+         "kept out of the model (not routed, not armed) until it has stayed quiet for\n"
+         "link_flap_hold_time seconds; 0 turns damping off (ibsm's own key)"),
+    Uint("link_flap_window", &SC::link_flap_window, "10", 1, 86400,
+         "Seconds over which link_flap_threshold downs are counted (ibsm's own key)"),
+    Uint("link_flap_hold_time", &SC::link_flap_hold_time, "60", 1, 86400,
+         "Seconds a damped cable must stay quiet before it is used again (ibsm's own key)"),
     Section("ROUTING OPTIONS",
             Str("routing_engine", &SC::routing_engine, "(null)",
                 "Routing engine\n"

@@ -295,5 +295,74 @@ TEST(RepairSweepTest, ADeadSpineSwitchIsRepairedFromItsNeighboursAlone) {
   }
 }
 
+// A spine-core cable flapping at 10 Hz for 2 s (link_flap_threshold 3 within 10 s, hold
+// 1 s): after three downs it is damped, so the flapping costs a few sweeps, not one per
+// flap; once it is quiet for the hold time a heavy sweep brings it back, and the fabric ends
+// whole with every host reaching every host.
+TEST(RepairSweepTest, AFlappingCableIsDampedAndComesBackOnceQuiet) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  const PortId cable = SpineUplink(*f);
+  ASSERT_NE(cable, kNoPort);
+  SubnetManagerOptions o = Quiet();
+  o.link_damping = {.threshold = 3, .window = 10s, .hold = 1s};
+  boost::asio::io_context io;
+  sim::SimTransport t(io, sim, FirstCaPort(*f));
+  ASSERT_TRUE(t.bind_status().ok());
+  SystemClock clock;
+  SubnetManager sm(io, t, clock, nullptr, o);
+  boost::asio::steady_timer flap(io), deadline(io);
+  std::vector<SweepStats> sweeps;
+  int toggles = 0;
+  bool flapping_done = false, back = false;
+  std::function<void()> toggle = [&] {
+    if (toggles == 40) {  // 20 downs and 20 ups; the cable ends up
+      flapping_done = true;
+      return;
+    }
+    EXPECT_TRUE((toggles++ % 2 == 0 ? sim.LinkDown(cable) : sim.LinkUp(cable)).ok());
+    flap.expires_after(50ms);
+    flap.async_wait([&](boost::system::error_code ec) {
+      if (!ec) toggle();
+    });
+  };
+  auto stop = [&] {
+    sm.Stop();
+    t.Close();
+    io.stop();
+  };
+  sm.Start([&](const SweepStats& s) {
+    sweeps.push_back(s);
+    if (sweeps.size() == 1) {
+      EXPECT_TRUE(s.subnet_up);
+      toggle();
+      return;
+    }
+    // Done when, after the flapping, a sweep has the cable back in the model.
+    if (flapping_done && s.links == sweeps.front().links && s.subnet_up) {
+      back = true;
+      stop();
+    }
+  });
+  deadline.expires_after(20s);
+  deadline.async_wait([&](boost::system::error_code ec) {
+    if (!ec) stop();
+  });
+  io.run();
+  ASSERT_TRUE(back) << "the cable never came back into the model";
+  const SmCounters c = sm.counters();
+  EXPECT_EQ(c.links_damped, 1u);
+  EXPECT_EQ(c.issues_by_id.count("SM-LINK-010"), 1u);
+  std::printf("[ figure ] a cable flapping 20 times at 10 Hz: %zu sweeps after the cold one "
+              "(%lu heavy, %lu repair)\n",
+              sweeps.size() - 1, static_cast<unsigned long>(c.heavy_sweeps - 1),
+              static_cast<unsigned long>(c.repair_sweeps));
+  // Without damping every down is a repair and every up a heavy sweep: 40 sweeps. Damped
+  // after the third down, the rest cost at most cheap repairs that change nothing.
+  EXPECT_LE(c.heavy_sweeps, 1u + 3u + 1u) << "cold, the ups before damping, the release";
+  ExpectFabricUp(*f, sim);
+}
+
 }  // namespace
 }  // namespace ibsm::sm

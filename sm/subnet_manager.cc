@@ -55,6 +55,8 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
       sa_(transport, SaOptions(options_), clock, store),
       mcast_(McOptions(options_)),
       light_timer_(io),
+      damper_(options_.link_damping),
+      damping_timer_(io),
       poll_timer_(io),
       recovery_timer_(io) {
   pipeline_.set_fenced(true);  // nothing is written before the election says MASTER
@@ -140,6 +142,7 @@ void SubnetManager::Stop() {
   stopped_ = true;
   qos_reader_.Cancel();
   light_timer_.cancel();
+  damping_timer_.cancel();
   poll_timer_.cancel();
   recovery_timer_.cancel();
   FlushState();
@@ -154,6 +157,8 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.keep_events = o.keep_events;
   options_.sweep_on_trap = o.sweep_on_trap;
   options_.incremental_repair = o.incremental_repair;
+  options_.link_damping = o.link_damping;
+  damper_.set_options(o.link_damping);
   options_.babbling_port_policy = o.babbling_port_policy;
   options_.health_degraded_links = o.health_degraded_links;
   options_.subnet_timeout = o.subnet_timeout;
@@ -245,7 +250,29 @@ void SubnetManager::BeginHeavySweep() {
   ++counters_.heavy_sweeps;
   Log(LogName::kSm).info("Entering heavy sweep {} ({})", current_.number, pending_reason_);
   discovery_ = std::make_unique<Discovery>(pipeline_);
-  discovery_->Run([this](DiscoveryResult r) { OnDiscovered(std::move(r)); });
+  discovery_->Run([this](DiscoveryResult r) {
+    // Cables the last model had and this discovery did not find went down (flap damping);
+    // damped cables stay out of the model even where their ports came up again.
+    if (discovered_ && !stopped_) {
+      const Fabric& was = discovered_->fabric;
+      const Fabric& now = r.fabric;
+      for (PortId p = 0; p < was.port_count(); ++p) {
+        const Port& a = was.port(p);
+        if (!a.connected() || a.peer < p) continue;
+        const Port& b = was.port(a.peer);
+        auto n = now.FindNode(was.node(a.node).guid);
+        bool kept = false;
+        if (n && a.num.value() <= now.node(*n).num_ports) {
+          const Port& x = now.port(now.port_id(*n, a.num));
+          kept = x.connected() && now.node(now.port(x.peer).node).guid == was.node(b.node).guid &&
+                 now.port(x.peer).num == b.num;
+        }
+        if (!kept) NoteCableDown(was, p);
+      }
+    }
+    TakeOutDampedCables(r);
+    OnDiscovered(std::move(r));
+  });
 }
 
 // A new sweep's figures, numbered; the SMP counters it is measured against.

@@ -35,6 +35,7 @@
 #include "sm/ar_manager.h"
 #include "sm/discovery.h"
 #include "sm/lid_manager.h"
+#include "sm/link_damping.h"
 #include "sm/pkey_manager.h"
 #include "sm/mft_programmer.h"
 #include "sm/multicast.h"
@@ -110,6 +111,9 @@ struct SubnetManagerOptions {
   // sweep runs on it, without rediscovery. Anything else falls back to a heavy sweep
   // (ARCHITECTURE.md "Repair sweep").
   bool incremental_repair = true;
+  // Cables that flap are kept out of the model (link_flap_threshold, link_flap_window,
+  // link_flap_hold_time; sm/link_damping.h).
+  LinkDampingOptions link_damping;
   bool once = false;               // one heavy sweep, then report done
   std::string dump_dir;            // empty = no dump files
   // opensm-lfts.dump as well as opensm-subnet.lst (OpenSM: log_flags routing bit 0x40).
@@ -294,6 +298,12 @@ class SubnetManager {
   void RequestRepair(Guid guid, const std::string& reason);
   void BeginRepair();
   void FinishRepairReads(std::shared_ptr<struct RepairReads> reads);
+  // Link flap damping (sm/link_damping.h): notes that the cable at `p` of `f` went down;
+  // takes damped cables out of a discovered model (and what they alone connected); arms the
+  // release timer, whose expiry brings released cables back with a heavy sweep.
+  void NoteCableDown(const Fabric& f, PortId p);
+  size_t TakeOutDampedCables(DiscoveryResult& r);
+  void ArmDampingTimer();
   void OnDiscovered(DiscoveryResult r);
   void ProgramPKeys();
   void SetPKeyTables();
@@ -422,6 +432,8 @@ class SubnetManager {
   std::unique_ptr<SharpManager> sharp_;
   bool mcast_dirty_ = false;  // groups changed since the MFTs were last planned
   boost::asio::steady_timer light_timer_;
+  LinkDamper damper_;
+  boost::asio::steady_timer damping_timer_;  // the next damped cable's release
   boost::asio::thread_pool routing_pool_{1};
 
   ha::SmStateMachine fsm_;

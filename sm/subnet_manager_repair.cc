@@ -38,6 +38,7 @@ struct RepairReads {
   };
   std::vector<Probe> probes;
   bool probed = false;
+  size_t damped_ups = 0;  // damped cables found up again, left out of the model
 };
 
 void SubnetManager::RequestRepair(Guid guid, const std::string& reason) {
@@ -195,8 +196,16 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
                                  f.node(pp.node).description, pp.num.value());
           if (f.node(pp.node).is_switch() && !reread.count(pp.node) && pp.node != root)
             far_ends.insert(pp.node);
+          NoteCableDown(f, id);
           TakeOut(r, id);
           ++reads->lost;
+        } else if (!f.port(id).connected() &&
+                   damper_.Damped({node.guid, static_cast<uint8_t>(p)})) {
+          // A damped cable stays out of the model until its hold runs out; a change of its
+          // state means it still flaps, and starts the hold again.
+          damper_.NoteState({node.guid, static_cast<uint8_t>(p)}, !down, clock_.Now());
+          if (!down) ++reads->damped_ups;
+          ArmDampingTimer();
         } else if (!f.port(id).connected() && !down) {
           return fall_back(fmt::format("{} port {} is up where the model has no cable",
                                        node.description, p));
@@ -265,6 +274,7 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
                            f.node(pp.node).description, pp.num.value());
     DiscoveredNode& dn = r.nodes[nb.node];
     if (nb.num.value() < dn.port_info.size()) dn.port_info[nb.num.value()] = probe.info;
+    NoteCableDown(f, probe.port);
     TakeOut(r, probe.port);
     ++reads->lost;
   }
@@ -303,6 +313,77 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   DiscoveryResult done = std::move(r);
   reads->model.reset();
   OnDiscovered(std::move(done));
+}
+
+// --- link flap damping ----------------------------------------------------------------
+
+void SubnetManager::NoteCableDown(const Fabric& f, PortId p) {
+  const Port& a = f.port(p);
+  if (!a.connected()) return;
+  const Port& b = f.port(a.peer);
+  const LinkDamper::End ea{f.node(a.node).guid, a.num.value()};
+  const LinkDamper::End eb{f.node(b.node).guid, b.num.value()};
+  if (!damper_.NoteDown(ea, eb, clock_.Now())) return;
+  ++counters_.links_damped;
+  const LinkDampingOptions& o = damper_.options();
+  // Logged and counted, but not a sweep issue: the subnet is up without the cable.
+  ++counters_.issues_by_id["SM-LINK-010"];
+  Log(LogName::kSm).warn("SM-LINK-010 cable {} port {} - {} port {} went down {} times within "
+                         "{} s: kept out of the model until it has been quiet for {} s "
+                         "(link_flap_threshold)",
+                         f.node(a.node).description, a.num.value(),
+                         f.node(b.node).description, b.num.value(), o.threshold,
+                         o.window.count(), o.hold.count());
+  ArmDampingTimer();
+}
+
+// Damped cables out of a freshly discovered model: disconnected, both ends DOWN, as if
+// their ports had not come up; what only they connected leaves with them.
+size_t SubnetManager::TakeOutDampedCables(DiscoveryResult& r) {
+  if (damper_.damped() == 0) return 0;
+  Fabric& f = r.fabric;
+  size_t out = 0;
+  for (PortId p = 0; p < f.port_count(); ++p) {
+    const Port& a = f.port(p);
+    if (!a.connected() || a.peer < p) continue;
+    const Port& b = f.port(a.peer);
+    if (!damper_.Damped({f.node(a.node).guid, a.num.value()},
+                        {f.node(b.node).guid, b.num.value()}))
+      continue;
+    Log(LogName::kSm).info("cable {} port {} - {} port {} is damped: left out of the model",
+                           f.node(a.node).description, a.num.value(),
+                           f.node(b.node).description, b.num.value());
+    TakeOut(r, p);
+    ++out;
+  }
+  if (out == 0) return 0;
+  NodeId root = kNoNode;
+  for (NodeId n = 0; n < r.nodes.size(); ++n)
+    if (r.nodes[n].path.empty()) root = n;
+  if (root == kNoNode) return out;
+  const auto reach = PathsAvoiding(f, root, {});
+  std::vector<bool> keep(f.node_count());
+  for (NodeId n = 0; n < f.node_count(); ++n) keep[n] = reach[n].has_value();
+  KeepNodes(r, keep);
+  return out;
+}
+
+void SubnetManager::ArmDampingTimer() {
+  auto next = damper_.NextRelease();
+  if (!next || stopped_) return;
+  const auto wait = std::max<std::chrono::steady_clock::duration>(
+      *next - clock_.Now(), std::chrono::milliseconds(1));
+  damping_timer_.expires_after(wait);
+  damping_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopped_) return;
+    auto released = damper_.Release(clock_.Now());
+    if (!released.empty()) {
+      Log(LogName::kSm).info("{} damped cable ends quiet for {} s: back into the model",
+                             released.size(), damper_.options().hold.count());
+      RequestHeavySweep("damped cables released");
+    }
+    ArmDampingTimer();
+  });
 }
 
 }  // namespace ibsm::sm

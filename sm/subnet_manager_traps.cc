@@ -78,6 +78,13 @@ void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) 
     }
     Log(LogName::kSm).debug("trap {} from LID {} suppressed ({} in a row)", trap, source,
                             v.consecutive);
+    // A switch still reporting link changes may be flapping a damped cable: its hold
+    // starts again, so a cable is not brought back while its traps are being ignored.
+    if (trap == mad::trap::kLinkStateChanged && discovered_ && damper_.damped() > 0) {
+      const Fabric& f = discovered_->fabric;
+      if (auto p = f.FindPortByLid(Lid{source}); p && f.node(f.port(*p).node).is_switch())
+        damper_.Touch(f.node(f.port(*p).node).guid, clock_.Now());
+    }
     return;
   }
   // The first of a run at info, its repeats at debug: a sender cannot flood the log.
