@@ -90,7 +90,7 @@ struct SmConfig {
   uint32_t perfmgr_max_outstanding_queries = 500;
   bool perfmgr_ignore_cas = false;
   bool perfmgr_query_cpi = true;
-  // ibsm's own PerfMgr and health keys (sm/perf_manager.h, sm/health.h).
+  // ibsm's own PerfMgr and health keys (sm/perf_manager.h, sm/answers/health.h).
   bool perfmgr_clear_near_overflow = true;
   uint32_t perfmgr_history_sweeps = 1000;
   uint32_t state_history_sweeps = 10000;

@@ -13,7 +13,7 @@
 #include "ha/state_store.h"
 #include "routing/quality.h"
 #include "routing/verify.h"
-#include "sm/health.h"
+#include "sm/answers/health.h"
 #include "sm/link_health.h"
 #include "sm/perf_manager.h"
 #include "sm/sharp_view.h"

@@ -2,9 +2,9 @@
 // after the first SUBNET UP, reads PortCounters (IBA 16.1.3.5) and, where the node's PerfMgt
 // ClassPortInfo says it has them, PortCountersExtended (16.1.4.11) of every cabled port by
 // LID; keeps each port's previous reading and computes deltas; judges them with the health
-// rules (sm/health.h); stores the deltas in the state file with a retention limit and each
-// new finding (a port and rule the sweep before did not report) as an event, so the event
-// log holds the health history without a row per sweep for a lasting fault.
+// rules (sm/answers/health.h); stores the deltas in the state file with a retention limit
+// and each new finding (a port and rule the sweep before did not report) as an event, so
+// the event log holds the health history without a row per sweep for a lasting fault.
 //
 // Counters: PortCounters' error fields (4 to 16 bits) and data fields (32 bits) saturate at
 // their maximum rather than wrap (16.1.3.5). A reading lower than the one before means the
@@ -36,8 +36,8 @@
 #include "mad/attr/port_counters.h"
 #include "mad/attr/port_counters_extended.h"
 #include "mad/transport.h"
+#include "sm/answers/health.h"
 #include "sm/discovery.h"
-#include "sm/health.h"
 
 namespace ibsm::sm {
 

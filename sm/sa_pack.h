@@ -1,4 +1,4 @@
-// Framing shared by the SA's answer paths (sa_server.cc, sa_multicast.cc).
+// Framing shared by the SA's answer paths (sa_server.cc, sa_services.cc, sa_multicast.cc).
 #pragma once
 
 #include <cstdint>

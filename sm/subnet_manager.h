@@ -525,7 +525,7 @@ class SubnetManager {
 };
 
 // SubnetManager::peer_liveness() as kept in the state file (kPeersNotAnsweringKey,
-// sm/control_answers.h): the peers not answering only.
+// sm/answers/answers.h): the peers not answering only.
 nlohmann::json PeersNotAnsweringJson(const std::map<Guid, SubnetManager::PeerLiveness>& peers);
 
 }  // namespace ibsm::sm

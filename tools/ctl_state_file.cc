@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "ha/state_store.h"
-#include "sm/control_answers.h"
+#include "sm/answers/answers.h"
 
 namespace ibsm::tools {
 

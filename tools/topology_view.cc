@@ -9,8 +9,8 @@
 
 #include "base/json.h"
 #include "base/text.h"
-#include "sm/control_answers.h"
-#include "sm/health.h"
+#include "sm/answers/answers.h"
+#include "sm/answers/health.h"
 #include "tools/topology_style.h"
 
 namespace ibsm::tools {

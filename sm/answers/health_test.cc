@@ -1,4 +1,4 @@
-#include "sm/health.h"
+#include "sm/answers/health.h"
 
 #include <gtest/gtest.h>
 #include <set>
