@@ -182,7 +182,8 @@ const OptionDesc kOptions[] = {
          "down) instead of rediscovering the fabric; anything else still causes a heavy\n"
          "sweep (ibsm's own key)"),
     Uint("link_flap_threshold", &SC::link_flap_threshold, "5", 0, 1000,
-         "A cable that goes down this many times within link_flap_window seconds is\n"
+         "A cable that changes state (goes down, or reports a change while out of the\n"
+         "model after a down) this many times within link_flap_window seconds is\n"
          "kept out of the model (not routed, not armed) until it has stayed quiet for\n"
          "link_flap_hold_time seconds; 0 turns damping off (ibsm's own key)"),
     Uint("link_flap_window", &SC::link_flap_window, "10", 1, 86400,

@@ -15,6 +15,7 @@ bool LinkDamper::NoteDown(End a, End b, TimePoint now) {
       continue;
     }
     auto& q = downs_[e];
+    peer_[e] = e == a ? b : a;
     q.push_back(now);
     while (!q.empty() && now - q.front() > options_.window) q.pop_front();
     if (q.size() >= options_.threshold) damp = true;
@@ -22,11 +23,23 @@ bool LinkDamper::NoteDown(End a, End b, TimePoint now) {
   if (damp && !was) {
     damped_[a] = DampedEnd{now, false, b};
     damped_[b] = DampedEnd{now, false, a};
-    for (const End& e : {a, b}) downs_.erase(e);
+    for (const End& e : {a, b}) {
+      downs_.erase(e);
+      peer_.erase(e);
+    }
     ++damped_total_;
     return true;
   }
   return false;
+}
+
+std::vector<std::pair<LinkDamper::End, LinkDamper::End>> LinkDamper::RecentCables(Guid g) const {
+  std::vector<std::pair<End, End>> out;
+  for (auto it = downs_.lower_bound(End{g, 0}); it != downs_.end() && it->first.first == g; ++it) {
+    auto p = peer_.find(it->first);
+    if (!it->second.empty() && p != peer_.end()) out.emplace_back(it->first, p->second);
+  }
+  return out;
 }
 
 void LinkDamper::NoteState(End e, bool up, TimePoint now) {
@@ -65,7 +78,12 @@ std::vector<LinkDamper::End> LinkDamper::Release(TimePoint now) {
   for (auto it = downs_.begin(); it != downs_.end();) {
     auto& q = it->second;
     while (!q.empty() && now - q.front() > options_.window) q.pop_front();
-    it = q.empty() ? downs_.erase(it) : std::next(it);
+    if (q.empty()) {
+      peer_.erase(it->first);
+      it = downs_.erase(it);
+    } else {
+      ++it;
+    }
   }
   return out;
 }

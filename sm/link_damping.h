@@ -1,4 +1,4 @@
-// Link flap damping: a cable that goes down `threshold` times within `window` is damped,
+// Link flap damping: a cable that changes state `threshold` times within `window` is damped,
 // kept out of the SM's model (not routed over, not armed) until it has stayed quiet, with no
 // new down seen, for `hold`. So a port flapping at 10 Hz costs a few re-routes, not one per
 // flap, and the fabric is not re-routed back onto a link that is about to fail again.
@@ -21,7 +21,7 @@
 namespace ibsm::sm {
 
 struct LinkDampingOptions {
-  uint32_t threshold = 5;  // downs within `window` that damp a cable; 0: damping off
+  uint32_t threshold = 5;  // changes within `window` that damp a cable; 0: damping off
   std::chrono::seconds window{10};
   std::chrono::seconds hold{60};  // quiet time before a damped cable is used again
 };
@@ -35,8 +35,13 @@ class LinkDamper {
   void set_options(LinkDampingOptions o) { options_ = o; }
   const LinkDampingOptions& options() const { return options_; }
 
-  // The cable between `a` and `b` went down at `now`. True when this damps it (it was not).
+  // The cable between `a` and `b` went down at `now`, or, while out of the SM's model after a
+  // recent down, its switch reported another change (it came up, or flaps on): each counts.
+  // True when this damps the cable (it was not).
   bool NoteDown(End a, End b, TimePoint now);
+  // The cables of node `g` with a change inside the window and not damped: (its end, the
+  // other end).
+  std::vector<std::pair<End, End>> RecentCables(Guid g) const;
   // A damped end read `up` (or down) at `now`: a change from what it was last read as means
   // it is still flapping, and its hold starts again. No effect on an end not damped.
   void NoteState(End e, bool up, TimePoint now);
@@ -56,7 +61,8 @@ class LinkDamper {
 
  private:
   LinkDampingOptions options_;
-  std::map<End, std::deque<TimePoint>> downs_;  // recent downs per end, within `window`
+  std::map<End, std::deque<TimePoint>> downs_;  // recent changes per end, within `window`
+  std::map<End, End> peer_;                     // the other end of each end in downs_
   struct DampedEnd {
     TimePoint last;           // its cable's last down or change of state
     std::optional<bool> up;   // as last read while damped

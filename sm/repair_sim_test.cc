@@ -364,5 +364,66 @@ TEST(RepairSweepTest, AFlappingCableIsDampedAndComesBackOnceQuiet) {
   ExpectFabricUp(*f, sim);
 }
 
+// A cable cut while a heavy sweep is under way, after its discovery: the trap names a switch
+// of the model, so when the sweep's routing comes back its tables (for the fabric before the
+// cut) are not pushed; a repair sweep takes over at once and leaves the fabric routed around
+// the cut. The heavy sweep is made to wait for an SMInfo answer from a port claiming IsSM;
+// the cable is cut when that Get arrives, so the trap lands between discovery and routing.
+TEST(RepairSweepTest, ATrapWhileAHeavySweepRunsHandsOverToARepairWithoutPushingStaleTables) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  const PortId cable = SpineUplink(*f);
+  ASSERT_NE(cable, kNoPort);
+  PortId decoy = kNoPort;
+  for (NodeId n = f->node_count(); n-- > 0 && decoy == kNoPort;)
+    if (!f->node(n).is_switch()) decoy = f->port_id(n, PortNum{1});
+  ASSERT_NE(decoy, FirstCaPort(*f));
+  ASSERT_TRUE(sim.SetIsSm(decoy, true).ok());
+  boost::asio::io_context io;
+  sim::SimTransport t(io, sim, FirstCaPort(*f));
+  ASSERT_TRUE(t.bind_status().ok());
+  SystemClock clock;
+  SubnetManager sm(io, t, clock, nullptr, Quiet());
+  std::vector<SweepStats> sweeps;
+  bool second = false, cut = false;
+  size_t lft_sets_after_cut = 0;
+  sim.SetSmpObserver([&](NodeId node, uint8_t method, uint16_t attr, uint32_t) {
+    if (second && !cut && method == mad::method::kGet && attr == mad::attr::kSmInfo &&
+        node == f->port(decoy).node) {
+      cut = true;
+      EXPECT_TRUE(sim.LinkDown(cable).ok());
+    }
+    if (cut && method == mad::method::kSet && attr == mad::attr::kLinearForwardingTable)
+      ++lft_sets_after_cut;
+  });
+  sm.Start([&](const SweepStats& s) {
+    sweeps.push_back(s);
+    if (sweeps.size() == 1) {
+      EXPECT_TRUE(s.subnet_up);
+      second = true;
+      sm.RequestHeavySweep("test: a heavy sweep the cut lands in");
+      return;
+    }
+    sm.Stop();
+    t.Close();
+    io.stop();
+  });
+  io.run();
+  ASSERT_TRUE(cut) << "the heavy sweep sent no SMInfo Get to the port claiming IsSM";
+  ASSERT_EQ(sweeps.size(), 2u);
+  const SweepStats& s = sweeps.back();
+  EXPECT_TRUE(s.repair) << "the sweep that reported after the cut was not the repair";
+  EXPECT_TRUE(s.subnet_up);
+  EXPECT_EQ(s.repair_links_lost, 1u);
+  EXPECT_EQ(s.links, sweeps.front().links - 1);
+  EXPECT_EQ(sm.counters().heavy_sweeps_cut_short, 1u);
+  // Only the repair's blocks went out after the cut: the heavy sweep pushed none of its own.
+  EXPECT_EQ(lft_sets_after_cut, s.lft_blocks_sent);
+  Fabric cut_fabric = *f;
+  cut_fabric.Disconnect(cable);
+  ExpectFabricUp(cut_fabric, sim);
+}
+
 }  // namespace
 }  // namespace ibsm::sm

@@ -16,6 +16,7 @@ struct SmCounters {
   uint64_t repair_sweeps = 0;     // sweeps that re-read reporting switches, not the fabric
   uint64_t repair_fallbacks = 0;  // repairs that found what only a heavy sweep handles
   uint64_t links_damped = 0;      // cables damped for flapping (sm/link_damping.h)
+  uint64_t heavy_sweeps_cut_short = 0;  // heavy sweeps handed to a repair after routing
   uint64_t traps_received = 0;
   uint64_t traps_malformed = 0;
   uint64_t traps_issuer_mismatch = 0;  // IssuerLID other than the LID the trap came from
@@ -78,6 +79,10 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
     {&SmCounters::repair_fallbacks, CounterSection::kStatus, "repair_fallbacks",
      "ibsm_repair_fallbacks_total", "", "",
      "repair sweeps that found what only a heavy sweep handles, and ran one"},
+    {&SmCounters::heavy_sweeps_cut_short, CounterSection::kStatus, "heavy_sweeps_cut_short",
+     "ibsm_heavy_sweeps_cut_short_total", "", "",
+     "heavy sweeps whose tables were not pushed: a trap came in while they routed, and a "
+     "repair sweep took over"},
     {&SmCounters::links_damped, CounterSection::kStatus, "links_damped",
      "ibsm_links_damped_total", "", "",
      "cables kept out of the model for flapping (link_flap_threshold downs in link_flap_window)"},

@@ -302,6 +302,11 @@ class SubnetManager {
   // takes damped cables out of a discovered model (and what they alone connected); arms the
   // release timer, whose expiry brings released cables back with a heavy sweep.
   void NoteCableDown(const Fabric& f, PortId p);
+  // A trap 128 from switch `g` (acted on or ignored as a repeat): its damped cables' holds
+  // restart, and each of its cables out of the model after a recent down counts a change.
+  void NoteSwitchReport(Guid g);
+  std::optional<Guid> SwitchOfLid(uint16_t lid) const;
+  void OnCableDamped(const std::string& a, uint8_t pa, const std::string& b, uint8_t pb);
   size_t TakeOutDampedCables(DiscoveryResult& r);
   void ArmDampingTimer();
   void OnDiscovered(DiscoveryResult r);

@@ -323,17 +323,41 @@ void SubnetManager::NoteCableDown(const Fabric& f, PortId p) {
   const Port& b = f.port(a.peer);
   const LinkDamper::End ea{f.node(a.node).guid, a.num.value()};
   const LinkDamper::End eb{f.node(b.node).guid, b.num.value()};
-  if (!damper_.NoteDown(ea, eb, clock_.Now())) return;
+  if (damper_.NoteDown(ea, eb, clock_.Now()))
+    OnCableDamped(f.node(a.node).description, a.num.value(), f.node(b.node).description,
+                  b.num.value());
+}
+
+void SubnetManager::NoteSwitchReport(Guid g) {
+  if (damper_.options().threshold == 0) return;
+  const auto now = clock_.Now();
+  damper_.Touch(g, now);
+  if (!discovered_) return;
+  const Fabric& f = discovered_->fabric;
+  auto name = [&f](Guid guid) {
+    auto n = f.FindNode(guid);
+    return n ? f.node(*n).description : ToString(guid);
+  };
+  for (const auto& [end, peer] : damper_.RecentCables(g)) {
+    auto n = f.FindNode(end.first);
+    if (!n || end.second > f.node(*n).num_ports) continue;
+    // In the model, a repair reads the cable and counts a down itself.
+    if (f.port(f.port_id(*n, PortNum{end.second})).connected()) continue;
+    if (damper_.NoteDown(end, peer, now))
+      OnCableDamped(name(end.first), end.second, name(peer.first), peer.second);
+  }
+}
+
+void SubnetManager::OnCableDamped(const std::string& a, uint8_t pa, const std::string& b,
+                                  uint8_t pb) {
   ++counters_.links_damped;
   const LinkDampingOptions& o = damper_.options();
   // Logged and counted, but not a sweep issue: the subnet is up without the cable.
   ++counters_.issues_by_id["SM-LINK-010"];
-  Log(LogName::kSm).warn("SM-LINK-010 cable {} port {} - {} port {} went down {} times within "
-                         "{} s: kept out of the model until it has been quiet for {} s "
+  Log(LogName::kSm).warn("SM-LINK-010 cable {} port {} - {} port {} changed state {} times "
+                         "within {} s: kept out of the model until it has been quiet for {} s "
                          "(link_flap_threshold)",
-                         f.node(a.node).description, a.num.value(),
-                         f.node(b.node).description, b.num.value(), o.threshold,
-                         o.window.count(), o.hold.count());
+                         a, pa, b, pb, o.threshold, o.window.count(), o.hold.count());
   ArmDampingTimer();
 }
 

@@ -180,6 +180,21 @@ void SubnetManager::Route() {
 
 void SubnetManager::OnRouted(Routed routed) {
   if (state() != mad::SmState::kMaster) return;  // stepped down while routing: no writes
+  // Switches reported link changes while this heavy sweep routed: its tables are for a
+  // fabric that is gone. Pushing them first would delay the repair by the whole push (and
+  // write blocks the repair rewrites); the repair sweep starts now instead, on this sweep's
+  // model, and does everything the rest of this sweep would have. Not on the first sweep as
+  // master (its ClientReregister decisions are made once), nor before any tables exist.
+  if (!current_.repair && !repair_pending_.empty() && options_.incremental_repair &&
+      !first_master_sweep_ && tables_ && !repair_posted_) {
+    ++counters_.heavy_sweeps_cut_short;
+    Log(LogName::kSm).info("heavy sweep {}: {} switches reported link changes while it routed; "
+                           "its tables are not pushed, a repair sweep takes over",
+                           current_.number, repair_pending_.size());
+    repair_posted_ = true;
+    boost::asio::post(io_, [this] { BeginRepair(); });
+    return;
+  }
   auto& result = routed.result;
   if (!result.ok()) {
     ++counters_.routing_failures;

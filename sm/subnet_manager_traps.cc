@@ -14,6 +14,22 @@
 
 namespace ibsm::sm {
 
+// The switch of the model whose port 0 has `lid`. A heavy sweep's fresh model has no LID
+// index until its LIDs are set, so the last published one (the SA's) answers meanwhile.
+std::optional<Guid> SubnetManager::SwitchOfLid(uint16_t lid) const {
+  const Fabric& f = discovered_->fabric;
+  if (auto p = f.FindPortByLid(Lid{lid}); p && f.node(f.port(*p).node).is_switch())
+    return f.node(f.port(*p).node).guid;
+  if (auto snap = sa_.snapshot(); snap && snap->discovery) {
+    const Fabric& g = snap->fabric();
+    if (auto p = g.FindPortByLid(Lid{lid}); p && g.node(g.port(*p).node).is_switch()) {
+      const Guid guid = g.node(g.port(*p).node).guid;
+      if (auto n = f.FindNode(guid); n && f.node(*n).is_switch()) return guid;
+    }
+  }
+  return std::nullopt;
+}
+
 void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) {
   ++counters_.traps_received;
   mad::Notice notice_value;
@@ -78,12 +94,11 @@ void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) 
     }
     Log(LogName::kSm).debug("trap {} from LID {} suppressed ({} in a row)", trap, source,
                             v.consecutive);
-    // A switch still reporting link changes may be flapping a damped cable: its hold
-    // starts again, so a cable is not brought back while its traps are being ignored.
-    if (trap == mad::trap::kLinkStateChanged && discovered_ && damper_.damped() > 0) {
-      const Fabric& f = discovered_->fabric;
-      if (auto p = f.FindPortByLid(Lid{source}); p && f.node(f.port(*p).node).is_switch())
-        damper_.Touch(f.node(f.port(*p).node).guid, clock_.Now());
+    // A switch still reporting link changes may be flapping a cable: counted for damping
+    // even while its traps are ignored, so a flapping cable is damped and not brought back
+    // while they are.
+    if (trap == mad::trap::kLinkStateChanged && discovered_) {
+      if (auto g = SwitchOfLid(source)) NoteSwitchReport(*g);
     }
     return;
   }
@@ -104,12 +119,9 @@ void SubnetManager::HandleTrap(const mad::Smp& req, const mad::MadMessage& msg) 
   if (sweep_trap && options_.sweep_on_trap) {
     // A link change a known switch reports is repaired from that switch's ports alone.
     std::optional<Guid> reporter;
-    if (trap == mad::trap::kLinkStateChanged && discovered_) {
-      const Fabric& f = discovered_->fabric;
-      if (auto p = f.FindPortByLid(Lid{source}); p && f.node(f.port(*p).node).is_switch())
-        reporter = f.node(f.port(*p).node).guid;
-    }
+    if (trap == mad::trap::kLinkStateChanged && discovered_) reporter = SwitchOfLid(source);
     if (reporter) {
+      NoteSwitchReport(*reporter);
       RequestRepair(*reporter, fmt::format("trap {} from LID {}", trap, source));
     } else {
       RequestHeavySweep(fmt::format("trap {} from LID {}", trap, source));
