@@ -55,15 +55,35 @@ struct CutRun {
   std::set<std::pair<NodeId, uint32_t>> towards_cut;
 };
 
-// Brings `f` up, cuts `cut` (trap 128 from both ends), waits for the repairs, then asks for
-// one heavy sweep of the cut fabric and stops after it.
-CutRun CutAndCompare(sim::Simulator& sim, const Fabric& f, PortId cut, SubnetManagerOptions o) {
+// The SM on the first host of `f`, driven by the in-process simulator `sim`.
+struct Harness {
+  Harness(sim::Simulator& sim, const Fabric& f, SubnetManagerOptions o)
+      : t(io, sim, FirstCaPort(f)), sm(io, t, clock, nullptr, std::move(o)) {
+    EXPECT_TRUE(t.bind_status().ok());
+  }
+  // Runs until Stop(); `on_sweep` sees every sweep's figures.
+  void Run(std::function<void(const SweepStats&)> on_sweep) {
+    sm.Start(std::move(on_sweep));
+    io.run();
+  }
+  void Stop() {
+    sm.Stop();
+    t.Close();
+    io.stop();
+  }
   boost::asio::io_context io;
-  sim::SimTransport t(io, sim, FirstCaPort(f));
-  EXPECT_TRUE(t.bind_status().ok());
+  sim::SimTransport t;
   SystemClock clock;
-  SubnetManager sm(io, t, clock, nullptr, o);
-  boost::asio::steady_timer settle(io);
+  SubnetManager sm;
+};
+
+// Brings `f` up, applies `fault` (traps 128 from the switches it touches), waits for the
+// repairs, then asks for one heavy sweep of the changed fabric and stops after it. With
+// `cut`, records which LFT blocks sent LIDs into that cable before the fault.
+CutRun FaultAndCompare(sim::Simulator& sim, const Fabric& f, std::function<void()> fault,
+                       SubnetManagerOptions o, PortId cut = kNoPort) {
+  Harness h(sim, f, std::move(o));
+  boost::asio::steady_timer settle(h.io);
   CutRun run;
   bool compared = false, cut_done = false;
   sim.SetSmpObserver([&](NodeId node, uint8_t method, uint16_t attr, uint32_t mod) {
@@ -71,38 +91,41 @@ CutRun CutAndCompare(sim::Simulator& sim, const Fabric& f, PortId cut, SubnetMan
         attr == mad::attr::kLinearForwardingTable)
       run.lft_sets.emplace_back(node, mod);
   });
-  sm.Start([&](const SweepStats& s) {
+  h.Run([&](const SweepStats& s) {
     run.sweeps.push_back(s);
     if (run.sweeps.size() == 1) {
       EXPECT_TRUE(s.subnet_up);
-      for (PortId end : {cut, f.port(cut).peer}) {
+      for (PortId end : {cut, cut == kNoPort ? kNoPort : f.port(cut).peer}) {
+        if (end == kNoPort || !f.node(f.port(end).node).is_switch()) continue;
         const NodeId sw = f.port(end).node;
-        if (!f.node(sw).is_switch()) continue;
         for (uint32_t lid = 1; lid < 1024; ++lid)
           if (sim.lft_entry(sw, Lid{static_cast<uint16_t>(lid)}) == f.port(end).num.value())
             run.towards_cut.emplace(sw, lid / 64);
       }
       cut_done = true;
-      EXPECT_TRUE(sim.LinkDown(cut).ok());
+      fault();
       return;
     }
     if (compared) {
-      run.counters = sm.counters();
-      sm.Stop();
-      t.Close();
-      io.stop();
+      run.counters = h.sm.counters();
+      h.Stop();
       return;
     }
-    // Each sweep after the cut pushes the comparison back; once traps stop, compare.
+    // Each sweep after the fault pushes the comparison back; once traps stop, compare.
     settle.expires_after(500ms);
     settle.async_wait([&](boost::system::error_code ec) {
       if (ec) return;
       compared = true;
-      sm.RequestHeavySweep("test: a full sweep of the cut fabric");
+      h.sm.RequestHeavySweep("test: a full sweep of the changed fabric");
     });
   });
-  io.run();
+  sim.SetSmpObserver({});
   return run;
+}
+
+CutRun CutAndCompare(sim::Simulator& sim, const Fabric& f, PortId cut, SubnetManagerOptions o) {
+  return FaultAndCompare(
+      sim, f, [&sim, cut] { EXPECT_TRUE(sim.LinkDown(cut).ok()); }, std::move(o), cut);
 }
 
 TEST(RepairSweepTest, ACutSpineCableIsRepairedFromTheReportingSwitchesAlone) {
@@ -223,37 +246,10 @@ TEST(RepairSweepTest, ADeadSpineSwitchIsRepairedFromItsNeighboursAlone) {
     if (f->node(n).name.find("-spine-") != std::string::npos) spine = n;
   ASSERT_NE(spine, kNoNode);
   // The SM's own leaf keeps its other spines: the SM still reaches everything else.
-  boost::asio::io_context io;
-  sim::SimTransport t(io, sim, FirstCaPort(*f));
-  ASSERT_TRUE(t.bind_status().ok());
-  SystemClock clock;
-  SubnetManager sm(io, t, clock, nullptr, Quiet());
-  boost::asio::steady_timer settle(io);
-  std::vector<SweepStats> sweeps;
-  bool compared = false;
-  SmCounters counters;
-  sm.Start([&](const SweepStats& s) {
-    sweeps.push_back(s);
-    if (sweeps.size() == 1) {
-      EXPECT_TRUE(s.subnet_up);
-      EXPECT_TRUE(sim.RemoveNode(spine).ok());
-      return;
-    }
-    if (compared) {
-      counters = sm.counters();
-      sm.Stop();
-      t.Close();
-      io.stop();
-      return;
-    }
-    settle.expires_after(500ms);
-    settle.async_wait([&](boost::system::error_code ec) {
-      if (ec) return;
-      compared = true;
-      sm.RequestHeavySweep("test: a full sweep without the spine");
-    });
-  });
-  io.run();
+  CutRun run = FaultAndCompare(
+      sim, *f, [&] { EXPECT_TRUE(sim.RemoveNode(spine).ok()); }, Quiet());
+  const std::vector<SweepStats>& sweeps = run.sweeps;
+  const SmCounters& counters = run.counters;
   ASSERT_GE(sweeps.size(), 3u);
   EXPECT_EQ(counters.repair_fallbacks, 0u);
   size_t links_lost = 0, nodes_lost = 0;
@@ -307,12 +303,8 @@ TEST(RepairSweepTest, AFlappingCableIsDampedAndComesBackOnceQuiet) {
   ASSERT_NE(cable, kNoPort);
   SubnetManagerOptions o = Quiet();
   o.link_damping = {.threshold = 3, .window = 10s, .hold = 1s};
-  boost::asio::io_context io;
-  sim::SimTransport t(io, sim, FirstCaPort(*f));
-  ASSERT_TRUE(t.bind_status().ok());
-  SystemClock clock;
-  SubnetManager sm(io, t, clock, nullptr, o);
-  boost::asio::steady_timer flap(io), deadline(io);
+  Harness h(sim, *f, o);
+  boost::asio::steady_timer flap(h.io), deadline(h.io);
   std::vector<SweepStats> sweeps;
   int toggles = 0;
   bool flapping_done = false, back = false;
@@ -327,12 +319,11 @@ TEST(RepairSweepTest, AFlappingCableIsDampedAndComesBackOnceQuiet) {
       if (!ec) toggle();
     });
   };
-  auto stop = [&] {
-    sm.Stop();
-    t.Close();
-    io.stop();
-  };
-  sm.Start([&](const SweepStats& s) {
+  deadline.expires_after(20s);
+  deadline.async_wait([&](boost::system::error_code ec) {
+    if (!ec) h.Stop();
+  });
+  h.Run([&](const SweepStats& s) {
     sweeps.push_back(s);
     if (sweeps.size() == 1) {
       EXPECT_TRUE(s.subnet_up);
@@ -342,16 +333,11 @@ TEST(RepairSweepTest, AFlappingCableIsDampedAndComesBackOnceQuiet) {
     // Done when, after the flapping, a sweep has the cable back in the model.
     if (flapping_done && s.links == sweeps.front().links && s.subnet_up) {
       back = true;
-      stop();
+      h.Stop();
     }
   });
-  deadline.expires_after(20s);
-  deadline.async_wait([&](boost::system::error_code ec) {
-    if (!ec) stop();
-  });
-  io.run();
   ASSERT_TRUE(back) << "the cable never came back into the model";
-  const SmCounters c = sm.counters();
+  const SmCounters c = h.sm.counters();
   EXPECT_EQ(c.links_damped, 1u);
   EXPECT_EQ(c.issues_by_id.count("SM-LINK-010"), 1u);
   std::printf("[ figure ] a cable flapping 20 times at 10 Hz: %zu sweeps after the cold one "
@@ -380,11 +366,7 @@ TEST(RepairSweepTest, ATrapWhileAHeavySweepRunsHandsOverToARepairWithoutPushingS
     if (!f->node(n).is_switch()) decoy = f->port_id(n, PortNum{1});
   ASSERT_NE(decoy, FirstCaPort(*f));
   ASSERT_TRUE(sim.SetIsSm(decoy, true).ok());
-  boost::asio::io_context io;
-  sim::SimTransport t(io, sim, FirstCaPort(*f));
-  ASSERT_TRUE(t.bind_status().ok());
-  SystemClock clock;
-  SubnetManager sm(io, t, clock, nullptr, Quiet());
+  Harness h(sim, *f, Quiet());
   std::vector<SweepStats> sweeps;
   bool second = false, cut = false;
   size_t lft_sets_after_cut = 0;
@@ -397,19 +379,17 @@ TEST(RepairSweepTest, ATrapWhileAHeavySweepRunsHandsOverToARepairWithoutPushingS
     if (cut && method == mad::method::kSet && attr == mad::attr::kLinearForwardingTable)
       ++lft_sets_after_cut;
   });
-  sm.Start([&](const SweepStats& s) {
+  h.Run([&](const SweepStats& s) {
     sweeps.push_back(s);
     if (sweeps.size() == 1) {
       EXPECT_TRUE(s.subnet_up);
       second = true;
-      sm.RequestHeavySweep("test: a heavy sweep the cut lands in");
+      h.sm.RequestHeavySweep("test: a heavy sweep the cut lands in");
       return;
     }
-    sm.Stop();
-    t.Close();
-    io.stop();
+    h.Stop();
   });
-  io.run();
+  sim.SetSmpObserver({});
   ASSERT_TRUE(cut) << "the heavy sweep sent no SMInfo Get to the port claiming IsSM";
   ASSERT_EQ(sweeps.size(), 2u);
   const SweepStats& s = sweeps.back();
@@ -417,7 +397,7 @@ TEST(RepairSweepTest, ATrapWhileAHeavySweepRunsHandsOverToARepairWithoutPushingS
   EXPECT_TRUE(s.subnet_up);
   EXPECT_EQ(s.repair_links_lost, 1u);
   EXPECT_EQ(s.links, sweeps.front().links - 1);
-  EXPECT_EQ(sm.counters().heavy_sweeps_cut_short, 1u);
+  EXPECT_EQ(h.sm.counters().heavy_sweeps_cut_short, 1u);
   // Only the repair's blocks went out after the cut: the heavy sweep pushed none of its own.
   EXPECT_EQ(lft_sets_after_cut, s.lft_blocks_sent);
   Fabric cut_fabric = *f;
