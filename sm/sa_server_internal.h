@@ -10,6 +10,7 @@
 
 #include "mad/attr/sa_records.h"
 #include "mad/mad.h"
+#include "sm/sa_pack.h"
 #include "sm/sa_server.h"
 
 namespace ibsm::sm::sa_internal {
@@ -62,6 +63,26 @@ class Collector {
 // offset, its data left zero.
 mad::MadMessage Frame(const mad::MadMessage& req_msg, const mad::SaMad& req, uint8_t method,
                       uint16_t status, uint16_t attr_offset);
+
+// The answer to a Get or GetTable from what `c` collected: a Get that found no record or
+// several gets NO_RECORDS / TOO_MANY_RECORDS; else the records framed at R's attribute
+// offset (GetTable as RMPP), NO_RESOURCES when they cannot be packed. Errors are counted by
+// status, records sent in `records_sent`.
+template <typename R>
+mad::MadMessage AnswerCollected(const mad::MadMessage& msg, const mad::SaMad& req,
+                                const Query& q, Collector<R>& c, SaCounters& counters) {
+  const auto resp = static_cast<uint8_t>(req.hdr.method | mad::method::kResponseBit);
+  auto error = [&](uint16_t status) {
+    ++counters.by_error[status];
+    return Frame(msg, req, resp, status, 0);
+  };
+  if (q.get && c.count() != 1)
+    return error(c.count() == 0 ? mad::sa_status::kNoRecords : mad::sa_status::kTooManyRecords);
+  counters.records_sent += c.count();
+  auto out = PackRecords(Frame(msg, req, resp, kNoStatus, SaRecord<R>::kAttrOffset), q.get,
+                         c.TakePayload(), counters);
+  return out ? std::move(*out) : error(mad::sa_status::kNoResources);
+}
 
 // The records that describe the fabric (sm/sa_records.cc): each adds to `c` every record of
 // its type in snapshot `s` that the requester may see, until `c` asks to stop.

@@ -16,6 +16,7 @@ namespace ibsm::sm {
 namespace {
 
 using mad::SaRecord;
+using sa_internal::AnswerCollected;
 using sa_internal::Collector;
 using sa_internal::Frame;
 using sa_internal::kNoStatus;
@@ -323,17 +324,7 @@ std::optional<mad::MadMessage> SaServer::AnswerService(const mad::MadMessage& ms
     }
     if (!c.Add(shown, matched)) break;
   }
-  if (q.get) {
-    if (c.count() == 0) return error(mad::sa_status::kNoRecords);
-    if (c.count() > 1) return error(mad::sa_status::kTooManyRecords);
-  }
-  counters_.records_sent += c.count();
-  auto out = PackRecords(
-      Frame(msg, req, static_cast<uint8_t>(req.hdr.method | mad::method::kResponseBit),
-            kNoStatus, SaRecord<mad::ServiceRecord>::kAttrOffset),
-      q.get, c.TakePayload(), counters_);
-  if (!out) return error(mad::sa_status::kNoResources);
-  return out;
+  return AnswerCollected(msg, req, q, c, counters_);
 }
 
 // InformInfo: Set only (13.4.8.3), answered GetResp with a copy of the request (Subscribe
@@ -375,17 +366,7 @@ std::optional<mad::MadMessage> SaServer::AnswerInform(const mad::MadMessage& msg
   Collector<mad::InformInfoRecord> c(q);
   for (const mad::InformInfoRecord& r : inform_.Records(trusted))
     if (!c.Add(r)) break;
-  if (q.get) {
-    if (c.count() == 0) return error(mad::sa_status::kNoRecords);
-    if (c.count() > 1) return error(mad::sa_status::kTooManyRecords);
-  }
-  counters_.records_sent += c.count();
-  auto out = PackRecords(
-      Frame(msg, req, static_cast<uint8_t>(req.hdr.method | mad::method::kResponseBit),
-            kNoStatus, SaRecord<mad::InformInfoRecord>::kAttrOffset),
-      q.get, c.TakePayload(), counters_);
-  if (!out) return error(mad::sa_status::kNoResources);
-  return out;
+  return AnswerCollected(msg, req, q, c, counters_);
 }
 
 }  // namespace ibsm::sm

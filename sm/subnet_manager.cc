@@ -253,7 +253,7 @@ void SubnetManager::BeginHeavySweep() {
   discovery_->Run([this](DiscoveryResult r) {
     // Cables the last model had and this discovery did not find went down (flap damping);
     // damped cables stay out of the model even where their ports came up again.
-    if (discovered_ && !stopped_) {
+    if (discovered_ && !stopped_ && damper_.options().threshold != 0) {
       const Fabric& was = discovered_->fabric;
       const Fabric& now = r.fabric;
       for (PortId p = 0; p < was.port_count(); ++p) {

@@ -70,11 +70,9 @@ class HaIbsimTest: public ::testing::Test {
   void SetUp() override {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
     if (access(Ibsmd().c_str(), X_OK) != 0) FAIL() << "ibsmd not built at " << Ibsmd();
-    std::string tmpl = (fs::temp_directory_path() / "ibsm-ha-e2e-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    ASSERT_NE(mkdtemp(buf.data()), nullptr);
-    root_ = buf.data();
+    auto dir = MakeTempDir("ibsm-ha-e2e-");
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    root_ = *dir;
   }
 
   void TearDown() override {

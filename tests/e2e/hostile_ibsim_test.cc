@@ -30,11 +30,9 @@ class HostileIbsimTest : public ::testing::Test {
   void SetUp() override {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
     ASSERT_EQ(access(Ibsmd().c_str(), X_OK), 0) << "ibsmd not built";
-    std::string tmpl = (fs::temp_directory_path() / "ibsm-hostile-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    ASSERT_NE(mkdtemp(buf.data()), nullptr);
-    root_ = buf.data();
+    auto dir = MakeTempDir("ibsm-hostile-");
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    root_ = *dir;
   }
   void TearDown() override {
     std::error_code ec;

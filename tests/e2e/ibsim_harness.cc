@@ -208,6 +208,14 @@ Result<CommandResult> ChildProcess::Wait(std::chrono::milliseconds timeout) {
   return r;
 }
 
+Result<std::string> MakeTempDir(std::string_view prefix) {
+  std::string tmpl = (fs::temp_directory_path() / (std::string(prefix) + "XXXXXX")).string();
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data())) return IoError(std::string("mkdtemp: ") + std::strerror(errno));
+  return std::string(buf.data());
+}
+
 Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                  std::chrono::milliseconds timeout, const std::string& cwd,
                                  const std::vector<std::string>& env) {
@@ -245,11 +253,7 @@ Result<std::unique_ptr<IbsimInstance>> IbsimInstance::Start(const std::string& n
   }
 
   std::unique_ptr<IbsimInstance> sim(new IbsimInstance());
-  std::string tmpl = (fs::temp_directory_path() / "ibsm-ibsim-XXXXXX").string();
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (!mkdtemp(buf.data())) return IoError(std::string("mkdtemp: ") + std::strerror(errno));
-  sim->work_dir_ = buf.data();
+  IBSM_ASSIGN_OR_RETURN(sim->work_dir_, MakeTempDir("ibsm-ibsim-"));
   // Unique per process and per instance: the pid plus mkdtemp's suffix.
   sim->sock_name_ = "ibsm-" + std::to_string(getpid()) + "-" +
                     fs::path(sim->work_dir_).filename().string().substr(std::strlen("ibsm-ibsim-"));

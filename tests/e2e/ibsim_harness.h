@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -91,6 +92,10 @@ class ChildProcess {
   pid_t pid_ = -1;
   std::string out_path_, err_path_;
 };
+
+// A new private directory under the system temp dir, named `prefix` plus a unique suffix
+// (mkdtemp). IoError with errno's text when it cannot be made.
+Result<std::string> MakeTempDir(std::string_view prefix);
 
 // Runs a child to completion with a hard timeout (fork/exec; killed by PID on timeout).
 Result<CommandResult> RunCommand(const std::vector<std::string>& argv,

@@ -62,11 +62,9 @@ class IbsmctlIbsimTest: public ::testing::Test {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
     ASSERT_EQ(access(Bin("ibsmd").c_str(), X_OK), 0) << "ibsmd not built";
     ASSERT_EQ(access(Bin("ibsmctl").c_str(), X_OK), 0) << "ibsmctl not built";
-    std::string tmpl = (fs::temp_directory_path() / "ibsm-ctl-e2e-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    ASSERT_NE(mkdtemp(buf.data()), nullptr);
-    root_ = buf.data();
+    auto dir = MakeTempDir("ibsm-ctl-e2e-");
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    root_ = *dir;
     auto fabric = FatTree3(4);  // 3 tiers, 16 hosts, 20 switches
     ASSERT_TRUE(fabric.ok());
     for (NodeId n = 0; n < fabric->node_count(); ++n) {

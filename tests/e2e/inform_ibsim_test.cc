@@ -46,11 +46,9 @@ TEST(InformIbsimTest, ASubscriberReceivesAReportWhenAHostsLinkGoesDown) {
   ASSERT_EQ(access(ibsmd.c_str(), X_OK), 0) << "ibsmd not built at " << ibsmd;
   ASSERT_EQ(access(client.c_str(), X_OK), 0) << "inform_client not built at " << client;
 
-  std::string tmpl = (fs::temp_directory_path() / "ibsm-inform-e2e-XXXXXX").string();
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  ASSERT_NE(mkdtemp(buf.data()), nullptr);
-  const std::string root = buf.data();
+  auto dir = MakeTempDir("ibsm-inform-e2e-");
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  const std::string root = *dir;
 
   auto fabric = FatTree2(4);
   ASSERT_TRUE(fabric.ok());

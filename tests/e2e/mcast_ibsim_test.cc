@@ -35,11 +35,9 @@ class McastIbsimTest: public ::testing::Test {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
     for (const char* b: {"ibsmd", "mcast_client"})
       ASSERT_EQ(access(Bin(b).c_str(), X_OK), 0) << Bin(b) << " not built";
-    std::string tmpl = (fs::temp_directory_path() / "ibsm-mcast-e2e-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    ASSERT_NE(mkdtemp(buf.data()), nullptr);
-    root_ = buf.data();
+    auto dir = MakeTempDir("ibsm-mcast-e2e-");
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    root_ = *dir;
     auto fabric = FatTree2(4);
     ASSERT_TRUE(fabric.ok());
     // Hosts other than the SM's (the first), one per leaf.

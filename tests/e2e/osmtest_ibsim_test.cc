@@ -49,11 +49,9 @@ class OsmtestIbsimTest: public ::testing::Test {
     if (access("/usr/sbin/osmtest", X_OK) != 0 && access("/usr/bin/osmtest", X_OK) != 0)
       GTEST_SKIP() << "osmtest (Debian opensm) not installed";
     ASSERT_EQ(access(Bin("ibsmd").c_str(), X_OK), 0) << "ibsmd not built";
-    std::string tmpl = (fs::temp_directory_path() / "ibsm-osmtest-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    ASSERT_NE(mkdtemp(buf.data()), nullptr);
-    root_ = buf.data();
+    auto dir = MakeTempDir("ibsm-osmtest-");
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    root_ = *dir;
     auto fabric = FatTree2(4);
     ASSERT_TRUE(fabric.ok());
     for (NodeId n = 0; n < fabric->node_count(); ++n)

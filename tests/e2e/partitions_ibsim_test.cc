@@ -57,14 +57,12 @@ class PartitionsIbsimTest: public ::testing::Test {
   static void SetUpTestSuite() {
     error_ = new std::string;
     if (!IbsimInstance::Available() || access(Ibsmd().c_str(), X_OK) != 0) return;
-    std::string tmpl = (fs::temp_directory_path() / "ibsm-pkey-e2e-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (!mkdtemp(buf.data())) {
-      *error_ = "mkdtemp failed";
+    auto dir = MakeTempDir("ibsm-pkey-e2e-");
+    if (!dir.ok()) {
+      *error_ = dir.status().ToString();
       return;
     }
-    root_ = new std::string(buf.data());
+    root_ = new std::string(*dir);
     auto fabric = FatTree2(4);  // 8 hosts
     if (!fabric.ok()) {
       *error_ = fabric.status().ToString();

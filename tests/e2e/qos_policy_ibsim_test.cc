@@ -83,11 +83,9 @@ class QosPolicyIbsimTest : public ::testing::Test {
   void SetUp() override {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
     ASSERT_EQ(access(Bin("ibsmd").c_str(), X_OK), 0) << "ibsmd not built";
-    std::string tmpl = (fs::temp_directory_path() / "ibsm-qos-policy-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    ASSERT_NE(mkdtemp(buf.data()), nullptr);
-    root_ = buf.data();
+    auto dir = MakeTempDir("ibsm-qos-policy-");
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    root_ = *dir;
     auto fabric = FatTree2(4);
     ASSERT_TRUE(fabric.ok());
     for (NodeId n = 0; n < fabric->node_count(); ++n) {

@@ -117,14 +117,12 @@ class SaIbsimTest: public ::testing::Test {
     s_ = new Shared;
     if (!IbsimInstance::Available() || access(Ibsmd().c_str(), X_OK) != 0) return;
     Shared& s = *s_;
-    std::string tmpl = (fs::temp_directory_path() / "ibsm-sa-e2e-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (!mkdtemp(buf.data())) {
-      s.error = "mkdtemp failed";
+    auto dir = MakeTempDir("ibsm-sa-e2e-");
+    if (!dir.ok()) {
+      s.error = dir.status().ToString();
       return;
     }
-    s.root = buf.data();
+    s.root = *dir;
     auto fabric = FatTree2(8);
     if (!fabric.ok()) {
       s.error = fabric.status().ToString();

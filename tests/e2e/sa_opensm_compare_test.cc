@@ -100,11 +100,9 @@ class SaOpenSmCompareTest : public ::testing::Test {
     if (!IbsimInstance::Available()) GTEST_SKIP() << "ibsim-utils not installed";
     if (access("/usr/sbin/opensm", X_OK) != 0) GTEST_SKIP() << "opensm not installed";
     ASSERT_EQ(access(Bin("ibsmd").c_str(), X_OK), 0) << "ibsmd not built";
-    std::string tmpl = (fs::temp_directory_path() / "ibsm-vs-osm-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    ASSERT_NE(mkdtemp(buf.data()), nullptr);
-    root_ = buf.data();
+    auto dir = MakeTempDir("ibsm-vs-osm-");
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    root_ = *dir;
     auto fabric = MakeFabric();
     ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
     // ibnetdiscover lists a switch once and every cabled CA port on its own line.

@@ -330,14 +330,12 @@ class SmIbsimTest: public ::testing::Test {
     run_ = new FabricRun;
     if (!IbsimInstance::Available() || access(Ibsmd().c_str(), X_OK) != 0) return;
     FabricRun& r = *run_;
-    std::string tmpl = (fs::temp_directory_path() / "ibsm-sm-e2e-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (!mkdtemp(buf.data())) {
-      r.error = "mkdtemp failed";
+    auto dir = MakeTempDir("ibsm-sm-e2e-");
+    if (!dir.ok()) {
+      r.error = dir.status().ToString();
       return;
     }
-    r.ws.root = buf.data();
+    r.ws.root = *dir;
     r.ws.engine = F::kEngine;
     auto fabric = F::Make();
     if (!fabric.ok()) {
