@@ -181,6 +181,12 @@ const OptionDesc kOptions[] = {
          "sweep) re-reads that switch's ports and repairs the model (cables that went\n"
          "down) instead of rediscovering the fabric; anything else still causes a heavy\n"
          "sweep (ibsm's own key)"),
+    Bool("incremental_reroute", &SC::incremental_reroute, "TRUE",
+         "If TRUE a repair sweep keeps every route that still delivers and routes\n"
+         "again only the LIDs whose routes crossed what was lost, up*/down* (the\n"
+         "result verified and checked for credit loops like an engine's; if it fails,\n"
+         "the routing engine routes as in a heavy sweep); FALSE: the routing engine\n"
+         "routes every repair (ibsm's own key)"),
     Uint("link_flap_threshold", &SC::link_flap_threshold, "5", 0, 1000,
          "A cable that changes state (goes down, or reports a change while out of the\n"
          "model after a down) this many times within link_flap_window seconds is\n"

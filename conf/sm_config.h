@@ -55,6 +55,7 @@ struct SmConfig {
   bool force_heavy_sweep = false;
   bool sweep_on_trap = true;
   bool incremental_repair = true;  // ibsm: repair sweeps from trap 128 (sm/subnet_manager.h)
+  bool incremental_reroute = true;  // ibsm: repairs keep intact routes (routing/reroute.h)
   // ibsm: link flap damping (sm/link_damping.h); threshold 0 = off.
   uint32_t link_flap_threshold = 5;
   uint32_t link_flap_window = 10;     // seconds

@@ -266,6 +266,7 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   o.keep_events = c.state_history_events;
   o.sweep_on_trap = c.sweep_on_trap;
   o.incremental_repair = c.incremental_repair;
+  o.incremental_reroute = c.incremental_reroute;
   o.link_damping.threshold = c.link_flap_threshold;
   o.link_damping.window = std::chrono::seconds(c.link_flap_window);
   o.link_damping.hold = std::chrono::seconds(c.link_flap_hold_time);

@@ -17,6 +17,8 @@ struct SmCounters {
   uint64_t repair_fallbacks = 0;  // repairs that found what only a heavy sweep handles
   uint64_t links_damped = 0;      // cables damped for flapping (sm/link_damping.h)
   uint64_t heavy_sweeps_cut_short = 0;  // heavy sweeps handed to a repair after routing
+  uint64_t repair_reroutes = 0;          // repairs routed incrementally
+  uint64_t repair_reroutes_refused = 0;  // ... whose incremental result was refused
   uint64_t traps_received = 0;
   uint64_t traps_malformed = 0;
   uint64_t traps_issuer_mismatch = 0;  // IssuerLID other than the LID the trap came from
@@ -83,6 +85,14 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "ibsm_heavy_sweeps_cut_short_total", "", "",
      "heavy sweeps whose tables were not pushed: a trap came in while they routed, and a "
      "repair sweep took over"},
+    {&SmCounters::repair_reroutes, CounterSection::kStatus, "repair_reroutes",
+     "ibsm_repair_reroutes_total", "", "",
+     "repair sweeps that kept every intact route and re-routed only what the fault broke "
+     "(incremental_reroute)"},
+    {&SmCounters::repair_reroutes_refused, CounterSection::kStatus, "repair_reroutes_refused",
+     "ibsm_repair_reroutes_refused_total", "", "",
+     "repair sweeps whose incremental re-route failed verification or the credit-loop check, "
+     "and were routed by the engine instead"},
     {&SmCounters::links_damped, CounterSection::kStatus, "links_damped",
      "ibsm_links_damped_total", "", "",
      "cables kept out of the model for flapping (link_flap_threshold downs in link_flap_window)"},

@@ -157,6 +157,7 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.keep_events = o.keep_events;
   options_.sweep_on_trap = o.sweep_on_trap;
   options_.incremental_repair = o.incremental_repair;
+  options_.incremental_reroute = o.incremental_reroute;
   options_.link_damping = o.link_damping;
   damper_.set_options(o.link_damping);
   options_.babbling_port_policy = o.babbling_port_policy;

@@ -30,6 +30,7 @@
 #include "mad/attr/sm_info.h"
 #include "mad/transport.h"
 #include "routing/quality.h"
+#include "routing/reroute.h"
 #include "routing/routing_engine.h"
 #include "routing/verify.h"
 #include "sm/ar_manager.h"
@@ -111,6 +112,10 @@ struct SubnetManagerOptions {
   // sweep runs on it, without rediscovery. Anything else falls back to a heavy sweep
   // (ARCHITECTURE.md "Repair sweep").
   bool incremental_repair = true;
+  // A repair sweep re-routes only the LIDs whose routes the lost cables and nodes broke,
+  // keeping every other route (routing::RerouteAround); the routing engine routes it when
+  // that result fails verification or the credit-loop check.
+  bool incremental_reroute = true;
   // Cables that flap are kept out of the model (link_flap_threshold, link_flap_window,
   // link_flap_hold_time; sm/link_damping.h).
   LinkDampingOptions link_damping;
@@ -326,6 +331,11 @@ class SubnetManager {
     routing::VerifyReport verify;
     routing::CreditLoopReport loops;
     double route_s = 0, verify_s = 0, loops_s = 0;
+    std::shared_ptr<const Fabric> fabric;  // the model the tables are for
+    // A repair's incremental re-route (routing::RerouteAround): used, or why not.
+    bool rerouted = false;
+    routing::RerouteStats reroute;
+    std::string reroute_refused;
   };
   void OnRouted(Routed routed);
   void ProgramSwitches();
@@ -497,6 +507,7 @@ class SubnetManager {
   TrapTracker trap_tracker_;
   void DisableBabblingPort(const TrapKey& key, uint32_t count);
   std::shared_ptr<const routing::RoutingTables> tables_;  // last good tables
+  std::shared_ptr<const Fabric> tables_fabric_;            // the model they were routed on
   std::unique_ptr<routing::LidMap> lid_map_;
   std::optional<RoutingCheck> last_check_;
   std::unordered_map<Guid, SwitchCache> switch_cache_;

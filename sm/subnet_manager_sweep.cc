@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "routing/reroute.h"
 
 namespace ibsm::sm {
 namespace {
@@ -145,15 +146,56 @@ void SubnetManager::Route() {
   // The io_context has nothing else to do while routing runs: keep it from returning.
   auto work = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       io_.get_executor());
+  // A repair first keeps what still delivers and re-routes only what the fault broke
+  // (routing/reroute.h), from the last good tables and the model they were routed on; not
+  // from minhop's, whose routes it would mostly rebuild.
+  std::shared_ptr<const routing::RoutingTables> old;
+  std::shared_ptr<const Fabric> before;
+  if (current_.repair && options_.incremental_reroute && tables_ && tables_fabric_ &&
+      tables_->engine != "minhop") {
+    old = tables_;
+    before = tables_fabric_;
+  }
   // Routing, verification and the deadlock proof all run off the io thread, on the snapshot.
   routing_in_flight_ = true;
-  boost::asio::post(routing_pool_, [this, snapshot, chain, ro, work] {
+  boost::asio::post(routing_pool_, [this, snapshot, chain, ro, work, old, before] {
     auto routed = std::make_shared<Routed>();
+    routed->fabric = snapshot;
     auto t0 = std::chrono::steady_clock::now();
     // An exception here would end the process (the pool's thread has no handler): it
     // becomes a routing failure, and the last good tables stay.
     try {
     routed->lids = std::make_unique<routing::LidMap>(*snapshot);
+    if (old) {
+      auto rr = routing::RerouteAround(*snapshot, *routed->lids, *before, *old, ro);
+      auto t1 = std::chrono::steady_clock::now();
+      if (rr.ok()) {
+        // Checked exactly as an engine's tables are.
+        routed->verify = routing::VerifyTables(*snapshot, *routed->lids, rr->tables,
+                                               /*max_problems=*/20, ro.threads);
+        auto t2 = std::chrono::steady_clock::now();
+        routed->loops = routing::CheckCreditLoops(*snapshot, *routed->lids, rr->tables,
+                                                  ro.threads);
+        routed->route_s = std::chrono::duration<double>(t1 - t0).count();
+        routed->verify_s = std::chrono::duration<double>(t2 - t1).count();
+        routed->loops_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
+        if (routed->verify.ok && routed->loops.acyclic) {
+          routed->rerouted = true;
+          routed->reroute = rr->stats;
+          routing::ChainResult chosen;
+          chosen.tables = std::move(rr->tables);
+          routed->result = std::move(chosen);
+        } else {
+          routed->reroute_refused =
+              !routed->verify.ok ? "its tables failed verification" : "it has a credit loop";
+        }
+      } else {
+        routed->reroute_refused = rr.status().message();
+      }
+      t0 = std::chrono::steady_clock::now();
+    }
+    if (!routed->rerouted) {
     routed->result = routing::RouteChain(chain, *snapshot, *routed->lids, ro);
     auto t1 = std::chrono::steady_clock::now();
     routed->route_s = std::chrono::duration<double>(t1 - t0).count();
@@ -166,6 +208,7 @@ void SubnetManager::Route() {
                                                 routed->result->tables, ro.threads);
       routed->loops_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
+    }
     }
     } catch (const std::exception& e) {
       routed->result = Status(StatusCode::kInternal, std::string("routing threw: ") + e.what());
@@ -194,6 +237,13 @@ void SubnetManager::OnRouted(Routed routed) {
     repair_posted_ = true;
     boost::asio::post(io_, [this] { BeginRepair(); });
     return;
+  }
+  if (!routed.reroute_refused.empty()) {
+    ++counters_.repair_reroutes_refused;
+    Log(LogName::kRouting)
+        .info("repair sweep {}: incremental re-route refused ({}); the routing engine routes "
+              "it",
+              current_.number, routed.reroute_refused);
   }
   auto& result = routed.result;
   if (!result.ok()) {
@@ -261,7 +311,16 @@ void SubnetManager::OnRouted(Routed routed) {
             engine, result->tables.switches.size(), routed.lids->max_lid(), routed.route_s,
             routed.verify_s, routed.loops_s, loops.channels, loops.dependencies,
             loops.acyclic ? "acyclic" : "CYCLE");
+  if (routed.rerouted) {
+    ++counters_.repair_reroutes;
+    Log(LogName::kRouting)
+        .info("repair sweep {}: re-routed incrementally: {} of the {} LIDs whose routes the "
+              "fault touched changed ({} entries); every other route kept",
+              current_.number, routed.reroute.lids_rerouted, routed.reroute.lids_examined,
+              routed.reroute.entries_changed);
+  }
   tables_ = std::make_shared<const routing::RoutingTables>(std::move(result->tables));
+  tables_fabric_ = std::move(routed.fabric);
   lid_map_ = std::move(routed.lids);
   ProgramSwitches();
 }

@@ -1,0 +1,511 @@
+#include "routing/reroute.h"
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "routing/parallel.h"
+#include "routing/updn_engine.h"
+
+namespace ibsm::routing {
+
+std::vector<uint32_t> LeafDistanceRanks(const Fabric& f) {
+  std::vector<uint32_t> rank(f.node_count(), kNone);
+  std::deque<NodeId> queue;
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    const Node& node = f.node(n);
+    if (!node.is_switch()) continue;
+    for (uint32_t p = 1; p <= node.num_ports; ++p) {
+      const Port& port = f.port(node.first_port + p);
+      if (port.connected() && !f.node(f.port(port.peer).node).is_switch()) {
+        rank[n] = 0;
+        queue.push_back(n);
+        break;
+      }
+    }
+  }
+  while (!queue.empty()) {
+    const NodeId n = queue.front();
+    queue.pop_front();
+    const Node& node = f.node(n);
+    for (uint32_t p = 1; p <= node.num_ports; ++p) {
+      const Port& port = f.port(node.first_port + p);
+      if (!port.connected()) continue;
+      const NodeId m = f.port(port.peer).node;
+      if (!f.node(m).is_switch() || rank[m] != kNone) continue;
+      rank[m] = rank[n] + 1;
+      queue.push_back(m);
+    }
+  }
+  return rank;
+}
+
+// Named, not anonymous: the unity build puts this file beside other engines' helpers.
+namespace reroute_impl {
+
+constexpr uint32_t kRerouteInf = UINT32_MAX;
+
+// What following the old tables from a switch towards one LID gives.
+enum Shape : uint8_t {
+  kShapeUnknown = 0,
+  kShapeDown = 1,    // delivers, every hop down (or the switch delivers itself)
+  kShapeUpDown = 2,  // delivers, up* then down*, at least one hop up
+  kShapeBroken = 3,  // does not deliver, or not up*/down*: routed again
+  kShapeBusy = 4,    // on the walk being followed (a second visit is a forwarding loop)
+  kShapeCutOff = 5,  // in another component than the owner: kDropPort
+  kShapeOffRule = 6, // delivers, but down then up somewhere (not up*/down*)
+  kShapeClear = 7,   // an off-rule route that runs into no rebuilt off-rule one
+};
+
+struct RerouteLink {
+  enum Kind : uint8_t { kNothing, kSwitch, kEnd } kind = kNothing;
+  bool up = false;          // kSwitch: towards a higher (rank, GUID)
+  uint32_t peer = kNone;    // kSwitch: switch index
+  PortId peer_port = kNoPort;
+};
+
+struct RerouteNeighbour {
+  uint8_t port;
+  uint32_t sw;
+};
+
+// The fabric's switches as dense indices, their cables classified under one ranking, and
+// each switch's old LFT.
+struct RerouteGraph {
+  std::vector<NodeId> node;                 // switch index -> NodeId
+  std::vector<uint32_t> index;              // NodeId -> switch index (kNone: not a switch)
+  std::vector<uint32_t> component;          // per switch
+  std::vector<size_t> link_base;            // per switch: offset into links (port 1 at +0)
+  std::vector<uint8_t> num_ports;
+  std::vector<RerouteLink> links;
+  std::vector<std::vector<RerouteNeighbour>> up, down;
+  std::vector<uint32_t> ascending;          // switch indices by (rank, GUID)
+  std::vector<const std::vector<uint8_t>*> old;
+
+  const RerouteLink& link(uint32_t s, uint8_t port) const { return links[link_base[s] + port - 1]; }
+};
+
+// Per-worker scratch, one column (LID) at a time.
+struct RerouteScratch {
+  std::vector<uint8_t> shape;
+  std::vector<uint32_t> d_down, d_any, d_plain, queue;
+  std::vector<std::pair<uint32_t, bool>> stack;
+  std::vector<uint8_t> candidates;
+  uint64_t lids_rerouted = 0, entries_changed = 0, routes_kept = 0;
+  std::string error;
+  uint32_t error_lid = kRerouteInf;
+  bool unproven = false;
+};
+
+uint8_t RerouteOldEntry(const RerouteGraph& g, uint32_t s, uint32_t lid) {
+  const std::vector<uint8_t>* t = g.old[s];
+  return lid < t->size() ? (*t)[lid] : kDropPort;
+}
+
+}  // namespace reroute_impl
+
+Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric& before,
+                               const RoutingTables& old, const RoutingOptions& options,
+                               bool examine_all) {
+  const unsigned threads = options.threads;
+  const bool options_all = examine_all;
+  using namespace reroute_impl;
+  RerouteGraph g;
+  g.index.assign(f.node_count(), kNone);
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (!f.node(n).is_switch()) continue;
+    const auto was = before.FindNode(f.node(n).guid);
+    const SwitchTable* t = was ? old.table(*was) : nullptr;
+    if (!t) {
+      return Status(StatusCode::kFailedPrecondition,
+                    fmt::format("switch {} has no previous table", f.node(n).description));
+    }
+    g.index[n] = static_cast<uint32_t>(g.node.size());
+    g.node.push_back(n);
+    g.old.push_back(&t->lft);
+  }
+  const uint32_t S = static_cast<uint32_t>(g.node.size());
+  auto ranks = ComputeUpDnRanks(f, options);
+  if (!ranks.ok()) return ranks.status();
+  auto higher = [&](NodeId a, NodeId b) { return ranks->IsUp(f, b, a); };  // a above b
+  const std::vector<uint32_t> leaf_rank = LeafDistanceRanks(f);
+  g.up.resize(S);
+  g.down.resize(S);
+  g.num_ports.resize(S);
+  g.link_base.resize(S);
+  for (uint32_t s = 0; s < S; ++s) {
+    const NodeId n = g.node[s];
+    const Node& node = f.node(n);
+    g.num_ports[s] = node.num_ports;
+    g.link_base[s] = g.links.size();
+    for (uint32_t p = 1; p <= node.num_ports; ++p) {
+      const Port& port = f.port(node.first_port + p);
+      RerouteLink l;
+      if (port.connected()) {
+        const NodeId m = f.port(port.peer).node;
+        l.peer_port = port.peer;
+        if (f.node(m).is_switch()) {
+          l.kind = RerouteLink::kSwitch;
+          l.peer = g.index[m];
+          l.up = higher(m, n);
+          (l.up ? g.up : g.down)[s].push_back({static_cast<uint8_t>(p), l.peer});
+        } else {
+          l.kind = RerouteLink::kEnd;
+        }
+      }
+      g.links.push_back(l);
+    }
+  }
+  g.ascending.resize(S);
+  for (uint32_t s = 0; s < S; ++s) g.ascending[s] = s;
+  std::sort(g.ascending.begin(), g.ascending.end(),
+            [&](uint32_t a, uint32_t b) { return higher(g.node[b], g.node[a]); });
+  g.component.assign(S, kNone);
+  for (uint32_t s0 = 0, c = 0; s0 < S; ++s0) {
+    if (g.component[s0] != kNone) continue;
+    std::vector<uint32_t> queue{s0};
+    g.component[s0] = c;
+    for (size_t i = 0; i < queue.size(); ++i)
+      for (const auto* list : {&g.up[queue[i]], &g.down[queue[i]]})
+        for (const RerouteNeighbour& nb : *list)
+          if (g.component[nb.sw] == kNone) g.component[nb.sw] = c, queue.push_back(nb.sw);
+    ++c;
+  }
+
+  Rerouted out;
+  out.tables.engine = old.engine;
+  out.tables.switch_index.assign(f.node_count(), SIZE_MAX);
+  const uint32_t max_lid = lids.max_lid();
+  out.tables.switches.resize(S);
+  for (uint32_t s = 0; s < S; ++s) {
+    out.tables.switches[s].node = g.node[s];
+    out.tables.switches[s].lft.assign(size_t{max_lid} + 1, kDropPort);
+    out.tables.switch_index[g.node[s]] = s;
+  }
+
+  std::vector<bool> leaf(S);
+  for (uint32_t s = 0; s < S; ++s) leaf[s] = leaf_rank[g.node[s]] == 0;
+
+  // The LIDs to examine. Without examine_all, only those the fault can have changed:
+  // an owner that is not the old one or not cabled as before, or an old entry, on some
+  // switch, into a port whose cable is gone or leads elsewhere. Every other LID's routes
+  // are the old ones, hop for hop, over cables that are all still there.
+  std::vector<uint32_t> examine;
+  bool all = options_all || g.component.empty() ||
+             *std::max_element(g.component.begin(), g.component.end()) > 0;
+  if (!all) {
+    std::vector<bool> touched(size_t{max_lid} + 1, false);
+    const LidMap was(before);
+    auto same_end = [&](PortId a, const Fabric& fa, PortId b, const Fabric& fb) {
+      if (a == kNoPort || b == kNoPort) return a == b;
+      const Port& pa = fa.port(a);
+      const Port& pb = fb.port(b);
+      if (fa.node(pa.node).guid != fb.node(pb.node).guid || pa.num != pb.num) return false;
+      if (pa.connected() != pb.connected()) return false;
+      if (!pa.connected()) return true;
+      const Port& qa = fa.port(pa.peer);
+      const Port& qb = fb.port(pb.peer);
+      return fa.node(qa.node).guid == fb.node(qb.node).guid && qa.num == qb.num;
+    };
+    for (uint32_t lid = 1; lid <= max_lid; ++lid)
+      touched[lid] = !same_end(lids.owner(Lid(static_cast<uint16_t>(lid))), f,
+                               was.owner(Lid(static_cast<uint16_t>(lid))), before);
+    for (uint32_t s = 0; s < S; ++s) {
+      const NodeId n = g.node[s];
+      const NodeId then = *before.FindNode(f.node(n).guid);
+      std::vector<bool> dead(size_t{g.num_ports[s]} + 1, false);
+      bool any = false;
+      for (uint32_t p = 1; p <= g.num_ports[s]; ++p) {
+        const PortNum num(static_cast<uint8_t>(p));
+        dead[p] = p > before.node(then).num_ports ||
+                  !same_end(f.port_id(n, num), f, before.port_id(then, num), before);
+        any = any || dead[p];
+      }
+      if (!any) continue;
+      for (uint32_t lid = 1; lid <= max_lid; ++lid) {
+        const uint8_t e = RerouteOldEntry(g, s, lid);
+        if (e >= 1 && e <= g.num_ports[s] && dead[e]) touched[lid] = true;
+      }
+    }
+    for (uint32_t lid = 1; lid <= max_lid; ++lid) {
+      if (touched[lid]) examine.push_back(lid);
+    }
+    for (uint32_t s = 0; s < S; ++s) {
+      std::vector<uint8_t>& lft = out.tables.switches[s].lft;
+      const std::vector<uint8_t>& prev = *g.old[s];
+      std::copy_n(prev.begin(), std::min(prev.size(), lft.size()), lft.begin());
+    }
+  } else {
+    for (uint32_t lid = 1; lid <= max_lid; ++lid) examine.push_back(lid);
+  }
+
+  // One column: LID `lid` on every switch.
+  auto column = [&](RerouteScratch& w, uint32_t lid) {
+    const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
+    uint32_t target = kNone;
+    uint8_t final_port = 0;
+    bool switch_lid = false;
+    if (owner != kNoPort) {
+      const Port& o = f.port(owner);
+      if (f.node(o.node).is_switch()) {
+        target = g.index[o.node];
+        switch_lid = true;
+      } else if (o.connected() && f.node(f.port(o.peer).node).is_switch()) {
+        target = g.index[f.port(o.peer).node];
+        final_port = f.port(o.peer).num.value();
+      }
+    }
+    auto set = [&](uint32_t s, uint8_t e) {
+      out.tables.switches[s].lft[lid] = e;
+      if (e != RerouteOldEntry(g, s, lid)) ++w.entries_changed;
+    };
+    if (target == kNone) {
+      bool changed = false;
+      for (uint32_t s = 0; s < S; ++s) {
+        changed = changed || RerouteOldEntry(g, s, lid) != kDropPort;
+        set(s, kDropPort);
+      }
+      w.lids_rerouted += changed;
+      return;
+    }
+    // Old routes, followed hop by hop and memoised.
+    std::fill(w.shape.begin(), w.shape.end(), kShapeUnknown);
+    for (uint32_t s0 = 0; s0 < S; ++s0) {
+      if (w.shape[s0] != kShapeUnknown) continue;
+      if (g.component[s0] != g.component[target]) {
+        w.shape[s0] = kShapeCutOff;
+        continue;
+      }
+      w.stack.clear();
+      uint32_t s = s0;
+      uint8_t val;
+      for (;;) {
+        const uint8_t st = w.shape[s];
+        if (st == kShapeBusy) {
+          val = kShapeBroken;
+          break;
+        }
+        if (st != kShapeUnknown) {
+          val = st;
+          break;
+        }
+        const uint8_t e = RerouteOldEntry(g, s, lid);
+        if (e == 0 || e > g.num_ports[s]) {
+          val = e == 0 && s == target && final_port == 0 ? kShapeDown : kShapeBroken;
+          w.shape[s] = val;
+          break;
+        }
+        const RerouteLink& l = g.link(s, e);
+        if (l.kind != RerouteLink::kSwitch) {
+          val = l.kind == RerouteLink::kEnd && l.peer_port == owner ? kShapeDown : kShapeBroken;
+          w.shape[s] = val;
+          break;
+        }
+        w.shape[s] = kShapeBusy;
+        w.stack.emplace_back(s, l.up);
+        s = l.peer;
+      }
+      while (!w.stack.empty()) {
+        const auto [x, up] = w.stack.back();
+        w.stack.pop_back();
+        if (val == kShapeDown) {
+          val = up ? kShapeUpDown : kShapeDown;
+        } else if (val == kShapeUpDown) {
+          val = up ? kShapeUpDown : kShapeOffRule;
+        }
+        w.shape[x] = val;
+      }
+    }
+    // What must be up*/down*: towards a CA every switch's route; towards a switch the routes
+    // from switches with a CA cabled (the only ones CA traffic takes; the rest carry what
+    // switches send themselves, and need only deliver).
+    bool broken = false;
+    for (uint32_t s = 0; s < S; ++s) {
+      uint8_t& st = w.shape[s];
+      if (st == kShapeOffRule && (!switch_lid || leaf[s])) st = kShapeBroken;
+      broken = broken || st == kShapeBroken;
+    }
+    auto keep = [&](uint32_t s) {
+      if (w.shape[s] == kShapeCutOff) {
+        set(s, kDropPort);
+        return;
+      }
+      out.tables.switches[s].lft[lid] = RerouteOldEntry(g, s, lid);
+      ++w.routes_kept;
+    };
+    if (!broken) {
+      for (uint32_t s = 0; s < S; ++s) keep(s);
+      return;
+    }
+    // Shortest up*/down* distances: pure down first (lower switches before higher ones),
+    // then up* down* (higher before lower).
+    std::fill(w.d_down.begin(), w.d_down.end(), kRerouteInf);
+    w.d_down[target] = 0;
+    for (uint32_t s : g.ascending)
+      for (const RerouteNeighbour& nb : g.down[s])
+        if (w.d_down[nb.sw] != kRerouteInf)
+          w.d_down[s] = std::min(w.d_down[s], w.d_down[nb.sw] + 1);
+    for (auto it = g.ascending.rbegin(); it != g.ascending.rend(); ++it) {
+      const uint32_t s = *it;
+      w.d_any[s] = w.d_down[s];
+      for (const RerouteNeighbour& nb : g.up[s])
+        if (w.d_any[nb.sw] != kRerouteInf)
+          w.d_any[s] = std::min(w.d_any[s], w.d_any[nb.sw] + 1);
+    }
+    // A switch that can go down towards the owner must (a packet may reach it on its way
+    // down): an old route from it that goes up first is built again, and so is one that is
+    // not up*/down* where an up*/down* route exists. Kept routes are then pure down wherever
+    // a hop down may enter them, and up*/down* wherever a hop up may.
+    bool plain = false;
+    for (uint32_t s = 0; s < S; ++s) {
+      uint8_t& st = w.shape[s];
+      if ((st == kShapeUpDown && w.d_down[s] != kRerouteInf) ||
+          (st == kShapeOffRule && w.d_any[s] != kRerouteInf))
+        st = kShapeBroken;
+      plain = plain || (st == kShapeBroken && w.d_any[s] == kRerouteInf);
+    }
+    // Built routes without an up*/down* route follow shortest paths of any kind, so a kept
+    // route of that kind that runs into one could be led back to where it started: it is
+    // built again too. (Up*/down* routes, kept or built, never enter a switch without one.)
+    if (plain) {
+      for (uint32_t s0 = 0; s0 < S; ++s0) {
+        if (w.shape[s0] != kShapeOffRule) continue;
+        w.stack.clear();
+        uint32_t s = s0;
+        bool touches = false;
+        for (;;) {
+          const uint8_t st = w.shape[s];
+          if (st == kShapeBroken && w.d_any[s] == kRerouteInf) {
+            touches = true;
+            break;
+          }
+          if (st != kShapeOffRule) break;  // kept and up*/down*, or already seen clear
+          w.shape[s] = kShapeBusy;
+          w.stack.emplace_back(s, false);
+          const RerouteLink& l = g.link(s, RerouteOldEntry(g, s, lid));
+          s = l.peer;
+        }
+        for (const auto& [x, up] : w.stack) w.shape[x] = touches ? kShapeBroken : kShapeClear;
+      }
+      for (uint8_t& st : w.shape)
+        if (st == kShapeClear) st = kShapeOffRule;
+    }
+    if (plain) {
+      // Switches with no up*/down* route to a switch LID: a shortest route of any kind.
+      std::fill(w.d_plain.begin(), w.d_plain.end(), kRerouteInf);
+      w.d_plain[target] = 0;
+      w.queue.assign(1, target);
+      for (size_t i = 0; i < w.queue.size(); ++i)
+        for (const auto* list : {&g.up[w.queue[i]], &g.down[w.queue[i]]})
+          for (const RerouteNeighbour& nb : *list)
+            if (w.d_plain[nb.sw] == kRerouteInf)
+              w.d_plain[nb.sw] = w.d_plain[w.queue[i]] + 1, w.queue.push_back(nb.sw);
+    }
+    for (uint32_t s = 0; s < S; ++s) {
+      if (w.shape[s] != kShapeBroken) {
+        keep(s);
+        continue;
+      }
+      if (s == target) {
+        set(s, final_port);
+        continue;
+      }
+      // A hop down to a switch one closer, or up to one whose up*/down* distance is one
+      // less, continues as a legal route (built ones follow these same rules); equal
+      // candidates are spread by LID.
+      w.candidates.clear();
+      if (w.d_down[s] != kRerouteInf) {
+        for (const RerouteNeighbour& nb : g.down[s])
+          if (w.d_down[nb.sw] + 1 == w.d_down[s]) w.candidates.push_back(nb.port);
+      } else if (w.d_any[s] != kRerouteInf) {
+        for (const RerouteNeighbour& nb : g.up[s])
+          if (w.d_any[nb.sw] != kRerouteInf && w.d_any[nb.sw] + 1 == w.d_any[s])
+            w.candidates.push_back(nb.port);
+      } else {
+        // No up*/down* route (a core that lost its one cable into a pod, towards that pod; a
+        // pod's switches towards that core): a shortest route of any kind. Unless it only
+        // carries what a switch sends to another switch's own LID, the construction proves
+        // nothing for it: the result is not proven free of credit loops.
+        if (!switch_lid || leaf[s]) w.unproven = true;
+        for (const auto* list : {&g.up[s], &g.down[s]})
+          for (const RerouteNeighbour& nb : *list)
+            if (w.d_plain[nb.sw] != kRerouteInf && w.d_plain[nb.sw] + 1 == w.d_plain[s])
+              w.candidates.push_back(nb.port);
+        // One candidate: the old next hop where it is one, else the lowest port, as updn
+        // does: the turns such routes make stay few and the same for every LID, where
+        // spreading them closes credit loops through the legal routes between them.
+        std::sort(w.candidates.begin(), w.candidates.end());
+        const uint8_t was = RerouteOldEntry(g, s, lid);
+        if (std::find(w.candidates.begin(), w.candidates.end(), was) != w.candidates.end())
+          w.candidates.assign(1, was);
+        if (!w.candidates.empty()) w.candidates.resize(1);
+      }
+      if (w.candidates.empty()) {
+        if (lid < w.error_lid) {
+          w.error_lid = lid;
+          w.error = fmt::format("switch {} has no up*/down* route to LID {}",
+                                f.node(g.node[s]).description, lid);
+        }
+        set(s, kDropPort);
+        continue;
+      }
+      // The old next hop, where it is one of them: only what is downstream changes.
+      const uint8_t was = RerouteOldEntry(g, s, lid);
+      const bool again =
+          std::find(w.candidates.begin(), w.candidates.end(), was) != w.candidates.end();
+      set(s, again ? was : w.candidates[lid % w.candidates.size()]);
+    }
+    ++w.lids_rerouted;
+  };
+
+  // Columns in runs of 64, so workers mostly write disjoint cache lines.
+  const size_t runs = (examine.size() + 63) / 64;
+  std::mutex mu;
+  RerouteStats stats;
+  std::string error;
+  uint32_t error_lid = kRerouteInf;
+  struct RerouteWorker {
+    RerouteScratch w;
+    RerouteStats* stats;
+    std::string* error;
+    uint32_t* error_lid;
+    std::mutex* mu;
+    ~RerouteWorker() {
+      std::lock_guard<std::mutex> lock(*mu);
+      stats->lids_rerouted += w.lids_rerouted;
+      stats->entries_changed += w.entries_changed;
+      stats->routes_kept += w.routes_kept;
+      stats->unproven = stats->unproven || w.unproven;
+      // The lowest LID's, whatever the thread count.
+      if (w.error_lid < *error_lid) *error = w.error, *error_lid = w.error_lid;
+    }
+  };
+  ParallelFor(
+      runs, threads,
+      [&] {
+        auto worker = std::make_unique<RerouteWorker>();
+        worker->w.shape.resize(S);
+        worker->w.d_down.resize(S);
+        worker->w.d_any.resize(S);
+        worker->w.d_plain.resize(S);
+        worker->stats = &stats;
+        worker->error = &error;
+        worker->error_lid = &error_lid;
+        worker->mu = &mu;
+        return worker;
+      },
+      [&](std::unique_ptr<RerouteWorker>& worker, size_t b) {
+        for (size_t i = b * 64; i < std::min(examine.size(), b * 64 + 64); ++i)
+          column(worker->w, examine[i]);
+      });
+  if (!error.empty()) return Status(StatusCode::kFailedPrecondition, error);
+  stats.lids_examined = examine.size();
+  stats.proven = all && !stats.unproven;
+  out.stats = stats;
+  return out;
+}
+
+}  // namespace ibsm::routing

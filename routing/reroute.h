@@ -1,0 +1,71 @@
+// Incremental re-route after a fault: the last tables kept wherever they still deliver, and
+// only the entries whose route broke routed again, so a cut cable on a large fat tree changes
+// several times fewer LFT blocks than a full engine run rewrites (README "Faults repaired";
+// ARCHITECTURE.md "Repair sweep").
+//
+// Deadlock freedom, where it can be had by construction: switches are ranked as updn ranks
+// them (ComputeUpDnRanks: root_guids, else the switches farthest from the CAs on top; on a fat
+// tree, the cores), and every route of the result that CA traffic takes -- kept or new -- is
+// checked, or built, to be up* then down* under that one ranking. Such routes cannot form a
+// channel dependency cycle (the up*/down* argument), whatever mix of old and new routes the
+// switches hold. Towards a switch's own LID only the routes from switches with a CA cabled
+// count (as CheckCreditLoops counts them); the others carry what switches send themselves and
+// take a shortest route of any kind. Where a route CA traffic takes has no up*/down* way at
+// all (after a cut, the core on the far side of the cable, towards that pod), or where only
+// the LIDs the fault touched are examined, the proof does not cover the result: the caller
+// verifies it and checks it for credit loops, as it does an engine's tables.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "fabric/fabric.h"
+#include "routing/routing_engine.h"
+
+namespace ibsm::routing {
+
+struct RerouteStats {
+  uint64_t lids_examined = 0;    // destination LIDs whose routes were followed
+  uint64_t lids_rerouted = 0;    // of those, LIDs at least one of whose entries changed
+  uint64_t entries_changed = 0;  // (switch, LID) entries that differ from the old tables
+  uint64_t routes_kept = 0;      // (switch, LID) routes of examined LIDs, kept
+  // Some route that CA traffic takes had to be built without an up*/down* route to follow
+  // (after a cut, the core on the far side of the cable towards that pod, and back).
+  bool unproven = false;
+  // Every LID was examined and nothing was unproven: free of credit loops by construction.
+  bool proven = false;
+};
+
+struct Rerouted {
+  RoutingTables tables;  // engine: the old tables' engine
+  RerouteStats stats;
+};
+
+// Hop distance over switch-to-switch cables from the nearest switch with a CA or router
+// cabled (0: such a switch); kNone for non-switches and for switches in a component without
+// one.
+std::vector<uint32_t> LeafDistanceRanks(const Fabric& fabric);
+
+// Re-routes `fabric` (the model after the fault) from `old`, the tables accepted for
+// `before` (switches matched by node GUID, ports by number). For each LID examined, a switch
+// keeps its entry when the route the old tables give from it still delivers to the LID's
+// owner over the cables of `fabric` and is up*/down* where it must be; every other switch
+// gets a shortest up*/down* next hop (pure down wherever the owner is below it), its old
+// one where that is among them, else spread over the candidates by LID; a switch with no
+// up*/down* route at all gets a shortest route of any kind, through its lowest port. LIDs
+// without an owner, or whose owner is not cabled, get kDropPort.
+//
+// Without `examine_all` only the LIDs the fault can have changed are examined (an owner gone
+// or moved, or an old entry into a port whose cable went); the rest keep their old entries.
+// The result then is only as free of credit loops as the old tables and the examined
+// routes together: the caller checks it (CheckCreditLoops, VerifyTables), as it checks an
+// engine's. With it, RerouteStats::proven says when no check is needed.
+//
+// FailedPrecondition (use a full engine run instead) when a switch of `fabric` has no old
+// table, or has no route at all to an owner in its component; the ranking's own errors
+// (ComputeUpDnRanks) pass through. options: root_guids for the ranking, threads.
+Result<Rerouted> RerouteAround(const Fabric& fabric, const LidMap& lids, const Fabric& before,
+                               const RoutingTables& old, const RoutingOptions& options = {},
+                               bool examine_all = false);
+
+}  // namespace ibsm::routing

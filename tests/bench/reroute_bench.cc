@@ -1,0 +1,111 @@
+// Re-route after one cut core cable on FatTree3(k): the incremental re-route (RerouteAround)
+// beside a full ftree run, each with the verification and credit-loop check the SM runs before
+// it programs anything, both from the same ftree tables, side by side in one process. Reports
+// seconds (reroute_s: the re-route alone; reroute_checked_s and full_s: with the checks) and
+// the LFT blocks each would make the SM write; asserts nothing.
+//
+//   reroute_bench --benchmark_filter='k:48'
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+
+#include "fabric/generators.h"
+#include "routing/ftree_engine.h"
+#include "routing/quality.h"
+#include "routing/reroute.h"
+#include "routing/verify.h"
+#include "tests/bench/bench_util.h"
+
+namespace ibsm::routing {
+namespace {
+
+size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b) {
+  size_t blocks = 0;
+  for (const SwitchTable& st : a.switches) {
+    const SwitchTable* other = b.table(st.node);
+    for (size_t first = 0; first < st.lft.size(); first += 64) {
+      bool differs = false;
+      for (size_t lid = first; lid < first + 64 && lid < st.lft.size() && !differs; ++lid)
+        differs = !other || lid >= other->lft.size() || other->lft[lid] != st.lft[lid];
+      blocks += differs;
+    }
+  }
+  return blocks;
+}
+
+void BM_RerouteAfterCut(benchmark::State& state) {
+  const int k = static_cast<int>(state.range(0));
+  auto before = FatTree3(k);
+  if (!before.ok()) {
+    state.SkipWithError(before.status().ToString().c_str());
+    return;
+  }
+  bench::AssignLidsInNodeOrder(*before);
+  const LidMap old_lids(*before);
+  RoutingOptions options;
+  options.threads = static_cast<unsigned>(state.range(1));
+  auto old = FTreeEngine().Route(*before, old_lids, options);
+  if (!old.ok()) {
+    state.SkipWithError(old.status().ToString().c_str());
+    return;
+  }
+  // The first cable from an aggregation switch (tier 1) up to a core.
+  Fabric after = *before;
+  const auto tier = LeafDistanceRanks(after);
+  for (NodeId n = 0; n < after.node_count(); ++n) {
+    if (tier[n] != 1) continue;
+    bool cut = false;
+    for (uint32_t p = 1; p <= after.node(n).num_ports && !cut; ++p) {
+      const PortId id = after.port_id(n, PortNum(static_cast<uint8_t>(p)));
+      if (after.port(id).connected() && tier[after.port(after.port(id).peer).node] == 2) {
+        after.Disconnect(id);
+        cut = true;
+      }
+    }
+    if (cut) break;
+  }
+  const LidMap lids(after);
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = RerouteAround(after, lids, *before, *old, options);
+    if (!r.ok()) {
+      state.SkipWithError(r.status().ToString().c_str());
+      return;
+    }
+    state.counters["reroute_s"] = bench::Seconds(t0);
+    // The checks the SM runs on it before anything is programmed.
+    const VerifyReport rv = VerifyTables(after, lids, r->tables, 20, options.threads);
+    const CreditLoopReport rl = CheckCreditLoops(after, lids, r->tables, options.threads);
+    state.counters["reroute_checked_s"] = bench::Seconds(t0);
+    state.counters["reroute_ok"] = rv.ok && rl.acyclic ? 1 : 0;
+    state.counters["reroute_lids"] = static_cast<double>(r->stats.lids_examined);
+    state.counters["reroute_blocks"] = static_cast<double>(BlocksDiffering(r->tables, *old));
+    t0 = std::chrono::steady_clock::now();
+    auto full = FTreeEngine().Route(after, lids, options);
+    if (!full.ok()) {
+      state.SkipWithError(full.status().ToString().c_str());
+      return;
+    }
+    const VerifyReport v = VerifyTables(after, lids, *full, 20, options.threads);
+    const CreditLoopReport loops = CheckCreditLoops(after, lids, *full, options.threads);
+    state.counters["full_s"] = bench::Seconds(t0);
+    benchmark::DoNotOptimize(v.ok && loops.acyclic);
+    state.counters["full_blocks"] = static_cast<double>(BlocksDiffering(*full, *old));
+  }
+  state.counters["switches"] = static_cast<double>(after.switch_count());
+  state.counters["lids"] = lids.max_lid();
+}
+BENCHMARK(BM_RerouteAfterCut)
+    ->ArgNames({"k", "threads"})
+    ->Args({16, 2})
+    ->Args({32, 2})
+    ->Args({48, 2})
+    ->Args({56, 2})
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace ibsm::routing
+
+BENCHMARK_MAIN();
