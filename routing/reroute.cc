@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "routing/parallel.h"
-#include "routing/updn_engine.h"
 
 namespace ibsm::routing {
 
@@ -46,7 +45,63 @@ std::vector<uint32_t> LeafDistanceRanks(const Fabric& f) {
 // Named, not anonymous: the unity build puts this file beside other engines' helpers.
 namespace reroute_impl {
 
+// Switch ranks as updn's: hop distance from the tops, which are the root_guids, else the
+// switches farthest from the CAs (on a fat tree, the cores). When that makes every switch a
+// top (every switch has CAs), the one switch nearest to all others is the top. The same
+// ranking updn routes by, without its all-pairs legality matrix (which costs more than the
+// re-route itself at 3-tier k=48).
+std::vector<uint32_t> TopDistanceRanks(const Fabric& f, const std::vector<uint32_t>& leaf,
+                                       const std::vector<Guid>& root_guids) {
+  std::vector<NodeId> tops, switches;
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).is_switch()) switches.push_back(n);
+  for (Guid g : root_guids) {
+    const auto n = f.FindNode(g);
+    if (n && f.node(*n).is_switch()) tops.push_back(*n);
+  }
+  auto bfs = [&f](const std::vector<NodeId>& from) {
+    std::vector<uint32_t> d(f.node_count(), kNone);
+    std::deque<NodeId> queue;
+    for (NodeId n : from) d[n] = 0, queue.push_back(n);
+    while (!queue.empty()) {
+      const NodeId n = queue.front();
+      queue.pop_front();
+      for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
+        const Port& port = f.port(f.node(n).first_port + p);
+        if (!port.connected()) continue;
+        const NodeId m = f.port(port.peer).node;
+        if (f.node(m).is_switch() && d[m] == kNone) d[m] = d[n] + 1, queue.push_back(m);
+      }
+    }
+    return d;
+  };
+  if (tops.empty()) {
+    uint32_t height = 0;
+    for (NodeId n : switches)
+      if (leaf[n] != kNone) height = std::max(height, leaf[n]);
+    for (NodeId n : switches)
+      if (leaf[n] == height) tops.push_back(n);
+    if (tops.size() == switches.size() && switches.size() > 1) {
+      NodeId centre = switches.front();
+      uint32_t best = kNone;
+      for (NodeId n : switches) {
+        const auto d = bfs({n});
+        uint32_t far = 0;
+        for (NodeId m : switches) far = std::max(far, d[m]);
+        if (far < best) best = far, centre = n;
+      }
+      tops.assign(1, centre);
+    }
+  }
+  std::vector<uint32_t> rank = bfs(tops);
+  // A component without a top: its own distance from the CAs, turned upside down.
+  for (NodeId n : switches)
+    if (rank[n] == kNone) rank[n] = leaf[n] == kNone ? 0 : kNone - 1 - leaf[n];
+  return rank;
+}
+
 constexpr uint32_t kRerouteInf = UINT32_MAX;
+constexpr uint32_t kRerouteUnset = UINT32_MAX - 1;
 
 // What following the old tables from a switch towards one LID gives.
 enum Shape : uint8_t {
@@ -82,7 +137,6 @@ struct RerouteGraph {
   std::vector<uint8_t> num_ports;
   std::vector<RerouteLink> links;
   std::vector<std::vector<RerouteNeighbour>> up, down;
-  std::vector<uint32_t> ascending;          // switch indices by (rank, GUID)
   std::vector<const std::vector<uint8_t>*> old;
 
   const RerouteLink& link(uint32_t s, uint8_t port) const { return links[link_base[s] + port - 1]; }
@@ -91,7 +145,8 @@ struct RerouteGraph {
 // Per-worker scratch, one column (LID) at a time.
 struct RerouteScratch {
   std::vector<uint8_t> shape;
-  std::vector<uint32_t> d_down, d_any, d_plain, queue;
+  std::vector<uint32_t> d_down, d_any, d_plain, queue, walk;
+  std::vector<uint8_t> tile_old, tile_new;  // switch-major, 64 LIDs a switch
   std::vector<std::pair<uint32_t, bool>> stack;
   std::vector<uint8_t> candidates;
   uint64_t lids_rerouted = 0, entries_changed = 0, routes_kept = 0;
@@ -128,10 +183,11 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     g.old.push_back(&t->lft);
   }
   const uint32_t S = static_cast<uint32_t>(g.node.size());
-  auto ranks = ComputeUpDnRanks(f, options);
-  if (!ranks.ok()) return ranks.status();
-  auto higher = [&](NodeId a, NodeId b) { return ranks->IsUp(f, b, a); };  // a above b
   const std::vector<uint32_t> leaf_rank = LeafDistanceRanks(f);
+  const std::vector<uint32_t> rank = TopDistanceRanks(f, leaf_rank, options.root_guids);
+  auto higher = [&](NodeId a, NodeId b) {  // a above b: nearer the tops, ties by lower GUID
+    return rank[a] != rank[b] ? rank[a] < rank[b] : f.node(a).guid < f.node(b).guid;
+  };
   g.up.resize(S);
   g.down.resize(S);
   g.num_ports.resize(S);
@@ -159,10 +215,6 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       g.links.push_back(l);
     }
   }
-  g.ascending.resize(S);
-  for (uint32_t s = 0; s < S; ++s) g.ascending[s] = s;
-  std::sort(g.ascending.begin(), g.ascending.end(),
-            [&](uint32_t a, uint32_t b) { return higher(g.node[b], g.node[a]); });
   g.component.assign(S, kNone);
   for (uint32_t s0 = 0, c = 0; s0 < S; ++s0) {
     if (g.component[s0] != kNone) continue;
@@ -243,7 +295,11 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
   }
 
   // One column: LID `lid` on every switch.
-  auto column = [&](RerouteScratch& w, uint32_t lid) {
+  // One column: LID `lid` on every switch, the `j`th of the worker's tile: its old entries
+  // gathered there row by row, its new ones written there (the tables are row-major; a column
+  // read straight from them misses the cache once a switch).
+  auto column = [&](RerouteScratch& w, uint32_t lid, size_t j) {
+    auto old_at = [&](uint32_t s) { return w.tile_old[size_t{s} * 64 + j]; };
     const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
     uint32_t target = kNone;
     uint8_t final_port = 0;
@@ -259,13 +315,13 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       }
     }
     auto set = [&](uint32_t s, uint8_t e) {
-      out.tables.switches[s].lft[lid] = e;
-      if (e != RerouteOldEntry(g, s, lid)) ++w.entries_changed;
+      w.tile_new[size_t{s} * 64 + j] = e;
+      if (e != old_at(s)) ++w.entries_changed;
     };
     if (target == kNone) {
       bool changed = false;
       for (uint32_t s = 0; s < S; ++s) {
-        changed = changed || RerouteOldEntry(g, s, lid) != kDropPort;
+        changed = changed || old_at(s) != kDropPort;
         set(s, kDropPort);
       }
       w.lids_rerouted += changed;
@@ -292,7 +348,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
           val = st;
           break;
         }
-        const uint8_t e = RerouteOldEntry(g, s, lid);
+        const uint8_t e = old_at(s);
         if (e == 0 || e > g.num_ports[s]) {
           val = e == 0 && s == target && final_port == 0 ? kShapeDown : kShapeBroken;
           w.shape[s] = val;
@@ -333,28 +389,54 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         set(s, kDropPort);
         return;
       }
-      out.tables.switches[s].lft[lid] = RerouteOldEntry(g, s, lid);
+      w.tile_new[size_t{s} * 64 + j] = old_at(s);
       ++w.routes_kept;
     };
     if (!broken) {
       for (uint32_t s = 0; s < S; ++s) keep(s);
       return;
     }
-    // Shortest up*/down* distances: pure down first (lower switches before higher ones),
-    // then up* down* (higher before lower).
+    // Shortest up*/down* distances. Pure down: a breadth-first walk up from the owner's
+    // switch (only the switches above it). Up* then down*: computed on demand, memoised,
+    // for the few switches that are built again and their up-neighbours.
     std::fill(w.d_down.begin(), w.d_down.end(), kRerouteInf);
     w.d_down[target] = 0;
-    for (uint32_t s : g.ascending)
-      for (const RerouteNeighbour& nb : g.down[s])
-        if (w.d_down[nb.sw] != kRerouteInf)
-          w.d_down[s] = std::min(w.d_down[s], w.d_down[nb.sw] + 1);
-    for (auto it = g.ascending.rbegin(); it != g.ascending.rend(); ++it) {
-      const uint32_t s = *it;
-      w.d_any[s] = w.d_down[s];
-      for (const RerouteNeighbour& nb : g.up[s])
-        if (w.d_any[nb.sw] != kRerouteInf)
-          w.d_any[s] = std::min(w.d_any[s], w.d_any[nb.sw] + 1);
+    w.queue.assign(1, target);
+    for (size_t i = 0; i < w.queue.size(); ++i) {
+      const uint32_t x = w.queue[i];
+      for (const RerouteNeighbour& nb : g.up[x])
+        if (w.d_down[nb.sw] == kRerouteInf)
+          w.d_down[nb.sw] = w.d_down[x] + 1, w.queue.push_back(nb.sw);
     }
+    std::fill(w.d_any.begin(), w.d_any.end(), kRerouteUnset);
+    auto any = [&](uint32_t s0) {
+      if (w.d_any[s0] != kRerouteUnset) return w.d_any[s0];
+      // Up-neighbours rank higher, so the walk ends; each switch is finished once all of
+      // its up-neighbours are.
+      w.walk.assign(1, s0);
+      while (!w.walk.empty()) {
+        const uint32_t x = w.walk.back();
+        if (w.d_any[x] != kRerouteUnset) {  // reached twice, finished the first time
+          w.walk.pop_back();
+          continue;
+        }
+        bool ready = true;
+        uint32_t best = w.d_down[x];
+        for (const RerouteNeighbour& nb : g.up[x]) {
+          const uint32_t d = w.d_any[nb.sw];
+          if (d == kRerouteUnset) {
+            w.walk.push_back(nb.sw);
+            ready = false;
+          } else if (d != kRerouteInf) {
+            best = std::min(best, d + 1);
+          }
+        }
+        if (!ready) continue;
+        w.d_any[x] = best;
+        w.walk.pop_back();
+      }
+      return w.d_any[s0];
+    };
     // A switch that can go down towards the owner must (a packet may reach it on its way
     // down): an old route from it that goes up first is built again, and so is one that is
     // not up*/down* where an up*/down* route exists. Kept routes are then pure down wherever
@@ -363,9 +445,9 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     for (uint32_t s = 0; s < S; ++s) {
       uint8_t& st = w.shape[s];
       if ((st == kShapeUpDown && w.d_down[s] != kRerouteInf) ||
-          (st == kShapeOffRule && w.d_any[s] != kRerouteInf))
+          (st == kShapeOffRule && any(s) != kRerouteInf))
         st = kShapeBroken;
-      plain = plain || (st == kShapeBroken && w.d_any[s] == kRerouteInf);
+      plain = plain || (st == kShapeBroken && any(s) == kRerouteInf);
     }
     // Built routes without an up*/down* route follow shortest paths of any kind, so a kept
     // route of that kind that runs into one could be led back to where it started: it is
@@ -378,14 +460,14 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         bool touches = false;
         for (;;) {
           const uint8_t st = w.shape[s];
-          if (st == kShapeBroken && w.d_any[s] == kRerouteInf) {
+          if (st == kShapeBroken && any(s) == kRerouteInf) {
             touches = true;
             break;
           }
           if (st != kShapeOffRule) break;  // kept and up*/down*, or already seen clear
           w.shape[s] = kShapeBusy;
           w.stack.emplace_back(s, false);
-          const RerouteLink& l = g.link(s, RerouteOldEntry(g, s, lid));
+          const RerouteLink& l = g.link(s, old_at(s));
           s = l.peer;
         }
         for (const auto& [x, up] : w.stack) w.shape[x] = touches ? kShapeBroken : kShapeClear;
@@ -420,9 +502,9 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       if (w.d_down[s] != kRerouteInf) {
         for (const RerouteNeighbour& nb : g.down[s])
           if (w.d_down[nb.sw] + 1 == w.d_down[s]) w.candidates.push_back(nb.port);
-      } else if (w.d_any[s] != kRerouteInf) {
+      } else if (any(s) != kRerouteInf) {
         for (const RerouteNeighbour& nb : g.up[s])
-          if (w.d_any[nb.sw] != kRerouteInf && w.d_any[nb.sw] + 1 == w.d_any[s])
+          if (any(nb.sw) != kRerouteInf && any(nb.sw) + 1 == any(s))
             w.candidates.push_back(nb.port);
       } else {
         // No up*/down* route (a core that lost its one cable into a pod, towards that pod; a
@@ -438,7 +520,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         // does: the turns such routes make stay few and the same for every LID, where
         // spreading them closes credit loops through the legal routes between them.
         std::sort(w.candidates.begin(), w.candidates.end());
-        const uint8_t was = RerouteOldEntry(g, s, lid);
+        const uint8_t was = old_at(s);
         if (std::find(w.candidates.begin(), w.candidates.end(), was) != w.candidates.end())
           w.candidates.assign(1, was);
         if (!w.candidates.empty()) w.candidates.resize(1);
@@ -453,7 +535,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         continue;
       }
       // The old next hop, where it is one of them: only what is downstream changes.
-      const uint8_t was = RerouteOldEntry(g, s, lid);
+      const uint8_t was = old_at(s);
       const bool again =
           std::find(w.candidates.begin(), w.candidates.end(), was) != w.candidates.end();
       set(s, again ? was : w.candidates[lid % w.candidates.size()]);
@@ -491,6 +573,8 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         worker->w.d_down.resize(S);
         worker->w.d_any.resize(S);
         worker->w.d_plain.resize(S);
+        worker->w.tile_old.resize(size_t{S} * 64);
+        worker->w.tile_new.resize(size_t{S} * 64);
         worker->stats = &stats;
         worker->error = &error;
         worker->error_lid = &error_lid;
@@ -498,8 +582,16 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         return worker;
       },
       [&](std::unique_ptr<RerouteWorker>& worker, size_t b) {
-        for (size_t i = b * 64; i < std::min(examine.size(), b * 64 + 64); ++i)
-          column(worker->w, examine[i]);
+        RerouteScratch& w = worker->w;
+        const size_t first = b * 64, n = std::min(examine.size(), first + 64) - first;
+        for (uint32_t sw = 0; sw < S; ++sw)
+          for (size_t j = 0; j < n; ++j)
+            w.tile_old[size_t{sw} * 64 + j] = RerouteOldEntry(g, sw, examine[first + j]);
+        for (size_t j = 0; j < n; ++j) column(w, examine[first + j], j);
+        for (uint32_t sw = 0; sw < S; ++sw) {
+          std::vector<uint8_t>& lft = out.tables.switches[sw].lft;
+          for (size_t j = 0; j < n; ++j) lft[examine[first + j]] = w.tile_new[size_t{sw} * 64 + j];
+        }
       });
   if (!error.empty()) return Status(StatusCode::kFailedPrecondition, error);
   stats.lids_examined = examine.size();

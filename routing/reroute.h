@@ -4,8 +4,8 @@
 // ARCHITECTURE.md "Repair sweep").
 //
 // Deadlock freedom, where it can be had by construction: switches are ranked as updn ranks
-// them (ComputeUpDnRanks: root_guids, else the switches farthest from the CAs on top; on a fat
-// tree, the cores), and every route of the result that CA traffic takes -- kept or new -- is
+// them (hop distance from the tops: root_guids, else the switches farthest from the CAs; on a
+// fat tree, the cores), and every route of the result that CA traffic takes -- kept or new -- is
 // checked, or built, to be up* then down* under that one ranking. Such routes cannot form a
 // channel dependency cycle (the up*/down* argument), whatever mix of old and new routes the
 // switches hold. Towards a switch's own LID only the routes from switches with a CA cabled
@@ -62,8 +62,8 @@ std::vector<uint32_t> LeafDistanceRanks(const Fabric& fabric);
 // engine's. With it, RerouteStats::proven says when no check is needed.
 //
 // FailedPrecondition (use a full engine run instead) when a switch of `fabric` has no old
-// table, or has no route at all to an owner in its component; the ranking's own errors
-// (ComputeUpDnRanks) pass through. options: root_guids for the ranking, threads.
+// table, or has no route at all to an owner in its component. options: root_guids for the
+// ranking, threads.
 Result<Rerouted> RerouteAround(const Fabric& fabric, const LidMap& lids, const Fabric& before,
                                const RoutingTables& old, const RoutingOptions& options = {},
                                bool examine_all = false);
