@@ -42,6 +42,20 @@ std::vector<uint32_t> LeafDistanceRanks(const Fabric& f) {
   return rank;
 }
 
+size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b) {
+  size_t blocks = 0;
+  for (const SwitchTable& st : a.switches) {
+    const SwitchTable* other = b.table(st.node);
+    for (size_t first = 0; first < st.lft.size(); first += 64) {
+      bool differs = false;
+      for (size_t lid = first; lid < first + 64 && lid < st.lft.size() && !differs; ++lid)
+        differs = !other || lid >= other->lft.size() || other->lft[lid] != st.lft[lid];
+      blocks += differs;
+    }
+  }
+  return blocks;
+}
+
 // Named, not anonymous: the unity build puts this file beside other engines' helpers.
 namespace reroute_impl {
 

@@ -46,6 +46,10 @@ struct Rerouted {
 // one.
 std::vector<uint32_t> LeafDistanceRanks(const Fabric& fabric);
 
+// LFT blocks (64 LIDs) of `a`'s tables that differ from `b`'s for the same switch (NodeId), or
+// whose switch `b` has no table for: what a switch would have to be sent to go from `b` to `a`.
+size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b);
+
 // Re-routes `fabric` (the model after the fault) from `old`, the tables accepted for
 // `before` (switches matched by node GUID, ports by number). For each LID examined, a switch
 // keeps its entry when the route the old tables give from it still delivers to the LID's

@@ -41,21 +41,6 @@ size_t Differences(const RoutingTables& a, const RoutingTables& b) {
   return diff;
 }
 
-// LFT blocks (64 LIDs) of `a` that differ from `b`'s: what a switch must be sent.
-size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b) {
-  size_t blocks = 0;
-  for (const SwitchTable& st : a.switches) {
-    const SwitchTable* other = b.table(st.node);
-    for (size_t first = 0; first < st.lft.size(); first += 64) {
-      bool differs = false;
-      for (size_t lid = first; lid < first + 64 && lid < st.lft.size() && !differs; ++lid)
-        differs = !other || lid >= other->lft.size() || other->lft[lid] != st.lft[lid];
-      blocks += differs;
-    }
-  }
-  return blocks;
-}
-
 // Whether the walk of `t` from switch `from` towards `lid` crosses the cable at port
 // (`node`, `port`), on fabric `f`.
 bool Crosses(const Fabric& f, const RoutingTables& t, NodeId from, uint16_t lid, NodeId node,
