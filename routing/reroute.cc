@@ -152,6 +152,7 @@ struct RerouteGraph {
   std::vector<RerouteLink> links;
   std::vector<std::vector<RerouteNeighbour>> up, down;
   std::vector<const std::vector<uint8_t>*> old;
+  std::vector<NodeId> before;               // switch index -> NodeId in `before`
 
   const RerouteLink& link(uint32_t s, uint8_t port) const { return links[link_base[s] + port - 1]; }
 };
@@ -180,7 +181,6 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
                                const RoutingTables& old, const RoutingOptions& options,
                                bool examine_all) {
   const unsigned threads = options.threads;
-  const bool options_all = examine_all;
   using namespace reroute_impl;
   RerouteGraph g;
   g.index.assign(f.node_count(), kNone);
@@ -194,6 +194,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     }
     g.index[n] = static_cast<uint32_t>(g.node.size());
     g.node.push_back(n);
+    g.before.push_back(*was);
     g.old.push_back(&t->lft);
   }
   const uint32_t S = static_cast<uint32_t>(g.node.size());
@@ -260,7 +261,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
   // switch, into a port whose cable is gone or leads elsewhere. Every other LID's routes
   // are the old ones, hop for hop, over cables that are all still there.
   std::vector<uint32_t> examine;
-  bool all = options_all || g.component.empty() ||
+  bool all = examine_all || g.component.empty() ||
              *std::max_element(g.component.begin(), g.component.end()) > 0;
   if (!all) {
     std::vector<bool> touched(size_t{max_lid} + 1, false);
@@ -281,7 +282,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
                                was.owner(Lid(static_cast<uint16_t>(lid))), before);
     for (uint32_t s = 0; s < S; ++s) {
       const NodeId n = g.node[s];
-      const NodeId then = *before.FindNode(f.node(n).guid);
+      const NodeId then = g.before[s];
       std::vector<bool> dead(size_t{g.num_ports[s]} + 1, false);
       bool any = false;
       for (uint32_t p = 1; p <= g.num_ports[s]; ++p) {

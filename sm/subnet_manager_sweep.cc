@@ -162,54 +162,49 @@ void SubnetManager::Route() {
     auto routed = std::make_shared<Routed>();
     routed->fabric = snapshot;
     auto t0 = std::chrono::steady_clock::now();
+    // Verification and the deadlock proof, the same for an engine's tables and a repair's
+    // re-route; route_s runs from t0. True when both pass.
+    auto check = [&](const routing::RoutingTables& tables) {
+      auto t1 = std::chrono::steady_clock::now();
+      routed->route_s = std::chrono::duration<double>(t1 - t0).count();
+      routed->verify = routing::VerifyTables(*snapshot, *routed->lids, tables,
+                                             /*max_problems=*/20, ro.threads);
+      auto t2 = std::chrono::steady_clock::now();
+      routed->verify_s = std::chrono::duration<double>(t2 - t1).count();
+      routed->loops = routing::CheckCreditLoops(*snapshot, *routed->lids, tables, ro.threads);
+      routed->loops_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
+      return routed->verify.ok && routed->loops.acyclic;
+    };
     // An exception here would end the process (the pool's thread has no handler): it
     // becomes a routing failure, and the last good tables stay.
     try {
-    routed->lids = std::make_unique<routing::LidMap>(*snapshot);
-    if (old) {
-      auto rr = routing::RerouteAround(*snapshot, *routed->lids, *before, *old, ro);
-      auto t1 = std::chrono::steady_clock::now();
-      if (rr.ok()) {
-        // Checked exactly as an engine's tables are.
-        routed->verify = routing::VerifyTables(*snapshot, *routed->lids, rr->tables,
-                                               /*max_problems=*/20, ro.threads);
-        auto t2 = std::chrono::steady_clock::now();
-        routed->loops = routing::CheckCreditLoops(*snapshot, *routed->lids, rr->tables,
-                                                  ro.threads);
-        routed->route_s = std::chrono::duration<double>(t1 - t0).count();
-        routed->verify_s = std::chrono::duration<double>(t2 - t1).count();
-        routed->loops_s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
-        if (routed->verify.ok && routed->loops.acyclic) {
+      routed->lids = std::make_unique<routing::LidMap>(*snapshot);
+      if (old) {
+        auto rr = routing::RerouteAround(*snapshot, *routed->lids, *before, *old, ro);
+        if (!rr.ok()) {
+          routed->reroute_refused = rr.status().message();
+        } else if (!check(rr->tables)) {
+          routed->reroute_refused =
+              !routed->verify.ok ? "its tables failed verification" : "it has a credit loop";
+        } else {
           routed->rerouted = true;
           routed->reroute = rr->stats;
           routing::ChainResult chosen;
           chosen.tables = std::move(rr->tables);
           routed->result = std::move(chosen);
-        } else {
-          routed->reroute_refused =
-              !routed->verify.ok ? "its tables failed verification" : "it has a credit loop";
         }
-      } else {
-        routed->reroute_refused = rr.status().message();
+        t0 = std::chrono::steady_clock::now();
       }
-      t0 = std::chrono::steady_clock::now();
-    }
-    if (!routed->rerouted) {
-    routed->result = routing::RouteChain(chain, *snapshot, *routed->lids, ro);
-    auto t1 = std::chrono::steady_clock::now();
-    routed->route_s = std::chrono::duration<double>(t1 - t0).count();
-    if (routed->result.ok()) {
-      routed->verify = routing::VerifyTables(*snapshot, *routed->lids, routed->result->tables,
-                                            /*max_problems=*/20, ro.threads);
-      auto t2 = std::chrono::steady_clock::now();
-      routed->verify_s = std::chrono::duration<double>(t2 - t1).count();
-      routed->loops = routing::CheckCreditLoops(*snapshot, *routed->lids,
-                                                routed->result->tables, ro.threads);
-      routed->loops_s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
-    }
-    }
+      if (!routed->rerouted) {
+        routed->result = routing::RouteChain(chain, *snapshot, *routed->lids, ro);
+        if (routed->result.ok()) {
+          check(routed->result->tables);
+        } else {
+          routed->route_s =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        }
+      }
     } catch (const std::exception& e) {
       routed->result = Status(StatusCode::kInternal, std::string("routing threw: ") + e.what());
     }
