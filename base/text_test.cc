@@ -24,6 +24,7 @@ TEST(TextTest, ValidUtf8KeepsWellFormedTextAndReplacesEveryOtherByte) {
   EXPECT_EQ(ValidUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
   EXPECT_EQ(ValidUtf8("\xF4\x90\x80\x80").substr(0, 3), "\xEF\xBF\xBD");   // past U+10FFFF
   EXPECT_EQ(ValidUtf8("\xE2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD");             // cut short
+  EXPECT_EQ(ValidUtf8("a\xFF\xC3\xBC-\x80z"), "a\xEF\xBF\xBD\xC3\xBC-\xEF\xBF\xBDz");  // runs between
   EXPECT_TRUE(IsValidUtf8(ValidUtf8(AllBytes())));
 }
 
