@@ -81,9 +81,12 @@ class Verifier {
   // LIDs are independent: workers claim blocks of 64 (one cache line of every table) from a
   // shared cursor; block reports are merged in LID order, so the result does not depend on
   // the schedule.
-  VerifyReport Run(unsigned threads) {
+  // `only`: the LIDs to verify, ascending (all when null); they are split into blocks of 64
+  // the same way.
+  VerifyReport Run(unsigned threads, const std::vector<uint32_t>* only) {
     const uint32_t max_lid = lids_.max_lid();
-    const uint32_t blocks = max_lid / 64 + 1;
+    const uint32_t count = only ? static_cast<uint32_t>(only->size()) : max_lid + 1;
+    const uint32_t blocks = count / 64 + 1;
     std::vector<VerifyReport> block_reports(blocks);
     std::atomic<uint32_t> next{0};
     auto worker = [&] {
@@ -92,8 +95,9 @@ class Verifier {
       scratch.hops.resize(nodes_.size());
       for (uint32_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
         scratch.report = &block_reports[b];
-        for (uint32_t lid = std::max<uint32_t>(1, b * 64); lid <= std::min(max_lid, b * 64 + 63);
-             ++lid) {
+        for (uint32_t i = b * 64; i < std::min(count, b * 64 + 64); ++i) {
+          const uint32_t lid = only ? (*only)[i] : i;
+          if (lid == 0 || lid > max_lid) continue;
           const PortId owner = lids_.owner(Lid(static_cast<uint16_t>(lid)));
           if (owner != kNoPort) VerifyLid(static_cast<uint16_t>(lid), owner, scratch);
         }
@@ -262,8 +266,9 @@ class Verifier {
 }  // namespace
 
 VerifyReport VerifyTables(const Fabric& fabric, const LidMap& lids, const RoutingTables& tables,
-                          size_t max_problems, unsigned threads) {
-  return Verifier(fabric, lids, tables, max_problems).Run(threads);
+                          size_t max_problems, unsigned threads,
+                          const std::vector<uint32_t>* only_lids) {
+  return Verifier(fabric, lids, tables, max_problems).Run(threads, only_lids);
 }
 
 }  // namespace ibsm::routing

@@ -38,7 +38,12 @@ struct VerifyReport {
 // switch can reach over cables are not checked. Cost O(switches x LIDs): each (switch, LID)
 // entry is followed once and its outcome memoised. `threads` workers split the LIDs; the
 // report is the same for any thread count.
+//
+// `only_lids` (ascending) limits the check to those LIDs: after a re-route that kept every
+// other LID's entries hop for hop over cables that are all still there (RerouteAround's
+// Rerouted::examined), those LIDs are all that can have changed since tables that passed.
 VerifyReport VerifyTables(const Fabric& fabric, const LidMap& lids, const RoutingTables& tables,
-                          size_t max_problems = 20, unsigned threads = 1);
+                          size_t max_problems = 20, unsigned threads = 1,
+                          const std::vector<uint32_t>* only_lids = nullptr);
 
 }  // namespace ibsm::routing

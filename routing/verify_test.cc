@@ -73,6 +73,24 @@ TEST_F(VerifyTablesTest, FindsAMissingEntryAndTheHostsItStrands) {
                         fabric_.node(Node("leaf-002")).guid, lid));
 }
 
+// Limited to some LIDs, the check reads only those: a hole in another LID's routes is not
+// seen, one in a listed LID's is, with the same counts as the whole check gives for it.
+TEST_F(VerifyTablesTest, OnlyTheListedLidsAreChecked) {
+  const uint16_t lid = HostLid("leaf-005", 1);
+  Lft("leaf-001")[lid] = kDropPort;
+  const std::vector<uint32_t> others{1, HostLid("leaf-002", 1), HostLid("leaf-007", 4)};
+  EXPECT_TRUE(VerifyTables(fabric_, *lids_, tables_, 20, 1, &others).ok);
+  std::vector<uint32_t> with = others;
+  with.push_back(lid);
+  std::sort(with.begin(), with.end());
+  const VerifyReport part = VerifyTables(fabric_, *lids_, tables_, 20, 2, &with);
+  const VerifyReport whole = VerifyTables(fabric_, *lids_, tables_);
+  EXPECT_FALSE(part.ok);
+  EXPECT_EQ(part.missing_entries, whole.missing_entries);
+  EXPECT_EQ(part.unreachable_pairs, whole.unreachable_pairs);
+  EXPECT_EQ(part.problems, whole.problems);
+}
+
 TEST_F(VerifyTablesTest, FindsAnEntryThatDeliversToTheWrongHost) {
   const uint16_t lid = HostLid("leaf-001", 1);
   Lft("leaf-001")[lid] = 2;
