@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <deque>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -10,37 +9,6 @@
 #include "routing/parallel.h"
 
 namespace ibsm::routing {
-
-std::vector<uint32_t> LeafDistanceRanks(const Fabric& f) {
-  std::vector<uint32_t> rank(f.node_count(), kNone);
-  std::deque<NodeId> queue;
-  for (NodeId n = 0; n < f.node_count(); ++n) {
-    const Node& node = f.node(n);
-    if (!node.is_switch()) continue;
-    for (uint32_t p = 1; p <= node.num_ports; ++p) {
-      const Port& port = f.port(node.first_port + p);
-      if (port.connected() && !f.node(f.port(port.peer).node).is_switch()) {
-        rank[n] = 0;
-        queue.push_back(n);
-        break;
-      }
-    }
-  }
-  while (!queue.empty()) {
-    const NodeId n = queue.front();
-    queue.pop_front();
-    const Node& node = f.node(n);
-    for (uint32_t p = 1; p <= node.num_ports; ++p) {
-      const Port& port = f.port(node.first_port + p);
-      if (!port.connected()) continue;
-      const NodeId m = f.port(port.peer).node;
-      if (!f.node(m).is_switch() || rank[m] != kNone) continue;
-      rank[m] = rank[n] + 1;
-      queue.push_back(m);
-    }
-  }
-  return rank;
-}
 
 size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b) {
   size_t blocks = 0;
@@ -58,61 +26,6 @@ size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b) {
 
 // Named, not anonymous: the unity build puts this file beside other engines' helpers.
 namespace reroute_impl {
-
-// Switch ranks as updn's: hop distance from the tops, which are the root_guids, else the
-// switches farthest from the CAs (on a fat tree, the cores). When that makes every switch a
-// top (every switch has CAs), the one switch nearest to all others is the top. The same
-// ranking updn routes by, without its all-pairs legality matrix (which costs more than the
-// re-route itself at 3-tier k=48).
-std::vector<uint32_t> TopDistanceRanks(const Fabric& f, const std::vector<uint32_t>& leaf,
-                                       const std::vector<Guid>& root_guids) {
-  std::vector<NodeId> tops, switches;
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).is_switch()) switches.push_back(n);
-  for (Guid g : root_guids) {
-    const auto n = f.FindNode(g);
-    if (n && f.node(*n).is_switch()) tops.push_back(*n);
-  }
-  auto bfs = [&f](const std::vector<NodeId>& from) {
-    std::vector<uint32_t> d(f.node_count(), kNone);
-    std::deque<NodeId> queue;
-    for (NodeId n : from) d[n] = 0, queue.push_back(n);
-    while (!queue.empty()) {
-      const NodeId n = queue.front();
-      queue.pop_front();
-      for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
-        const Port& port = f.port(f.node(n).first_port + p);
-        if (!port.connected()) continue;
-        const NodeId m = f.port(port.peer).node;
-        if (f.node(m).is_switch() && d[m] == kNone) d[m] = d[n] + 1, queue.push_back(m);
-      }
-    }
-    return d;
-  };
-  if (tops.empty()) {
-    uint32_t height = 0;
-    for (NodeId n : switches)
-      if (leaf[n] != kNone) height = std::max(height, leaf[n]);
-    for (NodeId n : switches)
-      if (leaf[n] == height) tops.push_back(n);
-    if (tops.size() == switches.size() && switches.size() > 1) {
-      NodeId centre = switches.front();
-      uint32_t best = kNone;
-      for (NodeId n : switches) {
-        const auto d = bfs({n});
-        uint32_t far = 0;
-        for (NodeId m : switches) far = std::max(far, d[m]);
-        if (far < best) best = far, centre = n;
-      }
-      tops.assign(1, centre);
-    }
-  }
-  std::vector<uint32_t> rank = bfs(tops);
-  // A component without a top: its own distance from the CAs, turned upside down.
-  for (NodeId n : switches)
-    if (rank[n] == kNone) rank[n] = leaf[n] == kNone ? 0 : kNone - 1 - leaf[n];
-  return rank;
-}
 
 constexpr uint32_t kRerouteInf = UINT32_MAX;
 constexpr uint32_t kRerouteUnset = UINT32_MAX - 1;
@@ -160,7 +73,7 @@ struct RerouteGraph {
 // Per-worker scratch, one column (LID) at a time.
 struct RerouteScratch {
   std::vector<uint8_t> shape;
-  std::vector<uint32_t> d_down, d_any, d_plain, queue, walk;
+  std::vector<uint32_t> d_down, d_any, d_plain, queue, walk, plain;
   std::vector<uint8_t> tile_old, tile_new;  // switch-major, 64 LIDs a switch
   std::vector<std::pair<uint32_t, bool>> stack;
   std::vector<uint8_t> candidates;
@@ -179,7 +92,7 @@ uint8_t RerouteOldEntry(const RerouteGraph& g, uint32_t s, uint32_t lid) {
 
 Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric& before,
                                const RoutingTables& old, const RoutingOptions& options,
-                               bool examine_all) {
+                               bool examine_all, const std::vector<uint32_t>* before_ranks) {
   const unsigned threads = options.threads;
   using namespace reroute_impl;
   RerouteGraph g;
@@ -199,7 +112,15 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
   }
   const uint32_t S = static_cast<uint32_t>(g.node.size());
   const std::vector<uint32_t> leaf_rank = LeafDistanceRanks(f);
-  const std::vector<uint32_t> rank = TopDistanceRanks(f, leaf_rank, options.root_guids);
+  // The ranking the old tables were proven under, where there is one: the routes kept and the
+  // routes built then are up*/down* under the same order.
+  std::vector<uint32_t> rank;
+  if (before_ranks && before_ranks->size() == before.node_count()) {
+    rank.assign(f.node_count(), kNone);
+    for (uint32_t s = 0; s < S; ++s) rank[g.node[s]] = (*before_ranks)[g.before[s]];
+  } else {
+    rank = UpDownRanks(f, options.root_guids);
+  }
   auto higher = [&](NodeId a, NodeId b) {  // a above b: nearer the tops, ties by lower GUID
     return rank[a] != rank[b] ? rank[a] < rank[b] : f.node(a).guid < f.node(b).guid;
   };
@@ -490,16 +411,48 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       for (uint8_t& st : w.shape)
         if (st == kShapeClear) st = kShapeOffRule;
     }
+    // Distances for the switches built without an up*/down* route: one more than a
+    // neighbour's up*/down* distance, or than another such switch's; the few of them relax
+    // until nothing changes. A kept route of any kind (towards a switch LID, from a switch
+    // without CAs) delivers and enters none of them, so it ends such a route too, as a last
+    // choice (counted S hops). Where one is still left without (nothing of that kind near), a
+    // breadth-first walk from the owner's switch gives every switch its shortest distance of
+    // any kind instead (`exact`).
+    bool exact = false;
+    auto plain_distance = [&](uint32_t n) {
+      if (exact) return w.d_plain[n];
+      const uint32_t a = any(n);
+      if (a != kRerouteInf) return a;
+      if (w.shape[n] == kShapeOffRule) return S;
+      return w.shape[n] == kShapeBroken ? w.d_plain[n] : kRerouteInf;
+    };
     if (plain) {
-      // Switches with no up*/down* route to a switch LID: a shortest route of any kind.
-      std::fill(w.d_plain.begin(), w.d_plain.end(), kRerouteInf);
-      w.d_plain[target] = 0;
-      w.queue.assign(1, target);
-      for (size_t i = 0; i < w.queue.size(); ++i)
-        for (const auto* list : {&g.up[w.queue[i]], &g.down[w.queue[i]]})
-          for (const RerouteNeighbour& nb : *list)
-            if (w.d_plain[nb.sw] == kRerouteInf)
-              w.d_plain[nb.sw] = w.d_plain[w.queue[i]] + 1, w.queue.push_back(nb.sw);
+      w.plain.clear();
+      for (uint32_t s = 0; s < S; ++s)
+        if (w.shape[s] == kShapeBroken && any(s) == kRerouteInf) {
+          w.plain.push_back(s);
+          w.d_plain[s] = kRerouteInf;
+        }
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t s : w.plain)
+          for (const auto* list : {&g.up[s], &g.down[s]})
+            for (const RerouteNeighbour& nb : *list) {
+              const uint32_t d = plain_distance(nb.sw);
+              if (d != kRerouteInf && d + 1 < w.d_plain[s]) w.d_plain[s] = d + 1, changed = true;
+            }
+      }
+      for (uint32_t s : w.plain) exact = exact || w.d_plain[s] == kRerouteInf;
+      if (exact) {
+        std::fill(w.d_plain.begin(), w.d_plain.end(), kRerouteInf);
+        w.d_plain[target] = 0;
+        w.queue.assign(1, target);
+        for (size_t i = 0; i < w.queue.size(); ++i)
+          for (const auto* list : {&g.up[w.queue[i]], &g.down[w.queue[i]]})
+            for (const RerouteNeighbour& nb : *list)
+              if (w.d_plain[nb.sw] == kRerouteInf)
+                w.d_plain[nb.sw] = w.d_plain[w.queue[i]] + 1, w.queue.push_back(nb.sw);
+      }
     }
     for (uint32_t s = 0; s < S; ++s) {
       if (w.shape[s] != kShapeBroken) {
@@ -528,9 +481,10 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         // nothing for it: the result is not proven free of credit loops.
         if (!switch_lid || leaf[s]) w.unproven = true;
         for (const auto* list : {&g.up[s], &g.down[s]})
-          for (const RerouteNeighbour& nb : *list)
-            if (w.d_plain[nb.sw] != kRerouteInf && w.d_plain[nb.sw] + 1 == w.d_plain[s])
-              w.candidates.push_back(nb.port);
+          for (const RerouteNeighbour& nb : *list) {
+            const uint32_t d = plain_distance(nb.sw);
+            if (d != kRerouteInf && d + 1 == w.d_plain[s]) w.candidates.push_back(nb.port);
+          }
         // One candidate: the old next hop where it is one, else the lowest port, as updn
         // does: the turns such routes make stay few and the same for every LID, where
         // spreading them closes credit loops through the legal routes between them.
@@ -610,6 +564,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       });
   if (!error.empty()) return Status(StatusCode::kFailedPrecondition, error);
   stats.lids_examined = examine.size();
+  out.examined = std::move(examine);
   stats.proven = all && !stats.unproven;
   out.stats = stats;
   return out;

@@ -21,6 +21,7 @@
 #include "base/status.h"
 #include "fabric/fabric.h"
 #include "routing/routing_engine.h"
+#include "routing/updown_proof.h"
 
 namespace ibsm::routing {
 
@@ -39,12 +40,9 @@ struct RerouteStats {
 struct Rerouted {
   RoutingTables tables;  // engine: the old tables' engine
   RerouteStats stats;
+  // The LIDs examined, ascending: every other LID's entries are the old ones on every switch.
+  std::vector<uint32_t> examined;
 };
-
-// Hop distance over switch-to-switch cables from the nearest switch with a CA or router
-// cabled (0: such a switch); kNone for non-switches and for switches in a component without
-// one.
-std::vector<uint32_t> LeafDistanceRanks(const Fabric& fabric);
 
 // LFT blocks (64 LIDs) of `a`'s tables that differ from `b`'s for the same switch (NodeId), or
 // whose switch `b` has no table for: what a switch would have to be sent to go from `b` to `a`.
@@ -65,11 +63,17 @@ size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b);
 // routes together: the caller checks it (CheckCreditLoops, VerifyTables), as it checks an
 // engine's. With it, RerouteStats::proven says when no check is needed.
 //
+// With `before_ranks` (per NodeId of `before`: the ranking an UpDownProof of the old tables
+// holds), switches are ranked by it, so that kept and built routes are up*/down* under the
+// order the old ones were proven under, and ReproveUpDown can renew that proof from the
+// examined LIDs alone. Without, by UpDownRanks of `fabric`.
+//
 // FailedPrecondition (use a full engine run instead) when a switch of `fabric` has no old
 // table, or has no route at all to an owner in its component. options: root_guids for the
 // ranking, threads.
 Result<Rerouted> RerouteAround(const Fabric& fabric, const LidMap& lids, const Fabric& before,
                                const RoutingTables& old, const RoutingOptions& options = {},
-                               bool examine_all = false);
+                               bool examine_all = false,
+                               const std::vector<uint32_t>* before_ranks = nullptr);
 
 }  // namespace ibsm::routing

@@ -2,7 +2,10 @@
 // beside a full ftree run, each with the verification and credit-loop check the SM runs before
 // it programs anything, both from the same ftree tables, side by side in one process. Reports
 // seconds (reroute_s: the re-route alone; reroute_checked_s and full_s: with the checks) and
-// the LFT blocks each would make the SM write; asserts nothing.
+// the LFT blocks each would make the SM write; proven_s: the re-route as the SM runs it when
+// the old tables carry an up*/down* proof (routing/updown_proof.h), with the examined LIDs
+// verified and the proof renewed from them instead of the whole-fabric checks; prove_s: that
+// proof made once for the heavy sweep's tables. Asserts nothing.
 //
 //   reroute_bench --benchmark_filter='k:48'
 #include <benchmark/benchmark.h>
@@ -13,6 +16,7 @@
 #include "routing/ftree_engine.h"
 #include "routing/quality.h"
 #include "routing/reroute.h"
+#include "routing/updown_proof.h"
 #include "routing/verify.h"
 #include "tests/bench/bench_util.h"
 
@@ -51,6 +55,14 @@ void BM_RerouteAfterCut(benchmark::State& state) {
     if (cut) break;
   }
   const LidMap lids(after);
+  // The proof the SM makes of a heavy sweep's tables (on the worker, after the checks).
+  auto t_prove = std::chrono::steady_clock::now();
+  auto prior = ProveUpDown(*before, old_lids, *old, UpDownRanks(*before, {}), options.threads);
+  if (!prior.ok()) {
+    state.SkipWithError(prior.status().ToString().c_str());
+    return;
+  }
+  state.counters["prove_s"] = bench::Seconds(t_prove);
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
     auto r = RerouteAround(after, lids, *before, *old, options);
@@ -64,6 +76,22 @@ void BM_RerouteAfterCut(benchmark::State& state) {
     const CreditLoopReport rl = CheckCreditLoops(after, lids, r->tables, options.threads);
     state.counters["reroute_checked_s"] = bench::Seconds(t0);
     state.counters["reroute_ok"] = rv.ok && rl.acyclic ? 1 : 0;
+    // As the SM repairs when the old tables carry a proof: the re-route under the proof's
+    // ranking, the examined LIDs verified, the proof renewed from them.
+    t0 = std::chrono::steady_clock::now();
+    auto pr = RerouteAround(after, lids, *before, *old, options, false, &prior->rank);
+    if (!pr.ok()) {
+      state.SkipWithError(pr.status().ToString().c_str());
+      return;
+    }
+    state.counters["proven_reroute_s"] = bench::Seconds(t0);
+    const VerifyReport pv =
+        VerifyTables(after, lids, pr->tables, 20, options.threads, &pr->examined);
+    auto renewed = ReproveUpDown(after, lids, pr->tables, *before, *prior, pr->examined,
+                                 options.threads);
+    state.counters["proven_s"] = bench::Seconds(t0);
+    state.counters["proven_ok"] = pv.ok && renewed.ok() ? 1 : 0;
+    state.counters["proven_blocks"] = static_cast<double>(BlocksDiffering(pr->tables, *old));
     state.counters["reroute_lids"] = static_cast<double>(r->stats.lids_examined);
     state.counters["reroute_blocks"] = static_cast<double>(BlocksDiffering(r->tables, *old));
     t0 = std::chrono::steady_clock::now();
