@@ -19,6 +19,7 @@ struct SmCounters {
   uint64_t heavy_sweeps_cut_short = 0;  // heavy sweeps handed to a repair after routing
   uint64_t repair_reroutes = 0;          // repairs routed incrementally
   uint64_t repair_reroutes_refused = 0;  // ... whose incremental result was refused
+  uint64_t repair_reroutes_proven = 0;   // ... whose tables were proven from the changed LIDs
   uint64_t traps_received = 0;
   uint64_t traps_malformed = 0;
   uint64_t traps_issuer_mismatch = 0;  // IssuerLID other than the LID the trap came from
@@ -93,6 +94,10 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "ibsm_repair_reroutes_refused_total", "", "",
      "repair sweeps whose incremental re-route failed verification or the credit-loop check, "
      "and were routed by the engine instead"},
+    {&SmCounters::repair_reroutes_proven, CounterSection::kStatus, "repair_reroutes_proven",
+     "ibsm_repair_reroutes_proven_total", "", "",
+     "incremental re-routes verified and proven free of credit loops from the LIDs they "
+     "changed alone (routing/updown_proof.h), without the whole-fabric checks"},
     {&SmCounters::links_damped, CounterSection::kStatus, "links_damped",
      "ibsm_links_damped_total", "", "",
      "cables kept out of the model for flapping (link_flap_threshold downs in link_flap_window)"},

@@ -239,6 +239,12 @@ class SubnetManager {
     routing::VerifyReport verify;
     routing::CreditLoopReport loops;
     double route_s = 0, verify_s = 0, loops_s = 0;
+    // A repair's re-route checked from the LIDs it changed: those verified, and the credit
+    // loops excluded by the up*/down* proof instead of CheckCreditLoops (loops then holds no
+    // channel or dependency count).
+    size_t verified_lids = 0;  // 0: every LID
+    bool loops_proven = false;
+    size_t turns = 0;  // of the proof: down-then-up turns, related and found to close no loop
   };
   const std::optional<RoutingCheck>& last_routing_check() const { return last_check_; }
   mad::SmState state() const { return fsm_.state(); }
@@ -336,6 +342,13 @@ class SubnetManager {
     bool rerouted = false;
     routing::RerouteStats reroute;
     std::string reroute_refused;
+    // The proof that the tables have no credit loop (routing/updown_proof.h), when one was
+    // had; loops_proven: it stood in for CheckCreditLoops. verified_lids: the LIDs verified
+    // when only a re-route's changed ones were (0: every LID).
+    std::shared_ptr<const routing::UpDownProof> proof;
+    bool loops_proven = false;
+    size_t verified_lids = 0;
+    std::string proof_refused;
   };
   void OnRouted(Routed routed);
   void ProgramSwitches();
@@ -508,6 +521,9 @@ class SubnetManager {
   void DisableBabblingPort(const TrapKey& key, uint32_t count);
   std::shared_ptr<const routing::RoutingTables> tables_;  // last good tables
   std::shared_ptr<const Fabric> tables_fabric_;            // the model they were routed on
+  // They passed verification on tables_fabric_, and have no credit loop by this proof (null
+  // when none was had): a repair's re-route then needs only its changed LIDs checked.
+  std::shared_ptr<const routing::UpDownProof> tables_proof_;
   std::unique_ptr<routing::LidMap> lid_map_;
   std::optional<RoutingCheck> last_check_;
   std::unordered_map<Guid, SwitchCache> switch_cache_;

@@ -151,27 +151,51 @@ void SubnetManager::Route() {
   // from minhop's, whose routes it would mostly rebuild.
   std::shared_ptr<const routing::RoutingTables> old;
   std::shared_ptr<const Fabric> before;
+  std::shared_ptr<const routing::UpDownProof> proof;
   if (current_.repair && options_.incremental_reroute && tables_ && tables_fabric_ &&
       tables_->engine != "minhop") {
     old = tables_;
     before = tables_fabric_;
+    proof = tables_proof_;
   }
+  const bool want_proof = options_.incremental_reroute;
   // Routing, verification and the deadlock proof all run off the io thread, on the snapshot.
   routing_in_flight_ = true;
-  boost::asio::post(routing_pool_, [this, snapshot, chain, ro, work, old, before] {
+  boost::asio::post(routing_pool_, [this, snapshot, chain, ro, work, old, before, proof,
+                                    want_proof] {
     auto routed = std::make_shared<Routed>();
     routed->fabric = snapshot;
     auto t0 = std::chrono::steady_clock::now();
     // Verification and the deadlock proof, the same for an engine's tables and a repair's
-    // re-route; route_s runs from t0. True when both pass.
-    auto check = [&](const routing::RoutingTables& tables) {
+    // re-route; route_s runs from t0. True when both pass. `changed`: a re-route's examined
+    // LIDs, when the old tables carry a proof: every other LID's routes are the old ones, over
+    // cables still there, so only those are verified, and the proof is renewed from them
+    // (routing/updown_proof.h) instead of a whole-fabric credit-loop check.
+    auto check = [&](const routing::RoutingTables& tables, const std::vector<uint32_t>* changed) {
       auto t1 = std::chrono::steady_clock::now();
       routed->route_s = std::chrono::duration<double>(t1 - t0).count();
       routed->verify = routing::VerifyTables(*snapshot, *routed->lids, tables,
-                                             /*max_problems=*/20, ro.threads);
+                                             /*max_problems=*/20, ro.threads, changed);
+      routed->verified_lids = changed ? changed->size() : 0;
       auto t2 = std::chrono::steady_clock::now();
       routed->verify_s = std::chrono::duration<double>(t2 - t1).count();
-      routed->loops = routing::CheckCreditLoops(*snapshot, *routed->lids, tables, ro.threads);
+      routed->proof.reset();
+      routed->proof_refused.clear();
+      routed->loops_proven = false;
+      routed->loops = routing::CreditLoopReport{};
+      if (changed && routed->verify.ok) {
+        auto p = routing::ReproveUpDown(*snapshot, *routed->lids, tables, *before, *proof,
+                                        *changed, ro.threads);
+        if (p.ok()) {
+          routed->proof = std::make_shared<const routing::UpDownProof>(std::move(*p));
+          routed->loops_proven = true;
+        } else {
+          routed->proof_refused = p.status().message();
+        }
+      }
+      if (!routed->loops_proven) {
+        routed->loops = routing::CheckCreditLoops(*snapshot, *routed->lids, tables, ro.threads);
+      }
       routed->loops_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
       return routed->verify.ok && routed->loops.acyclic;
@@ -181,10 +205,11 @@ void SubnetManager::Route() {
     try {
       routed->lids = std::make_unique<routing::LidMap>(*snapshot);
       if (old) {
-        auto rr = routing::RerouteAround(*snapshot, *routed->lids, *before, *old, ro);
+        auto rr = routing::RerouteAround(*snapshot, *routed->lids, *before, *old, ro,
+                                         /*examine_all=*/false, proof ? &proof->rank : nullptr);
         if (!rr.ok()) {
           routed->reroute_refused = rr.status().message();
-        } else if (!check(rr->tables)) {
+        } else if (!check(rr->tables, proof ? &rr->examined : nullptr)) {
           routed->reroute_refused =
               !routed->verify.ok ? "its tables failed verification" : "it has a credit loop";
         } else {
@@ -199,11 +224,23 @@ void SubnetManager::Route() {
       if (!routed->rerouted) {
         routed->result = routing::RouteChain(chain, *snapshot, *routed->lids, ro);
         if (routed->result.ok()) {
-          check(routed->result->tables);
+          check(routed->result->tables, nullptr);
         } else {
           routed->route_s =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         }
+      }
+      // Tables that passed both checks without a proof get one now, for the next repair
+      // (whole-fabric, once, here on the worker: a repair never waits for it). minhop's
+      // tables are never a re-route's start.
+      const bool passed = routed->result.ok() && routed->verify.ok && routed->loops.acyclic &&
+                          routed->verified_lids == 0;
+      if (want_proof && passed && !routed->proof && routed->result->tables.engine != "minhop") {
+        auto p = routing::ProveUpDown(*snapshot, *routed->lids, routed->result->tables,
+                                      routing::UpDownRanks(*snapshot, ro.root_guids),
+                                      ro.threads);
+        if (p.ok()) routed->proof = std::make_shared<const routing::UpDownProof>(std::move(*p));
+        else routed->proof_refused = p.status().message();
       }
     } catch (const std::exception& e) {
       routed->result = Status(StatusCode::kInternal, std::string("routing threw: ") + e.what());
@@ -257,6 +294,9 @@ void SubnetManager::OnRouted(Routed routed) {
   const routing::CreditLoopReport& loops = routed.loops;
   last_check_ = RoutingCheck{engine,          false,          report,        loops,
                              routed.route_s, routed.verify_s, routed.loops_s};
+  last_check_->verified_lids = routed.verified_lids;
+  last_check_->loops_proven = routed.loops_proven;
+  last_check_->turns = routed.loops_proven && routed.proof ? routed.proof->turns.size() : 0;
   // minhop promises shortest paths, not deadlock freedom (OpenSM's too): its credit loops are
   // reported when the operator chose minhop. Every other engine promises up*/down* routes, so
   // a cycle is a bug, and minhop reached only as the last resort after them must not program
@@ -300,14 +340,31 @@ void SubnetManager::OnRouted(Routed routed) {
   }
   current_.engine = engine;
   last_check_->accepted = true;
-  Log(LogName::kRouting)
-      .info("{} tables configured: {} switches, max LID {}; routed in {:.3f} s, verified in "
-            "{:.3f} s, credit loops checked in {:.3f} s ({} channels, {} dependencies, {})",
-            engine, result->tables.switches.size(), routed.lids->max_lid(), routed.route_s,
-            routed.verify_s, routed.loops_s, loops.channels, loops.dependencies,
-            loops.acyclic ? "acyclic" : "CYCLE");
+  if (routed.loops_proven) {
+    Log(LogName::kRouting)
+        .info("{} tables configured: {} switches, max LID {}; re-routed in {:.3f} s, the {} "
+              "LIDs it changed verified in {:.3f} s, proven free of credit loops from them in "
+              "{:.3f} s ({} down-then-up turns, none closing a loop)",
+              engine, result->tables.switches.size(), routed.lids->max_lid(), routed.route_s,
+              routed.verified_lids, routed.verify_s, routed.loops_s,
+              routed.proof ? routed.proof->turns.size() : 0);
+  } else {
+    Log(LogName::kRouting)
+        .info("{} tables configured: {} switches, max LID {}; routed in {:.3f} s, verified in "
+              "{:.3f} s, credit loops checked in {:.3f} s ({} channels, {} dependencies, {})",
+              engine, result->tables.switches.size(), routed.lids->max_lid(), routed.route_s,
+              routed.verify_s, routed.loops_s, loops.channels, loops.dependencies,
+              loops.acyclic ? "acyclic" : "CYCLE");
+  }
+  if (!routed.proof_refused.empty()) {
+    Log(LogName::kRouting)
+        .info("no up*/down* proof for these tables ({}); a repair re-route checks the whole "
+              "fabric",
+              routed.proof_refused);
+  }
   if (routed.rerouted) {
     ++counters_.repair_reroutes;
+    if (routed.loops_proven) ++counters_.repair_reroutes_proven;
     Log(LogName::kRouting)
         .info("repair sweep {}: re-routed incrementally: {} of the {} LIDs whose routes the "
               "fault touched changed ({} entries); every other route kept",
@@ -316,6 +373,7 @@ void SubnetManager::OnRouted(Routed routed) {
   }
   tables_ = std::make_shared<const routing::RoutingTables>(std::move(result->tables));
   tables_fabric_ = std::move(routed.fabric);
+  tables_proof_ = std::move(routed.proof);
   lid_map_ = std::move(routed.lids);
   ProgramSwitches();
 }
