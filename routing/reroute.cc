@@ -73,7 +73,7 @@ struct RerouteGraph {
 // Per-worker scratch, one column (LID) at a time.
 struct RerouteScratch {
   std::vector<uint8_t> shape;
-  std::vector<uint32_t> d_down, d_any, d_plain, queue, walk, plain;
+  std::vector<uint32_t> d_down, d_any, d_plain, queue, walk, plain, broken, offrule, cutoff;
   std::vector<uint8_t> tile_old, tile_new;  // switch-major, 64 LIDs a switch
   std::vector<std::pair<uint32_t, bool>> stack;
   std::vector<uint8_t> candidates;
@@ -170,7 +170,6 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
   out.tables.switches.resize(S);
   for (uint32_t s = 0; s < S; ++s) {
     out.tables.switches[s].node = g.node[s];
-    out.tables.switches[s].lft.assign(size_t{max_lid} + 1, kDropPort);
     out.tables.switch_index[g.node[s]] = s;
   }
 
@@ -221,14 +220,21 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     for (uint32_t lid = 1; lid <= max_lid; ++lid) {
       if (touched[lid]) examine.push_back(lid);
     }
-    for (uint32_t s = 0; s < S; ++s) {
-      std::vector<uint8_t>& lft = out.tables.switches[s].lft;
-      const std::vector<uint8_t>& prev = *g.old[s];
-      std::copy_n(prev.begin(), std::min(prev.size(), lft.size()), lft.begin());
-    }
   } else {
     for (uint32_t lid = 1; lid <= max_lid; ++lid) examine.push_back(lid);
   }
+  // The new tables start as the old ones (LIDs past their end dropped), on the workers: at
+  // 3-tier k=48 that is 86 MB, written once.
+  ParallelFor(S, threads, [&](size_t s) {
+    std::vector<uint8_t>& lft = out.tables.switches[s].lft;
+    const std::vector<uint8_t>& prev = *g.old[s];
+    if (all) {
+      lft.assign(size_t{max_lid} + 1, kDropPort);
+    } else {
+      lft.assign(prev.begin(), prev.begin() + std::min(prev.size(), size_t{max_lid} + 1));
+      lft.resize(size_t{max_lid} + 1, kDropPort);
+    }
+  });
 
   // One column: LID `lid` on every switch.
   // One column: LID `lid` on every switch, the `j`th of the worker's tile: its old entries
@@ -314,22 +320,22 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     // What must be up*/down*: towards a CA every switch's route; towards a switch the routes
     // from switches with a CA cabled (the only ones CA traffic takes; the rest carry what
     // switches send themselves, and need only deliver).
-    bool broken = false;
+    // The switches routed again, those whose kept route is not up*/down*, and those cut off
+    // are listed; every other entry stays as the tile holds it (the tile starts as the old
+    // entries), so the passes below visit only the lists.
+    w.broken.clear();
+    w.offrule.clear();
+    w.cutoff.clear();
     for (uint32_t s = 0; s < S; ++s) {
       uint8_t& st = w.shape[s];
       if (st == kShapeOffRule && (!switch_lid || leaf[s])) st = kShapeBroken;
-      broken = broken || st == kShapeBroken;
+      if (st == kShapeBroken) w.broken.push_back(s);
+      else if (st == kShapeOffRule) w.offrule.push_back(s);
+      else if (st == kShapeCutOff) w.cutoff.push_back(s);
     }
-    auto keep = [&](uint32_t s) {
-      if (w.shape[s] == kShapeCutOff) {
-        set(s, kDropPort);
-        return;
-      }
-      w.tile_new[size_t{s} * 64 + j] = old_at(s);
-      ++w.routes_kept;
-    };
-    if (!broken) {
-      for (uint32_t s = 0; s < S; ++s) keep(s);
+    for (uint32_t s : w.cutoff) set(s, kDropPort);
+    if (w.broken.empty()) {
+      w.routes_kept += S - w.cutoff.size();
       return;
     }
     // Shortest up*/down* distances. Pure down: a breadth-first walk up from the owner's
@@ -377,19 +383,17 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     // down): an old route from it that goes up first is built again, and so is one that is
     // not up*/down* where an up*/down* route exists. Kept routes are then pure down wherever
     // a hop down may enter them, and up*/down* wherever a hop up may.
+    for (uint32_t s : w.queue)  // the switches above the owner's
+      if (w.shape[s] == kShapeUpDown) w.shape[s] = kShapeBroken, w.broken.push_back(s);
+    for (uint32_t s : w.offrule)
+      if (any(s) != kRerouteInf) w.shape[s] = kShapeBroken, w.broken.push_back(s);
     bool plain = false;
-    for (uint32_t s = 0; s < S; ++s) {
-      uint8_t& st = w.shape[s];
-      if ((st == kShapeUpDown && w.d_down[s] != kRerouteInf) ||
-          (st == kShapeOffRule && any(s) != kRerouteInf))
-        st = kShapeBroken;
-      plain = plain || (st == kShapeBroken && any(s) == kRerouteInf);
-    }
+    for (uint32_t s : w.broken) plain = plain || any(s) == kRerouteInf;
     // Built routes without an up*/down* route follow shortest paths of any kind, so a kept
     // route of that kind that runs into one could be led back to where it started: it is
     // built again too. (Up*/down* routes, kept or built, never enter a switch without one.)
     if (plain) {
-      for (uint32_t s0 = 0; s0 < S; ++s0) {
+      for (uint32_t s0 : w.offrule) {
         if (w.shape[s0] != kShapeOffRule) continue;
         w.stack.clear();
         uint32_t s = s0;
@@ -406,10 +410,13 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
           const RerouteLink& l = g.link(s, old_at(s));
           s = l.peer;
         }
-        for (const auto& [x, up] : w.stack) w.shape[x] = touches ? kShapeBroken : kShapeClear;
+        for (const auto& [x, up] : w.stack) {
+          w.shape[x] = touches ? kShapeBroken : kShapeClear;
+          if (touches) w.broken.push_back(x);
+        }
       }
-      for (uint8_t& st : w.shape)
-        if (st == kShapeClear) st = kShapeOffRule;
+      for (uint32_t x : w.offrule)
+        if (w.shape[x] == kShapeClear) w.shape[x] = kShapeOffRule;
     }
     // Distances for the switches built without an up*/down* route: one more than a
     // neighbour's up*/down* distance, or than another such switch's; the few of them relax
@@ -428,8 +435,8 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     };
     if (plain) {
       w.plain.clear();
-      for (uint32_t s = 0; s < S; ++s)
-        if (w.shape[s] == kShapeBroken && any(s) == kRerouteInf) {
+      for (uint32_t s : w.broken)
+        if (any(s) == kRerouteInf) {
           w.plain.push_back(s);
           w.d_plain[s] = kRerouteInf;
         }
@@ -454,11 +461,8 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
                 w.d_plain[nb.sw] = w.d_plain[w.queue[i]] + 1, w.queue.push_back(nb.sw);
       }
     }
-    for (uint32_t s = 0; s < S; ++s) {
-      if (w.shape[s] != kShapeBroken) {
-        keep(s);
-        continue;
-      }
+    w.routes_kept += S - w.cutoff.size() - w.broken.size();
+    for (uint32_t s : w.broken) {
       if (s == target) {
         set(s, final_port);
         continue;
@@ -556,6 +560,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         for (uint32_t sw = 0; sw < S; ++sw)
           for (size_t j = 0; j < n; ++j)
             w.tile_old[size_t{sw} * 64 + j] = RerouteOldEntry(g, sw, examine[first + j]);
+        std::copy_n(w.tile_old.begin(), size_t{S} * 64, w.tile_new.begin());
         for (size_t j = 0; j < n; ++j) column(w, examine[first + j], j);
         for (uint32_t sw = 0; sw < S; ++sw) {
           std::vector<uint8_t>& lft = out.tables.switches[sw].lft;

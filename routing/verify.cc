@@ -93,12 +93,26 @@ class Verifier {
       Scratch scratch;
       scratch.state.resize(nodes_.size());
       scratch.hops.resize(nodes_.size());
+      scratch.tile.resize(nodes_.size() * 64);
       for (uint32_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
         scratch.report = &block_reports[b];
-        for (uint32_t i = b * 64; i < std::min(count, b * 64 + 64); ++i) {
-          const uint32_t lid = only ? (*only)[i] : i;
+        const uint32_t first = b * 64, n = std::min(count, first + 64) - first;
+        auto lid_at = [&](uint32_t j) { return only ? (*only)[first + j] : first + j; };
+        // The block's entries of every switch, gathered row by row: the tables are row-major,
+        // and a walk reading them column-wise missed the cache at every switch.
+        for (size_t sw = 0; sw < nodes_.size(); ++sw) {
+          const std::vector<uint8_t>* lft = lft_[sw];
+          uint8_t* row = &scratch.tile[sw * 64];
+          for (uint32_t j = 0; j < n; ++j) {
+            const uint32_t lid = lid_at(j);
+            row[j] = lft && lid < lft->size() ? (*lft)[lid] : kDropPort;
+          }
+        }
+        for (uint32_t j = 0; j < n; ++j) {
+          const uint32_t lid = lid_at(j);
           if (lid == 0 || lid > max_lid) continue;
           const PortId owner = lids_.owner(Lid(static_cast<uint16_t>(lid)));
+          scratch.col = j;
           if (owner != kNoPort) VerifyLid(static_cast<uint16_t>(lid), owner, scratch);
         }
       }
@@ -142,6 +156,8 @@ class Verifier {
     std::vector<uint8_t> state;  // per switch, for the LID being verified
     std::vector<uint8_t> hops;
     std::vector<uint32_t> stack;
+    std::vector<uint8_t> tile;  // the block's entries, switch-major (64 a switch)
+    size_t col = 0;             // the LID being verified: its column of the tile
     VerifyReport* report = nullptr;  // of the LID block being verified
   };
 
@@ -187,8 +203,7 @@ class Verifier {
         }
         state_[cur] = kOnStack;
         stack_.push_back(cur);
-        const std::vector<uint8_t>* lft = lft_[cur];
-        const uint8_t port = lft && lid < lft->size() ? (*lft)[lid] : kDropPort;
+        const uint8_t port = w.tile[size_t{cur} * 64 + w.col];
         const uint32_t num_ports = target_start_[cur + 1] - target_start_[cur] - 1;
         if (port == kDropPort) {
           ++report_.missing_entries;
