@@ -79,19 +79,10 @@ Cut FirstUplink(const Fabric& f, uint32_t tier) {
   return {kNoNode, 0};
 }
 
-class RerouteTest : public ::testing::Test {
+class RerouteTest : public testing::FtreeFatTreeTest {
  protected:
   void Build(int k, uint8_t lmc = 0) {
-    auto f = FatTree3(k);
-    ASSERT_TRUE(f.ok()) << f.status().ToString();
-    before_ = std::move(*f);
-    AssignLids(before_, lmc);
-    lids_ = std::make_unique<LidMap>(before_);
-    RoutingOptions o;
-    o.lmc = lmc;
-    auto t = FTreeEngine().Route(before_, *lids_, o);
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
-    old_ = std::move(*t);
+    FtreeFatTreeTest::Build(k, lmc);
     after_ = before_;
   }
 
@@ -112,9 +103,7 @@ class RerouteTest : public ::testing::Test {
     return std::move(*r);
   }
 
-  Fabric before_, after_;
-  std::unique_ptr<LidMap> lids_;
-  RoutingTables old_;
+  Fabric after_;
 };
 
 TEST_F(RerouteTest, ACutCoreCableChangesOnlyTheRoutesThatCrossedIt) {

@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "fabric/fabric.h"
+#include "fabric/generators.h"
+#include "routing/ftree_engine.h"
 #include "routing/hop_table.h"
 #include "routing/routing_engine.h"
 
@@ -64,5 +68,26 @@ inline NodeId AttachNode(const Fabric& fabric, PortId end_port) {
   const NodeId peer = fabric.port(p.peer).node;
   return fabric.node(peer).is_switch() ? peer : kNoNode;
 }
+
+// A 3-tier fat tree of radix k, LIDs in node order (LMC `lmc`), routed by ftree: the tables
+// a repair starts from (the re-route and proof tests).
+class FtreeFatTreeTest : public ::testing::Test {
+ protected:
+  void Build(int k, uint8_t lmc = 0) {
+    auto f = FatTree3(k);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    before_ = std::move(*f);
+    AssignLids(before_, lmc);
+    lids_ = std::make_unique<LidMap>(before_);
+    RoutingOptions o;
+    o.lmc = lmc;
+    auto t = FTreeEngine().Route(before_, *lids_, o);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    old_ = std::move(*t);
+  }
+  Fabric before_;
+  std::unique_ptr<LidMap> lids_;
+  RoutingTables old_;
+};
 
 }  // namespace ibsm::routing::testing

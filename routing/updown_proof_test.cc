@@ -66,26 +66,14 @@ Repaired RepairFrom(const Fabric& before, const RoutingTables& old, const UpDown
   return out;
 }
 
-class UpDownProofTest : public ::testing::Test {
+class UpDownProofTest : public testing::FtreeFatTreeTest {
  protected:
   void Build(int k, uint8_t lmc = 0) {
-    auto f = FatTree3(k);
-    ASSERT_TRUE(f.ok()) << f.status().ToString();
-    before_ = std::move(*f);
-    AssignLids(before_, lmc);
-    lids_ = std::make_unique<LidMap>(before_);
-    RoutingOptions o;
-    o.lmc = lmc;
-    auto t = FTreeEngine().Route(before_, *lids_, o);
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
-    old_ = std::move(*t);
+    FtreeFatTreeTest::Build(k, lmc);
     auto p = ProveUpDown(before_, *lids_, old_, UpDownRanks(before_, {}), 2);
     ASSERT_TRUE(p.ok()) << p.status().ToString();
     prior_ = std::move(*p);
   }
-  Fabric before_;
-  std::unique_ptr<LidMap> lids_;
-  RoutingTables old_;
   UpDownProof prior_;
 };
 
