@@ -1,0 +1,135 @@
+// A fault repaired in process: ibsmd's SubnetManager on the in-process simulator, a 3-tier fat
+// tree of radix k brought up by a heavy sweep, then one fault, timed from the moment the
+// simulator takes the link down (and sends its switches' traps 128) to the last LFT block
+// the repair writes. The in-process figure of README "Faults repaired"; asserts nothing.
+//
+//   fault 0: one spine-core cable cut; fault 1: a spine (aggregation) switch dead, every
+//   cable of it down at once.
+//
+//   repair_bench --benchmark_filter='k:48'
+//
+// Counters: heavy_s (the first sweep, start to SUBNET UP), trap_to_last_block_s, repair_s
+// (the repair sweep, start to end), blocks and smps (the repair's), repair (1 when a repair
+// sweep did it, 0 when a heavy sweep had to), proven (1 when its tables were checked from the
+// changed LIDs alone), refused (1 when its re-route was refused and the engine routed it).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+
+#include <boost/asio/io_context.hpp>
+
+#include "base/clock.h"
+#include "fabric/generators.h"
+#include "sim/sim_transport.h"
+#include "sim/simulator.h"
+#include "sm/subnet_manager.h"
+#include "tests/bench/bench_util.h"
+
+namespace ibsm::sm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+PortId FirstCa(const Fabric& f) {
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).kind == NodeKind::kCa) return f.port_id(n, PortNum{1});
+  return kNoPort;
+}
+
+// The first spine (by name, as FatTree3 names them) and its first cable up to a core.
+PortId SpineUplink(const Fabric& f) {
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (f.node(n).name.find("-spine-") == std::string::npos) continue;
+    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
+      const PortId id = f.port_id(n, PortNum{static_cast<uint8_t>(p)});
+      if (f.port(id).connected() && f.node(f.port(f.port(id).peer).node).name.starts_with("core"))
+        return id;
+    }
+  }
+  return kNoPort;
+}
+
+void BM_RepairInProcess(benchmark::State& state) {
+  const int k = static_cast<int>(state.range(0));
+  const bool dead_spine = state.range(1) == 1;
+  auto f = FatTree3(k);
+  if (!f.ok()) {
+    state.SkipWithError(f.status().ToString().c_str());
+    return;
+  }
+  const PortId cut = SpineUplink(*f);
+  for (auto _ : state) {
+    sim::Simulator sim(*f);
+    SubnetManagerOptions o;
+    o.send.timeout = std::chrono::milliseconds(200);
+    o.sweep_interval = std::chrono::seconds(0);  // only the traps start sweeps
+    o.routing.threads = 2;
+    boost::asio::io_context io;
+    sim::SimTransport transport(io, sim, FirstCa(*f));
+    SystemClock clock;
+    SubnetManager sm(io, transport, clock, nullptr, o);
+    bool faulted = false;
+    Clock::time_point fault_at, last_block;
+    sim.SetSmpObserver([&](NodeId, uint8_t method, uint16_t attr, uint32_t) {
+      if (faulted && method == mad::method::kSet && attr == mad::attr::kLinearForwardingTable)
+        last_block = Clock::now();
+    });
+    SweepStats first, after;
+    auto stop = [&] {
+      sm.Stop();
+      transport.Close();
+      io.stop();
+    };
+    sm.Start([&](const SweepStats& s) {
+      if (!faulted) {
+        first = s;
+        if (!s.subnet_up) return stop();
+        faulted = true;
+        fault_at = Clock::now();
+        last_block = fault_at;
+        if (dead_spine) {
+          const NodeId spine = f->port(cut).node;
+          for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p) {
+            const PortId id = f->port_id(spine, PortNum{static_cast<uint8_t>(p)});
+            if (f->port(id).connected()) (void)sim.LinkDown(id);
+          }
+        } else {
+          (void)sim.LinkDown(cut);
+        }
+        return;
+      }
+      after = s;
+      stop();
+    });
+    io.run();
+    sim.SetSmpObserver({});
+    const SmCounters& c = sm.counters();
+    state.counters["heavy_s"] = std::chrono::duration<double>(first.duration).count();
+    state.counters["trap_to_last_block_s"] =
+        std::chrono::duration<double>(last_block - fault_at).count();
+    state.counters["repair_s"] = std::chrono::duration<double>(after.duration).count();
+    state.counters["blocks"] = static_cast<double>(after.lft_blocks_sent);
+    state.counters["smps"] = static_cast<double>(after.smps);
+    state.counters["repair"] = after.repair ? 1 : 0;
+    state.counters["proven"] = static_cast<double>(c.repair_reroutes_proven);
+    state.counters["refused"] = static_cast<double>(c.repair_reroutes_refused);
+  }
+  state.counters["switches"] = static_cast<double>(f->switch_count());
+}
+BENCHMARK(BM_RepairInProcess)
+    ->ArgNames({"k", "fault"})
+    ->Args({16, 0})
+    ->Args({32, 0})
+    ->Args({48, 0})
+    ->Args({56, 0})
+    ->Args({16, 1})
+    ->Args({32, 1})
+    ->Args({48, 1})
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace ibsm::sm
+
+BENCHMARK_MAIN();
