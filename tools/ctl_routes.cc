@@ -91,9 +91,16 @@ std::string FormatCheck(const json& r) {
                      v.value("ok", false) ? "OK" : "FAILED", Get(v, "missing_entries"),
                      Get(v, "loops"), Get(v, "misrouted_entries"), Get(v, "unreachable_pairs"));
   for (const auto& p : v.value("problems", json::array())) out += "  " + Cell(p) + "\n";
-  out += fmt::format("deadlock: {} ({} channels, {} dependencies)\n",
-                     c.value("acyclic", false) ? "no credit loop" : "CREDIT LOOP",
-                     Get(c, "channels"), Get(c, "dependencies"));
+  if (c.value("by", std::string()) == "up*/down* proof") {
+    // A repair's re-route, checked from the LIDs it changed (ARCHITECTURE.md "Repair sweep").
+    out += fmt::format("deadlock: no credit loop (up*/down* proof renewed from the {} LIDs "
+                       "the repair changed; {} turns, none closing a loop)\n",
+                       Get(v, "lids_verified"), Get(c, "turns"));
+  } else {
+    out += fmt::format("deadlock: {} ({} channels, {} dependencies)\n",
+                       c.value("acyclic", false) ? "no credit loop" : "CREDIT LOOP",
+                       Get(c, "channels"), Get(c, "dependencies"));
+  }
   if (!c.value("acyclic", true)) {
     std::string cycle;
     for (const auto& h : c.value("cycle", json::array())) cycle += (cycle.empty() ? "" : " -> ") + Cell(h);
