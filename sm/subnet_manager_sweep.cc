@@ -158,7 +158,8 @@ void SubnetManager::Route() {
     before = tables_fabric_;
     proof = tables_proof_;
   }
-  const bool want_proof = options_.incremental_reroute;
+  // The proof is for a later repair's re-route: without repair sweeps nothing would read it.
+  const bool want_proof = options_.incremental_repair && options_.incremental_reroute;
   // Routing, verification and the deadlock proof all run off the io thread, on the snapshot.
   routing_in_flight_ = true;
   boost::asio::post(routing_pool_, [this, snapshot, chain, ro, work, old, before, proof,
