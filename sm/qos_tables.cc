@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "mad/attr/modifiers.h"
 
@@ -75,6 +77,12 @@ struct QosReader::State {
     return paths[r.node];
   }
   std::vector<Guid> guids;       // by NodeId
+  std::vector<uint8_t> arrival;  // by NodeId: the port a CA's SMPs arrive on
+  std::vector<bool> gone;        // by NodeId: no longer reached (Reroute)
+  std::unordered_set<uint32_t> gone_ports;  // PortKey: a CA port no longer reached
+  bool Dropped(const qos_detail::Read& r) const {
+    return gone[r.node] || (r.ca && gone_ports.count(PortKey(r.node, r.port)));
+  }
   std::deque<Item> ready;
   bool feeding = false;
   std::unordered_map<NodeId, std::shared_ptr<NodeQos>> tables;
@@ -87,8 +95,13 @@ void QosReader::Run(const Fabric& fabric, const std::vector<DiscoveredNode>& nod
   auto st = std::make_shared<State>();
   cancelled_ = std::make_shared<bool>(false);
   running_ = true;
+  state_ = st;
   auto cancelled = cancelled_;
   st->paths.resize(fabric.node_count());
+  st->gone.assign(fabric.node_count(), false);
+  st->arrival.assign(fabric.node_count(), 0);
+  for (NodeId n = 0; n < fabric.node_count() && n < nodes.size(); ++n)
+    st->arrival[n] = nodes[n].node_info.local_port_num;
   st->guids.reserve(fabric.node_count());
   for (const Node& node : fabric.nodes()) st->guids.push_back(node.guid);
   for (NodeId n = 0; n < fabric.node_count() && n < nodes.size(); ++n) {
@@ -155,10 +168,47 @@ void QosReader::Run(const Fabric& fabric, const std::vector<DiscoveredNode>& nod
   Feed(st, cancelled, support);
   pipeline_.WhenIdle([this, st, done = std::move(done)]() {
     running_ = false;
+    state_.reset();
     QosMap fresh;
-    for (auto& [n, q] : st->tables) fresh[st->guids[n]] = std::move(q);
+    // A device the fabric stopped reaching mid-run was not read whole: it is read again
+    // when a sweep next finds it.
+    std::unordered_set<NodeId> partial;
+    for (uint32_t key : st->gone_ports) partial.insert(static_cast<NodeId>(key >> 8));
+    for (auto& [n, q] : st->tables)
+      if (!st->gone[n] && !partial.count(n)) fresh[st->guids[n]] = std::move(q);
     done(std::move(fresh), st->stats);
   });
+}
+
+void QosReader::Reroute(const Fabric& fabric, const std::vector<DiscoveredNode>& nodes) {
+  if (!running_ || !state_) return;
+  State& st = *state_;
+  for (NodeId i = 0; i < st.guids.size(); ++i) {
+    if (st.gone[i]) continue;
+    auto n = fabric.FindNode(st.guids[i]);
+    // A CA now reached through another of its ports would answer for that port instead.
+    if (!n || *n >= nodes.size() ||
+        (!fabric.node(*n).is_switch() && nodes[*n].node_info.local_port_num != st.arrival[i])) {
+      st.gone[i] = true;
+      continue;
+    }
+    st.paths[i] = nodes[*n].path;
+  }
+  for (auto it = st.port_paths.begin(); it != st.port_paths.end();) {
+    const NodeId i = static_cast<NodeId>(it->first >> 8);
+    const uint8_t p = static_cast<uint8_t>(it->first & 0xff);
+    auto n = st.gone[i] ? std::nullopt : fabric.FindNode(st.guids[i]);
+    std::optional<DrPath> path;
+    if (n && p <= fabric.node(*n).num_ports)
+      path = PathToPort(fabric, nodes, fabric.port_id(*n, PortNum{p}));
+    if (path) {
+      it->second = std::move(*path);
+      ++it;
+    } else {
+      st.gone_ports.insert(it->first);
+      it = st.port_paths.erase(it);
+    }
+  }
 }
 
 // Hands the pipeline the ready reads as its window frees up. A probe that answers makes the
@@ -169,6 +219,11 @@ void QosReader::Feed(const std::shared_ptr<State>& st, const std::shared_ptr<boo
   if (st->feeding) return;
   st->feeding = true;
   pipeline_.Feed([this, st, cancelled, support]() {
+    while (!st->ready.empty() &&
+           st->Dropped(st->attrs[st->ready.front().attr].reads[st->ready.front().read])) {
+      ++st->stats.skipped;
+      st->ready.pop_front();
+    }
     if (*cancelled || st->ready.empty()) {
       st->feeding = false;
       return false;

@@ -86,6 +86,11 @@ class QosReader {
   void Cancel() {
     if (cancelled_) *cancelled_ = true;
   }
+  // The fabric changed under a running read (a repair took cables or nodes out): the reads
+  // not sent yet go by `fabric`'s paths (nodes matched by GUID), and those of a node or port
+  // it no longer reaches the same way are dropped (counted as not sent), so that no read
+  // waits out its timeouts on a dead path. Reads in flight end as they end.
+  void Reroute(const Fabric& fabric, const std::vector<DiscoveredNode>& nodes);
 
  private:
   struct State;
@@ -94,6 +99,7 @@ class QosReader {
 
   SmpPipeline& pipeline_;
   std::shared_ptr<bool> cancelled_;  // of the current Run
+  std::shared_ptr<State> state_;     // of the current Run
   bool running_ = false;
 };
 

@@ -192,6 +192,12 @@ TEST(RepairSweepTest, ACutSpineCableIsRepairedFromTheReportingSwitchesAlone) {
   EXPECT_EQ(full.links, cold.links - 1);
   EXPECT_EQ(full.lft_blocks_sent, 0u);
   EXPECT_EQ(full.lid_changes, 0u);
+  // The repair compared port settings and partitions on the cut's switches alone (the sweep
+  // before was clean); the full sweep finds nothing else to write either.
+  EXPECT_GE(run.counters.repair_sweeps_local, 1u);
+  EXPECT_EQ(full.portinfo_sets, 0u);
+  EXPECT_EQ(full.pkey_blocks_sent, 0u);
+  EXPECT_EQ(full.enforcement_sets, 0u);
   // Read back from the switches: no entry points at either dead port; every host reaches
   // every host.
   Fabric cut_fabric = *f;
@@ -288,6 +294,77 @@ TEST(RepairSweepTest, ARepairReroutesOnlyWhatCrossedTheCut) {
 }
 
 // Off, the same cut costs a heavy sweep, as before repair sweeps existed.
+// A cable cut while the first heavy sweep waits for its optional SL2VL and VLArb reads (a
+// silent device costs a timeout per attribute; here 1 s, 4 tries) is repaired at once: the
+// heavy sweep ends without them, the repair runs while they are still in flight (by the
+// repaired paths), and their records reach the SA once they are in.
+TEST(RepairSweepTest, ACutWhileTheOptionalReadsRunIsRepairedWithoutWaitingForThem) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  const PortId cut = SpineUplink(*f);
+  ASSERT_NE(cut, kNoPort);
+  sim::Simulator sim(*f);
+  SubnetManagerOptions o = Quiet();
+  o.send.timeout = 1s;
+  Harness h(sim, *f, o);
+  boost::asio::steady_timer later(h.io);
+  bool lfts_seen = false, cut_done = false;
+  sim.SetSmpObserver([&](NodeId, uint8_t method, uint16_t attr, uint32_t) {
+    if (lfts_seen || method != mad::method::kSet || attr != mad::attr::kLinearForwardingTable)
+      return;
+    // The first LFT Set: the heavy sweep is programming; cut once it is through (its links
+    // are up in well under the 4 s the silent devices' reads take).
+    lfts_seen = true;
+    later.expires_after(300ms);
+    later.async_wait([&](boost::system::error_code ec) {
+      if (ec) return;
+      cut_done = true;
+      EXPECT_TRUE(sim.LinkDown(cut).ok());
+    });
+  });
+  std::vector<SweepStats> sweeps;
+  bool reads_in_flight_at_repair = false, sa_had_qos_at_repair = true;
+  boost::asio::steady_timer poll(h.io);
+  std::function<void()> wait_quiet = [&] {
+    poll.expires_after(50ms);
+    poll.async_wait([&](boost::system::error_code ec) {
+      if (ec) return;
+      if (h.sm.quiescent()) return h.Stop();
+      wait_quiet();
+    });
+  };
+  h.Run([&](const SweepStats& s) {
+    sweeps.push_back(s);
+    if (!s.repair || sweeps.size() > 2) return;  // the first repair (both ends may report)
+    reads_in_flight_at_repair = !h.sm.quiescent();
+    auto snap = h.sm.sa().snapshot();
+    sa_had_qos_at_repair = snap && snap->qos && !snap->qos->empty();
+    wait_quiet();
+  });
+  sim.SetSmpObserver({});
+  ASSERT_TRUE(cut_done);
+  ASSERT_GE(sweeps.size(), 2u);
+  EXPECT_FALSE(sweeps[0].repair);
+  EXPECT_TRUE(sweeps[0].subnet_up);
+  size_t lost = 0;
+  for (size_t i = 1; i < sweeps.size(); ++i) {
+    EXPECT_TRUE(sweeps[i].repair) << "sweep " << sweeps[i].number;
+    EXPECT_TRUE(sweeps[i].subnet_up);
+    lost += sweeps[i].repair_links_lost;
+  }
+  EXPECT_EQ(lost, 1u);
+  EXPECT_EQ(h.sm.counters().qos_waits_cut_short, 1u);
+  EXPECT_TRUE(reads_in_flight_at_repair);
+  EXPECT_FALSE(sa_had_qos_at_repair);
+  // Once the reads are in, the SA answers SL2VL and VLArb records from them.
+  auto snap = h.sm.sa().snapshot();
+  ASSERT_TRUE(snap && snap->qos);
+  EXPECT_FALSE(snap->qos->empty());
+  Fabric cut_fabric = *f;
+  cut_fabric.Disconnect(cut);
+  ExpectFabricUp(cut_fabric, sim);
+}
+
 TEST(RepairSweepTest, WithIncrementalRepairOffACutCausesAHeavySweep) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());

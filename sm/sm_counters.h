@@ -20,6 +20,8 @@ struct SmCounters {
   uint64_t repair_reroutes = 0;          // repairs routed incrementally
   uint64_t repair_reroutes_refused = 0;  // ... whose incremental result was refused
   uint64_t repair_reroutes_proven = 0;   // ... whose tables were proven from the changed LIDs
+  uint64_t repair_sweeps_local = 0;  // repairs whose port stages looked at touched nodes only
+  uint64_t qos_waits_cut_short = 0;  // heavy sweeps that ended before their SL2VL/VLArb reads
   uint64_t traps_received = 0;
   uint64_t traps_malformed = 0;
   uint64_t traps_issuer_mismatch = 0;  // IssuerLID other than the LID the trap came from
@@ -98,6 +100,14 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "ibsm_repair_reroutes_proven_total", "", "",
      "incremental re-routes verified and proven free of credit loops from the LIDs they "
      "changed alone (routing/updown_proof.h), without the whole-fabric checks"},
+    {&SmCounters::repair_sweeps_local, CounterSection::kStatus, "repair_sweeps_local",
+     "ibsm_repair_sweeps_local_total", "", "",
+     "repair sweeps after a clean sweep whose partition and port stages compared only the "
+     "re-read switches and their neighbours (the rest of the fabric kept its settings)"},
+    {&SmCounters::qos_waits_cut_short, CounterSection::kStatus, "qos_waits_cut_short",
+     "ibsm_qos_waits_cut_short_total", "", "",
+     "heavy sweeps that logged SUBNET UP before their SL2VL and VLArb reads were in, because "
+     "a switch reported a change (its repair does not wait behind optional reads)"},
     {&SmCounters::links_damped, CounterSection::kStatus, "links_damped",
      "ibsm_links_damped_total", "", "",
      "cables kept out of the model for flapping (link_flap_threshold downs in link_flap_window)"},

@@ -284,13 +284,32 @@ void SubnetManager::StartSweepStats(bool repair) {
   current_.heavy = true;
   current_.repair = repair;
   current_.started = clock_.Now();
+  stage_mark_ = current_.started;
+  finish_stage_ = "links";
+  repair_touched_.clear();
+  if (!repair) repair_follows_cut_short_ = false;
   smps_at_start_ = pipeline_.counters().gets + pipeline_.counters().sets;
   failed_at_start_ = pipeline_.counters().failed;
   issues_in_sweep_ = 0;
 }
 
+void SubnetManager::EndStage(std::string_view name) {
+  const auto now = clock_.Now();
+  current_.stages.emplace_back(
+      std::string(name), std::chrono::duration_cast<std::chrono::microseconds>(now - stage_mark_));
+  stage_mark_ = now;
+}
+
+std::string SubnetManager::StagesSummary() const {
+  std::string out;
+  for (const auto& [name, took] : current_.stages)
+    out += fmt::format("{}{} {:.1f} ms", out.empty() ? "" : ", ", name, took.count() / 1e3);
+  return out;
+}
+
 void SubnetManager::OnDiscovered(DiscoveryResult r) {
   if (stopped_) return;
+  EndStage(current_.repair ? "re-reads" : "discovery");
   issues_in_sweep_ += r.issues.size();
   for (const auto& i: r.issues) ++counters_.issues_by_id[i.id];
   discovered_ = std::make_shared<DiscoveryResult>(std::move(r));

@@ -167,6 +167,9 @@ struct SweepStats {
   std::vector<std::string> declined;  // "ftree: not a fat tree"
   size_t issues = 0;
   bool subnet_up = false;
+  // Wall time of each stage in the order it ran ("re-reads", "routing", "lft blocks", ...),
+  // waits for answers included; logged after the sweep (log line "sweep N stages").
+  std::vector<std::pair<std::string, std::chrono::microseconds>> stages;
 };
 
 
@@ -305,6 +308,14 @@ class SubnetManager {
   void WarnAboutDefaultKeys();
   void BeginHeavySweep();
   void StartSweepStats(bool repair);
+  // Closes the running stage of current_.stages under `name`; the next one starts now.
+  void EndStage(std::string_view name);
+  // A repair whose port stages need to look only at repair_touched_: the last sweep left
+  // nothing to retry, and nothing but the touched nodes' ports changed.
+  bool RepairIsLocal() const { return current_.repair && !repair_touched_.empty(); }
+  // The ports ConfigureSwitchPorts compares: every port, or a local repair's touched nodes'.
+  std::vector<PortId> PortsToConfigure() const;
+  std::string StagesSummary() const;
   // Repair sweeps (sm/subnet_manager_repair.cc): the switch at `guid` reported a port change.
   void RequestRepair(Guid guid, const std::string& reason);
   void BeginRepair();
@@ -449,6 +460,13 @@ class SubnetManager {
   QosSupportMap qos_support_;  // devices found without one of those tables
   bool qos_rerun_ = false;     // a sweep found new nodes while reads were in flight
   bool finish_waits_for_qos_ = false;  // the sweep's end waits for the reads
+  bool qos_program_owed_ = false;  // qos TRUE: a sweep ended before its reads were in
+  std::chrono::steady_clock::time_point stage_mark_;  // when the running stage began
+  const char* finish_stage_ = "links";  // what ran before FinishHeavySweep was entered
+  // A repair sweep's nodes whose ports may need new settings (sm/subnet_manager_repair.cc);
+  // empty when every stage must look at the whole fabric.
+  std::unordered_set<Guid> repair_touched_;
+  bool repair_follows_cut_short_ = false;  // a heavy sweep handed its model to the repair
   std::shared_ptr<const QosMap> qos_ = std::make_shared<QosMap>();  // by node GUID
   QosProgrammer qos_programmer_{qos_pipeline_};
   bool qos_programmed_ = false;  // this sweep's QoS Sets are done (FinishHeavySweep)

@@ -25,6 +25,14 @@ std::optional<std::pair<DrPath, uint8_t>> SubnetManager::PKeyTarget(PortId p) co
 // Reads the tables the cache does not know (first sweep, a link that restarted, a switch that
 // rebooted), then sets the blocks that differ from the plan, then the switches' enforcement.
 void SubnetManager::ProgramPKeys() {
+  EndStage("election");
+  // A repair that took out cables and no node: every port the plan names is still there
+  // with the table and enforcement the last (clean) sweep wrote, so the plan and the caches
+  // stand as they are.
+  if (RepairIsLocal() && current_.repair_nodes_lost == 0 && pkey_plan_) {
+    ConfigureLids();
+    return;
+  }
   const Fabric& f = discovered_->fabric;
   std::vector<PortId> ports = PartitionEndPorts(*discovered_);
   if (options_.partitions.enforce != PartEnforce::kOff) {
@@ -185,6 +193,24 @@ void SubnetManager::SetEnforcement() {
   });
 }
 
+std::vector<PortId> SubnetManager::PortsToConfigure() const {
+  const Fabric& f = discovered_->fabric;
+  std::vector<PortId> out;
+  if (!RepairIsLocal()) {
+    out.resize(f.port_count());
+    for (PortId p = 0; p < f.port_count(); ++p) out[p] = p;
+    return out;
+  }
+  for (Guid g : repair_touched_) {
+    auto n = f.FindNode(g);
+    if (!n) continue;  // left with what the cut took off
+    for (uint32_t p = 0; p <= f.node(*n).num_ports; ++p)
+      out.push_back(f.port_id(*n, PortNum{static_cast<uint8_t>(p)}));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 mad::PortInfo SubnetManager::DesiredPortInfo(PortId p) const {
   const Fabric& f = discovered_->fabric;
   const Port& port = f.port(p);
@@ -317,7 +343,8 @@ void SubnetManager::NoteLinkEcho(PortId p, const mad::PortInfo& answered) {
 // coming up get them with their ARMED Set (ActivateLinks).
 void SubnetManager::ConfigureSwitchPorts() {
   const Fabric& f = discovered_->fabric;
-  for (PortId p = 0; p < f.port_count(); ++p) {
+  auto ports = PortsToConfigure();
+  for (PortId p : ports) {
     const Port& port = f.port(p);
     if (port.num.value() == 0 || !port.connected() || !f.node(port.node).is_switch()) continue;
     if (port.state < PortState::kArmed) continue;

@@ -6,9 +6,9 @@
 // heavy sweep.
 #include "sm/subnet_manager.h"
 
-#include <deque>
 #include <optional>
 #include <set>
+#include <unordered_set>
 
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
@@ -38,6 +38,9 @@ struct RepairReads {
   };
   std::vector<Probe> probes;
   bool probed = false;
+  // The re-read switches, their neighbours and the far ends checked: the only nodes whose
+  // PortInfo the repair has new answers for, or whose neighbour's port changed.
+  std::unordered_set<Guid> touched;
   size_t damped_ups = 0;  // damped cables found up again, left out of the model
 };
 
@@ -50,7 +53,15 @@ void SubnetManager::RequestRepair(Guid guid, const std::string& reason) {
   }
   if (repair_pending_.empty()) repair_reason_ = reason;
   repair_pending_.insert(guid);
-  // A sweep running or posted ends with a look at repair_pending_ (FinishHeavySweep).
+  // A sweep running or posted ends with a look at repair_pending_ (FinishHeavySweep); one
+  // that only waits for the optional SL2VL and VLArb reads ends now.
+  if (finish_waits_for_qos_) {
+    finish_waits_for_qos_ = false;
+    boost::asio::post(io_, [this] {
+      if (!stopped_) FinishHeavySweep();
+    });
+    return;
+  }
   if (sweeping_ || repair_posted_) return;
   repair_posted_ = true;
   sweeping_ = true;
@@ -115,29 +126,46 @@ void SubnetManager::BeginRepair() {
 
 namespace {
 
-// The DR path of every node a breadth-first walk from `root` meets without entering a node
-// of `avoid` (CAs do not forward, but the root does); empty optional: not reached.
-std::vector<std::optional<DrPath>> PathsAvoiding(const Fabric& f, NodeId root,
-                                                 const std::set<NodeId>& avoid) {
-  std::vector<std::optional<DrPath>> paths(f.node_count());
-  paths[root] = DrPath{};
-  std::deque<NodeId> queue{root};
-  while (!queue.empty()) {
-    const NodeId n = queue.front();
-    queue.pop_front();
+// What a breadth-first walk from `root` meets without entering a node of `avoid` (CAs do
+// not forward, but the root does): for each node, the node and port it was first reached
+// from. Paths are spelled out only for the few nodes a repair sends to (Path).
+struct Reach {
+  static constexpr NodeId kUnreached = kNoNode;
+  std::vector<NodeId> from;    // kUnreached: not met; the root: itself
+  std::vector<uint8_t> port;   // egress port of `from`
+  std::vector<uint8_t> hops;
+
+  bool operator[](NodeId n) const { return from[n] != kUnreached; }
+  DrPath Path(NodeId n) const {
+    DrPath p(hops[n]);
+    for (NodeId x = n; hops[x] > 0; x = from[x]) p[hops[x] - 1] = port[x];
+    return p;
+  }
+};
+
+Reach PathsAvoiding(const Fabric& f, NodeId root, const std::set<NodeId>& avoid) {
+  Reach r;
+  r.from.assign(f.node_count(), Reach::kUnreached);
+  r.port.assign(f.node_count(), 0);
+  r.hops.assign(f.node_count(), 0);
+  r.from[root] = root;
+  std::vector<NodeId> queue{root};
+  for (size_t i = 0; i < queue.size(); ++i) {
+    const NodeId n = queue[i];
     if (n != root && !f.node(n).is_switch()) continue;
-    if (paths[n]->size() >= mad::kMaxDrHops) continue;
+    if (r.hops[n] >= mad::kMaxDrHops) continue;
     for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
       const Port& port = f.port(f.port_id(n, PortNum{static_cast<uint8_t>(p)}));
       if (!port.connected()) continue;
       const NodeId m = f.port(port.peer).node;
-      if (paths[m] || avoid.count(m)) continue;
-      paths[m] = *paths[n];
-      paths[m]->push_back(static_cast<uint8_t>(p));
+      if (r[m] || avoid.count(m)) continue;
+      r.from[m] = n;
+      r.port[m] = static_cast<uint8_t>(p);
+      r.hops[m] = static_cast<uint8_t>(r.hops[n] + 1);
       queue.push_back(m);
     }
   }
-  return paths;
+  return r;
 }
 
 // Takes the cable at `id` out of `r`: both ends DOWN in the model.
@@ -185,8 +213,10 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
       if (sw.failed) return fall_back(fmt::format("{} did not answer", node.description));
       DiscoveredNode& dn = r.nodes[sw.node];
       dn.switch_info = sw.switch_info;
+      reads->touched.insert(node.guid);
       for (uint32_t p = 1; p <= node.num_ports; ++p) {
         const PortId id = f.port_id(sw.node, PortNum{static_cast<uint8_t>(p)});
+        if (f.port(id).connected()) reads->touched.insert(f.node(f.port(f.port(id).peer).node).guid);
         const mad::PortInfo& now = sw.ports[p];
         const bool down = now.port_state == static_cast<uint8_t>(PortState::kDown);
         if (f.port(id).connected() && down) {
@@ -243,7 +273,7 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
       for (size_t i = 0; i < reads->probes.size(); ++i) {
         const Port& nb = f.port(reads->probes[i].port);
         ++reads->smps;
-        pipeline_.Get(*paths[nb.node], mad::attr::kPortInfo, nb.num.value(),
+        pipeline_.Get(paths.Path(nb.node), mad::attr::kPortInfo, nb.num.value(),
                       [reads, i](Result<mad::Smp> got) {
                         auto pi = got.ok() ? mad::Decode<mad::PortInfo>(got->data)
                                            : Result<mad::PortInfo>(got.status());
@@ -266,6 +296,8 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
     const Port& nb = f.port(probe.port);
     if (probe.failed)
       return fall_back(fmt::format("{} did not answer", f.node(nb.node).description));
+    reads->touched.insert(f.node(nb.node).guid);
+    if (nb.connected()) reads->touched.insert(f.node(f.port(nb.peer).node).guid);
     if (probe.info.port_state != static_cast<uint8_t>(PortState::kDown)) continue;
     const Port& pp = f.port(nb.peer);
     Log(LogName::kSm).info("repair sweep {}: cable {} port {} - {} port {} is down (checked "
@@ -288,7 +320,7 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   size_t left = 0;
   std::string names;
   for (NodeId n = 0; n < f.node_count(); ++n) {
-    seen[n] = reach[n].has_value();
+    seen[n] = reach[n];
     if (seen[n]) continue;
     if (left < 8) names += (left ? ", " : "") + f.node(n).description;
     ++left;
@@ -306,6 +338,14 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
       std::chrono::steady_clock::now() - reads->started);
   current_.repair_links_lost = reads->lost;
   current_.repair_nodes_lost = left;
+  // The later stages may look at these nodes alone (RepairIsLocal) only when the sweep before
+  // left nothing to retry: it ended SUBNET UP, and it was not a heavy sweep cut short for
+  // this repair (whose fresh discovery may hold ports no stage has configured yet).
+  repair_touched_.clear();
+  if (last_.subnet_up && !repair_follows_cut_short_ && !first_master_sweep_ && !took_over_)
+    repair_touched_ = std::move(reads->touched);
+  if (!repair_touched_.empty()) ++counters_.repair_sweeps_local;
+  repair_follows_cut_short_ = false;
   Log(LogName::kSm).info("repair sweep {}: {} switches re-read and {} far-end cables checked "
                          "with {} SMPs; {} cables and {} nodes taken out of the model",
                          current_.number, reads->switches.size(), reads->probes.size(),
@@ -387,7 +427,7 @@ size_t SubnetManager::TakeOutDampedCables(DiscoveryResult& r) {
   if (root == kNoNode) return out;
   const auto reach = PathsAvoiding(f, root, {});
   std::vector<bool> keep(f.node_count());
-  for (NodeId n = 0; n < f.node_count(); ++n) keep[n] = reach[n].has_value();
+  for (NodeId n = 0; n < f.node_count(); ++n) keep[n] = reach[n];
   KeepNodes(r, keep);
   return out;
 }

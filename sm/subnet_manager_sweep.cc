@@ -26,11 +26,21 @@ mad::LinearForwardingTable LftBlock(const routing::SwitchTable& t, size_t b) {
   return blk;
 }
 
+// LftBlock(a, b) == LftBlock(x, b), without building either where both hold the whole block
+// (a heavy sweep's rebase compares every block of every switch: 1.4 million at k=48).
+bool SameBlock(const routing::SwitchTable& a, const routing::SwitchTable& x, size_t b) {
+  const size_t end = b * 64 + 64;
+  if (a.lft.size() >= end && x.lft.size() >= end)
+    return std::equal(a.lft.begin() + b * 64, a.lft.begin() + end, x.lft.begin() + b * 64);
+  return LftBlock(a, b).port == LftBlock(x, b).port;
+}
+
 uint8_t ToWire(PortState s) { return static_cast<uint8_t>(s); }
 
 }  // namespace
 
 void SubnetManager::ConfigureLids() {
+  EndStage("partitions");
   const Fabric& f = discovered_->fabric;
   if (took_over_ && !options_.lids.reassign) {
     // Taking over from another master: the LIDs the ports hold now are the subnet's, so
@@ -53,9 +63,19 @@ void SubnetManager::ConfigureLids() {
 
   std::unordered_map<Guid, bool> known;
   for (Guid g: known_ports_) known[g] = true;
+  // A local repair kept every LID (AssignLids above gives each port the one it holds) and
+  // has new PortInfo answers only from the touched nodes: their ports are compared, no
+  // other's changed.
+  std::vector<bool> local;
+  if (RepairIsLocal()) {
+    local.assign(f.node_count(), false);
+    for (Guid g : repair_touched_)
+      if (auto n = f.FindNode(g)) local[*n] = true;
+  }
   for (PortId p: lids_.end_ports) {
     if (lids_.base[p] == 0) continue;
     const Port& port = f.port(p);
+    if (!local.empty() && !local[port.node]) continue;
     const DiscoveredNode& dn = discovered_->nodes[port.node];
     if (!dn.port_info_valid[port.num.value()]) continue;
     const mad::PortInfo& now = dn.port_info[port.num.value()];
@@ -131,6 +151,7 @@ void SubnetManager::ConfigureLids() {
 }
 
 void SubnetManager::Route() {
+  EndStage("lids and ports");
   auto snapshot = std::make_shared<const Fabric>(discovered_->fabric);
   std::string chain = options_.routing_engine.empty() ? std::string(routing::kDefaultChain)
                                                       : options_.routing_engine;
@@ -256,6 +277,7 @@ void SubnetManager::Route() {
 
 void SubnetManager::OnRouted(Routed routed) {
   if (state() != mad::SmState::kMaster) return;  // stepped down while routing: no writes
+  EndStage("routing");
   // Switches reported link changes while this heavy sweep routed: its tables are for a
   // fabric that is gone. Pushing them first would delay the repair by the whole push (and
   // write blocks the repair rewrites); the repair sweep starts now instead, on this sweep's
@@ -268,6 +290,7 @@ void SubnetManager::OnRouted(Routed routed) {
                            "its tables are not pushed, a repair sweep takes over",
                            current_.number, repair_pending_.size());
     repair_posted_ = true;
+    repair_follows_cut_short_ = true;
     boost::asio::post(io_, [this] { BeginRepair(); });
     return;
   }
@@ -448,25 +471,32 @@ void SubnetManager::ProgramSwitches() {
 
 void SubnetManager::PushLfts() {
   if (state() != mad::SmState::kMaster) return;
+  EndStage("switch info");
   const Fabric& f = discovered_->fabric;
   uint16_t top = lid_map_->max_lid();
   struct Cursor {
-    std::vector<NodeId> switches;
     size_t blocks = 0;
     // First the urgent blocks, switch by switch: those whose old entries send a LID to a
     // port that lost its cable (a repair after a cut), so the traffic being dropped there is
     // moved first; then every other block that differs, block-major across switches as
-    // OpenSM does, so every switch gets its first blocks early.
+    // OpenSM does, so every switch gets its first blocks early. Only blocks a switch does
+    // not hold are listed: a repair walks its few thousand, not every block of the fabric.
     std::vector<std::pair<NodeId, size_t>> urgent;
+    std::vector<std::pair<NodeId, size_t>> rest;
     size_t u = 0;
-    size_t b = 0;
-    size_t i = 0;
+    size_t r = 0;
   };
   auto c = std::make_shared<Cursor>();
   c->blocks = top / 64 + 1;
+  std::vector<NodeId> switches;
   for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).is_switch() && tables_->table(n)) c->switches.push_back(n);
-  for (NodeId n: c->switches) {
+    if (f.node(n).is_switch() && tables_->table(n)) switches.push_back(n);
+  // The blocks each switch lacks, bucketed by block number (a counting sort into
+  // block-major order, switches in NodeId order within a block).
+  std::vector<std::vector<size_t>> lacking(switches.size());
+  std::vector<size_t> per_block(c->blocks + 1, 0);
+  for (size_t si = 0; si < switches.size(); ++si) {
+    const NodeId n = switches[si];
     SwitchCache& cache = switch_cache_[f.node(n).guid];
     cache.top = top;
     // Rebase on the new tables: a block the switch holds of the old ones stays held only
@@ -474,54 +504,52 @@ void SubnetManager::PushLfts() {
     const routing::SwitchTable* now = tables_->table(n);
     std::vector<bool> held(c->blocks, false);
     for (size_t b = 0; b < held.size() && b < cache.held.size(); ++b)
-      held[b] = cache.held[b] && cache.source_table &&
-                LftBlock(*cache.source_table, b).port == LftBlock(*now, b).port;
+      held[b] = cache.held[b] && cache.source_table && SameBlock(*cache.source_table, *now, b);
+    std::vector<bool> dead;
     if (cache.source_table) {
       const uint8_t ports = f.node(n).num_ports;
-      std::vector<bool> dead(size_t{ports} + 1, false);
+      dead.assign(size_t{ports} + 1, false);
       bool any = false;
       for (uint32_t p = 1; p <= ports; ++p) {
         dead[p] = !f.port(f.port_id(n, PortNum{static_cast<uint8_t>(p)})).connected();
         any = any || dead[p];
       }
-      for (size_t b = 0; any && b < held.size() && b < cache.held.size(); ++b) {
-        if (held[b] || !cache.held[b]) continue;
+      if (!any) dead.clear();
+    }
+    for (size_t b = 0; b < held.size(); ++b) {
+      if (held[b]) continue;
+      bool urgent = false;
+      if (!dead.empty() && b < cache.held.size() && cache.held[b]) {
         const mad::LinearForwardingTable old = LftBlock(*cache.source_table, b);
-        if (std::any_of(old.port.begin(), old.port.end(),
-                        [&](uint8_t e) { return e >= 1 && e <= ports && dead[e]; }))
-          c->urgent.emplace_back(n, b);
+        urgent = std::any_of(old.port.begin(), old.port.end(), [&](uint8_t e) {
+          return e >= 1 && e < dead.size() && dead[e];
+        });
+      }
+      if (urgent) {
+        c->urgent.emplace_back(n, b);
+      } else {
+        lacking[si].push_back(b);
+        ++per_block[b + 1];
       }
     }
     cache.source = tables_;
     cache.source_table = now;
     cache.held = std::move(held);
   }
+  for (size_t b = 1; b < per_block.size(); ++b) per_block[b] += per_block[b - 1];
+  c->rest.resize(per_block.back());
+  for (size_t si = 0; si < switches.size(); ++si)
+    for (size_t b : lacking[si]) c->rest[per_block[b]++] = {switches[si], b};
   // A switch this sweep did not route (gone, or unreachable) must not keep old tables
   // alive: it forgets what it held, and is read again if it comes back with our top.
   for (auto& [guid, cache] : switch_cache_)
     if (cache.source && cache.source != tables_) cache.Clear();
-  if (c->switches.empty()) c->b = c->blocks;
-  // Urgent blocks are marked held-in-flight by `queued` so the block-major pass skips them.
-  auto queued = std::make_shared<std::set<std::pair<NodeId, size_t>>>(c->urgent.begin(),
-                                                                       c->urgent.end());
   // Blocks are produced as the SMP window frees up: at 3-tier k=32 there are 190,000.
-  pipeline_.Feed([this, c, queued]() -> bool {
+  pipeline_.Feed([this, c]() -> bool {
     const Fabric& f = discovered_->fabric;
-    while (c->u < c->urgent.size() || c->b < c->blocks) {
-      NodeId n;
-      size_t b;
+    while (c->u < c->urgent.size() || c->r < c->rest.size()) {
       const bool urgent = c->u < c->urgent.size();
-      if (urgent) {
-        std::tie(n, b) = c->urgent[c->u++];
-      } else {
-        n = c->switches[c->i];
-        b = c->b;
-        if (++c->i == c->switches.size()) {
-          c->i = 0;
-          ++c->b;
-        }
-        if (!queued->empty() && queued->count({n, b})) continue;
-      }
+      const auto [n, b] = urgent ? c->urgent[c->u++] : c->rest[c->r++];
       Guid g = f.node(n).guid;
       SwitchCache& cache = switch_cache_[g];
       if (b < cache.held.size() && cache.held[b]) continue;
@@ -552,6 +580,7 @@ void SubnetManager::PushLfts() {
   });
   pipeline_.WhenIdle([this] {
     if (stopped_) return;
+    EndStage("lft blocks");
     if (current_.lft_blocks_urgent > 0)
       Log(LogName::kSm).info("sweep {}: {} LFT blocks that sent LIDs to ports without a cable "
                              "written first",
@@ -559,7 +588,12 @@ void SubnetManager::PushLfts() {
     // Adaptive routing after the plain LFT (an LFT Set turns AR off), before multicast.
     ar_.Run(discovered_->fabric, discovered_->nodes,
             std::make_shared<const routing::LidMap>(*lid_map_), tables_, options_.ar, [this] {
-              if (!stopped_) PushMfts([this] { ActivateLinks(0); });
+              if (stopped_) return;
+              EndStage("adaptive routing");
+              PushMfts([this] {
+                EndStage("multicast");
+                ActivateLinks(0);
+              });
             });
   });
 }
@@ -687,6 +721,8 @@ void SubnetManager::ActivateLinks(int pass) {
     } else if (options_.sharp_enable && discovered_ && state() == mad::SmState::kMaster) {
       // SHARP needs ACTIVE links (class 0x0B MADs are GMPs); it never delays SUBNET UP's
       // verdict: its problems are its own log lines.
+      EndStage("links");
+      finish_stage_ = "sharp";
       sharp_->Run(discovered_, [this] {
         if (!stopped_) FinishHeavySweep();
       });
@@ -711,16 +747,34 @@ void SubnetManager::OnPortStateSet(PortId p, NodeId node, uint8_t num, PortState
 }
 
 void SubnetManager::FinishHeavySweep() {
+  EndStage(finish_stage_);
   // SUBNET UP means the SA answers everything, the SL2VL and VLArb records included: their
-  // reads, running beside the sweep since discovery, end first.
-  if (qos_reader_.running() && !stopped_ && state() == mad::SmState::kMaster) {
+  // reads, running beside the sweep since discovery, end first. Not when a switch reported a
+  // change meanwhile: the fabric is programmed, and its repair does not wait behind optional
+  // reads (they go on, and their records reach the SA when they are in). A repair sweep
+  // never waits for them.
+  const bool reads_running = qos_reader_.running() && !stopped_;
+  if (reads_running && state() == mad::SmState::kMaster && !current_.repair &&
+      repair_pending_.empty()) {
     finish_waits_for_qos_ = true;
+    finish_stage_ = "waiting for SL2VL and VLArb reads";
     return;
   }
-  // With qos TRUE the tables are written once the reads are in (by difference with them).
-  if (options_.qos && !qos_programmed_ && !stopped_ && state() == mad::SmState::kMaster &&
-      discovered_ && tables_) {
+  if (reads_running && !current_.repair && state() == mad::SmState::kMaster) {
+    ++counters_.qos_waits_cut_short;
+    Log(LogName::kSm).info("heavy sweep {}: {} switches reported changes; it ends without "
+                           "waiting for the SL2VL and VLArb reads, which go on beside the "
+                           "repair",
+                           current_.number, repair_pending_.size());
+  }
+  // With qos TRUE the tables are written once the reads are in (by difference with them);
+  // when they are not in yet, once they are (StartQosReads).
+  if (options_.qos && !qos_programmed_ && reads_running) qos_program_owed_ = true;
+  if (options_.qos && !qos_programmed_ && !reads_running && !stopped_ &&
+      state() == mad::SmState::kMaster && discovered_ && tables_) {
+    qos_program_owed_ = false;
     qos_programmed_ = true;
+    finish_stage_ = "QoS Sets";
     ProgramQos([this] {
       if (!stopped_) FinishHeavySweep();
     });
@@ -795,6 +849,8 @@ void SubnetManager::FinishHeavySweep() {
     PersistState();
     if (current_.subnet_up) SaveLftDigests();
   }
+  EndStage("publish");
+  Log(LogName::kSm).info("sweep {} stages: {}", current_.number, StagesSummary());
   // Joins and leaves during the sweep.
   if (mcast_dirty_ && discovered_ && !stopped_ && state() == mad::SmState::kMaster) PushMfts({});
   last_ = current_;
@@ -827,83 +883,5 @@ void SubnetManager::FinishHeavySweep() {
   }
   ScheduleLightSweep();
 }
-
-// The SL2VL and VLArb tables of nodes not read yet, on the optional reads' own pipeline
-// (sm/qos_tables.h): started right after the election, beside the rest of the sweep.
-void SubnetManager::StartQosReads() {
-  if (!discovered_ || stopped_) return;
-  if (qos_reader_.running()) {
-    qos_rerun_ = true;  // this sweep's new nodes once the reads in flight end
-    return;
-  }
-  const Fabric& f = discovered_->fabric;
-  // A device that left is read afresh, and probed again, when it comes back.
-  std::unordered_set<Guid> present;
-  for (const Node& n: f.nodes()) present.insert(n.guid);
-  std::erase_if(qos_support_, [&](const auto& e) { return !present.count(e.first); });
-  if (std::any_of(qos_->begin(), qos_->end(), [&](const auto& e) { return !present.count(e.first); })) {
-    auto kept = std::make_shared<QosMap>(*qos_);
-    std::erase_if(*kept, [&](const auto& e) { return !present.count(e.first); });
-    qos_ = std::move(kept);
-  }
-  qos_rerun_ = false;
-  qos_reader_.Run(f, discovered_->nodes, *qos_, &qos_support_,
-                  [this](QosMap fresh, QosReadStats stats) {
-                    if (stopped_) return;
-                    if (!fresh.empty()) {
-                      auto merged = std::make_shared<QosMap>(*qos_);
-                      for (auto& [guid, q] : fresh) (*merged)[guid] = std::move(q);
-                      qos_ = std::move(merged);
-                      Log(LogName::kSm)
-                          .info("read SL2VL and VLArb tables of {} new nodes: {} SMPs, {} "
-                                "without an answer, {} device tables absent ({} reads not sent)",
-                                stats.nodes, stats.smps, stats.failed, stats.probes_failed,
-                                stats.skipped);
-                    }
-                    if (qos_rerun_) {
-                      StartQosReads();
-                      return;
-                    }
-                    if (finish_waits_for_qos_) {
-                      finish_waits_for_qos_ = false;
-                      FinishHeavySweep();
-                    } else if (!fresh.empty() && sa_.snapshot() && !sweeping_) {
-                      PublishSaSnapshot();
-                    }
-                  });
-}
-
-void SubnetManager::ProgramQos(std::function<void()> then) {
-  const Fabric& f = discovered_->fabric;
-  std::vector<QosTableSet> sets =
-      PlanQosSets(f, discovered_->nodes, *qos_, qos_support_, options_.qos_levels);
-  if (sets.empty()) {
-    then();
-    return;
-  }
-  qos_programmer_.Run(f, discovered_->nodes, *qos_, std::move(sets),
-                      [this, then = std::move(then)](QosProgrammer::Outcome out) {
-    if (stopped_) return;
-    auto merged = std::make_shared<QosMap>(*qos_);
-    for (auto& [guid, q] : out.written) (*merged)[guid] = std::move(q);
-    qos_ = std::move(merged);
-    for (const auto& [node, text] : out.failures) {
-      const Guid g = discovered_->fabric.node(node).guid;
-      if (!options_.suppress_sl2vl_mad_status_errors) {
-        Issue("SM-QOS-001", fmt::format("{}: {}", ToString(g), text));
-      } else if (qos_set_failed_.insert(g).second) {
-        Log(LogName::kSm).warn("SM-QOS-001 {}: {} (suppress_sl2vl_mad_status_errors: the "
-                               "sweep goes on)", ToString(g), text);
-      }
-    }
-    Log(LogName::kSm).info("QoS: {} SL2VL and VLArb Sets, {} failed", out.stats.sets,
-                           out.stats.failed);
-    current_.qos_sets += out.stats.sets;
-    current_.qos_sets_failed += out.stats.failed;
-    then();
-  });
-}
-
-// --- light sweep ---------------------------------------------------------------------
 
 }  // namespace ibsm::sm
