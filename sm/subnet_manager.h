@@ -313,8 +313,8 @@ class SubnetManager {
   // A repair whose port stages need to look only at repair_touched_: the last sweep left
   // nothing to retry, and nothing but the touched nodes' ports changed.
   bool RepairIsLocal() const { return current_.repair && !repair_touched_.empty(); }
-  // The ports ConfigureSwitchPorts compares: every port, or a local repair's touched nodes'.
-  std::vector<PortId> PortsToConfigure() const;
+  // By NodeId: the nodes whose ports a local repair compares; empty: every node's.
+  std::vector<bool> LocalNodes() const;
   std::string StagesSummary() const;
   // Repair sweeps (sm/subnet_manager_repair.cc): the switch at `guid` reported a port change.
   void RequestRepair(Guid guid, const std::string& reason);

@@ -193,22 +193,13 @@ void SubnetManager::SetEnforcement() {
   });
 }
 
-std::vector<PortId> SubnetManager::PortsToConfigure() const {
+std::vector<bool> SubnetManager::LocalNodes() const {
+  if (!RepairIsLocal()) return {};
   const Fabric& f = discovered_->fabric;
-  std::vector<PortId> out;
-  if (!RepairIsLocal()) {
-    out.resize(f.port_count());
-    for (PortId p = 0; p < f.port_count(); ++p) out[p] = p;
-    return out;
-  }
-  for (Guid g : repair_touched_) {
-    auto n = f.FindNode(g);
-    if (!n) continue;  // left with what the cut took off
-    for (uint32_t p = 0; p <= f.node(*n).num_ports; ++p)
-      out.push_back(f.port_id(*n, PortNum{static_cast<uint8_t>(p)}));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  std::vector<bool> local(f.node_count(), false);
+  for (Guid g : repair_touched_)
+    if (auto n = f.FindNode(g)) local[*n] = true;  // not found: left with what the cut took
+  return local;
 }
 
 mad::PortInfo SubnetManager::DesiredPortInfo(PortId p) const {
@@ -343,10 +334,11 @@ void SubnetManager::NoteLinkEcho(PortId p, const mad::PortInfo& answered) {
 // coming up get them with their ARMED Set (ActivateLinks).
 void SubnetManager::ConfigureSwitchPorts() {
   const Fabric& f = discovered_->fabric;
-  auto ports = PortsToConfigure();
-  for (PortId p : ports) {
+  const std::vector<bool> local = LocalNodes();
+  for (PortId p = 0; p < f.port_count(); ++p) {
     const Port& port = f.port(p);
     if (port.num.value() == 0 || !port.connected() || !f.node(port.node).is_switch()) continue;
+    if (!local.empty() && !local[port.node]) continue;
     if (port.state < PortState::kArmed) continue;
     const DiscoveredNode& dn = discovered_->nodes[port.node];
     const uint8_t num = port.num.value();

@@ -216,7 +216,8 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
       reads->touched.insert(node.guid);
       for (uint32_t p = 1; p <= node.num_ports; ++p) {
         const PortId id = f.port_id(sw.node, PortNum{static_cast<uint8_t>(p)});
-        if (f.port(id).connected()) reads->touched.insert(f.node(f.port(f.port(id).peer).node).guid);
+        if (f.port(id).connected())
+          reads->touched.insert(f.node(f.port(f.port(id).peer).node).guid);
         const mad::PortInfo& now = sw.ports[p];
         const bool down = now.port_state == static_cast<uint8_t>(PortState::kDown);
         if (f.port(id).connected() && down) {

@@ -66,12 +66,7 @@ void SubnetManager::ConfigureLids() {
   // A local repair kept every LID (AssignLids above gives each port the one it holds) and
   // has new PortInfo answers only from the touched nodes: their ports are compared, no
   // other's changed.
-  std::vector<bool> local;
-  if (RepairIsLocal()) {
-    local.assign(f.node_count(), false);
-    for (Guid g : repair_touched_)
-      if (auto n = f.FindNode(g)) local[*n] = true;
-  }
+  const std::vector<bool> local = LocalNodes();
   for (PortId p: lids_.end_ports) {
     if (lids_.base[p] == 0) continue;
     const Port& port = f.port(p);
