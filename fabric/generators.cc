@@ -383,4 +383,44 @@ bool IsConnected(const Fabric& f) {
   return Reach(f, 0, /*switch_only=*/false) == f.node_count();
 }
 
+Fabric WithoutNode(const Fabric& f, NodeId gone) {
+  Fabric out;
+  std::vector<NodeId> now(f.node_count(), kNoNode);
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (n == gone) continue;
+    const Node& node = f.node(n);
+    auto id = out.AddNode(node.kind, node.guid, node.num_ports, node.name, node.description);
+    if (!id.ok()) continue;
+    now[n] = *id;
+    Node& copy = out.mutable_node(*id);
+    copy.system_image_guid = node.system_image_guid;
+    copy.vendor_id = node.vendor_id;
+    copy.device_id = node.device_id;
+    copy.revision = node.revision;
+    for (uint32_t p = 0; p <= node.num_ports; ++p) {
+      const Port& from = f.port(node.first_port + p);
+      Port& to = out.mutable_port(copy.first_port + p);
+      to.guid = from.guid;
+      to.lid = from.lid;
+      to.lmc = from.lmc;
+      to.state = from.state;
+      to.width = from.width;
+      to.speed = from.speed;
+    }
+  }
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (now[n] == kNoNode) continue;
+    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
+      const Port& port = f.port(f.node(n).first_port + p);
+      if (!port.connected()) continue;
+      const Port& peer = f.port(port.peer);
+      if (now[peer.node] == kNoNode || port.peer < f.node(n).first_port + p) continue;
+      (void)out.Connect(now[n], port.num, now[peer.node], peer.num);
+    }
+  }
+  out.IndexLids();
+  return out;
+}
+
+
 }  // namespace ibsm

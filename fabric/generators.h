@@ -89,6 +89,10 @@ struct DroppedLink {
 std::vector<DroppedLink> Degrade(Fabric& fabric, int drop_links, uint64_t seed);
 std::vector<DroppedLink> Degrade(Fabric& fabric, int drop_links, PyRandom& rng);
 
+// `f` without node `gone` and its cables, as the SM's model has it once a repair took a dead
+// switch out: every other node, port, LID and cable as it was (NodeIds renumbered densely).
+Fabric WithoutNode(const Fabric& f, NodeId gone);
+
 // True if every switch reaches every other over switch-to-switch links.
 bool SwitchesConnected(const Fabric& fabric);
 // True if every node reaches every other node (an empty fabric is connected).

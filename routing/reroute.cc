@@ -72,12 +72,13 @@ struct RerouteGraph {
 
 // Per-worker scratch, one column (LID) at a time.
 struct RerouteScratch {
-  std::vector<uint8_t> shape;
+  std::vector<uint8_t> shape, reached;
+  std::vector<uint32_t> affected;
   std::vector<uint32_t> d_down, d_any, d_plain, queue, walk, plain, broken, offrule, cutoff;
   std::vector<uint8_t> tile_old, tile_new;  // switch-major, 64 LIDs a switch
   std::vector<std::pair<uint32_t, bool>> stack;
   std::vector<uint8_t> candidates;
-  uint64_t lids_rerouted = 0, entries_changed = 0, routes_kept = 0;
+  uint64_t lids_rerouted = 0, entries_changed = 0, routes_kept = 0, followed_partly = 0;
   std::string error;
   uint32_t error_lid = kRerouteInf;
   bool unproven = false;
@@ -92,7 +93,7 @@ uint8_t RerouteOldEntry(const RerouteGraph& g, uint32_t s, uint32_t lid) {
 
 Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric& before,
                                const RoutingTables& old, const RoutingOptions& options,
-                               bool examine_all, const std::vector<uint32_t>* before_ranks) {
+                               bool examine_all, const UpDownProof* before_proof) {
   const unsigned threads = options.threads;
   using namespace reroute_impl;
   RerouteGraph g;
@@ -115,9 +116,10 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
   // The ranking the old tables were proven under, where there is one: the routes kept and the
   // routes built then are up*/down* under the same order.
   std::vector<uint32_t> rank;
-  if (before_ranks && before_ranks->size() == before.node_count()) {
+  const bool proven_before = before_proof && before_proof->rank.size() == before.node_count();
+  if (proven_before) {
     rank.assign(f.node_count(), kNone);
-    for (uint32_t s = 0; s < S; ++s) rank[g.node[s]] = (*before_ranks)[g.before[s]];
+    for (uint32_t s = 0; s < S; ++s) rank[g.node[s]] = before_proof->rank[g.before[s]];
   } else {
     rank = UpDownRanks(f, options.root_guids);
   }
@@ -183,8 +185,14 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
   std::vector<uint32_t> examine;
   bool all = examine_all || g.component.empty() ||
              *std::max_element(g.component.begin(), g.component.end()) > 0;
+  // Per examined LID (by its index in `examine`), whether only the switches whose old route
+  // runs into a changed cable need following (see reroute.h), and those with an entry into
+  // one: seeds[seed_begin[i] .. seed_begin[i + 1]).
+  std::vector<bool> partial;
+  std::vector<uint32_t> seed_begin, seeds;
   if (!all) {
     std::vector<bool> touched(size_t{max_lid} + 1, false);
+    std::vector<std::pair<uint32_t, uint32_t>> dead_entries;  // (LID, switch)
     const LidMap was(before);
     auto same_end = [&](PortId a, const Fabric& fa, PortId b, const Fabric& fb) {
       if (a == kNoPort || b == kNoPort) return a == b;
@@ -200,6 +208,14 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     for (uint32_t lid = 1; lid <= max_lid; ++lid)
       touched[lid] = !same_end(lids.owner(Lid(static_cast<uint16_t>(lid))), f,
                                was.owner(Lid(static_cast<uint16_t>(lid))), before);
+    // Where the owner moved, every switch's route may have changed; where the proof lists a
+    // turn, a route CA traffic takes may be off-rule anywhere. Those LIDs are followed from
+    // every switch.
+    std::vector<bool> whole(touched);
+    if (proven_before) {
+      for (const RouteTurn& t : before_proof->turns)
+        if (t.lid <= max_lid) whole[t.lid] = true;
+    }
     for (uint32_t s = 0; s < S; ++s) {
       const NodeId n = g.node[s];
       const NodeId then = g.before[s];
@@ -214,12 +230,26 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       if (!any) continue;
       for (uint32_t lid = 1; lid <= max_lid; ++lid) {
         const uint8_t e = RerouteOldEntry(g, s, lid);
-        if (e >= 1 && e <= g.num_ports[s] && dead[e]) touched[lid] = true;
+        if (e >= 1 && e <= g.num_ports[s] && dead[e]) {
+          touched[lid] = true;
+          dead_entries.emplace_back(lid, s);
+        }
       }
     }
+    std::vector<uint32_t> at(size_t{max_lid} + 1, kNone);  // LID -> index in `examine`
     for (uint32_t lid = 1; lid <= max_lid; ++lid) {
-      if (touched[lid]) examine.push_back(lid);
+      if (!touched[lid]) continue;
+      at[lid] = static_cast<uint32_t>(examine.size());
+      examine.push_back(lid);
+      partial.push_back(proven_before && !whole[lid]);
     }
+    // dead_entries is by switch, then LID: a counting sort makes it by LID, then switch.
+    seed_begin.assign(examine.size() + 1, 0);
+    for (const auto& [lid, s] : dead_entries) ++seed_begin[at[lid] + 1];
+    for (size_t i = 0; i < examine.size(); ++i) seed_begin[i + 1] += seed_begin[i];
+    seeds.resize(dead_entries.size());
+    std::vector<uint32_t> next(seed_begin.begin(), seed_begin.end() - 1);
+    for (const auto& [lid, s] : dead_entries) seeds[next[at[lid]]++] = s;
   } else {
     for (uint32_t lid = 1; lid <= max_lid; ++lid) examine.push_back(lid);
   }
@@ -236,11 +266,11 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     }
   });
 
-  // One column: LID `lid` on every switch.
-  // One column: LID `lid` on every switch, the `j`th of the worker's tile: its old entries
+  // One column: LID examine[i] on every switch, the `j`th of the worker's tile: its old entries
   // gathered there row by row, its new ones written there (the tables are row-major; a column
   // read straight from them misses the cache once a switch).
-  auto column = [&](RerouteScratch& w, uint32_t lid, size_t j) {
+  auto column = [&](RerouteScratch& w, size_t i, size_t j) {
+    const uint32_t lid = examine[i];
     auto old_at = [&](uint32_t s) { return w.tile_old[size_t{s} * 64 + j]; };
     const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
     uint32_t target = kNone;
@@ -269,13 +299,13 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       w.lids_rerouted += changed;
       return;
     }
-    // Old routes, followed hop by hop and memoised.
+    // Old routes, followed hop by hop and memoised: the shape of the old route from s0.
     std::fill(w.shape.begin(), w.shape.end(), kShapeUnknown);
-    for (uint32_t s0 = 0; s0 < S; ++s0) {
-      if (w.shape[s0] != kShapeUnknown) continue;
+    auto follow = [&](uint32_t s0) {
+      if (w.shape[s0] != kShapeUnknown) return;
       if (g.component[s0] != g.component[target]) {
         w.shape[s0] = kShapeCutOff;
-        continue;
+        return;
       }
       w.stack.clear();
       uint32_t s = s0;
@@ -316,6 +346,31 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         }
         w.shape[x] = val;
       }
+    };
+    // Only the switches whose old route runs into a changed cable, found backwards from the
+    // entries into one (reroute.h): every other route is the old one, up*/down*, delivering.
+    const bool part = !all && partial[i];
+    if (part) {
+      ++w.followed_partly;
+      std::fill(w.reached.begin(), w.reached.end(), 0);
+      w.affected.assign(seeds.begin() + seed_begin[i], seeds.begin() + seed_begin[i + 1]);
+      for (uint32_t s : w.affected) w.reached[s] = 1;
+      for (size_t k = 0; k < w.affected.size(); ++k) {
+        const uint32_t x = w.affected[k];
+        for (const auto* list : {&g.up[x], &g.down[x]})
+          for (const RerouteNeighbour& nb : *list) {
+            const uint32_t y = nb.sw;
+            if (w.reached[y]) continue;
+            const uint8_t e = old_at(y);
+            if (e == 0 || e > g.num_ports[y]) continue;
+            const RerouteLink& l = g.link(y, e);
+            if (l.kind == RerouteLink::kSwitch && l.peer == x) w.reached[y] = 1, w.affected.push_back(y);
+          }
+      }
+      std::sort(w.affected.begin(), w.affected.end());
+      for (uint32_t s : w.affected) follow(s);
+    } else {
+      for (uint32_t s0 = 0; s0 < S; ++s0) follow(s0);
     }
     // What must be up*/down*: towards a CA every switch's route; towards a switch the routes
     // from switches with a CA cabled (the only ones CA traffic takes; the rest carry what
@@ -326,12 +381,17 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     w.broken.clear();
     w.offrule.clear();
     w.cutoff.clear();
-    for (uint32_t s = 0; s < S; ++s) {
+    auto classify = [&](uint32_t s) {
       uint8_t& st = w.shape[s];
       if (st == kShapeOffRule && (!switch_lid || leaf[s])) st = kShapeBroken;
       if (st == kShapeBroken) w.broken.push_back(s);
       else if (st == kShapeOffRule) w.offrule.push_back(s);
       else if (st == kShapeCutOff) w.cutoff.push_back(s);
+    };
+    if (part) {
+      for (uint32_t s : w.affected) classify(s);
+    } else {
+      for (uint32_t s = 0; s < S; ++s) classify(s);
     }
     for (uint32_t s : w.cutoff) set(s, kDropPort);
     if (w.broken.empty()) {
@@ -383,8 +443,19 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     // down): an old route from it that goes up first is built again, and so is one that is
     // not up*/down* where an up*/down* route exists. Kept routes are then pure down wherever
     // a hop down may enter them, and up*/down* wherever a hop up may.
-    for (uint32_t s : w.queue)  // the switches above the owner's
+    // Partly followed, a switch not followed yet is followed and classified where a rule
+    // below needs its shape: above the owner's switch here, and where a built route climbs
+    // into it (below).
+    auto reach = [&](uint32_t s) {
+      if (!part || w.reached[s]) return;
+      w.reached[s] = 1;
+      follow(s);
+      classify(s);
+    };
+    for (uint32_t s : w.queue) {  // the switches above the owner's
+      reach(s);
       if (w.shape[s] == kShapeUpDown) w.shape[s] = kShapeBroken, w.broken.push_back(s);
+    }
     for (uint32_t s : w.offrule)
       if (any(s) != kRerouteInf) w.shape[s] = kShapeBroken, w.broken.push_back(s);
     bool plain = false;
@@ -431,6 +502,8 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       const uint32_t a = any(n);
       if (a != kRerouteInf) return a;
       if (w.shape[n] == kShapeOffRule) return S;
+      // Not followed: its old route delivers and, without an up*/down* route, is off-rule.
+      if (part && !w.reached[n]) return S;
       return w.shape[n] == kShapeBroken ? w.d_plain[n] : kRerouteInf;
     };
     if (plain) {
@@ -462,7 +535,21 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       }
     }
     w.routes_kept += S - w.cutoff.size() - w.broken.size();
-    for (uint32_t s : w.broken) {
+    // Partly followed, a switch a built route may enter and not followed yet is followed now;
+    // an off-rule route from it is built again where an up*/down* one exists, as the whole
+    // walk builds every such route (it lists them all).
+    auto enter = [&](uint32_t u) {
+      if (!part || w.reached[u]) return;
+      const size_t listed = w.broken.size();
+      reach(u);
+      if (w.shape[u] == kShapeOffRule && any(u) != kRerouteInf) {
+        w.shape[u] = kShapeBroken;
+        w.broken.push_back(u);
+      }
+      w.routes_kept -= w.broken.size() - listed;  // counted as kept above
+    };
+    for (size_t b = 0; b < w.broken.size(); ++b) {
+      const uint32_t s = w.broken[b];
       if (s == target) {
         set(s, final_port);
         continue;
@@ -475,9 +562,11 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         for (const RerouteNeighbour& nb : g.down[s])
           if (w.d_down[nb.sw] + 1 == w.d_down[s]) w.candidates.push_back(nb.port);
       } else if (any(s) != kRerouteInf) {
-        for (const RerouteNeighbour& nb : g.up[s])
-          if (any(nb.sw) != kRerouteInf && any(nb.sw) + 1 == any(s))
-            w.candidates.push_back(nb.port);
+        for (const RerouteNeighbour& nb : g.up[s]) {
+          if (any(nb.sw) == kRerouteInf || any(nb.sw) + 1 != any(s)) continue;
+          w.candidates.push_back(nb.port);
+          enter(nb.sw);
+        }
       } else {
         // No up*/down* route (a core that lost its one cable into a pod, towards that pod; a
         // pod's switches towards that core): a shortest route of any kind. Unless it only
@@ -496,7 +585,10 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         const uint8_t was = old_at(s);
         if (std::find(w.candidates.begin(), w.candidates.end(), was) != w.candidates.end())
           w.candidates.assign(1, was);
-        if (!w.candidates.empty()) w.candidates.resize(1);
+        if (!w.candidates.empty()) {
+          w.candidates.resize(1);
+          enter(g.link(s, w.candidates[0]).peer);
+        }
       }
       if (w.candidates.empty()) {
         if (lid < w.error_lid) {
@@ -533,6 +625,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       stats->lids_rerouted += w.lids_rerouted;
       stats->entries_changed += w.entries_changed;
       stats->routes_kept += w.routes_kept;
+      stats->lids_followed_partly += w.followed_partly;
       stats->unproven = stats->unproven || w.unproven;
       // The lowest LID's, whatever the thread count.
       if (w.error_lid < *error_lid) *error = w.error, *error_lid = w.error_lid;
@@ -543,6 +636,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       [&] {
         auto worker = std::make_unique<RerouteWorker>();
         worker->w.shape.resize(S);
+        worker->w.reached.resize(S);
         worker->w.d_down.resize(S);
         worker->w.d_any.resize(S);
         worker->w.d_plain.resize(S);
@@ -561,7 +655,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
           for (size_t j = 0; j < n; ++j)
             w.tile_old[size_t{sw} * 64 + j] = RerouteOldEntry(g, sw, examine[first + j]);
         std::copy_n(w.tile_old.begin(), size_t{S} * 64, w.tile_new.begin());
-        for (size_t j = 0; j < n; ++j) column(w, examine[first + j], j);
+        for (size_t j = 0; j < n; ++j) column(w, first + j, j);
         for (uint32_t sw = 0; sw < S; ++sw) {
           std::vector<uint8_t>& lft = out.tables.switches[sw].lft;
           for (size_t j = 0; j < n; ++j) lft[examine[first + j]] = w.tile_new[size_t{sw} * 64 + j];

@@ -30,6 +30,9 @@ struct RerouteStats {
   uint64_t lids_rerouted = 0;    // of those, LIDs at least one of whose entries changed
   uint64_t entries_changed = 0;  // (switch, LID) entries that differ from the old tables
   uint64_t routes_kept = 0;      // (switch, LID) routes of examined LIDs, kept
+  // Of the examined LIDs, those whose old routes were followed only from the switches the
+  // fault can have changed (with a proof of the old tables; see RerouteAround).
+  uint64_t lids_followed_partly = 0;
   // Some route that CA traffic takes had to be built without an up*/down* route to follow
   // (after a cut, the core on the far side of the cable towards that pod, and back).
   bool unproven = false;
@@ -63,10 +66,20 @@ size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b);
 // routes together: the caller checks it (CheckCreditLoops, VerifyTables), as it checks an
 // engine's. With it, RerouteStats::proven says when no check is needed.
 //
-// With `before_ranks` (per NodeId of `before`: the ranking an UpDownProof of the old tables
-// holds), switches are ranked by it, so that kept and built routes are up*/down* under the
-// order the old ones were proven under, and ReproveUpDown can renew that proof from the
-// examined LIDs alone. Without, by UpDownRanks of `fabric`.
+// With `before_proof` (an UpDownProof of the old tables on `before`), switches are ranked by
+// its ranking, so that kept and built routes are up*/down* under the order the old ones were
+// proven under, and ReproveUpDown can renew that proof from the examined LIDs alone. Without,
+// by UpDownRanks of `fabric`. The proof also says which old routes need not be followed. For
+// an examined LID whose owner is cabled as before and which the proof lists no turn for, every
+// route CA traffic takes was up*/down*, and every route delivered: `old` must have passed
+// VerifyTables on `before` (the SM proves only tables that did). Such a LID is followed only from the switches whose old route runs into a
+// changed cable (found backwards from those with an entry into one), from the switches above
+// the owner's (which must route down), and from each switch a built route enters; every other
+// switch keeps its entry (RerouteStats::lids_followed_partly counts these LIDs). The tables
+// are those following every switch gives, with one exception: an off-rule route towards a
+// switch LID, from a switch that no CA traffic enters and no built route enters, is kept even
+// where an up*/down* route exists (the whole walk builds it again; nothing that counts runs
+// over it either way).
 //
 // FailedPrecondition (use a full engine run instead) when a switch of `fabric` has no old
 // table, or has no route at all to an owner in its component. options: root_guids for the
@@ -74,6 +87,6 @@ size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b);
 Result<Rerouted> RerouteAround(const Fabric& fabric, const LidMap& lids, const Fabric& before,
                                const RoutingTables& old, const RoutingOptions& options = {},
                                bool examine_all = false,
-                               const std::vector<uint32_t>* before_ranks = nullptr);
+                               const UpDownProof* before_proof = nullptr);
 
 }  // namespace ibsm::routing

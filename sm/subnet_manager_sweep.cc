@@ -223,7 +223,7 @@ void SubnetManager::Route() {
       routed->lids = std::make_unique<routing::LidMap>(*snapshot);
       if (old) {
         auto rr = routing::RerouteAround(*snapshot, *routed->lids, *before, *old, ro,
-                                         /*examine_all=*/false, proof ? &proof->rank : nullptr);
+                                         /*examine_all=*/false, proof.get());
         if (!rr.ok()) {
           routed->reroute_refused = rr.status().message();
         } else if (!check(rr->tables, proof ? &rr->examined : nullptr)) {

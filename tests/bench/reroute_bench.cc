@@ -23,47 +23,6 @@
 namespace ibsm::routing {
 namespace {
 
-// `f` without node `gone` and its cables, as the SM's model has it once a repair took a dead
-// switch out (sm::KeepNodes): every other node, port, LID and cable as it was.
-Fabric WithoutNode(const Fabric& f, NodeId gone) {
-  Fabric out;
-  std::vector<NodeId> now(f.node_count(), kNoNode);
-  for (NodeId n = 0; n < f.node_count(); ++n) {
-    if (n == gone) continue;
-    const Node& node = f.node(n);
-    auto id = out.AddNode(node.kind, node.guid, node.num_ports, node.name, node.description);
-    if (!id.ok()) continue;
-    now[n] = *id;
-    Node& copy = out.mutable_node(*id);
-    copy.system_image_guid = node.system_image_guid;
-    copy.vendor_id = node.vendor_id;
-    copy.device_id = node.device_id;
-    copy.revision = node.revision;
-    for (uint32_t p = 0; p <= node.num_ports; ++p) {
-      const Port& from = f.port(node.first_port + p);
-      Port& to = out.mutable_port(copy.first_port + p);
-      to.guid = from.guid;
-      to.lid = from.lid;
-      to.lmc = from.lmc;
-      to.state = from.state;
-      to.width = from.width;
-      to.speed = from.speed;
-    }
-  }
-  for (NodeId n = 0; n < f.node_count(); ++n) {
-    if (now[n] == kNoNode) continue;
-    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
-      const Port& port = f.port(f.node(n).first_port + p);
-      if (!port.connected()) continue;
-      const Port& peer = f.port(port.peer);
-      if (now[peer.node] == kNoNode || port.peer < f.node(n).first_port + p) continue;
-      (void)out.Connect(now[n], port.num, now[peer.node], peer.num);
-    }
-  }
-  out.IndexLids();
-  return out;
-}
-
 // LFT blocks of `a` (for fabric `fa`) that differ from `b`'s (for `fb`), switches matched by
 // GUID: what the SM would write (BlocksDiffering where the NodeIds differ).
 size_t BlocksWritten(const RoutingTables& a, const Fabric& fa, const RoutingTables& b,
@@ -140,7 +99,7 @@ void BM_RerouteAfterCut(benchmark::State& state) {
     // As the SM repairs when the old tables carry a proof: the re-route under the proof's
     // ranking, the examined LIDs verified, the proof renewed from them.
     t0 = std::chrono::steady_clock::now();
-    auto pr = RerouteAround(after, lids, *before, *old, options, false, &prior->rank);
+    auto pr = RerouteAround(after, lids, *before, *old, options, false, &*prior);
     if (!pr.ok()) {
       state.SkipWithError(pr.status().ToString().c_str());
       return;
