@@ -232,7 +232,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         const uint8_t e = RerouteOldEntry(g, s, lid);
         if (e >= 1 && e <= g.num_ports[s] && dead[e]) {
           touched[lid] = true;
-          dead_entries.emplace_back(lid, s);
+          if (proven_before) dead_entries.emplace_back(lid, s);
         }
       }
     }
@@ -364,7 +364,9 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
             const uint8_t e = old_at(y);
             if (e == 0 || e > g.num_ports[y]) continue;
             const RerouteLink& l = g.link(y, e);
-            if (l.kind == RerouteLink::kSwitch && l.peer == x) w.reached[y] = 1, w.affected.push_back(y);
+            if (l.kind != RerouteLink::kSwitch || l.peer != x) continue;
+            w.reached[y] = 1;
+            w.affected.push_back(y);
           }
       }
       std::sort(w.affected.begin(), w.affected.end());

@@ -16,6 +16,7 @@ namespace ibsm::routing {
 namespace {
 
 using testing::AssignLids;
+using testing::Differences;
 
 // Entries that send a LID out of a port without a cable (kDropPort aside).
 size_t EntriesToDeadPorts(const Fabric& f, const RoutingTables& t) {
@@ -27,18 +28,6 @@ size_t EntriesToDeadPorts(const Fabric& f, const RoutingTables& t) {
       if (e > f.node(st.node).num_ports || !f.port(st.node, PortNum(e)).connected()) ++dead;
     }
   return dead;
-}
-
-// Entries of `a` and `b` (switches by NodeId; both tables route the same fabric's nodes)
-// that differ.
-size_t Differences(const RoutingTables& a, const RoutingTables& b) {
-  size_t diff = 0;
-  for (const SwitchTable& st : a.switches) {
-    const SwitchTable* other = b.table(st.node);
-    for (size_t lid = 1; lid < st.lft.size(); ++lid)
-      diff += !other || lid >= other->lft.size() || other->lft[lid] != st.lft[lid];
-  }
-  return diff;
 }
 
 // Whether the walk of `t` from switch `from` towards `lid` crosses the cable at port
@@ -67,16 +56,9 @@ struct Cut {
 
 // The first cable from a switch of tier `tier` to one above it.
 Cut FirstUplink(const Fabric& f, uint32_t tier) {
-  const auto rank = LeafDistanceRanks(f);
-  for (NodeId n = 0; n < f.node_count(); ++n) {
-    if (rank[n] != tier) continue;
-    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
-      const Port& port = f.port(n, PortNum(static_cast<uint8_t>(p)));
-      if (port.connected() && rank[f.port(port.peer).node] == tier + 1)
-        return {n, static_cast<uint8_t>(p)};
-    }
-  }
-  return {kNoNode, 0};
+  const PortId id = testing::Uplink(f, tier);
+  if (id == kNoPort) return {kNoNode, 0};
+  return {f.port(id).node, f.port(id).num.value()};
 }
 
 class RerouteTest : public testing::FtreeFatTreeTest {

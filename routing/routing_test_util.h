@@ -10,6 +10,7 @@
 #include "routing/ftree_engine.h"
 #include "routing/hop_table.h"
 #include "routing/routing_engine.h"
+#include "routing/updown_proof.h"
 
 namespace ibsm::routing::testing {
 
@@ -71,6 +72,31 @@ inline NodeId AttachNode(const Fabric& fabric, PortId end_port) {
 
 // A 3-tier fat tree of radix k, LIDs in node order (LMC `lmc`), routed by ftree: the tables
 // a repair starts from (the re-route and proof tests).
+// Entries of `a` and `b` (switches by NodeId; both tables route the same fabric's nodes)
+// that differ.
+inline size_t Differences(const RoutingTables& a, const RoutingTables& b) {
+  size_t diff = 0;
+  for (const SwitchTable& st : a.switches) {
+    const SwitchTable* other = b.table(st.node);
+    for (size_t lid = 1; lid < st.lft.size(); ++lid)
+      diff += !other || lid >= other->lft.size() || other->lft[lid] != st.lft[lid];
+  }
+  return diff;
+}
+
+// The first cable from a switch of tier `tier` (LeafDistanceRanks) to one a tier above.
+inline PortId Uplink(const Fabric& f, uint32_t tier) {
+  const auto rank = LeafDistanceRanks(f);
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (rank[n] != tier) continue;
+    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
+      const PortId id = f.port_id(n, PortNum(static_cast<uint8_t>(p)));
+      if (f.port(id).connected() && rank[f.port(f.port(id).peer).node] == tier + 1) return id;
+    }
+  }
+  return kNoPort;
+}
+
 class FtreeFatTreeTest : public ::testing::Test {
  protected:
   void Build(int k, uint8_t lmc = 0) {

@@ -20,6 +20,8 @@ namespace ibsm::routing {
 namespace {
 
 using testing::AssignLids;
+using testing::Differences;
+using testing::Uplink;
 
 // The turns of a proof as (LID, from, via, to) by GUID, sorted: comparable across fabrics.
 std::vector<std::tuple<uint16_t, Guid, Guid, Guid>> TurnSet(const Fabric& f,
@@ -29,19 +31,6 @@ std::vector<std::tuple<uint16_t, Guid, Guid, Guid>> TurnSet(const Fabric& f,
     out.emplace_back(t.lid, f.node(t.from).guid, f.node(t.via).guid, f.node(t.to).guid);
   std::sort(out.begin(), out.end());
   return out;
-}
-
-// The first cable from a spine (tier 1) up to a core.
-PortId SpineUplink(const Fabric& f) {
-  const auto tier = LeafDistanceRanks(f);
-  for (NodeId n = 0; n < f.node_count(); ++n) {
-    if (tier[n] != 1) continue;
-    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
-      const PortId id = f.port_id(n, PortNum(static_cast<uint8_t>(p)));
-      if (f.port(id).connected() && tier[f.port(f.port(id).peer).node] == 2) return id;
-    }
-  }
-  return kNoPort;
 }
 
 struct Repaired {
@@ -98,7 +87,7 @@ TEST_F(UpDownProofTest, ACutCableIsProvenFromTheChangedLidsAlone) {
     SCOPED_TRACE("k=" + std::to_string(k));
     Build(k);
     Fabric after = before_;
-    const PortId cut = SpineUplink(after);
+    const PortId cut = Uplink(after, 1);
     ASSERT_NE(cut, kNoPort);
     after.Disconnect(cut);
     const LidMap lids(after);
@@ -174,19 +163,6 @@ TEST(UpDownProof, RandomGraphsWithACreditLoopAreNeverProven) {
   EXPECT_GT(loops, 0u);
 }
 
-// The first cable from a switch of tier `tier` (LeafDistanceRanks) to one a tier above.
-PortId Uplink(const Fabric& f, uint32_t tier) {
-  const auto rank = LeafDistanceRanks(f);
-  for (NodeId n = 0; n < f.node_count(); ++n) {
-    if (rank[n] != tier) continue;
-    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
-      const PortId id = f.port_id(n, PortNum(static_cast<uint8_t>(p)));
-      if (f.port(id).connected() && rank[f.port(f.port(id).peer).node] == tier + 1) return id;
-    }
-  }
-  return kNoPort;
-}
-
 // `f` without its first switch of tier `tier`: the switch dead, taken out as the SM's model
 // takes it out.
 Fabric WithoutFirst(const Fabric& f, uint32_t tier) {
@@ -216,11 +192,7 @@ void ExpectPartlyAsWhole(const Fabric& after, const Fabric& before, const Routin
     EXPECT_GT(part->stats.lids_followed_partly, 0u);
     EXPECT_EQ(whole->stats.lids_followed_partly, 0u);
     EXPECT_EQ(part->examined, whole->examined);
-    size_t differ = 0;
-    for (const SwitchTable& st : whole->tables.switches)
-      for (size_t lid = 0; lid < st.lft.size(); ++lid)
-        differ += part->tables.table(st.node)->lft[lid] != st.lft[lid];
-    EXPECT_EQ(differ, 0u);
+    EXPECT_EQ(Differences(part->tables, whole->tables), 0u);
     EXPECT_EQ(part->stats.entries_changed, whole->stats.entries_changed);
     EXPECT_EQ(part->stats.routes_kept, whole->stats.routes_kept);
     EXPECT_EQ(part->stats.lids_rerouted, whole->stats.lids_rerouted);
