@@ -70,8 +70,6 @@ inline NodeId AttachNode(const Fabric& fabric, PortId end_port) {
   return fabric.node(peer).is_switch() ? peer : kNoNode;
 }
 
-// A 3-tier fat tree of radix k, LIDs in node order (LMC `lmc`), routed by ftree: the tables
-// a repair starts from (the re-route and proof tests).
 // Entries of `a` and `b` (switches by NodeId; both tables route the same fabric's nodes)
 // that differ.
 inline size_t Differences(const RoutingTables& a, const RoutingTables& b) {
@@ -97,6 +95,8 @@ inline PortId Uplink(const Fabric& f, uint32_t tier) {
   return kNoPort;
 }
 
+// A 3-tier fat tree of radix k, LIDs in node order (LMC `lmc`), routed by ftree: the tables
+// a repair starts from (the re-route and proof tests).
 class FtreeFatTreeTest : public ::testing::Test {
  protected:
   void Build(int k, uint8_t lmc = 0) {
