@@ -78,6 +78,7 @@ struct RerouteScratch {
   std::vector<uint8_t> tile_old, tile_new;  // switch-major, 64 LIDs a switch
   std::vector<std::pair<uint32_t, bool>> stack;
   std::vector<uint8_t> candidates;
+  std::vector<uint32_t> changed;  // the column's switches whose entry set() changed
   uint64_t lids_rerouted = 0, entries_changed = 0, routes_kept = 0, followed_partly = 0;
   std::string error;
   uint32_t error_lid = kRerouteInf;
@@ -183,13 +184,36 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
   // switch, into a port whose cable is gone or leads elsewhere. Every other LID's routes
   // are the old ones, hop for hop, over cables that are all still there.
   std::vector<uint32_t> examine;
+  // `before` in more than one piece: a switch cut off then had no route it had to keep, and a
+  // cable that joins the pieces again would leave its entries as they were.
+  auto one_piece = [](const Fabric& fab) {
+    std::vector<uint8_t> seen(fab.node_count(), 0);
+    std::vector<NodeId> queue;
+    size_t switches = 0;
+    for (NodeId n = 0; n < fab.node_count(); ++n)
+      if (fab.node(n).is_switch() && switches++ == 0) seen[n] = 1, queue.push_back(n);
+    for (size_t i = 0; i < queue.size(); ++i) {
+      const Node& node = fab.node(queue[i]);
+      for (uint32_t p = 1; p <= node.num_ports; ++p) {
+        const Port& port = fab.port(node.first_port + p);
+        if (!port.connected()) continue;
+        const NodeId m = fab.port(port.peer).node;
+        if (fab.node(m).is_switch() && !seen[m]) seen[m] = 1, queue.push_back(m);
+      }
+    }
+    return queue.size() == switches;
+  };
   bool all = examine_all || g.component.empty() ||
-             *std::max_element(g.component.begin(), g.component.end()) > 0;
+             *std::max_element(g.component.begin(), g.component.end()) > 0 ||
+             !one_piece(before);
   // Per examined LID (by its index in `examine`), whether only the switches whose old route
   // runs into a changed cable need following (see reroute.h), and those with an entry into
   // one: seeds[seed_begin[i] .. seed_begin[i + 1]).
   std::vector<bool> partial;
   std::vector<uint32_t> seed_begin, seeds;
+  // Per examined LID: its owner is cabled as before, so Rerouted::changes can list the
+  // switches whose entry may differ (with a proof, when the seeds are kept).
+  std::vector<bool> same_owner;
   if (!all) {
     std::vector<bool> touched(size_t{max_lid} + 1, false);
     std::vector<std::pair<uint32_t, uint32_t>> dead_entries;  // (LID, switch)
@@ -208,6 +232,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     for (uint32_t lid = 1; lid <= max_lid; ++lid)
       touched[lid] = !same_end(lids.owner(Lid(static_cast<uint16_t>(lid))), f,
                                was.owner(Lid(static_cast<uint16_t>(lid))), before);
+    const std::vector<bool> moved(touched);
     // Where the owner moved, every switch's route may have changed; where the proof lists a
     // turn, a route CA traffic takes may be off-rule anywhere. Those LIDs are followed from
     // every switch.
@@ -242,6 +267,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       at[lid] = static_cast<uint32_t>(examine.size());
       examine.push_back(lid);
       partial.push_back(proven_before && !whole[lid]);
+      same_owner.push_back(proven_before && !moved[lid]);
     }
     // dead_entries is by switch, then LID: a counting sort makes it by LID, then switch.
     seed_begin.assign(examine.size() + 1, 0);
@@ -286,9 +312,10 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         final_port = f.port(o.peer).num.value();
       }
     }
+    w.changed.clear();
     auto set = [&](uint32_t s, uint8_t e) {
       w.tile_new[size_t{s} * 64 + j] = e;
-      if (e != old_at(s)) ++w.entries_changed;
+      if (e != old_at(s)) ++w.entries_changed, w.changed.push_back(s);
     };
     if (target == kNone) {
       bool changed = false;
@@ -610,6 +637,8 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     ++w.lids_rerouted;
   };
 
+  // Per examined LID with the same owner: the switches (indices) whose entry may differ.
+  std::vector<std::vector<uint32_t>> changed_at(same_owner.size());
   // Columns in runs of 64, so workers mostly write disjoint cache lines.
   const size_t runs = (examine.size() + 63) / 64;
   std::mutex mu;
@@ -657,7 +686,15 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
           for (size_t j = 0; j < n; ++j)
             w.tile_old[size_t{sw} * 64 + j] = RerouteOldEntry(g, sw, examine[first + j]);
         std::copy_n(w.tile_old.begin(), size_t{S} * 64, w.tile_new.begin());
-        for (size_t j = 0; j < n; ++j) column(w, first + j, j);
+        for (size_t j = 0; j < n; ++j) {
+          const size_t i = first + j;
+          column(w, i, j);
+          if (i < same_owner.size() && same_owner[i]) {
+            std::vector<uint32_t>& list = changed_at[i];
+            list.assign(seeds.begin() + seed_begin[i], seeds.begin() + seed_begin[i + 1]);
+            list.insert(list.end(), w.changed.begin(), w.changed.end());
+          }
+        }
         for (uint32_t sw = 0; sw < S; ++sw) {
           std::vector<uint8_t>& lft = out.tables.switches[sw].lft;
           for (size_t j = 0; j < n; ++j) lft[examine[first + j]] = w.tile_new[size_t{sw} * 64 + j];
@@ -665,6 +702,20 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       });
   if (!error.empty()) return Status(StatusCode::kFailedPrecondition, error);
   stats.lids_examined = examine.size();
+  // Switch indices ascend with NodeIds, so a sorted list of indices is a sorted list of nodes.
+  EntryChanges& changes = out.changes;
+  changes.known.assign(examine.size(), 0);
+  changes.begin.assign(1, 0);
+  for (size_t i = 0; i < examine.size(); ++i) {
+    if (i < same_owner.size() && same_owner[i]) {
+      std::vector<uint32_t>& list = changed_at[i];
+      std::sort(list.begin(), list.end());
+      list.erase(std::unique(list.begin(), list.end()), list.end());
+      changes.known[i] = 1;
+      for (uint32_t s : list) changes.nodes.push_back(g.node[s]);
+    }
+    changes.begin.push_back(static_cast<uint32_t>(changes.nodes.size()));
+  }
   out.examined = std::move(examine);
   stats.proven = all && !stats.unproven;
   out.stats = stats;

@@ -45,6 +45,10 @@ struct Rerouted {
   RerouteStats stats;
   // The LIDs examined, ascending: every other LID's entries are the old ones on every switch.
   std::vector<uint32_t> examined;
+  // Per examined LID, which switches' entries may differ from the old ones: known with a
+  // proof of the old tables (`before_proof`) for the LIDs whose owner is cabled as before.
+  // VerifyTables and ReproveUpDown then read only what the change can have touched.
+  EntryChanges changes;
 };
 
 // LFT blocks (64 LIDs) of `a`'s tables that differ from `b`'s for the same switch (NodeId), or

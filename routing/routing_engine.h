@@ -81,6 +81,18 @@ struct RoutingTables {
   }
 };
 
+// Where tables differ from tables they were derived from (a re-route's, from the old ones),
+// LID by LID, for a list of LIDs kept beside it (Rerouted::examined): for the i-th LID, when
+// known[i], the switches nodes[begin[i] .. begin[i + 1]) (ascending NodeIds of the new
+// fabric) are those whose entry differs from the old one or whose old entry went into a port
+// whose cable changed; every other switch's entry is the old one, over the same cable, and
+// the LID's owner is cabled as before. When not known[i], any switch may differ.
+struct EntryChanges {
+  std::vector<uint8_t> known;
+  std::vector<uint32_t> begin;
+  std::vector<NodeId> nodes;
+};
+
 class RoutingEngine {
  public:
   virtual ~RoutingEngine() = default;

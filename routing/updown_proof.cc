@@ -227,6 +227,67 @@ std::vector<ProofTurn> ColumnTurns(const ProofGraph& g, const LidMap& lids, cons
   return out;
 }
 
+// The turns of the changed LIDs that `changes` knows the switches of, where neither prior
+// lists a turn for the LID nor the LID is a switch's (whose counted routes depend on which
+// switches CA traffic reaches): every switch's entry counts, and a turn (x, y, z) whose x and
+// y both kept their entries over the same cables was one of the old tables, which prior would
+// list. So only the turns at a listed switch or just after one are new. The other changed
+// LIDs go to `whole` (ascending), to be read in full. In LID order, by `from` within a LID,
+// as ColumnTurns gives them.
+std::vector<ProofTurn> NearTurns(const ProofGraph& g, const LidMap& lids, const Fabric& f,
+                                 const UpDownProof& prior, const std::vector<uint32_t>& changed,
+                                 const EntryChanges& changes, std::vector<uint32_t>& whole) {
+  std::vector<uint8_t> turned(size_t{lids.max_lid()} + 1, 0);
+  for (const RouteTurn& t : prior.turns)
+    if (t.lid < turned.size()) turned[t.lid] = 1;
+  std::vector<ProofTurn> out, here;
+  for (size_t i = 0; i < changed.size(); ++i) {
+    const uint32_t lid = changed[i];
+    const PortId owner = lid <= lids.max_lid() ? lids.owner(Lid(static_cast<uint16_t>(lid)))
+                                               : kNoPort;
+    if (owner == kNoPort) continue;  // no routes towards it count
+    const Node& on = f.node(f.port(owner).node);
+    bool near = i < changes.known.size() && changes.known[i] && !turned[lid] &&
+                !on.is_switch() && !IsAggregationNode(on);
+    here.clear();
+    auto turn_at = [&](uint32_t x) {
+      const uint8_t e = g.Entry(x, lid);
+      const uint32_t y = g.Next(x, e);
+      if (y == kNone || g.up[g.base[x] + e]) return;
+      const uint8_t e2 = g.Entry(y, lid);
+      const uint32_t z = g.Next(y, e2);
+      if (z != kNone && g.up[g.base[y] + e2]) here.push_back({static_cast<uint16_t>(lid), x, y, z});
+    };
+    for (uint32_t k = near ? changes.begin[i] : 0; near && k < changes.begin[i + 1]; ++k) {
+      const NodeId n = changes.nodes[k];
+      const uint32_t y = n < g.index.size() ? g.index[n] : kNone;
+      if (y == kNone) {
+        near = false;
+        break;
+      }
+      turn_at(y);
+      // Switches above y whose entry leads down into it.
+      for (uint32_t p = 1; p <= g.num_ports[y]; ++p) {
+        const uint32_t x = g.peer[g.base[y] + p];
+        if (x == kNone || !g.up[g.base[y] + p]) continue;
+        if (g.Next(x, g.Entry(x, lid)) == y) turn_at(x);
+      }
+    }
+    if (!near) {
+      whole.push_back(lid);
+      continue;
+    }
+    std::sort(here.begin(), here.end(), [](const ProofTurn& a, const ProofTurn& b) {
+      return a.from < b.from;
+    });
+    here.erase(std::unique(here.begin(), here.end(),
+                           [](const ProofTurn& a, const ProofTurn& b) { return a.from == b.from; }),
+               here.end());
+    out.insert(out.end(), here.begin(), here.end());
+  }
+  return out;
+}
+
 // OK when no chain of the turns leads back to where it started (see the header).
 Status TurnsCloseNoLoop(const ProofGraph& g, const Fabric& f, const std::vector<ProofTurn>& all) {
   struct Key {
@@ -356,7 +417,7 @@ Result<UpDownProof> ProveUpDown(const Fabric& f, const LidMap& lids, const Routi
 Result<UpDownProof> ReproveUpDown(const Fabric& f, const LidMap& lids,
                                   const RoutingTables& tables, const Fabric& before,
                                   const UpDownProof& prior, const std::vector<uint32_t>& changed,
-                                  unsigned threads) {
+                                  unsigned threads, const EntryChanges* changes) {
   using namespace updown_impl;
   // prior's ranking, carried over by GUID; who had a CA cabled then.
   std::vector<uint32_t> rank(f.node_count(), kNone);
@@ -385,15 +446,23 @@ Result<UpDownProof> ReproveUpDown(const Fabric& f, const LidMap& lids,
   }
   const ProofGraph g(f, tables, rank);
   std::vector<uint32_t> col = changed;
+  // Changed LIDs read at only the switches the change touched (see the header); `col` keeps
+  // every changed LID, for dropping prior's turns of them.
+  std::vector<uint32_t> whole_col;
+  std::vector<ProofTurn> near = changes ? NearTurns(g, lids, f, prior, changed, *changes, whole_col)
+                                        : std::vector<ProofTurn>{};
+  if (!changes) whole_col = changed;
   if (new_leaf) {
     for (uint32_t lid = 1; lid <= lids.max_lid(); ++lid) {
       const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
       if (owner == kNoPort) continue;
       const Node& on = f.node(f.port(owner).node);
-      if (on.is_switch() || IsAggregationNode(on)) col.push_back(lid);
+      if (on.is_switch() || IsAggregationNode(on)) col.push_back(lid), whole_col.push_back(lid);
     }
-    std::sort(col.begin(), col.end());
-    col.erase(std::unique(col.begin(), col.end()), col.end());
+    for (auto* v : {&col, &whole_col}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
   }
   std::vector<ProofTurn> turns;
   for (const RouteTurn& t : prior.turns) {
@@ -411,8 +480,9 @@ Result<UpDownProof> ReproveUpDown(const Fabric& f, const LidMap& lids,
     }
     turns.push_back({t.lid, g.index[from], g.index[via], g.index[to]});
   }
-  std::vector<ProofTurn> fresh = ColumnTurns(g, lids, f, col, threads);
+  std::vector<ProofTurn> fresh = ColumnTurns(g, lids, f, whole_col, threads);
   turns.insert(turns.end(), fresh.begin(), fresh.end());
+  turns.insert(turns.end(), near.begin(), near.end());
   return Finish(g, f, std::move(rank), turns);
 }
 

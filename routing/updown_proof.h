@@ -64,9 +64,14 @@ Result<UpDownProof> ProveUpDown(const Fabric& fabric, const LidMap& lids,
 // stays `prior`'s (switches matched by GUID); a switch `prior` does not rank is a
 // FailedPrecondition. When a switch has a CA cabled that it had not in `before`, the routes
 // towards every switch LID are read again too.
+//
+// `changes` (beside `changed`; Rerouted::changes) narrows the reading: a changed CA or router
+// LID that prior lists no turn for, and whose changed switches it knows, is read only at those
+// switches and at the switches above them that lead into them (a turn where neither switch
+// changed would have been prior's). The proof is the one reading the whole columns gives.
 Result<UpDownProof> ReproveUpDown(const Fabric& fabric, const LidMap& lids,
                                   const RoutingTables& tables, const Fabric& before,
                                   const UpDownProof& prior, const std::vector<uint32_t>& changed,
-                                  unsigned threads = 1);
+                                  unsigned threads = 1, const EntryChanges* changes = nullptr);
 
 }  // namespace ibsm::routing

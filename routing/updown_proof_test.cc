@@ -172,6 +172,95 @@ Fabric WithoutFirst(const Fabric& f, uint32_t tier) {
   return f;
 }
 
+void ExpectSameReport(const VerifyReport& a, const VerifyReport& b) {
+  EXPECT_EQ(a.ok, b.ok);
+  EXPECT_EQ(a.missing_entries, b.missing_entries);
+  EXPECT_EQ(a.loops, b.loops);
+  EXPECT_EQ(a.misrouted_entries, b.misrouted_entries);
+  EXPECT_EQ(a.unreachable_pairs, b.unreachable_pairs);
+  EXPECT_EQ(a.problems, b.problems);
+}
+
+// What r.changes lists, LID by LID, is exactly what differs from `old`: the switches whose
+// entry changed, or whose old entry goes into a port that now leads elsewhere (or nowhere);
+// and where it is known, the LID's owner is cabled as before.
+void ExpectChangesListed(const Fabric& after, const Fabric& before, const RoutingTables& old,
+                         const Rerouted& r) {
+  const LidMap lids(after), was(before);
+  auto far = [](const Fabric& f, NodeId n, uint32_t p) -> std::pair<Guid, uint32_t> {
+    if (p == 0 || p > f.node(n).num_ports) return {Guid{0}, p};
+    const Port& port = f.port(f.port_id(n, PortNum(static_cast<uint8_t>(p))));
+    if (!port.connected()) return {Guid{0}, 0};
+    const Port& peer = f.port(port.peer);
+    return {f.node(peer.node).guid, peer.num.value()};
+  };
+  for (size_t i = 0; i < r.examined.size(); ++i) {
+    if (!r.changes.known[i]) continue;
+    const uint32_t lid = r.examined[i];
+    const PortId o = lids.owner(Lid(static_cast<uint16_t>(lid)));
+    const PortId w = was.owner(Lid(static_cast<uint16_t>(lid)));
+    ASSERT_NE(o, kNoPort);
+    ASSERT_NE(w, kNoPort);
+    EXPECT_EQ(after.node(after.port(o).node).guid, before.node(before.port(w).node).guid);
+    std::vector<NodeId> expect;
+    for (const SwitchTable& st : r.tables.switches) {
+      const NodeId then = *before.FindNode(after.node(st.node).guid);
+      const uint8_t e = old.table(then)->lft[lid];
+      if (st.lft[lid] != e || far(after, st.node, e) != far(before, then, e))
+        expect.push_back(st.node);
+    }
+    std::sort(expect.begin(), expect.end());
+    const std::vector<NodeId> got(r.changes.nodes.begin() + r.changes.begin[i],
+                                  r.changes.nodes.begin() + r.changes.begin[i + 1]);
+    EXPECT_EQ(got, expect) << "LID " << lid;
+  }
+}
+
+// `tables` (a re-route of `r`'s on `after` from tables on `before` that `prior` proves)
+// verified and proven reading only the switches r.changes lists, beside reading every switch
+// of the examined LIDs: the same report, the same verdict and the same turns.
+void ExpectChangesReadAsWhole(const Fabric& after, const Fabric& before, const UpDownProof& prior,
+                              const Rerouted& r, const RoutingTables& tables, unsigned threads) {
+  const LidMap lids(after);
+  ASSERT_EQ(r.changes.known.size(), r.examined.size());
+  ASSERT_EQ(r.changes.begin.size(), r.examined.size() + 1);
+  EXPECT_GT(std::count(r.changes.known.begin(), r.changes.known.end(), 1), 0);
+  ExpectSameReport(VerifyTables(after, lids, tables, 100, threads, &r.examined, &r.changes),
+                   VerifyTables(after, lids, tables, 100, threads, &r.examined));
+  auto near = ReproveUpDown(after, lids, tables, before, prior, r.examined, threads, &r.changes);
+  auto full = ReproveUpDown(after, lids, tables, before, prior, r.examined, threads);
+  ASSERT_EQ(near.ok(), full.ok()) << (near.ok() ? full : near).status().ToString();
+  if (near.ok()) {
+    EXPECT_EQ(TurnSet(after, *near), TurnSet(after, *full));
+  } else {
+    EXPECT_EQ(near.status().message(), full.status().message());
+  }
+}
+
+// `f` with two spine-core cables swapped at their core ends: the first uplink's aggregation
+// switch and another one in another pod, on the same port, each now cabled to the other's core.
+// Old entries into those ports lead somewhere else, and some still deliver there.
+Fabric WithUplinksSwapped(const Fabric& f) {
+  Fabric out = f;
+  const PortId a = Uplink(f, 1);
+  const Port& pa = f.port(a);
+  const auto rank = LeafDistanceRanks(f);
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (rank[n] != 1 || n == pa.node) continue;
+    const PortId b = f.port_id(n, pa.num);
+    const Port& pb = f.port(b);
+    if (!pb.connected() || f.port(pb.peer).node == f.port(pa.peer).node) continue;
+    const Port ca = f.port(pa.peer), cb = f.port(pb.peer);
+    out.Disconnect(a);
+    out.Disconnect(b);
+    EXPECT_TRUE(out.Connect(pa.node, pa.num, cb.node, cb.num).ok());
+    EXPECT_TRUE(out.Connect(n, pa.num, ca.node, ca.num).ok());
+    return out;
+  }
+  ADD_FAILURE() << "no second uplink to swap with";
+  return out;
+}
+
 // The re-route of `after` from `old` (on `before`, proven by `prior`) as it runs, following a
 // LID's old routes only from the switches the fault can have changed, beside the same re-route
 // following every switch's (as it does for a LID the proof lists a turn for): the same tables.
@@ -198,6 +287,9 @@ void ExpectPartlyAsWhole(const Fabric& after, const Fabric& before, const Routin
     EXPECT_EQ(part->stats.lids_rerouted, whole->stats.lids_rerouted);
     EXPECT_EQ(part->stats.unproven, whole->stats.unproven);
     EXPECT_TRUE(VerifyTables(after, lids, part->tables).ok);
+    ExpectChangesListed(after, before, old, *part);
+    ExpectChangesReadAsWhole(after, before, prior, *part, part->tables, threads);
+    ExpectChangesReadAsWhole(after, before, every, *whole, whole->tables, threads);
   }
 }
 
@@ -223,6 +315,7 @@ TEST_F(UpDownProofTest, FollowingOnlyWhatTheFaultChangedKeepsWhatTheWholeWalkKee
         const Fabric after = WithoutFirst(before_, tier);
         same(after, before_, old_, prior_, at + " dead switch of tier " + std::to_string(tier));
       }
+      same(WithUplinksSwapped(before_), before_, old_, prior_, at + " two uplinks swapped");
       for (uint64_t seed = 1; seed <= (k == 8 ? 8u : 3u); ++seed) {
         Fabric after = before_;
         Degrade(after, static_cast<int>(seed), seed);
@@ -267,6 +360,130 @@ TEST_F(UpDownProofTest, FollowingOnlyWhatTheFaultChangedKeepsWhatTheWholeWalkKee
   }
   std::printf("[ figure ] %zu random graphs compared\n", compared);
   EXPECT_GT(compared, 0u);
+}
+
+// Re-routed tables broken at switches the re-route lists as changed (what a wrong re-route
+// would hand over): verification reading only what the changes reach reports each break as
+// reading every switch does (holes, a wrong port, port 0, a forwarding loop, a port out of
+// range), and the renewed proof finds the same turns (a hop up after a hop down) or refuses
+// alike.
+TEST_F(UpDownProofTest, BreaksWhereTheChangesAreAreFoundAsByTheWholeWalk) {
+  size_t climbed = 0;
+  for (int k : {8, 16}) {
+    Build(k);
+    std::vector<std::pair<std::string, Fabric>> faults;
+    for (uint32_t tier : {0u, 1u}) {
+      Fabric after = before_;
+      after.Disconnect(Uplink(after, tier));
+      faults.emplace_back("cut above tier " + std::to_string(tier), std::move(after));
+    }
+    faults.emplace_back("dead switch of tier 1", WithoutFirst(before_, 1));
+    faults.emplace_back("two uplinks swapped", WithUplinksSwapped(before_));
+    for (const auto& [what, after] : faults) {
+      SCOPED_TRACE("k=" + std::to_string(k) + " " + what);
+      const LidMap lids(after);
+      auto r = RerouteAround(after, lids, before_, old_, {}, false, &prior_);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ExpectChangesReadAsWhole(after, before_, prior_, *r, r->tables, 1);
+      const auto tier = LeafDistanceRanks(after);
+      for (int kind = 0; kind < 6; ++kind) {
+        SCOPED_TRACE("break " + std::to_string(kind));
+        RoutingTables broken = r->tables;
+        size_t breaks = 0;
+        // Every 7th examined LID with a listed switch, broken at its first listed switch.
+        for (size_t i = 0; kind < 5 && i < r->examined.size(); i += 7) {
+          const auto& c = r->changes;
+          if (!c.known[i] || c.begin[i] == c.begin[i + 1]) continue;
+          const NodeId n = c.nodes[c.begin[i]];
+          std::vector<uint8_t>& lft = broken.switches[broken.switch_index[n]].lft;
+          const uint32_t lid = r->examined[i];
+          const Node& node = after.node(n);
+          // A cabled switch port other than the current one, for a wrong hop or a loop.
+          uint8_t other = 0;
+          for (uint32_t p = 1; p <= node.num_ports && !other; ++p) {
+            const Port& port = after.port(node.first_port + p);
+            if (port.connected() && p != lft[lid] &&
+                after.node(after.port(port.peer).node).is_switch())
+              other = static_cast<uint8_t>(p);
+          }
+          if (kind >= 3 && !other) continue;
+          if (kind == 0) lft[lid] = kDropPort;
+          if (kind == 1) lft[lid] = 0;
+          if (kind == 2) lft[lid] = static_cast<uint8_t>(node.num_ports + 1);
+          if (kind == 3) lft[lid] = other;
+          if (kind == 4) {
+            // n and that neighbour forward to each other: a two-switch loop.
+            const Port& port = after.port(node.first_port + other);
+            const NodeId m = after.port(port.peer).node;
+            broken.switches[broken.switch_index[m]].lft[lid] = after.port(port.peer).num.value();
+            lft[lid] = other;
+          }
+          ++breaks;
+        }
+        // 5: the owner's own switch turned up where a switch above it that the change left
+        // alone leads down into it (a turn that only reading above a changed switch finds).
+        for (size_t i = 0; kind == 5 && i < r->examined.size(); i += 3) {
+          const auto& c = r->changes;
+          const uint32_t lid = r->examined[i];
+          const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
+          if (!c.known[i] || owner == kNoPort) continue;
+          const Port& o = after.port(owner);
+          if (after.node(o.node).is_switch() || !o.connected()) continue;
+          const NodeId y = after.port(o.peer).node;
+          auto listed_at = [&](NodeId n) {
+            return std::binary_search(c.nodes.begin() + c.begin[i],
+                                      c.nodes.begin() + c.begin[i + 1], n);
+          };
+          if (listed_at(y)) continue;
+          const Node& node = after.node(y);
+          uint8_t fed = 0, climb = 0;  // a port from a feeding switch, another port up
+          for (uint32_t p = 1; p <= node.num_ports; ++p) {
+            const Port& port = after.port(node.first_port + p);
+            if (!port.connected()) continue;
+            const NodeId x = after.port(port.peer).node;
+            if (!after.node(x).is_switch() || tier[x] <= tier[y]) continue;
+            const auto& xl = broken.switches[broken.switch_index[x]].lft;
+            if (!fed && !listed_at(x) && xl[lid] == after.port(port.peer).num.value())
+              fed = static_cast<uint8_t>(p);
+            else if (!climb) climb = static_cast<uint8_t>(p);
+          }
+          if (fed && climb) {
+            broken.switches[broken.switch_index[y]].lft[lid] = climb;
+            ++breaks;
+          }
+        }
+        if (kind == 5) {
+          climbed += breaks;
+          if (breaks == 0) continue;
+        }
+        ASSERT_GT(breaks, 0u);
+        // What the breaks changed is listed too (a loop's second switch among it), as a
+        // re-route lists what it changed.
+        Rerouted listed = *r;
+        {
+          listed.changes.nodes.clear();
+          listed.changes.begin.assign(1, 0);
+          for (size_t i = 0; i < r->examined.size(); ++i) {
+            for (const SwitchTable& st : broken.switches) {
+              const SwitchTable* was = r->tables.table(st.node);
+              const uint32_t lid = r->examined[i];
+              const auto& c = r->changes;
+              const bool had = std::binary_search(c.nodes.begin() + c.begin[i],
+                                                  c.nodes.begin() + c.begin[i + 1], st.node);
+              if (had || st.lft[lid] != was->lft[lid]) listed.changes.nodes.push_back(st.node);
+            }
+            listed.changes.begin.push_back(static_cast<uint32_t>(listed.changes.nodes.size()));
+          }
+        }
+        const VerifyReport v = VerifyTables(after, lids, broken, 100, 1, &r->examined);
+        if (kind != 3) {
+          EXPECT_FALSE(v.ok);
+        }
+        ExpectChangesReadAsWhole(after, before_, prior_, listed, broken, 1);
+      }
+    }
+  }
+  EXPECT_GT(climbed, 0u);
 }
 
 // Five switches: top T over M1 and M2, each cabled to leaves L1 (host H1) and L2 (host H2).

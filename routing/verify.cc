@@ -70,6 +70,17 @@ class Verifier {
         }
       }
     }
+    // Who leads into each switch: (switch, port) pairs whose cable ends there.
+    pred_start_.assign(S + 1, 0);
+    for (const Target& t : targets_)
+      if (t.sw != kNone) ++pred_start_[t.sw + 1];
+    for (uint32_t s = 0; s < S; ++s) pred_start_[s + 1] += pred_start_[s];
+    preds_.resize(pred_start_[S]);
+    std::vector<uint32_t> fill(pred_start_.begin(), pred_start_.end() - 1);
+    for (uint32_t s = 0; s < S; ++s)
+      for (uint32_t i = target_start_[s]; i < target_start_[s + 1]; ++i)
+        if (targets_[i].sw != kNone)
+          preds_[fill[targets_[i].sw]++] = {s, static_cast<uint8_t>(i - target_start_[s])};
     // End ports (CAs, routers) attached to each switch: the sources of host traffic.
     sources_at_.assign(S, 0);
     for (PortId p : lids.end_ports()) {
@@ -82,8 +93,11 @@ class Verifier {
   // shared cursor; block reports are merged in LID order, so the result does not depend on
   // the schedule.
   // `only`: the LIDs to verify, ascending (all when null); they are split into blocks of 64
-  // the same way.
-  VerifyReport Run(unsigned threads, const std::vector<uint32_t>* only) {
+  // the same way. `changes` (beside `only`): for a LID whose changed switches it knows, only
+  // the switches whose route runs into one are walked (verify.h), reading their entries
+  // straight from the tables; a block's tile is gathered only for the LIDs walked whole.
+  VerifyReport Run(unsigned threads, const std::vector<uint32_t>* only,
+                   const EntryChanges* changes) {
     const uint32_t max_lid = lids_.max_lid();
     const uint32_t count = only ? static_cast<uint32_t>(only->size()) : max_lid + 1;
     const uint32_t blocks = count / 64 + 1;
@@ -94,13 +108,17 @@ class Verifier {
       scratch.state.resize(nodes_.size());
       scratch.hops.resize(nodes_.size());
       scratch.tile.resize(nodes_.size() * 64);
+      scratch.mark.resize(nodes_.size());
       for (uint32_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
         scratch.report = &block_reports[b];
         const uint32_t first = b * 64, n = std::min(count, first + 64) - first;
         auto lid_at = [&](uint32_t j) { return only ? (*only)[first + j] : first + j; };
+        auto known = [&](uint32_t j) { return changes && only && changes->known[first + j]; };
+        bool gather = false;
+        for (uint32_t j = 0; j < n && !gather; ++j) gather = !known(j);
         // The block's entries of every switch, gathered row by row: the tables are row-major,
         // and a walk reading them column-wise missed the cache at every switch.
-        for (size_t sw = 0; sw < nodes_.size(); ++sw) {
+        for (size_t sw = 0; sw < nodes_.size() && gather; ++sw) {
           const std::vector<uint8_t>* lft = lft_[sw];
           uint8_t* row = &scratch.tile[sw * 64];
           for (uint32_t j = 0; j < n; ++j) {
@@ -113,7 +131,15 @@ class Verifier {
           if (lid == 0 || lid > max_lid) continue;
           const PortId owner = lids_.owner(Lid(static_cast<uint16_t>(lid)));
           scratch.col = j;
-          if (owner != kNoPort) VerifyLid(static_cast<uint16_t>(lid), owner, scratch);
+          if (owner == kNoPort) continue;
+          scratch.direct = known(j);
+          if (known(j)) {
+            const uint32_t* nb = changes->nodes.data();
+            VerifyLidPartly(static_cast<uint16_t>(lid), owner, nb + changes->begin[first + j],
+                            nb + changes->begin[first + j + 1], scratch);
+          } else {
+            VerifyLid(static_cast<uint16_t>(lid), owner, scratch);
+          }
         }
       }
     };
@@ -159,6 +185,12 @@ class Verifier {
     std::vector<uint8_t> tile;  // the block's entries, switch-major (64 a switch)
     size_t col = 0;             // the LID being verified: its column of the tile
     VerifyReport* report = nullptr;  // of the LID block being verified
+    // Walking only where a change can reach (VerifyLidPartly): entries read from the tables,
+    // not the tile; the switches to start from; every switch given a state, to clear after.
+    bool direct = false;
+    bool dirty = false;  // `state` holds a whole walk's outcomes (a partial walk clears its own)
+    std::vector<uint8_t> mark;
+    std::vector<uint32_t> closure, visited;
   };
 
   template <typename... Args>
@@ -167,102 +199,162 @@ class Verifier {
       w.report->problems.push_back(fmt::format(f, std::forward<Args>(args)...));
   }
 
+  uint8_t Entry(const Scratch& w, uint32_t s, uint16_t lid) const {
+    if (!w.direct) return w.tile[size_t{s} * 64 + w.col];
+    const std::vector<uint8_t>* lft = lft_[s];
+    return lft && lid < lft->size() ? (*lft)[lid] : kDropPort;
+  }
+
+  // Every switch: what following the tables from it gives (one walk each, memoised).
   void VerifyLid(uint16_t lid, PortId owner, Scratch& w) {
+    const size_t S = nodes_.size();
+    const uint32_t dest = AttachSwitch(owner);
+    std::fill(w.state.begin(), w.state.end(), kUnknown);
+    w.dirty = true;
+    for (uint32_t start = 0; start < S; ++start)
+      if (w.state[start] == kUnknown) Walk(start, lid, owner, dest, w);
+    for (uint32_t s = 0; s < S; ++s) CountUnreachable(s, owner, dest, w);
+  }
+
+  // The same report for a LID whose entries differ from tables that passed, with the owner
+  // cabled as before, only at the switches [first, last) (or into a cable that changed there):
+  // the route from any other switch that never enters one of them is the old one, over the
+  // same cables, and delivers as it did. So only the switches whose route enters one are
+  // walked, found backwards from them, in the order the whole walk starts them; the problems
+  // and counts come out the same. A change reaching much of the fabric is walked whole.
+  void VerifyLidPartly(uint16_t lid, PortId owner, const NodeId* first, const NodeId* last,
+                       Scratch& w) {
+    const uint32_t S = static_cast<uint32_t>(nodes_.size());
+    w.closure.clear();
+    bool whole = false;
+    for (const NodeId* n = first; n != last; ++n) {
+      const uint32_t s = *n < index_.size() ? index_[*n] : kNone;
+      if (s == kNone) {
+        whole = true;
+        break;
+      }
+      if (!w.mark[s]) w.mark[s] = 1, w.closure.push_back(s);
+    }
+    for (size_t i = 0; i < w.closure.size() && !whole; ++i) {
+      const uint32_t x = w.closure[i];
+      for (uint32_t k = pred_start_[x]; k < pred_start_[x + 1]; ++k) {
+        const auto [y, port] = preds_[k];
+        if (w.mark[y] || Entry(w, y, lid) != port) continue;
+        w.mark[y] = 1;
+        w.closure.push_back(y);
+      }
+      whole = w.closure.size() > S / 4;
+    }
+    for (uint32_t s : w.closure) w.mark[s] = 0;
+    if (whole) {
+      // Not worth it, or a switch this fabric does not have: every switch, read directly.
+      VerifyLid(lid, owner, w);
+      return;
+    }
+    const uint32_t dest = AttachSwitch(owner);
+    std::sort(w.closure.begin(), w.closure.end());
+    if (w.dirty) std::fill(w.state.begin(), w.state.end(), kUnknown), w.dirty = false;
+    w.visited.clear();
+    for (uint32_t start : w.closure)
+      if (w.state[start] == kUnknown) Walk(start, lid, owner, dest, w);
+    for (uint32_t s : w.visited) CountUnreachable(s, owner, dest, w);
+    for (uint32_t s : w.visited) w.state[s] = kUnknown;
+  }
+
+  void CountUnreachable(uint32_t s, PortId owner, uint32_t dest, Scratch& w) {
+    if (w.state[s] == kDelivered || w.state[s] == kNotReachable || sources_at_[s] == 0) return;
+    const uint32_t self = (s == dest && !fabric_.node(fabric_.port(owner).node).is_switch());
+    w.report->unreachable_pairs += sources_at_[s] - self;
+  }
+
+  // Follows the tables from `start` until the walk delivers, fails, loops or meets a switch
+  // already walked; every switch on it gets the outcome.
+  void Walk(uint32_t start, uint16_t lid, PortId owner, uint32_t dest, Scratch& w) {
     std::vector<uint8_t>& state_ = w.state;
     std::vector<uint8_t>& hops_ = w.hops;
     std::vector<uint32_t>& stack_ = w.stack;
     VerifyReport& report_ = *w.report;
-    const size_t S = nodes_.size();
-    const uint32_t dest = AttachSwitch(owner);
-    std::fill(state_.begin(), state_.end(), kUnknown);
-    for (uint32_t start = 0; start < S; ++start) {
-      if (state_[start] != kUnknown) continue;
-      stack_.clear();
-      uint32_t cur = start;
-      uint8_t result = kFailed;
-      uint32_t tail_hops = 0;  // switches from the walk's end to delivery
-      while (true) {
-        if (state_[cur] == kOnStack) {
-          ++report_.loops;
-          std::string cycle;
-          auto it = std::find(stack_.begin(), stack_.end(), cur);
-          for (; it != stack_.end(); ++it) cycle += fmt::format("{} -> ", fabric_.node(nodes_[*it]).name);
-          Problem(w, "LID {} loops: {}{}", lid, cycle, fabric_.node(nodes_[cur]).name);
-          result = kLooped;
-          break;
-        }
-        if (state_[cur] != kUnknown) {
-          result = state_[cur];
-          tail_hops = hops_[cur];
-          break;
-        }
-        if (dest == kNone || component_[cur] != component_[dest]) {
-          state_[cur] = kNotReachable;
-          result = kNotReachable;
-          break;
-        }
-        state_[cur] = kOnStack;
-        stack_.push_back(cur);
-        const uint8_t port = w.tile[size_t{cur} * 64 + w.col];
-        const uint32_t num_ports = target_start_[cur + 1] - target_start_[cur] - 1;
-        if (port == kDropPort) {
-          ++report_.missing_entries;
-          Problem(w, "{} has no route to LID {}", SwitchName(cur), lid);
-          break;
-        }
-        if (port > num_ports) {
-          ++report_.misrouted_entries;
-          Problem(w, "{} routes LID {} to port {}, but has only {} ports", SwitchName(cur), lid,
-                  port, num_ports);
-          break;
-        }
-        if (port == 0) {
-          if (fabric_.node(fabric_.port(owner).node).is_switch() && cur == dest) {
-            result = kDelivered;
-          } else {
-            ++report_.misrouted_entries;
-            Problem(w, "{} keeps LID {} (port 0), but it belongs to {}", SwitchName(cur), lid,
-                    PortName(owner));
-          }
-          break;
-        }
-        const Target& t = targets_[target_start_[cur] + port];
-        if (t.sw != kNone) {
-          cur = t.sw;
-          continue;
-        }
-        if (t.end == owner) {
+    stack_.clear();
+    uint32_t cur = start;
+    uint8_t result = kFailed;
+    uint32_t tail_hops = 0;  // switches from the walk's end to delivery
+    while (true) {
+      if (state_[cur] == kOnStack) {
+        ++report_.loops;
+        std::string cycle;
+        auto it = std::find(stack_.begin(), stack_.end(), cur);
+        for (; it != stack_.end(); ++it) cycle += fmt::format("{} -> ", fabric_.node(nodes_[*it]).name);
+        Problem(w, "LID {} loops: {}{}", lid, cycle, fabric_.node(nodes_[cur]).name);
+        result = kLooped;
+        break;
+      }
+      if (state_[cur] != kUnknown) {
+        result = state_[cur];
+        tail_hops = hops_[cur];
+        break;
+      }
+      if (w.direct && !w.dirty) w.visited.push_back(cur);
+      if (dest == kNone || component_[cur] != component_[dest]) {
+        state_[cur] = kNotReachable;
+        result = kNotReachable;
+        break;
+      }
+      state_[cur] = kOnStack;
+      stack_.push_back(cur);
+      const uint8_t port = Entry(w, cur, lid);
+      const uint32_t num_ports = target_start_[cur + 1] - target_start_[cur] - 1;
+      if (port == kDropPort) {
+        ++report_.missing_entries;
+        Problem(w, "{} has no route to LID {}", SwitchName(cur), lid);
+        break;
+      }
+      if (port > num_ports) {
+        ++report_.misrouted_entries;
+        Problem(w, "{} routes LID {} to port {}, but has only {} ports", SwitchName(cur), lid,
+                port, num_ports);
+        break;
+      }
+      if (port == 0) {
+        if (fabric_.node(fabric_.port(owner).node).is_switch() && cur == dest) {
           result = kDelivered;
-        } else if (t.end == kNoPort) {
-          ++report_.misrouted_entries;
-          Problem(w, "{} routes LID {} to port {}, which has no cable", SwitchName(cur), lid, port);
         } else {
           ++report_.misrouted_entries;
-          Problem(w, "{} routes LID {} to port {}, reaching {} instead of {}", SwitchName(cur), lid,
-                  port, PortName(t.end), PortName(owner));
+          Problem(w, "{} keeps LID {} (port 0), but it belongs to {}", SwitchName(cur), lid,
+                  PortName(owner));
         }
         break;
       }
-      // Unwind: every switch on the walk shares its outcome; delivered walks also get their
-      // distance, and a walk that only delivers after too many hops counts as failed.
-      for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) {
-        const uint32_t s = *it;
-        if (result == kDelivered) {
-          ++tail_hops;
-          if (tail_hops > kMaxVerifiedHops) {
-            Problem(w, "{} reaches LID {} only after more than {} hops", SwitchName(s), lid,
-                    kMaxVerifiedHops);
-            result = kFailed;
-          }
-        }
-        state_[s] = result;
-        hops_[s] = static_cast<uint8_t>(std::min<uint32_t>(tail_hops, 255));
+      const Target& t = targets_[target_start_[cur] + port];
+      if (t.sw != kNone) {
+        cur = t.sw;
+        continue;
       }
+      if (t.end == owner) {
+        result = kDelivered;
+      } else if (t.end == kNoPort) {
+        ++report_.misrouted_entries;
+        Problem(w, "{} routes LID {} to port {}, which has no cable", SwitchName(cur), lid, port);
+      } else {
+        ++report_.misrouted_entries;
+        Problem(w, "{} routes LID {} to port {}, reaching {} instead of {}", SwitchName(cur), lid,
+                port, PortName(t.end), PortName(owner));
+      }
+      break;
     }
-    for (uint32_t s = 0; s < S; ++s) {
-      if (state_[s] == kDelivered || state_[s] == kNotReachable || sources_at_[s] == 0) continue;
-      const uint32_t self = (s == dest && !fabric_.node(fabric_.port(owner).node).is_switch());
-      report_.unreachable_pairs += sources_at_[s] - self;
+    // Unwind: every switch on the walk shares its outcome; delivered walks also get their
+    // distance, and a walk that only delivers after too many hops counts as failed.
+    for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) {
+      const uint32_t s = *it;
+      if (result == kDelivered) {
+        ++tail_hops;
+        if (tail_hops > kMaxVerifiedHops) {
+          Problem(w, "{} reaches LID {} only after more than {} hops", SwitchName(s), lid,
+                  kMaxVerifiedHops);
+          result = kFailed;
+        }
+      }
+      state_[s] = result;
+      hops_[s] = static_cast<uint8_t>(std::min<uint32_t>(tail_hops, 255));
     }
   }
 
@@ -274,6 +366,8 @@ class Verifier {
   std::vector<uint32_t> target_start_;        // per switch: offset of its port 0 in targets_
   std::vector<Target> targets_;
   std::vector<const std::vector<uint8_t>*> lft_;
+  std::vector<uint32_t> pred_start_;                    // per switch: offset into preds_
+  std::vector<std::pair<uint32_t, uint8_t>> preds_;     // (switch, its port) leading here
   std::vector<uint32_t> component_;
   std::vector<uint32_t> sources_at_;
 };
@@ -282,8 +376,9 @@ class Verifier {
 
 VerifyReport VerifyTables(const Fabric& fabric, const LidMap& lids, const RoutingTables& tables,
                           size_t max_problems, unsigned threads,
-                          const std::vector<uint32_t>* only_lids) {
-  return Verifier(fabric, lids, tables, max_problems).Run(threads, only_lids);
+                          const std::vector<uint32_t>* only_lids,
+                          const EntryChanges* changes) {
+  return Verifier(fabric, lids, tables, max_problems).Run(threads, only_lids, changes);
 }
 
 }  // namespace ibsm::routing

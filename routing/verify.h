@@ -42,8 +42,16 @@ struct VerifyReport {
 // `only_lids` (ascending) limits the check to those LIDs: after a re-route that kept every
 // other LID's entries hop for hop over cables that are all still there (RerouteAround's
 // Rerouted::examined), those LIDs are all that can have changed since tables that passed.
+//
+// `changes` (beside `only_lids`; Rerouted::changes) narrows that further: for a LID whose
+// changed switches it knows, only the switches whose route enters one are walked, and the
+// report is the one the whole walk gives. That holds when the tables the change started from
+// passed this check for every LID, on a fabric whose switches were all connected, and the
+// changes are as EntryChanges says: then the route from any other switch is the old one, hop
+// for hop over the same cables, to the same owner port, and delivers within as many hops.
 VerifyReport VerifyTables(const Fabric& fabric, const LidMap& lids, const RoutingTables& tables,
                           size_t max_problems = 20, unsigned threads = 1,
-                          const std::vector<uint32_t>* only_lids = nullptr);
+                          const std::vector<uint32_t>* only_lids = nullptr,
+                          const EntryChanges* changes = nullptr);
 
 }  // namespace ibsm::routing

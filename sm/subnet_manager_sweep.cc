@@ -187,12 +187,14 @@ void SubnetManager::Route() {
     // re-route; route_s runs from t0. True when both pass. `changed`: a re-route's examined
     // LIDs, when the old tables carry a proof: every other LID's routes are the old ones, over
     // cables still there, so only those are verified, and the proof is renewed from them
-    // (routing/updown_proof.h) instead of a whole-fabric credit-loop check.
-    auto check = [&](const routing::RoutingTables& tables, const std::vector<uint32_t>* changed) {
+    // (routing/updown_proof.h) instead of a whole-fabric credit-loop check; `changes` says, LID by
+    // LID, which switches' entries the re-route can have changed, and both read only those.
+    auto check = [&](const routing::RoutingTables& tables, const std::vector<uint32_t>* changed,
+                     const routing::EntryChanges* changes) {
       auto t1 = std::chrono::steady_clock::now();
       routed->route_s = std::chrono::duration<double>(t1 - t0).count();
       routed->verify = routing::VerifyTables(*snapshot, *routed->lids, tables,
-                                             /*max_problems=*/20, ro.threads, changed);
+                                             /*max_problems=*/20, ro.threads, changed, changes);
       routed->verified_lids = changed ? changed->size() : 0;
       auto t2 = std::chrono::steady_clock::now();
       routed->verify_s = std::chrono::duration<double>(t2 - t1).count();
@@ -202,7 +204,7 @@ void SubnetManager::Route() {
       routed->loops = routing::CreditLoopReport{};
       if (changed && routed->verify.ok) {
         auto p = routing::ReproveUpDown(*snapshot, *routed->lids, tables, *before, *proof,
-                                        *changed, ro.threads);
+                                        *changed, ro.threads, changes);
         if (p.ok()) {
           routed->proof = std::make_shared<const routing::UpDownProof>(std::move(*p));
           routed->loops_proven = true;
@@ -226,7 +228,8 @@ void SubnetManager::Route() {
                                          /*examine_all=*/false, proof.get());
         if (!rr.ok()) {
           routed->reroute_refused = rr.status().message();
-        } else if (!check(rr->tables, proof ? &rr->examined : nullptr)) {
+        } else if (!check(rr->tables, proof ? &rr->examined : nullptr,
+                          proof ? &rr->changes : nullptr)) {
           routed->reroute_refused =
               !routed->verify.ok ? "its tables failed verification" : "it has a credit loop";
         } else {
@@ -241,7 +244,7 @@ void SubnetManager::Route() {
       if (!routed->rerouted) {
         routed->result = routing::RouteChain(chain, *snapshot, *routed->lids, ro);
         if (routed->result.ok()) {
-          check(routed->result->tables, nullptr);
+          check(routed->result->tables, nullptr, nullptr);
         } else {
           routed->route_s =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

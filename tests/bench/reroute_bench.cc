@@ -107,10 +107,10 @@ void BM_RerouteAfterCut(benchmark::State& state) {
     state.counters["proven_reroute_s"] = bench::Seconds(t0);
     auto t_verify = std::chrono::steady_clock::now();
     const VerifyReport pv =
-        VerifyTables(after, lids, pr->tables, 20, options.threads, &pr->examined);
+        VerifyTables(after, lids, pr->tables, 20, options.threads, &pr->examined, &pr->changes);
     state.counters["proven_verify_s"] = bench::Seconds(t_verify);
     auto renewed = ReproveUpDown(after, lids, pr->tables, *before, *prior, pr->examined,
-                                 options.threads);
+                                 options.threads, &pr->changes);
     state.counters["proven_s"] = bench::Seconds(t0);
     state.counters["proven_ok"] = pv.ok && renewed.ok() ? 1 : 0;
     state.counters["proven_blocks"] =
