@@ -217,6 +217,39 @@ TEST(RerouteFromMinHop, RoutesThatAreNotUpDownAreBuiltAgain) {
   EXPECT_GT(proven, 0u);
 }
 
+// A leaf cut off from the rest (its uplinks gone), re-routed; then one uplink back. The tables
+// it starts from had no route to keep from the leaf, nor towards its hosts: the re-route
+// examines every LID and the fabric is whole again.
+TEST_F(RerouteTest, ACableJoiningTwoPiecesRoutesEveryLidAgain) {
+  Build(4);
+  NodeId leaf = kNoNode;
+  const auto tier = LeafDistanceRanks(before_);
+  for (NodeId n = 0; n < before_.node_count() && leaf == kNoNode; ++n)
+    if (tier[n] == 0) leaf = n;
+  Fabric split = before_;
+  PortId back = kNoPort;
+  for (uint32_t p = 1; p <= split.node(leaf).num_ports; ++p) {
+    const PortId id = split.port_id(leaf, PortNum(static_cast<uint8_t>(p)));
+    if (!split.port(id).connected() || !split.node(split.port(split.port(id).peer).node).is_switch())
+      continue;
+    if (back == kNoPort) back = id;
+    split.Disconnect(id);
+  }
+  ASSERT_NE(back, kNoPort);
+  const LidMap lids(split);
+  auto cut_off = RerouteAround(split, lids, before_, old_, {}, /*examine_all=*/true);
+  ASSERT_TRUE(cut_off.ok()) << cut_off.status().ToString();
+  const Port& was = before_.port(back);
+  after_ = split;
+  ASSERT_TRUE(after_.Connect(leaf, was.num, before_.port(was.peer).node,
+                             before_.port(was.peer).num).ok());
+  auto r = RerouteAround(after_, lids, split, cut_off->tables);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stats.lids_examined, lids.max_lid());
+  const VerifyReport v = VerifyTables(after_, lids, r->tables);
+  EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.front());
+}
+
 TEST(RerouteFromNothing, ASwitchWithoutOldTablesIsRefused) {
   auto f = FatTree3(4);
   ASSERT_TRUE(f.ok());
