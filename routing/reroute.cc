@@ -313,8 +313,11 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       }
     }
     w.changed.clear();
+    // Examining only some LIDs, the new tables start as the old ones, and an entry is written
+    // straight into them; examining all, they start empty, and the tile is written back whole.
     auto set = [&](uint32_t s, uint8_t e) {
-      w.tile_new[size_t{s} * 64 + j] = e;
+      if (all) w.tile_new[size_t{s} * 64 + j] = e;
+      else out.tables.switches[s].lft[lid] = e;
       if (e != old_at(s)) ++w.entries_changed, w.changed.push_back(s);
     };
     if (target == kNone) {
@@ -672,7 +675,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         worker->w.d_any.resize(S);
         worker->w.d_plain.resize(S);
         worker->w.tile_old.resize(size_t{S} * 64);
-        worker->w.tile_new.resize(size_t{S} * 64);
+        if (all) worker->w.tile_new.resize(size_t{S} * 64);
         worker->stats = &stats;
         worker->error = &error;
         worker->error_lid = &error_lid;
@@ -685,7 +688,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         for (uint32_t sw = 0; sw < S; ++sw)
           for (size_t j = 0; j < n; ++j)
             w.tile_old[size_t{sw} * 64 + j] = RerouteOldEntry(g, sw, examine[first + j]);
-        std::copy_n(w.tile_old.begin(), size_t{S} * 64, w.tile_new.begin());
+        if (all) std::copy_n(w.tile_old.begin(), size_t{S} * 64, w.tile_new.begin());
         for (size_t j = 0; j < n; ++j) {
           const size_t i = first + j;
           column(w, i, j);
@@ -695,7 +698,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
             list.insert(list.end(), w.changed.begin(), w.changed.end());
           }
         }
-        for (uint32_t sw = 0; sw < S; ++sw) {
+        for (uint32_t sw = 0; sw < S && all; ++sw) {
           std::vector<uint8_t>& lft = out.tables.switches[sw].lft;
           for (size_t j = 0; j < n; ++j) lft[examine[first + j]] = w.tile_new[size_t{sw} * 64 + j];
         }
