@@ -24,6 +24,15 @@ size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b) {
   return blocks;
 }
 
+RoutingTables CopyTables(const RoutingTables& tables, unsigned threads) {
+  RoutingTables out;
+  out.engine = tables.engine;
+  out.switch_index = tables.switch_index;
+  out.switches.resize(tables.switches.size());
+  ParallelFor(tables.switches.size(), threads, [&](size_t i) { out.switches[i] = tables.switches[i]; });
+  return out;
+}
+
 // Named, not anonymous: the unity build puts this file beside other engines' helpers.
 namespace reroute_impl {
 
@@ -94,7 +103,8 @@ uint8_t RerouteOldEntry(const RerouteGraph& g, uint32_t s, uint32_t lid) {
 
 Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric& before,
                                const RoutingTables& old, const RoutingOptions& options,
-                               bool examine_all, const UpDownProof* before_proof) {
+                               bool examine_all, const UpDownProof* before_proof,
+                               RoutingTables* start) {
   const unsigned threads = options.threads;
   using namespace reroute_impl;
   RerouteGraph g;
@@ -280,12 +290,22 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     for (uint32_t lid = 1; lid <= max_lid; ++lid) examine.push_back(lid);
   }
   // The new tables start as the old ones (LIDs past their end dropped), on the workers: at
-  // 3-tier k=48 that is 86 MB, written once.
+  // 3-tier k=48 that is 86 MB, written once, unless `start` holds them already (the copy made
+  // ahead of time; its rows are taken over, and it is left without them).
+  const bool take = start && !all && start->switches.size() == old.switches.size();
   ParallelFor(S, threads, [&](size_t s) {
     std::vector<uint8_t>& lft = out.tables.switches[s].lft;
     const std::vector<uint8_t>& prev = *g.old[s];
+    std::vector<uint8_t>* ready = nullptr;
+    if (take) {
+      ready = &start->switches[old.switch_index[g.before[s]]].lft;
+      if (ready->size() != prev.size()) ready = nullptr;
+    }
     if (all) {
       lft.assign(size_t{max_lid} + 1, kDropPort);
+    } else if (ready) {
+      lft = std::move(*ready);
+      lft.resize(size_t{max_lid} + 1, kDropPort);
     } else {
       lft.assign(prev.begin(), prev.begin() + std::min(prev.size(), size_t{max_lid} + 1));
       lft.resize(size_t{max_lid} + 1, kDropPort);

@@ -85,12 +85,20 @@ size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b);
 // where an up*/down* route exists (the whole walk builds it again; nothing that counts runs
 // over it either way).
 //
+// `start`, when given, is a copy of `old` (CopyTables) that the result is built in: the
+// re-route takes over its rows instead of copying the old tables (86 MB at 3-tier k=48), and
+// leaves it without them. A row whose length differs from the old one's is copied as usual.
+//
 // FailedPrecondition (use a full engine run instead) when a switch of `fabric` has no old
 // table, or has no route at all to an owner in its component. options: root_guids for the
 // ranking, threads.
 Result<Rerouted> RerouteAround(const Fabric& fabric, const LidMap& lids, const Fabric& before,
                                const RoutingTables& old, const RoutingOptions& options = {},
                                bool examine_all = false,
-                               const UpDownProof* before_proof = nullptr);
+                               const UpDownProof* before_proof = nullptr,
+                               RoutingTables* start = nullptr);
+
+// A copy of `tables`, its rows copied on `threads` workers: a re-route's `start`.
+RoutingTables CopyTables(const RoutingTables& tables, unsigned threads = 1);
 
 }  // namespace ibsm::routing

@@ -250,6 +250,28 @@ TEST_F(RerouteTest, ACableJoiningTwoPiecesRoutesEveryLidAgain) {
   EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.front());
 }
 
+// The SM's re-route builds in a copy of the old tables made ahead of time (CopyTables): the
+// same tables as building from the old ones, and the copy's rows are taken over.
+TEST_F(RerouteTest, StartingFromACopyOfTheOldTablesGivesTheSameTables) {
+  Build(8);
+  const PortId up = testing::Uplink(before_, 1);
+  ASSERT_NE(up, kNoPort);
+  after_.Disconnect(after_.port_id(before_.port(up).node, before_.port(up).num));
+  const LidMap lids(after_);
+  RoutingOptions o;
+  o.threads = 2;
+  auto plain = RerouteAround(after_, lids, before_, old_, o);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  RoutingTables start = CopyTables(old_, 2);
+  ASSERT_EQ(Differences(start, old_), 0u);
+  auto copied = RerouteAround(after_, lids, before_, old_, o, false, nullptr, &start);
+  ASSERT_TRUE(copied.ok()) << copied.status().ToString();
+  EXPECT_GT(plain->stats.entries_changed, 0u);
+  EXPECT_EQ(Differences(copied->tables, plain->tables), 0u);
+  EXPECT_EQ(Differences(plain->tables, copied->tables), 0u);
+  for (const SwitchTable& st : start.switches) EXPECT_TRUE(st.lft.empty());
+}
+
 TEST(RerouteFromNothing, ASwitchWithoutOldTablesIsRefused) {
   auto f = FatTree3(4);
   ASSERT_TRUE(f.ok());

@@ -542,6 +542,11 @@ class SubnetManager {
   // They passed verification on tables_fabric_, and have no credit loop by this proof (null
   // when none was had): a repair's re-route then needs only its changed LIDs checked.
   std::shared_ptr<const routing::UpDownProof> tables_proof_;
+  // A copy of spare_of_ (the last good tables, when made), made on the worker while it is
+  // idle, for the next repair's re-route to build in instead of copying them then. Touched
+  // only on routing_pool_ (one thread).
+  std::unique_ptr<routing::RoutingTables> spare_;
+  std::shared_ptr<const routing::RoutingTables> spare_of_;
   std::unique_ptr<routing::LidMap> lid_map_;
   std::optional<RoutingCheck> last_check_;
   std::unordered_map<Guid, SwitchCache> switch_cache_;

@@ -224,8 +224,12 @@ void SubnetManager::Route() {
     try {
       routed->lids = std::make_unique<routing::LidMap>(*snapshot);
       if (old) {
+        std::unique_ptr<routing::RoutingTables> start;
+        if (spare_of_ == old) start = std::move(spare_);
+        spare_.reset();
+        spare_of_.reset();
         auto rr = routing::RerouteAround(*snapshot, *routed->lids, *before, *old, ro,
-                                         /*examine_all=*/false, proof.get());
+                                         /*examine_all=*/false, proof.get(), start.get());
         if (!rr.ok()) {
           routed->reroute_refused = rr.status().message();
         } else if (!check(rr->tables, proof ? &rr->examined : nullptr,
@@ -397,6 +401,14 @@ void SubnetManager::OnRouted(Routed routed) {
   tables_fabric_ = std::move(routed.fabric);
   tables_proof_ = std::move(routed.proof);
   lid_map_ = std::move(routed.lids);
+  if (options_.incremental_repair && options_.incremental_reroute && tables_->engine != "minhop") {
+    // The next repair starts from a copy of these tables: made now, while the worker is idle.
+    boost::asio::post(routing_pool_, [this, src = tables_, threads = options_.routing.threads] {
+      auto copy = std::make_unique<routing::RoutingTables>(routing::CopyTables(*src, threads));
+      spare_ = std::move(copy);
+      spare_of_ = src;
+    });
+  }
   ProgramSwitches();
 }
 
