@@ -306,48 +306,76 @@ Status TurnsCloseNoLoop(const ProofGraph& g, const Fabric& f, const std::vector<
                   fmt::format("{} distinct down-then-up turns, more than the proof relates",
                               turns.size()));
   }
-  // For every distinct `to`: the switches a channel can lead into on a path of dependencies
-  // from the up channel (via -> to), one hop or more past it: up from `to` (each switch
-  // climbed to), then down from any of those or from `to` (each switch descended to). `to`
-  // itself is among them only if a path returns to it, which a strict order forbids.
+  // For every distinct up channel (via -> to) of a turn: where a path of dependencies from it
+  // can go before the next turn, climbing from `to` and then descending, never straight back
+  // over the cable it came by (a route that did would visit a switch twice, and VerifyTables
+  // passes no such route). A switch climbed to is entered up from below; if only ever from
+  // one switch, a channel down from it back into that one cannot follow. So per up channel:
+  // `free`, the switches every down channel of which can follow (descended to, or climbed to
+  // from two or more switches), and `single`, (switch, the one switch it was climbed to from).
+  // Telling these apart is what lets the detours of a dead aggregation switch's cores, which
+  // all turn at one leaf (routing/reroute.h), be proven: past the turn up to one spine, no
+  // path comes back down into the leaf but through the spine it just left.
+  struct Reach {
+    std::vector<uint64_t> free;
+    std::vector<std::pair<uint32_t, uint32_t>> single;  // by switch
+  };
   const size_t S = g.size(), words = (S + 63) / 64;
-  std::unordered_map<uint32_t, std::vector<uint64_t>> heads;
-  std::vector<uint32_t> queue, ups;
+  auto key = [](const Key& t) { return uint64_t{t.via} << 32 | t.to; };
+  std::unordered_map<uint64_t, Reach> heads;
+  std::vector<uint32_t> ups, queue;
+  std::vector<uint32_t> pred(S, kNone);
+  std::vector<uint8_t> multi(S, 0);
+  auto each = [&](uint32_t s, bool up, auto&& fn) {
+    for (uint32_t p = 1; p <= g.num_ports[s]; ++p) {
+      const uint32_t m = g.peer[g.base[s] + p];
+      if (m != kNone && (g.up[g.base[s] + p] != 0) == up) fn(m);
+    }
+  };
   for (const Key& t : turns) {
-    auto [it, fresh] = heads.try_emplace(t.to);
+    auto [it, fresh] = heads.try_emplace(key(t));
     if (!fresh) continue;
-    std::vector<uint64_t>& bits = it->second;
-    bits.assign(words, 0);
+    Reach& r = it->second;
+    r.free.assign(words, 0);
     auto mark = [&](uint32_t s) {
-      if (bits[s >> 6] >> (s & 63) & 1) return;
-      bits[s >> 6] |= uint64_t{1} << (s & 63);
+      if (r.free[s >> 6] >> (s & 63) & 1) return;
+      r.free[s >> 6] |= uint64_t{1} << (s & 63);
       queue.push_back(s);
-    };
-    auto each = [&](uint32_t s, bool up, auto&& fn) {
-      for (uint32_t p = 1; p <= g.num_ports[s]; ++p) {
-        const uint32_t m = g.peer[g.base[s] + p];
-        if (m != kNone && (g.up[g.base[s] + p] != 0) == up) fn(m);
-      }
     };
     queue.clear();
     ups.assign(1, t.to);
+    pred[t.to] = t.via;
     for (size_t i = 0; i < ups.size(); ++i)
       each(ups[i], true, [&](uint32_t m) {
-        if (bits[m >> 6] >> (m & 63) & 1) return;
-        mark(m);
-        ups.push_back(m);
+        if (pred[m] == kNone) {
+          pred[m] = ups[i];
+          ups.push_back(m);
+        } else if (pred[m] != ups[i]) {
+          multi[m] = 1;
+        }
       });
-    for (uint32_t s : ups) each(s, false, mark);
+    for (uint32_t s : ups)
+      each(s, false, [&](uint32_t m) {
+        if (multi[s] || m != pred[s]) mark(m);
+      });
     for (size_t i = 0; i < queue.size(); ++i) each(queue[i], false, mark);
+    for (uint32_t s : ups) {
+      if (multi[s]) r.free[s >> 6] |= uint64_t{1} << (s & 63);
+      else r.single.emplace_back(s, pred[s]);
+      pred[s] = kNone;
+      multi[s] = 0;
+    }
+    std::sort(r.single.begin(), r.single.end());
   }
-  // Turn i leads to turn j when j's down channel (from -> via) can follow i's up channel
-  // (via -> to) on such a path: straight on at `to` (from == to, to another switch than i's
-  // via: routes never turn back on a cable), or after more hops (from among `to`'s heads). A
-  // cycle of that relation (a turn leading to itself included) may be a credit loop.
+  // Turn i leads to turn j when j's down channel (from -> via) can follow i's up channel on
+  // such a path. A cycle of that relation (a turn leading to itself included) may be a
+  // credit loop.
   auto leads = [&](const Key& i, const Key& j) {
-    if (j.from == i.to && j.via != i.via) return true;
-    const std::vector<uint64_t>& bits = heads.at(i.to);
-    return (bits[j.from >> 6] >> (j.from & 63) & 1) != 0;
+    const Reach& r = heads.at(key(i));
+    if (r.free[j.from >> 6] >> (j.from & 63) & 1) return true;
+    auto at = std::lower_bound(r.single.begin(), r.single.end(),
+                               std::pair<uint32_t, uint32_t>(j.from, 0));
+    return at != r.single.end() && at->first == j.from && at->second != j.via;
   };
   const size_t T = turns.size();
   std::vector<uint8_t> color(T, 0);

@@ -9,8 +9,10 @@
 // the channel dependency graph (what CheckCreditLoops searches) needs such turns, and past a
 // turn into up channel (via -> to), before the next turn's down channel (from -> ...), a route
 // can only climb from `to` and then descend: that `from` lies in Down(Up(to)), the switches
-// reached from `to` by up cables and then by down cables. If no chain of turns leads back to
-// itself under that relation, the tables have no credit loop. Tables whose routes are all
+// reached from `to` by up cables and then by down cables, and the path never goes straight
+// back over the cable it came by (a route that did would visit a switch twice, which
+// VerifyTables refuses). If no chain of turns leads back to itself under that relation, the
+// tables have no credit loop. Tables whose routes are all
 // up*/down* (ftree and updn on a fat tree, a re-route's built routes) have no turn at all;
 // a re-route's few detours (a core that lost its only cable into a pod) have a handful.
 //
