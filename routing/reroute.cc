@@ -51,6 +51,8 @@ enum Shape : uint8_t {
   kShapeClear = 7,   // an off-rule route that runs into no rebuilt off-rule one
 };
 
+enum HubWay : uint8_t { kToHub = 1, kOwnWay = 2 };
+
 struct RerouteLink {
   enum Kind : uint8_t { kNothing, kSwitch, kEnd } kind = kNothing;
   bool up = false;          // kSwitch: towards a higher (rank, GUID)
@@ -82,6 +84,9 @@ struct RerouteGraph {
 // Per-worker scratch, one column (LID) at a time.
 struct RerouteScratch {
   std::vector<uint8_t> shape, reached;
+  // Routes without an up*/down* way, with a hub: on the way of one that counts
+  // (CheckCreditLoops's rule); how the switch was routed (kToHub, kOwnWay, or 0: not yet).
+  std::vector<uint8_t> counted, hubbed;
   std::vector<uint32_t> affected;
   std::vector<uint32_t> d_down, d_any, d_plain, queue, walk, plain, broken, offrule, cutoff;
   std::vector<uint8_t> tile_old, tile_new;  // switch-major, 64 LIDs a switch
@@ -188,6 +193,64 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
 
   std::vector<bool> leaf(S);
   for (uint32_t s = 0; s < S; ++s) leaf[s] = leaf_rank[g.node[s]] == 0;
+
+  // The hub: where every route without an up*/down* way turns (reroute.h). The first switch
+  // with a CA cabled, by GUID, from which every switch is reached up* then down* (and so
+  // which every switch reaches so); none when the switches are in more than one piece or no
+  // switch qualifies. hub_port[s]: the next hop of s's shortest up*/down* route to it, its
+  // lowest port among equals (one route per switch, whatever the LID).
+  uint32_t hub = kNone;
+  std::vector<uint8_t> hub_port;
+  if (S > 0 && *std::max_element(g.component.begin(), g.component.end()) == 0) {
+    std::vector<uint32_t> order;
+    for (uint32_t s = 0; s < S; ++s)
+      if (leaf[s]) order.push_back(s);
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return f.node(g.node[a]).guid < f.node(g.node[b]).guid;
+    });
+    std::vector<uint32_t> seen(S, kNone), queue;
+    for (uint32_t c : order) {
+      // Down*(Up*(c)): the switches c reaches up* then down*, which are those that reach it.
+      queue.assign(1, c);
+      seen[c] = c;
+      for (size_t i = 0; i < queue.size(); ++i)
+        for (const RerouteNeighbour& nb : g.up[queue[i]])
+          if (seen[nb.sw] != c) seen[nb.sw] = c, queue.push_back(nb.sw);
+      for (size_t i = 0; i < queue.size(); ++i)
+        for (const RerouteNeighbour& nb : g.down[queue[i]])
+          if (seen[nb.sw] != c) seen[nb.sw] = c, queue.push_back(nb.sw);
+      if (queue.size() == S) {
+        hub = c;
+        break;
+      }
+    }
+  }
+  if (hub != kNone) {
+    // Pure down distances (the switches above the hub), then up*/down* ones, highest first.
+    std::vector<uint32_t> d_down(S, kRerouteInf), d_any(S, kRerouteInf), queue{hub};
+    d_down[hub] = 0;
+    for (size_t i = 0; i < queue.size(); ++i)
+      for (const RerouteNeighbour& nb : g.up[queue[i]])
+        if (d_down[nb.sw] == kRerouteInf) d_down[nb.sw] = d_down[queue[i]] + 1, queue.push_back(nb.sw);
+    std::vector<uint32_t> order(S);
+    for (uint32_t s = 0; s < S; ++s) order[s] = s;
+    std::sort(order.begin(), order.end(),
+              [&](uint32_t a, uint32_t b) { return higher(g.node[a], g.node[b]); });
+    hub_port.assign(S, 0);
+    for (uint32_t s : order) {
+      d_any[s] = d_down[s];
+      if (d_down[s] != kRerouteInf) {
+        for (const RerouteNeighbour& nb : g.down[s])
+          if (d_down[nb.sw] + 1 == d_down[s] && (!hub_port[s] || nb.port < hub_port[s]))
+            hub_port[s] = nb.port;
+        continue;
+      }
+      for (const RerouteNeighbour& nb : g.up[s])
+        if (d_any[nb.sw] != kRerouteInf && d_any[nb.sw] + 1 <= d_any[s] &&
+            (d_any[nb.sw] + 1 < d_any[s] || nb.port < hub_port[s]))
+          d_any[s] = d_any[nb.sw] + 1, hub_port[s] = nb.port;
+    }
+  }
 
   // The LIDs to examine. Without examine_all, only those the fault can have changed:
   // an owner that is not the old one or not cabled as before, or an old entry, on some
@@ -335,6 +398,9 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     w.changed.clear();
     // Examining only some LIDs, the new tables start as the old ones, and an entry is written
     // straight into them; examining all, they start empty, and the tile is written back whole.
+    auto entry = [&](uint32_t s) {
+      return all ? w.tile_new[size_t{s} * 64 + j] : out.tables.switches[s].lft[lid];
+    };
     auto set = [&](uint32_t s, uint8_t e) {
       if (all) w.tile_new[size_t{s} * 64 + j] = e;
       else out.tables.switches[s].lft[lid] = e;
@@ -351,6 +417,10 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     }
     // Old routes, followed hop by hop and memoised: the shape of the old route from s0.
     std::fill(w.shape.begin(), w.shape.end(), kShapeUnknown);
+    if (hub != kNone) {
+      std::fill(w.counted.begin(), w.counted.end(), 0);
+      std::fill(w.hubbed.begin(), w.hubbed.end(), 0);
+    }
     auto follow = [&](uint32_t s0) {
       if (w.shape[s0] != kShapeUnknown) return;
       if (g.component[s0] != g.component[target]) {
@@ -590,11 +660,19 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     // Partly followed, a switch a built route may enter and not followed yet is followed now;
     // an off-rule route from it is built again where an up*/down* one exists, as the whole
     // walk builds every such route (it lists them all).
-    auto enter = [&](uint32_t u) {
-      if (!part || w.reached[u]) return;
+    // A route to the hub takes the hub's way on from every switch it enters that has no
+    // up*/down* route of its own, so it turns only where it meets one (on a fat tree, at the
+    // hub): a kept off-rule route there is built again too.
+    auto enter = [&](uint32_t u, bool to_hub = false) {
       const size_t listed = w.broken.size();
-      reach(u);
-      if (w.shape[u] == kShapeOffRule && any(u) != kRerouteInf) {
+      if (part && !w.reached[u]) {
+        reach(u);
+        if (w.shape[u] == kShapeOffRule && any(u) != kRerouteInf) {
+          w.shape[u] = kShapeBroken;
+          w.broken.push_back(u);
+        }
+      }
+      if (to_hub && w.shape[u] == kShapeOffRule) {
         w.shape[u] = kShapeBroken;
         w.broken.push_back(u);
       }
@@ -625,6 +703,36 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         // carries what a switch sends to another switch's own LID, the construction proves
         // nothing for it: the result is not proven free of credit loops.
         if (!switch_lid || leaf[s]) w.unproven = true;
+        // A route that counts (CheckCreditLoops's rule: towards a CA every switch's, towards
+        // a switch from a switch with a CA cabled and on from there) goes towards the hub,
+        // which has an up*/down* route to every switch, so that every such route turns at the
+        // one switch (on a fat tree), where no chain of turns can close a credit loop. Every
+        // switch on its way without an up*/down* route of its own takes the hub's way on too:
+        // a kept off-rule route there is built again, and so is one built before a route that
+        // counts entered it. The others only deliver, and keep to their old ways below.
+        if (hub != kNone && (!switch_lid || leaf[s] || w.counted[s])) {
+          set(s, hub_port[s]);
+          w.hubbed[s] = kToHub;
+          w.counted[s] = 1;
+          for (uint32_t x = s;;) {
+            const uint32_t v = g.link(x, hub_port[x]).peer;
+            if (w.counted[v]) break;
+            w.counted[v] = 1;
+            enter(v, /*to_hub=*/true);
+            if (w.hubbed[v] == kOwnWay) {
+              if (entry(v) != old_at(v)) {  // set() counts and lists it again where it differs
+                --w.entries_changed;
+                w.changed.erase(std::find(w.changed.begin(), w.changed.end(), v));
+              }
+              set(v, hub_port[v]);
+              w.hubbed[v] = kToHub;
+            }
+            if (w.hubbed[v] != kToHub) break;  // up*/down* from v, or v is built later
+            x = v;
+          }
+          continue;
+        }
+        if (hub != kNone) w.hubbed[s] = kOwnWay;
         for (const auto* list : {&g.up[s], &g.down[s]})
           for (const RerouteNeighbour& nb : *list) {
             const uint32_t d = plain_distance(nb.sw);
@@ -691,6 +799,8 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         auto worker = std::make_unique<RerouteWorker>();
         worker->w.shape.resize(S);
         worker->w.reached.resize(S);
+        worker->w.counted.resize(S);
+        worker->w.hubbed.resize(S);
         worker->w.d_down.resize(S);
         worker->w.d_any.resize(S);
         worker->w.d_plain.resize(S);

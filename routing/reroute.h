@@ -11,9 +11,11 @@
 // switches hold. Towards a switch's own LID only the routes from switches with a CA cabled
 // count (as CheckCreditLoops counts them); the others carry what switches send themselves and
 // take a shortest route of any kind. Where a route CA traffic takes has no up*/down* way at
-// all (after a cut, the core on the far side of the cable, towards that pod), or where only
-// the LIDs the fault touched are examined, the proof does not cover the result: the caller
-// verifies it and checks it for credit loops, as it does an engine's tables.
+// all (after a cut, the core on the far side of the cable, towards that pod; after a dead
+// aggregation switch, every core above it), such routes turn at one hub switch (below), or
+// where only the LIDs the fault touched are examined, the construction does not cover the
+// result: the caller verifies it and proves it (ReproveUpDown) or checks it for credit loops,
+// as it does an engine's tables.
 #pragma once
 
 #include <cstdint>
@@ -60,9 +62,18 @@ size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b);
 // keeps its entry when the route the old tables give from it still delivers to the LID's
 // owner over the cables of `fabric` and is up*/down* where it must be; every other switch
 // gets a shortest up*/down* next hop (pure down wherever the owner is below it), its old
-// one where that is among them, else spread over the candidates by LID; a switch with no
-// up*/down* route at all gets a shortest route of any kind, through its lowest port. LIDs
-// without an owner, or whose owner is not cabled, get kDropPort.
+// one where that is among them, else spread over the candidates by LID. A switch with no
+// up*/down* route at all (a core whose only cable into a pod is gone, towards that pod; the
+// pod towards that core) routes towards the hub when its route counts for credit loops (as
+// CheckCreditLoops counts them), and so does every switch on that way without an up*/down*
+// route of its own: the hub is the first switch with a CA cabled, by GUID, that every switch
+// reaches up* then down* (and so reaches every switch so), and each switch has one next hop
+// towards it, the same for every LID. Every such route then turns (arrives down, leaves up)
+// where it meets an up*/down* route, on a fat tree at the hub alone, and turns at one switch
+// close no loop (ProveUpDown proves it). Routes that do not count take a shortest route of
+// any kind, the old next hop where it is one, else the lowest port. Without a hub (switches
+// in more than one piece, or none qualifies) every such route is of that kind. LIDs without
+// an owner, or whose owner is not cabled, get kDropPort.
 //
 // Without `examine_all` only the LIDs the fault can have changed are examined (an owner gone
 // or moved, or an old entry into a port whose cable went); the rest keep their old entries.

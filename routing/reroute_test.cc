@@ -250,6 +250,47 @@ TEST_F(RerouteTest, ACableJoiningTwoPiecesRoutesEveryLidAgain) {
   EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.front());
 }
 
+// A dead aggregation switch: the cores above it lose their only cable into its pod, so some
+// routes that CA traffic takes (those cores towards the pod, and the pod towards those cores'
+// own LIDs) have no up*/down* way and must turn down then up somewhere. Built where they
+// happen to cross, such turns close credit loops through the legal routes between them; the
+// re-route must keep them where they cannot, with and without a proof of the old tables.
+TEST_F(RerouteTest, ADeadAggregationSwitchIsRoutedAroundWithoutACreditLoop) {
+  for (int k : {8, 16}) {
+    SCOPED_TRACE(k);
+    Build(k);
+    const PortId up = testing::Uplink(before_, 1);
+    ASSERT_NE(up, kNoPort);
+    after_ = WithoutNode(before_, before_.port(up).node);
+    const LidMap lids(after_);
+    auto prior = ProveUpDown(before_, *lids_, old_, UpDownRanks(before_, {}));
+    ASSERT_TRUE(prior.ok()) << prior.status().ToString();
+    for (const UpDownProof* proof : {static_cast<const UpDownProof*>(nullptr), static_cast<const UpDownProof*>(&*prior)}) {
+      SCOPED_TRACE(proof ? "with a proof" : "without a proof");
+      auto r = RerouteAround(after_, lids, before_, old_, {}, /*examine_all=*/false, proof);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      const VerifyReport v = VerifyTables(after_, lids, r->tables);
+      EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.front());
+      const CreditLoopReport loops = CheckCreditLoops(after_, lids, r->tables);
+      std::string cycle;
+      for (size_t i = 0; i < loops.cycle.size(); ++i)
+        cycle += loops.cycle[i] + " (LID " + std::to_string(loops.cycle_lids[i]) + ")\n";
+      EXPECT_TRUE(loops.acyclic) << cycle;
+      EXPECT_EQ(EntriesToDeadPorts(after_, r->tables), 0u);
+      // The detours all turn at one leaf, so the up*/down* proof covers them: renewed from
+      // the examined LIDs as the SM renews it, and made afresh from the whole tables.
+      EXPECT_TRUE(r->stats.unproven);
+      if (proof) {
+        auto renewed = ReproveUpDown(after_, lids, r->tables, before_, *proof, r->examined, 1,
+                                     &r->changes);
+        EXPECT_TRUE(renewed.ok()) << renewed.status().ToString();
+      }
+      auto whole = ProveUpDown(after_, lids, r->tables, UpDownRanks(after_, {}));
+      EXPECT_TRUE(whole.ok()) << whole.status().ToString();
+    }
+  }
+}
+
 // The SM's re-route builds in a copy of the old tables made ahead of time (CopyTables): the
 // same tables as building from the old ones, and the copy's rows are taken over.
 TEST_F(RerouteTest, StartingFromACopyOfTheOldTablesGivesTheSameTables) {
