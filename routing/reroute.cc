@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -209,7 +210,15 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       return f.node(g.node[a]).guid < f.node(g.node[b]).guid;
     });
     std::vector<uint32_t> seen(S, kNone), queue;
+    // Up*(c) is its up-neighbours' closure: a leaf whose up-neighbours are those of one that
+    // failed fails too (on a fat tree, the other leaves of its pod).
+    std::set<std::vector<uint32_t>> failed;
+    std::vector<uint32_t> ups;
     for (uint32_t c : order) {
+      ups.clear();
+      for (const RerouteNeighbour& nb : g.up[c]) ups.push_back(nb.sw);
+      std::sort(ups.begin(), ups.end());
+      if (failed.count(ups)) continue;
       // Down*(Up*(c)): the switches c reaches up* then down*, which are those that reach it.
       queue.assign(1, c);
       seen[c] = c;
@@ -223,6 +232,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         hub = c;
         break;
       }
+      failed.insert(ups);
     }
   }
   if (hub != kNone) {
