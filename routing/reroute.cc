@@ -87,7 +87,7 @@ struct RerouteScratch {
   std::vector<uint8_t> shape, reached;
   // Routes without an up*/down* way, with a hub: on the way of one that counts
   // (CheckCreditLoops's rule); how the switch was routed (kToHub, kOwnWay, or 0: not yet).
-  std::vector<uint8_t> counted, hubbed;
+  std::vector<uint8_t> counted, hubbed, hub;  // hub: which one, where kToHub
   std::vector<uint32_t> affected;
   std::vector<uint32_t> d_down, d_any, d_plain, queue, walk, plain, broken, offrule, cutoff;
   std::vector<uint8_t> tile_old, tile_new;  // switch-major, 64 LIDs a switch
@@ -195,72 +195,89 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
   std::vector<bool> leaf(S);
   for (uint32_t s = 0; s < S; ++s) leaf[s] = leaf_rank[g.node[s]] == 0;
 
-  // The hub: where every route without an up*/down* way turns (reroute.h). The first switch
-  // with a CA cabled, by GUID, from which every switch is reached up* then down* (and so
-  // which every switch reaches so); none when the switches are in more than one piece or no
-  // switch qualifies. hub_port[s]: the next hop of s's shortest up*/down* route to it, its
-  // lowest port among equals (one route per switch, whatever the LID).
-  uint32_t hub = kNone;
-  std::vector<uint8_t> hub_port;
+  // The hubs: where the routes without an up*/down* way turn (reroute.h). Switches with a CA
+  // cabled, by GUID, each with the switches it reaches up* then down* (its `cover`: the same
+  // as those that reach it so); the first that covers every switch is the only one, else
+  // hubs are taken while they add to what the others cover, up to kMaxHubs (after 16 cables
+  // of one aggregation switch, it and the cores above it are covered by different pods'
+  // leaves). None when the switches are in more than one piece. port[s]: the next hop of s's
+  // shortest up*/down* route to the hub, its lowest port among equals (one route per switch,
+  // whatever the LID).
+  struct Hub {
+    uint32_t sw = kNone;
+    std::vector<uint8_t> cover, port;
+  };
+  std::vector<Hub> hubs;
   if (S > 0 && *std::max_element(g.component.begin(), g.component.end()) == 0) {
+    constexpr size_t kMaxHubs = 4;
     std::vector<uint32_t> order;
     for (uint32_t s = 0; s < S; ++s)
       if (leaf[s]) order.push_back(s);
     std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
       return f.node(g.node[a]).guid < f.node(g.node[b]).guid;
     });
-    std::vector<uint32_t> seen(S, kNone), queue;
-    // Up*(c) is its up-neighbours' closure: a leaf whose up-neighbours are those of one that
-    // failed fails too (on a fat tree, the other leaves of its pod).
-    std::set<std::vector<uint32_t>> failed;
-    std::vector<uint32_t> ups;
+    // Up*(c) is its up-neighbours' closure: a leaf whose up-neighbours are those of one
+    // tried already covers the same (on a fat tree, the other leaves of its pod).
+    std::set<std::vector<uint32_t>> tried;
+    std::vector<uint32_t> ups, queue;
+    std::vector<uint8_t> covered(S, 0);
+    size_t covered_count = 0;
     for (uint32_t c : order) {
+      if (hubs.size() == kMaxHubs || covered_count == S) break;
       ups.clear();
       for (const RerouteNeighbour& nb : g.up[c]) ups.push_back(nb.sw);
       std::sort(ups.begin(), ups.end());
-      if (failed.count(ups)) continue;
-      // Down*(Up*(c)): the switches c reaches up* then down*, which are those that reach it.
+      if (!tried.insert(ups).second) continue;
+      std::vector<uint8_t> cover(S, 0);
       queue.assign(1, c);
-      seen[c] = c;
+      cover[c] = 1;
       for (size_t i = 0; i < queue.size(); ++i)
         for (const RerouteNeighbour& nb : g.up[queue[i]])
-          if (seen[nb.sw] != c) seen[nb.sw] = c, queue.push_back(nb.sw);
+          if (!cover[nb.sw]) cover[nb.sw] = 1, queue.push_back(nb.sw);
       for (size_t i = 0; i < queue.size(); ++i)
         for (const RerouteNeighbour& nb : g.down[queue[i]])
-          if (seen[nb.sw] != c) seen[nb.sw] = c, queue.push_back(nb.sw);
-      if (queue.size() == S) {
-        hub = c;
+          if (!cover[nb.sw]) cover[nb.sw] = 1, queue.push_back(nb.sw);
+      if (queue.size() == S) {  // covers everything alone
+        hubs.assign(1, Hub{c, std::move(cover), {}});
         break;
       }
-      failed.insert(ups);
+      size_t adds = 0;
+      for (uint32_t s = 0; s < S; ++s) adds += cover[s] && !covered[s];
+      if (adds == 0) continue;
+      for (uint32_t s = 0; s < S; ++s) covered[s] |= cover[s];
+      covered_count += adds;
+      hubs.push_back(Hub{c, std::move(cover), {}});
     }
   }
-  if (hub != kNone) {
+  std::vector<uint32_t> hub_order(S);
+  for (uint32_t s = 0; s < S; ++s) hub_order[s] = s;
+  if (!hubs.empty()) {
+    std::sort(hub_order.begin(), hub_order.end(),
+              [&](uint32_t a, uint32_t b) { return higher(g.node[a], g.node[b]); });
+  }
+  for (Hub& h : hubs) {
     // Pure down distances (the switches above the hub), then up*/down* ones, highest first.
-    std::vector<uint32_t> d_down(S, kRerouteInf), d_any(S, kRerouteInf), queue{hub};
-    d_down[hub] = 0;
+    std::vector<uint32_t> d_down(S, kRerouteInf), d_any(S, kRerouteInf), queue{h.sw};
+    d_down[h.sw] = 0;
     for (size_t i = 0; i < queue.size(); ++i)
       for (const RerouteNeighbour& nb : g.up[queue[i]])
         if (d_down[nb.sw] == kRerouteInf) d_down[nb.sw] = d_down[queue[i]] + 1, queue.push_back(nb.sw);
-    std::vector<uint32_t> order(S);
-    for (uint32_t s = 0; s < S; ++s) order[s] = s;
-    std::sort(order.begin(), order.end(),
-              [&](uint32_t a, uint32_t b) { return higher(g.node[a], g.node[b]); });
-    hub_port.assign(S, 0);
-    for (uint32_t s : order) {
+    std::vector<uint8_t>& port = h.port;
+    port.assign(S, 0);
+    for (uint32_t s : hub_order) {
       d_any[s] = d_down[s];
       if (d_down[s] != kRerouteInf) {
         for (const RerouteNeighbour& nb : g.down[s])
-          if (d_down[nb.sw] + 1 == d_down[s] && (!hub_port[s] || nb.port < hub_port[s]))
-            hub_port[s] = nb.port;
+          if (d_down[nb.sw] + 1 == d_down[s] && (!port[s] || nb.port < port[s])) port[s] = nb.port;
         continue;
       }
       for (const RerouteNeighbour& nb : g.up[s])
         if (d_any[nb.sw] != kRerouteInf && d_any[nb.sw] + 1 <= d_any[s] &&
-            (d_any[nb.sw] + 1 < d_any[s] || nb.port < hub_port[s]))
-          d_any[s] = d_any[nb.sw] + 1, hub_port[s] = nb.port;
+            (d_any[nb.sw] + 1 < d_any[s] || nb.port < port[s]))
+          d_any[s] = d_any[nb.sw] + 1, port[s] = nb.port;
     }
   }
+  const uint8_t no_hub = static_cast<uint8_t>(hubs.size());
 
   // The LIDs to examine. Without examine_all, only those the fault can have changed:
   // an owner that is not the old one or not cabled as before, or an old entry, on some
@@ -427,7 +444,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     }
     // Old routes, followed hop by hop and memoised: the shape of the old route from s0.
     std::fill(w.shape.begin(), w.shape.end(), kShapeUnknown);
-    if (hub != kNone) {
+    if (!hubs.empty()) {
       std::fill(w.counted.begin(), w.counted.end(), 0);
       std::fill(w.hubbed.begin(), w.hubbed.end(), 0);
     }
@@ -720,12 +737,21 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         // switch on its way without an up*/down* route of its own takes the hub's way on too:
         // a kept off-rule route there is built again, and so is one built before a route that
         // counts entered it. The others only deliver, and keep to their old ways below.
-        if (hub != kNone && (!switch_lid || leaf[s] || w.counted[s])) {
-          set(s, hub_port[s]);
+        // The first hub that both this switch and the owner's reach up* then down*.
+        auto hub_for = [&](uint32_t x) {
+          uint8_t h = 0;
+          while (h < no_hub && !(hubs[h].cover[x] && hubs[h].cover[target])) ++h;
+          return h;
+        };
+        const uint8_t h = hubs.empty() ? no_hub : hub_for(s);
+        if (h != no_hub && (!switch_lid || leaf[s] || w.counted[s])) {
+          set(s, hubs[h].port[s]);
           w.hubbed[s] = kToHub;
+          w.hub[s] = h;
           w.counted[s] = 1;
           for (uint32_t x = s;;) {
-            const uint32_t v = g.link(x, hub_port[x]).peer;
+            const Hub& via = hubs[w.hub[x]];
+            const uint32_t v = g.link(x, via.port[x]).peer;
             if (w.counted[v]) break;
             w.counted[v] = 1;
             enter(v, /*to_hub=*/true);
@@ -734,15 +760,16 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
                 --w.entries_changed;
                 w.changed.erase(std::find(w.changed.begin(), w.changed.end(), v));
               }
-              set(v, hub_port[v]);
+              set(v, via.port[v]);  // v is on the way to that hub, so that hub covers it
               w.hubbed[v] = kToHub;
+              w.hub[v] = w.hub[x];
             }
             if (w.hubbed[v] != kToHub) break;  // up*/down* from v, or v is built later
             x = v;
           }
           continue;
         }
-        if (hub != kNone) w.hubbed[s] = kOwnWay;
+        if (!hubs.empty()) w.hubbed[s] = kOwnWay;
         for (const auto* list : {&g.up[s], &g.down[s]})
           for (const RerouteNeighbour& nb : *list) {
             const uint32_t d = plain_distance(nb.sw);
@@ -811,6 +838,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         worker->w.reached.resize(S);
         worker->w.counted.resize(S);
         worker->w.hubbed.resize(S);
+        worker->w.hub.resize(S);
         worker->w.d_down.resize(S);
         worker->w.d_any.resize(S);
         worker->w.d_plain.resize(S);

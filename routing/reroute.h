@@ -12,7 +12,7 @@
 // count (as CheckCreditLoops counts them); the others carry what switches send themselves and
 // take a shortest route of any kind. Where a route CA traffic takes has no up*/down* way at
 // all (after a cut, the core on the far side of the cable, towards that pod; after a dead
-// aggregation switch, every core above it), such routes turn at one hub switch (below), or
+// aggregation switch, every core above it), such routes turn at a hub switch (below), or
 // where only the LIDs the fault touched are examined, the construction does not cover the
 // result: the caller verifies it and proves it (ReproveUpDown) or checks it for credit loops,
 // as it does an engine's tables.
@@ -64,16 +64,19 @@ size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b);
 // gets a shortest up*/down* next hop (pure down wherever the owner is below it), its old
 // one where that is among them, else spread over the candidates by LID. A switch with no
 // up*/down* route at all (a core whose only cable into a pod is gone, towards that pod; the
-// pod towards that core) routes towards the hub when its route counts for credit loops (as
+// pod towards that core) routes towards a hub when its route counts for credit loops (as
 // CheckCreditLoops counts them), and so does every switch on that way without an up*/down*
-// route of its own: the hub is the first switch with a CA cabled, by GUID, that every switch
-// reaches up* then down* (and so reaches every switch so), and each switch has one next hop
-// towards it, the same for every LID. Every such route then turns (arrives down, leaves up)
-// where it meets an up*/down* route, on a fat tree at the hub alone, and turns at one switch
-// close no loop (ProveUpDown proves it). Routes that do not count take a shortest route of
-// any kind, the old next hop where it is one, else the lowest port. Without a hub (switches
-// in more than one piece, or none qualifies) every such route is of that kind. LIDs without
-// an owner, or whose owner is not cabled, get kDropPort.
+// route of its own. The hub is the first switch with a CA cabled, by GUID, that every switch
+// reaches up* then down* (and so reaches every switch so); where none does (every cable up
+// from an aggregation switch cut: it and the cores above it are reached so from different
+// pods), up to four such switches, each taken while it covers switches the others do not, and
+// a route goes to the first that both its switch and the owner's reach so. Each switch has
+// one next hop towards each hub, the same for every LID. Every such route then turns (arrives
+// down, leaves up) where it meets an up*/down* route, on a fat tree at its hub, and such
+// turns close no loop (ProveUpDown proves it). Routes that do not count, and those no hub
+// serves, take a shortest route of any kind, the old next hop where it is one, else the
+// lowest port. Without a hub (switches in more than one piece) every such route is of that
+// kind. LIDs without an owner, or whose owner is not cabled, get kDropPort.
 //
 // Without `examine_all` only the LIDs the fault can have changed are examined (an owner gone
 // or moved, or an old entry into a port whose cable went); the rest keep their old entries.

@@ -313,6 +313,44 @@ TEST_F(RerouteTest, StartingFromACopyOfTheOldTablesGivesTheSameTables) {
   for (const SwitchTable& st : start.switches) EXPECT_TRUE(st.lft.empty());
 }
 
+// Every cable up from one aggregation switch cut at once (OpenSM's bench "cables16" at
+// k=32): the switch stays, reached only from its pod's leaves, and the cores above it lose
+// their way into the pod. No one hub is reached up* then down* by both; the routes that
+// count turn at a leaf of the next pod (towards the pod, from those cores) or at a leaf of
+// its own (towards and from the switch), and that too is proven.
+TEST_F(RerouteTest, EveryUplinkOfAnAggregationSwitchCutIsRoutedAroundWithoutACreditLoop) {
+  for (int k : {8, 16}) {
+    SCOPED_TRACE(k);
+    Build(k);
+    const PortId first = testing::Uplink(before_, 1);
+    ASSERT_NE(first, kNoPort);
+    const NodeId spine = before_.port(first).node;
+    const auto tier = LeafDistanceRanks(before_);
+    size_t cut = 0;
+    for (uint32_t p = 1; p <= after_.node(spine).num_ports; ++p) {
+      const PortId id = after_.port_id(spine, PortNum(static_cast<uint8_t>(p)));
+      if (after_.port(id).connected() && tier[after_.port(after_.port(id).peer).node] == 2) {
+        after_.Disconnect(id);
+        ++cut;
+      }
+    }
+    ASSERT_EQ(cut, static_cast<size_t>(k / 2));
+    const LidMap lids(after_);
+    auto prior = ProveUpDown(before_, *lids_, old_, UpDownRanks(before_, {}));
+    ASSERT_TRUE(prior.ok()) << prior.status().ToString();
+    auto r = RerouteAround(after_, lids, before_, old_, {}, /*examine_all=*/false, &*prior);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const VerifyReport v = VerifyTables(after_, lids, r->tables);
+    EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.front());
+    const CreditLoopReport loops = CheckCreditLoops(after_, lids, r->tables);
+    EXPECT_TRUE(loops.acyclic);
+    EXPECT_EQ(EntriesToDeadPorts(after_, r->tables), 0u);
+    auto renewed = ReproveUpDown(after_, lids, r->tables, before_, *prior, r->examined, 1,
+                                 &r->changes);
+    EXPECT_TRUE(renewed.ok()) << renewed.status().ToString();
+  }
+}
+
 TEST(RerouteFromNothing, ASwitchWithoutOldTablesIsRefused) {
   auto f = FatTree3(4);
   ASSERT_TRUE(f.ok());
