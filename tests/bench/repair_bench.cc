@@ -4,7 +4,7 @@
 // the repair writes. The in-process figure of README "Faults repaired"; asserts nothing.
 //
 //   fault 0: one spine-core cable cut; fault 1: a spine (aggregation) switch dead, every
-//   cable of it down at once.
+//   cable of it down at once; fault 2: every cable up from that spine cut at once.
 //
 //   repair_bench --benchmark_filter='k:48'
 //
@@ -52,6 +52,7 @@ PortId SpineUplink(const Fabric& f) {
 void BM_RepairInProcess(benchmark::State& state) {
   const int k = static_cast<int>(state.range(0));
   const bool dead_spine = state.range(1) == 1;
+  const bool uplinks = state.range(1) == 2;
   auto f = FatTree3(k);
   if (!f.ok()) {
     state.SkipWithError(f.status().ToString().c_str());
@@ -87,11 +88,13 @@ void BM_RepairInProcess(benchmark::State& state) {
         faulted = true;
         fault_at = Clock::now();
         last_block = fault_at;
-        if (dead_spine) {
+        if (dead_spine || uplinks) {
           const NodeId spine = f->port(cut).node;
           for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p) {
             const PortId id = f->port_id(spine, PortNum{static_cast<uint8_t>(p)});
-            if (f->port(id).connected()) (void)sim.LinkDown(id);
+            if (!f->port(id).connected()) continue;
+            const bool up = f->node(f->port(f->port(id).peer).node).name.starts_with("core");
+            if (dead_spine || up) (void)sim.LinkDown(id);
           }
         } else {
           (void)sim.LinkDown(cut);
@@ -125,6 +128,9 @@ BENCHMARK(BM_RepairInProcess)
     ->Args({16, 1})
     ->Args({32, 1})
     ->Args({48, 1})
+    ->Args({16, 2})
+    ->Args({32, 2})
+    ->Args({48, 2})
     ->Iterations(1)
     ->Unit(benchmark::kSecond)
     ->UseRealTime();

@@ -38,7 +38,8 @@ size_t BlocksWritten(const RoutingTables& a, const Fabric& fa, const RoutingTabl
 }
 
 // fault 0: the first cable from an aggregation switch (tier 1) up to a core; fault 1: that
-// aggregation switch dead (taken out of the model), its cores left without a way into its pod.
+// aggregation switch dead (taken out of the model), its cores left without a way into its pod;
+// fault 2: every cable up from that switch cut (bench_repair.sh's cables16 at k=32).
 void BM_RerouteAfterCut(benchmark::State& state) {
   const int k = static_cast<int>(state.range(0));
   auto before = FatTree3(k);
@@ -64,7 +65,7 @@ void BM_RerouteAfterCut(benchmark::State& state) {
       break;
     }
     bool cut = false;
-    for (uint32_t p = 1; p <= after.node(n).num_ports && !cut; ++p) {
+    for (uint32_t p = 1; p <= after.node(n).num_ports && (!cut || state.range(2) == 2); ++p) {
       const PortId id = after.port_id(n, PortNum(static_cast<uint8_t>(p)));
       if (after.port(id).connected() && tier[after.port(after.port(id).peer).node] == 2) {
         after.Disconnect(id);
@@ -142,6 +143,9 @@ BENCHMARK(BM_RerouteAfterCut)
     ->Args({16, 2, 1})
     ->Args({32, 2, 1})
     ->Args({48, 2, 1})
+    ->Args({16, 2, 2})
+    ->Args({32, 2, 2})
+    ->Args({48, 2, 2})
     ->Iterations(1)
     ->Unit(benchmark::kSecond)
     ->UseRealTime();
