@@ -15,6 +15,7 @@ struct SmCounters {
   uint64_t light_sweeps = 0;
   uint64_t repair_sweeps = 0;     // sweeps that re-read reporting switches, not the fabric
   uint64_t repair_fallbacks = 0;  // repairs that found what only a heavy sweep handles
+  uint64_t repair_restarts = 0;   // repairs begun again with switches that reported meanwhile
   uint64_t links_damped = 0;      // cables damped for flapping (sm/link_damping.h)
   uint64_t heavy_sweeps_cut_short = 0;  // heavy sweeps handed to a repair after routing
   uint64_t repair_reroutes = 0;          // repairs routed incrementally
@@ -84,6 +85,10 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
     {&SmCounters::repair_fallbacks, CounterSection::kStatus, "repair_fallbacks",
      "ibsm_repair_fallbacks_total", "", "",
      "repair sweeps that found what only a heavy sweep handles, and ran one"},
+    {&SmCounters::repair_restarts, CounterSection::kStatus, "repair_restarts",
+     "ibsm_repair_restarts_total", "", "",
+     "repair sweeps begun again, with the switches that reported while they read, because a "
+     "check took a path over a cable those reports name"},
     {&SmCounters::heavy_sweeps_cut_short, CounterSection::kStatus, "heavy_sweeps_cut_short",
      "ibsm_heavy_sweeps_cut_short_total", "", "",
      "heavy sweeps whose tables were not pushed: a trap came in while they routed, and a "

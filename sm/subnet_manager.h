@@ -499,6 +499,12 @@ class SubnetManager {
   bool sweep_again_ = false;
   bool sweep_posted_ = false;
   bool repair_posted_ = false;
+  // Repairs begun again in a row for switches that reported while one read (at most
+  // kMaxRepairRestarts, then a heavy sweep); 0 once a repair's reads all answer.
+  uint32_t repair_restarts_ = 0;
+  // The cables those repairs found down (switch GUID and port of the end re-read): each is
+  // one change for link flap damping, however often a repair begun again finds it.
+  std::set<std::pair<Guid, uint8_t>> repair_noted_;
   std::set<Guid> repair_pending_;  // switches that reported a change, not yet re-read
   std::string repair_reason_;
   int failed_sweeps_in_a_row_ = 0;  // heavy sweeps without SUBNET UP since the last good one  // a heavy sweep is requested and has not begun yet

@@ -196,8 +196,28 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   auto fall_back = [this](const std::string& why) {
     Log(LogName::kSm).info("repair sweep {}: {}; heavy sweep instead", current_.number, why);
     ++counters_.repair_fallbacks;
+    repair_restarts_ = 0;
+    repair_noted_.clear();
     sweeping_ = false;
     RequestHeavySweep(fmt::format("{} ({})", repair_reason_, why));
+  };
+  // A check from a far end's neighbour that was not answered, while other switches reported
+  // meanwhile (a burst: 16 cables at once, traps from both ends): its path most likely
+  // crossed a cable they report. The repair begins again with them and the switches it
+  // re-read, so the next round's paths avoid what they lost; a heavy sweep only when that
+  // does not settle it.
+  constexpr uint32_t kMaxRepairRestarts = 3;
+  auto restart_or_fall_back = [this, &reads, &fall_back](const std::string& why) {
+    if (repair_pending_.empty() || repair_restarts_ >= kMaxRepairRestarts) return fall_back(why);
+    ++repair_restarts_;
+    ++counters_.repair_restarts;
+    Log(LogName::kSm).info("repair sweep {}: {}; {} more switches reported meanwhile, begun "
+                           "again with them",
+                           current_.number, why, repair_pending_.size());
+    sweeping_ = false;
+    const Fabric& before = discovered_->fabric;
+    for (const RepairReads::Switch& sw : reads->switches)
+      RequestRepair(before.node(sw.node).guid, repair_reason_);
   };
   if (state() != mad::SmState::kMaster) return fall_back("no longer master");
   const NodeId root = discovered_->fabric.port(sm_port_).node;
@@ -227,7 +247,7 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
                                  f.node(pp.node).description, pp.num.value());
           if (f.node(pp.node).is_switch() && !reread.count(pp.node) && pp.node != root)
             far_ends.insert(pp.node);
-          NoteCableDown(f, id);
+          if (repair_noted_.emplace(node.guid, static_cast<uint8_t>(p)).second) NoteCableDown(f, id);
           TakeOut(r, id);
           ++reads->lost;
         } else if (!f.port(id).connected() &&
@@ -296,7 +316,7 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   for (const RepairReads::Probe& probe : reads->probes) {
     const Port& nb = f.port(probe.port);
     if (probe.failed)
-      return fall_back(fmt::format("{} did not answer", f.node(nb.node).description));
+      return restart_or_fall_back(fmt::format("{} did not answer", f.node(nb.node).description));
     reads->touched.insert(f.node(nb.node).guid);
     if (nb.connected()) reads->touched.insert(f.node(f.port(nb.peer).node).guid);
     if (probe.info.port_state != static_cast<uint8_t>(PortState::kDown)) continue;
@@ -311,6 +331,8 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
     TakeOut(r, probe.port);
     ++reads->lost;
   }
+  repair_restarts_ = 0;
+  repair_noted_.clear();
   // A node the SM can no longer reach left the subnet (a switch that died, a host whose
   // cable was cut, everything behind a leaf that lost its uplinks): it is taken out of the
   // model as a discovery that did not find it would leave it. What follows OnDiscovered
