@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "fabric/generators.h"
 #include "routing/parallel.h"
 
 namespace ibsm::routing {
@@ -286,26 +287,9 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
   std::vector<uint32_t> examine;
   // `before` in more than one piece: a switch cut off then had no route it had to keep, and a
   // cable that joins the pieces again would leave its entries as they were.
-  auto one_piece = [](const Fabric& fab) {
-    std::vector<uint8_t> seen(fab.node_count(), 0);
-    std::vector<NodeId> queue;
-    size_t switches = 0;
-    for (NodeId n = 0; n < fab.node_count(); ++n)
-      if (fab.node(n).is_switch() && switches++ == 0) seen[n] = 1, queue.push_back(n);
-    for (size_t i = 0; i < queue.size(); ++i) {
-      const Node& node = fab.node(queue[i]);
-      for (uint32_t p = 1; p <= node.num_ports; ++p) {
-        const Port& port = fab.port(node.first_port + p);
-        if (!port.connected()) continue;
-        const NodeId m = fab.port(port.peer).node;
-        if (fab.node(m).is_switch() && !seen[m]) seen[m] = 1, queue.push_back(m);
-      }
-    }
-    return queue.size() == switches;
-  };
   bool all = examine_all || g.component.empty() ||
              *std::max_element(g.component.begin(), g.component.end()) > 0 ||
-             !one_piece(before);
+             !SwitchesConnected(before);
   // Per examined LID (by its index in `examine`), whether only the switches whose old route
   // runs into a changed cable need following (see reroute.h), and those with an entry into
   // one: seeds[seed_begin[i] .. seed_begin[i + 1]).
