@@ -151,8 +151,10 @@ std::string FormatStatus(const json& r) {
                                   " handlers threw and were abandoned (SM-EXC-001: a bug, please "
                                   "report it with the log)");
     if (c.value("repair_sweeps", 0) > 0)
-      line("repair sweeps", fmt::format("{} ({} fell back to a heavy sweep)",
-                                        Get(c, "repair_sweeps"), Get(c, "repair_fallbacks")));
+      line("repair sweeps", fmt::format("{} ({} fell back to a heavy sweep, {} begun again with "
+                                        "switches that reported while they read)",
+                                        Get(c, "repair_sweeps"), Get(c, "repair_fallbacks"),
+                                        Get(c, "repair_restarts")));
   }
   if (r.contains("transport") && r["transport"].is_object()) {
     const json& t = r["transport"];
