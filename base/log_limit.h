@@ -1,6 +1,6 @@
 // Which occurrences of a repeated event get a log line, for events outside input can trigger
 // at will (a refused request, a failing accept): the first `first`, then every `every`-th,
-// so a flood costs the log a bounded trickle. The pattern SA-KEY-001 set (sm/sa_server.cc).
+// so a flood costs the log a bounded trickle. The pattern SA-KEY-001 set (sm/sa/sa_server.cc).
 //
 // `n` is the event's own counter after counting this occurrence (1-based): the counter that
 // status or the metrics already show, so this keeps no state of its own. A line it lets

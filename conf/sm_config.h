@@ -54,9 +54,9 @@ struct SmConfig {
   bool reassign_lids = false;
   bool force_heavy_sweep = false;
   bool sweep_on_trap = true;
-  bool incremental_repair = true;  // ibsm: repair sweeps from trap 128 (sm/subnet_manager.h)
+  bool incremental_repair = true;  // ibsm: repair sweeps from trap 128 (sm/sweep/subnet_manager.h)
   bool incremental_reroute = true;  // ibsm: repairs keep intact routes (routing/reroute.h)
-  // ibsm: link flap damping (sm/link_damping.h); threshold 0 = off.
+  // ibsm: link flap damping (sm/sweep/link_damping.h); threshold 0 = off.
   uint32_t link_flap_threshold = 5;
   uint32_t link_flap_window = 10;     // seconds
   uint32_t link_flap_hold_time = 60;  // seconds
@@ -91,7 +91,7 @@ struct SmConfig {
   uint32_t perfmgr_max_outstanding_queries = 500;
   bool perfmgr_ignore_cas = false;
   bool perfmgr_query_cpi = true;
-  // ibsm's own PerfMgr and health keys (sm/perf_manager.h, sm/answers/health.h).
+  // ibsm's own PerfMgr and health keys (sm/perf/perf_manager.h, sm/answers/health.h).
   bool perfmgr_clear_near_overflow = true;
   uint32_t perfmgr_history_sweeps = 1000;
   uint32_t state_history_sweeps = 10000;

@@ -173,7 +173,7 @@ struct ServiceRow {
 // InformInfoRecord and where Reports go.
 inline constexpr size_t kInformInfoRecordSize = 60;
 struct InformRow {
-  std::vector<uint8_t> key;     // opaque identity, non-empty (sm/inform.cc builds it)
+  std::vector<uint8_t> key;     // opaque identity, non-empty (sm/sa/inform.cc builds it)
   std::vector<uint8_t> record;  // the InformInfoRecord wire image, kInformInfoRecordSize bytes
   uint16_t report_lid = 0;
   uint32_t report_qpn = 0;  // 24 bits
@@ -208,7 +208,7 @@ struct McGroupRow {
   bool operator==(const McGroupRow&) const = default;
 };
 
-// Port counter deltas of one PerfMgr sweep (sm/perf_manager.h). FROZEN: the order of
+// Port counter deltas of one PerfMgr sweep (sm/perf/perf_manager.h). FROZEN: the order of
 // kPerfCounterNames is the column order of perf_history and the index into `deltas`.
 inline constexpr size_t kPerfCounterCount = 17;
 inline constexpr std::array<std::string_view, kPerfCounterCount> kPerfCounterNames = {

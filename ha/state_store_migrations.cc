@@ -84,7 +84,7 @@ CREATE TABLE service_records (
 );
 )sql"},
     // Version 4: InformInfo event subscriptions, so they outlive a restart.
-    // `key` is the subscription's identity as sm/inform.cc builds it; `record` the 60-byte
+    // `key` is the subscription's identity as sm/sa/inform.cc builds it; `record` the 60-byte
     // InformInfoRecord wire image (IBA 15.2.5.12); report_* the address Reports go to.
     {4, R"sql(
 CREATE TABLE inform_subscriptions (
@@ -98,7 +98,7 @@ CREATE TABLE inform_subscriptions (
   trusted     INTEGER NOT NULL CHECK (trusted IN (0, 1))
 );
 )sql"},
-    // Version 5: multicast groups the SA created and their members (sm/multicast.h). `record` is the
+    // Version 5: multicast groups the SA created and their members (sm/model/multicast.h). `record` is the
     // group's 52-byte MCMemberRecord image; a member row dies with its group.
     {5, R"sql(
 CREATE TABLE mcast_groups (
@@ -116,7 +116,7 @@ CREATE TABLE mcast_members (
   PRIMARY KEY (mgid, port_guid)
 );
 )sql"},
-    // Version 6: PerfMgr port-counter history (sm/perf_manager.h): one row per port per
+    // Version 6: PerfMgr port-counter history (sm/perf/perf_manager.h): one row per port per
     // PerfMgr sweep in which some counter moved, holding that sweep's deltas (uint64 as
     // two's-complement int64; column order = kPerfCounterNames). `flags`: kPerfFlag* bits.
     {6, R"sql(

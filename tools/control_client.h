@@ -1,4 +1,4 @@
-// Client side of ibsmd's control socket (sm/control_server.h): one request line out, one
+// Client side of ibsmd's control socket (sm/net/control_server.h): one request line out, one
 // reply line back, with a deadline. Used by ibsmctl and by the tests.
 #pragma once
 

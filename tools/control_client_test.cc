@@ -1,4 +1,4 @@
-#include "sm/control_server.h"
+#include "sm/net/control_server.h"
 
 #include <grp.h>
 #include <sys/socket.h>
@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "sm/test_util.h"
+#include "sm/testing/test_util.h"
 #include "tools/control_client.h"
 
 namespace ibsm::sm {

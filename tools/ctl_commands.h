@@ -1,4 +1,4 @@
-// ibsmctl's daemon commands: each asks ibsmd over its control socket (sm/control_server.h)
+// ibsmctl's daemon commands: each asks ibsmd over its control socket (sm/net/control_server.h)
 // and prints the answer as an aligned table, or as the daemon's JSON with --json.
 //
 //   ibsmctl [--socket PATH] [--json] [--timeout MS] COMMAND [ARGS]

@@ -12,11 +12,11 @@
 #include "base/clock.h"
 #include "fabric/generators.h"
 #include "ha/state_store.h"
-#include "sm/control_answers.h"
+#include "sm/record/control_answers.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
-#include "sm/control_answers.h"
-#include "sm/subnet_manager.h"
+#include "sm/record/control_answers.h"
+#include "sm/sweep/subnet_manager.h"
 #include "tools/topology_view.h"
 
 namespace ibsm::tools {

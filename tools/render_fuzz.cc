@@ -14,8 +14,8 @@
 
 #include "base/text.h"
 #include "fabric/generators.h"
-#include "sm/control_answers.h"
-#include "sm/dumps.h"
+#include "sm/record/control_answers.h"
+#include "sm/record/dumps.h"
 #include "tools/ctl_commands.h"
 #include "tools/topology_html.h"
 #include "tools/topology_view.h"

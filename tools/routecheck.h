@@ -37,7 +37,7 @@ struct LftDumpSwitch {
   std::vector<std::pair<uint16_t, Guid>> owners;
 };
 
-// Parses OpenSM's opensm-lfts.dump (osm_dump.c, also sm/dumps.cc WriteLftsDump) and the
+// Parses OpenSM's opensm-lfts.dump (osm_dump.c, also sm/record/dumps.cc WriteLftsDump) and the
 // ibroute output that `dump_lfts` prints:
 //   Unicast lids [0x0-0x8] of switch Lid 2 guid 0x0002c90200000001 ('leaf-001'):
 //   0x0001 001 # Channel Adapter portguid 0x0002c90300000011: 'node-0001 HCA-1'

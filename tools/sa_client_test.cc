@@ -12,7 +12,7 @@
 #include "mad/attr/path_record.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
-#include "sm/subnet_manager.h"
+#include "sm/sweep/subnet_manager.h"
 
 namespace ibsm::tools {
 namespace {
@@ -172,7 +172,7 @@ std::vector<uint8_t> AskOwnSma(SaFixture& t, uint16_t attr, uint32_t mod) {
 
 // Every device answers its tables here (the kind profile): what is checked is that the SA's
 // records carry them exactly. What the SA says of a device that does not answer is
-// sm/qos_tables_test.cc's.
+// sm/model/qos_tables_test.cc's.
 TEST(SaClientTest, Sl2VlAndVlArbRecordsShowTheTablesThePortsHold) {
   SaFixture t(FatTree2(4).value(), /*settle=*/true, sim::SimOptions::Kind());
   ASSERT_TRUE(t.up());

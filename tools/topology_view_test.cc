@@ -8,7 +8,7 @@
 
 #include "base/text.h"
 #include "fabric/generators.h"
-#include "sm/control_answers.h"
+#include "sm/record/control_answers.h"
 #include "tools/ctl_commands.h"
 #include "tools/topology_html.h"
 

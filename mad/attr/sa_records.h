@@ -527,7 +527,7 @@ struct SaRecord<VlArbitrationTableRecord> {
 };
 
 // ServiceRecord (15.2.5.14): a service a port registered with SubnAdmSet. Not a view of
-// the fabric but SA state the SA keeps (sm/sa_server.h) and persists (ha/state_store.h).
+// the fabric but SA state the SA keeps (sm/sa/sa_server.h) and persists (ha/state_store.h).
 // ServiceLease is in seconds; kServiceLeaseInfinite never expires.
 inline constexpr uint32_t kServiceLeaseInfinite = 0xFFFFFFFF;
 struct ServiceRecord {

@@ -2,7 +2,7 @@
 // node kinds, names and cable ends are written, the filters `links` and `health` apply to a
 // stored answer, and the answers built from state-file rows alone (events, health history,
 // HA peers). ibsmctl --state-db (tools/ctl_state_file.cc) and the topology view use them
-// without the daemon; the builders from the SM's live data are in sm/control_answers.h.
+// without the daemon; the builders from the SM's live data are in sm/record/control_answers.h.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Fabric health rules: which cables need an operator, judged from the PerfMgr's
-// counter deltas of one sweep (sm/perf_manager.h) and from the link widths and speeds
-// discovery read (sm/link_health.h). Pure: findings in, findings out; no MADs, no clock.
+// counter deltas of one sweep (sm/perf/perf_manager.h) and from the link widths and speeds
+// discovery read (sm/perf/link_health.h). Pure: findings in, findings out; no MADs, no clock.
 //
 // A rule fires when a counter grew by at least its threshold within one PerfMgr sweep
 // (threshold 0 turns the rule off). Each rule has a stable log ID.

@@ -22,7 +22,7 @@
 #include "fabric/generators.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
-#include "sm/subnet_manager.h"
+#include "sm/sweep/subnet_manager.h"
 #include "tests/bench/bench_util.h"
 
 namespace ibsm::sm {

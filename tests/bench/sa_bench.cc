@@ -20,7 +20,7 @@
 #include "mad/attr/path_record.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
-#include "sm/subnet_manager.h"
+#include "sm/sweep/subnet_manager.h"
 #include "tests/bench/bench_util.h"
 #include "tools/sa_client.h"
 

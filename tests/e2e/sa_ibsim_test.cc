@@ -8,7 +8,7 @@
 // ibsmd sends an answer's last RMPP segment at its real length (mad/umad_transport_write.cc), so a
 // one-record answer shows exactly one record, not that record and the zero padding of the
 // MAD read as records of LID 0. Whole tables are checked on the in-process simulator
-// (sm/sa_server_test.cc).
+// (sm/sa/sa_server_test.cc).
 #include <signal.h>
 #include <unistd.h>
 

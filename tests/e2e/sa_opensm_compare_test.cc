@@ -254,7 +254,7 @@ TEST_F(SaOpenSmCompareTest, NodePortInfoPathSmInfoRecordsAndClassPortInfoMatchOp
 // switch's SwitchInfo the same on both sides, but those that carry LIDs, the port an SMP came
 // in by, and the counters. ibsim keeps OperationalVLs, the link Enabled fields, HOQLife, LMC
 // and LifeTimeValue; what it does not keep reads the same on both sides whatever was written
-// (the strict simulator's tests check those: sm/port_programming_sim_test.cc).
+// (the strict simulator's tests check those: sm/sweep/port_programming_sim_test.cc).
 TEST_F(SaOpenSmCompareTest, PortInfoAndSwitchInfoAsEachSmProgrammedThemMatchOpenSms) {
   const std::set<std::string> skip = {"LocalPort", "MkeyViolations", "PkeyViolations",
                                       "QkeyViolations"};
@@ -296,7 +296,7 @@ TEST_F(SaOpenSmCompareTest, PortInfoAndSwitchInfoAsEachSmProgrammedThemMatchOpen
 // wrote into the SL2VL and VL arbitration tables, read back with smpquery from ibsim, must be
 // the same. ibsim keeps SL2VL Sets per (input, output) port pair and VLArb Sets per port and
 // block (its sim_mad.c do_sl2vl, do_vlarb); it does not keep VLHighLimit, which reads the
-// same on both sides whatever was written (sm/qos_program_sim_test.cc checks it on the
+// same on both sides whatever was written (sm/sweep/qos_program_sim_test.cc checks it on the
 // strict simulator). Every class has its own values so a table written from the wrong class
 // shows: swe and ca differ from the defaults and from each other.
 class QosOpenSmCompareTest : public SaOpenSmCompareTest {

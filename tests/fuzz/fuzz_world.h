@@ -10,7 +10,7 @@
 #include "fabric/generators.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
-#include "sm/subnet_manager.h"
+#include "sm/sweep/subnet_manager.h"
 
 namespace ibsm::fuzz {
 

@@ -1,0 +1,180 @@
+#include "sm/ctl/sm_metrics.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "ha/sm_state_machine.h"
+#include "mad/attr/registry.h"
+#include "mad/mad.h"
+#include "sm/net/control_server.h"
+#include "sm/net/metrics_server.h"
+#include "sm/sweep/subnet_manager.h"
+
+namespace ibsm::sm {
+
+std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* control,
+                            const MetricsServerCounters* metrics) {
+  MetricsText m;
+  using L = MetricsText;
+  m.Family("ibsm_sm_state", "gauge", "1 for the SM's current state (SMInfo.SMState)");
+  for (auto s : {mad::SmState::kNotActive, mad::SmState::kDiscovering, mad::SmState::kStandby,
+                 mad::SmState::kMaster})
+    m.Sample(uint64_t{sm.state() == s ? 1u : 0u},
+             L::Labels({{"state", std::string(ha::SmStateName(s))}}));
+  m.Family("ibsm_sm_priority", "gauge", "SMInfo priority of this SM");
+  m.Sample(uint64_t{sm.options().sm_priority});
+  const SweepStats& last = sm.last_sweep();
+  m.Family("ibsm_subnet_up", "gauge", "1 when the last heavy sweep brought the subnet up");
+  m.Sample(uint64_t{last.subnet_up ? 1u : 0u});
+
+  const SmCounters& c = sm.counters();
+  // Every SmCounters field, as kSmCounterRows names it.
+  std::string_view family;
+  for (const SmCounterRow& row : kSmCounterRows) {
+    if (row.family.empty()) continue;
+    if (row.family != family) {
+      family = row.family;
+      m.Family(std::string(row.family), "counter", std::string(row.help));
+    }
+    if (row.label_name.empty()) {
+      m.Sample(c.*row.member);
+    } else {
+      m.Sample(c.*row.member,
+               L::Labels({{std::string(row.label_name), std::string(row.label_value)}}));
+    }
+  }
+  if (last.number > 0) {
+    m.Family("ibsm_last_sweep_duration_seconds", "gauge", "duration of the last heavy sweep");
+    m.Sample(std::chrono::duration<double>(last.duration).count());
+    m.Family("ibsm_last_sweep_smps", "gauge", "SMPs the last heavy sweep sent");
+    m.Sample(last.smps);
+    m.Family("ibsm_last_sweep_lft_blocks_sent", "gauge", "LFT blocks the last heavy sweep set");
+    m.Sample(last.lft_blocks_sent);
+  }
+  const PipelineCounters& p = sm.smp_counters();
+  m.Family("ibsm_smps_total", "counter", "SMPs sent, by method");
+  m.Sample(p.gets, L::Labels({{"method", "get"}}));
+  m.Sample(p.sets, L::Labels({{"method", "set"}}));
+  m.Family("ibsm_smps_failed_total", "counter",
+           "SMPs with no valid answer after every retry (timeouts, bad status)");
+  m.Sample(p.failed);
+  m.Family("ibsm_smps_fenced_total", "counter", "Sets not sent because the SM is not master");
+  m.Sample(p.fenced);
+
+  // The MAD transport every sender shares (README "MAD transport: backpressure").
+  const mad::TransportCounters& t = sm.transport_counters();
+  m.Family("ibsm_mad_transport_total", "counter", "MAD transport events, by event");
+  const std::pair<const char*, uint64_t> events[] = {{"sent", t.sent},
+                                                     {"received", t.received},
+                                                     {"timeout", t.timeouts},
+                                                     {"retry", t.retries},
+                                                     {"unmatched", t.unmatched},
+                                                     {"malformed", t.malformed},
+                                                     {"unsolicited", t.unsolicited},
+                                                     {"rmpp_reassembled", t.rmpp_reassembled},
+                                                     {"rmpp_aborted", t.rmpp_aborted},
+                                                     {"rmpp_refused", t.rmpp_refused},
+                                                     {"inbound_dropped", t.inbound_dropped},
+                                                     {"write_eagain", t.write_eagain},
+                                                     {"backlog_dropped", t.backlog_dropped},
+                                                     {"budget_wait", t.budget_waits}};
+  for (const auto& [name, n] : events) m.Sample(n, L::Labels({{"event", name}}));
+  m.Family("ibsm_mad_backlog", "gauge", "MADs the medium refused, waiting to be written");
+  m.Sample(t.backlog);
+  m.Family("ibsm_mad_backlog_high_water", "gauge", "most MADs ever waiting to be written");
+  m.Sample(t.backlog_high_water);
+  m.Family("ibsm_mad_in_flight", "gauge", "MAD requests outstanding, every sender together");
+  m.Sample(t.in_flight);
+  m.Family("ibsm_mad_in_flight_high_water", "gauge", "most MAD requests ever outstanding");
+  m.Sample(t.in_flight_high_water);
+
+  if (const Fabric* f = sm.fabric()) {
+    m.Family("ibsm_nodes", "gauge", "nodes in the fabric, by kind");
+    m.Sample(uint64_t{f->switch_count()}, L::Labels({{"kind", "switch"}}));
+    m.Sample(uint64_t{f->ca_count()}, L::Labels({{"kind", "ca"}}));
+    m.Family("ibsm_links", "gauge", "cables in the fabric");
+    m.Sample(uint64_t{f->link_count()});
+    static constexpr const char* kStates[] = {"nochange", "down", "init", "armed", "active"};
+    std::map<std::string, uint64_t> by_state;
+    for (auto s : kStates) by_state[s] = 0;
+    for (PortId id = 0; id < f->port_count(); ++id) {
+      const Port& port = f->port(id);
+      if (port.num.value() == 0 || !port.connected()) continue;
+      auto s = static_cast<size_t>(port.state);
+      if (s < std::size(kStates)) ++by_state[kStates[s]];
+    }
+    m.Family("ibsm_ports", "gauge", "cabled ports, by port state");
+    for (const auto& [state, n] : by_state) m.Sample(n, L::Labels({{"state", state}}));
+  }
+
+  m.Family("ibsm_issues_total", "counter", "problems a sweep reported and went on past, by log ID");
+  for (const auto& [id, n] : c.issues_by_id) m.Sample(n, L::Labels({{"id", id}}));
+
+  const SaCounters& sa = sm.sa().counters();
+  m.Family("ibsm_sa_requests_total", "counter", "SA requests, by attribute");
+  for (const auto& [attr, n] : sa.by_attribute) {
+    std::string name(mad::AttributeName(static_cast<uint8_t>(mad::MgmtClass::kSubnAdm), attr));
+    m.Sample(n, L::Labels({{"attribute", name.empty() ? fmt::format("{:#06x}", attr) : name}}));
+  }
+  m.Family("ibsm_sa_errors_total", "counter", "SA answers with a non-zero status, by status");
+  for (const auto& [status, n] : sa.by_error)
+    m.Sample(n, L::Labels({{"status", fmt::format("{:#06x}", status)}}));
+  m.Family("ibsm_sa_malformed_total", "counter", "SA MADs that could not be decoded (dropped)");
+  m.Sample(sa.malformed);
+  m.Family("ibsm_sa_records_sent_total", "counter", "records in successful SA answers");
+  m.Sample(sa.records_sent);
+
+
+  if (auto ar = sm.ar().snapshot()) {
+    size_t capable = 0, enabled = 0;
+    for (const ArSwitchStatus& sw : ar->switches) {
+      capable += sw.capable;
+      enabled += sw.enabled;
+    }
+    m.Family("ibsm_ar_switches", "gauge", "switches by adaptive-routing state");
+    m.Sample(ar->switches.size(), L::Labels({{"state", "all"}}));
+    m.Sample(capable, L::Labels({{"state", "capable"}}));
+    m.Sample(enabled, L::Labels({{"state", "enabled"}}));
+  }
+  if (const SharpSummary& sh = sm.sharp().summary(); sh.ran) {
+    size_t programmed = 0;
+    for (const SharpTreeSummary& t : sh.trees) programmed += t.programmed;
+    m.Family("ibsm_sharp_trees", "gauge", "SHARP reduction trees, built and programmed");
+    m.Sample(sh.trees.size(), L::Labels({{"state", "built"}}));
+    m.Sample(programmed, L::Labels({{"state", "programmed"}}));
+    m.Family("ibsm_sharp_hosts_uncovered", "gauge", "hosts in no SHARP tree");
+    m.Sample(sh.never_covered.size());
+  }
+
+  if (control) {
+    const ControlCounters& cc = control->counters();
+    m.Family("ibsm_control_requests_total", "counter", "control socket requests, by outcome");
+    m.Sample(cc.requests, L::Labels({{"outcome", "all"}}));
+    m.Sample(cc.bad_requests, L::Labels({{"outcome", "bad_request"}}));
+    m.Sample(cc.unknown_commands, L::Labels({{"outcome", "unknown_command"}}));
+    m.Sample(cc.denied, L::Labels({{"outcome", "denied"}}));
+    m.Sample(cc.too_large, L::Labels({{"outcome", "too_large"}}));
+    m.Sample(cc.failed, L::Labels({{"outcome", "failed"}}));
+    m.Family("ibsm_control_connections_total", "counter",
+             "control socket connections, by outcome");
+    m.Sample(cc.connections, L::Labels({{"outcome", "served"}}));
+    m.Sample(cc.connections_refused, L::Labels({{"outcome", "busy"}}));
+    m.Sample(cc.accept.failures, L::Labels({{"outcome", "accept_failed"}}));
+    m.Sample(cc.accept.shed, L::Labels({{"outcome", "shed"}}));
+  }
+  if (metrics) {
+    m.Family("ibsm_metrics_requests_total", "counter", "metrics HTTP requests, by outcome");
+    m.Sample(metrics->scrapes, L::Labels({{"outcome", "scrape"}}));
+    m.Sample(metrics->bad_requests, L::Labels({{"outcome", "bad_request"}}));
+    m.Sample(metrics->timed_out, L::Labels({{"outcome", "timed_out"}}));
+    m.Family("ibsm_metrics_connections_total", "counter",
+             "metrics connections not served, by outcome");
+    m.Sample(metrics->refused, L::Labels({{"outcome", "busy"}}));
+    m.Sample(metrics->accept.failures, L::Labels({{"outcome", "accept_failed"}}));
+    m.Sample(metrics->accept.shed, L::Labels({{"outcome", "shed"}}));
+  }
+  return m.text();
+}
+
+}  // namespace ibsm::sm

@@ -1,0 +1,116 @@
+#include "sm/model/smp_pipeline.h"
+
+#include <fmt/format.h>
+
+namespace ibsm::sm {
+
+std::string PathString(const DrPath& p) {
+  std::string s = "0";
+  for (uint8_t x : p) s += fmt::format(",{}", x);
+  return s;
+}
+
+SmpPipeline::SmpPipeline(mad::Transport& transport, size_t max_in_flight,
+                         mad::SendOptions send, uint64_t m_key)
+    : transport_(transport),
+      max_in_flight_(max_in_flight ? max_in_flight : 1),
+      send_(send),
+      m_key_(m_key) {}
+
+void SmpPipeline::Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod, Callback cb) {
+  ++counters_.gets;
+  Enqueue(mad::MakeDrSmp(mad::method::kGet, attr_id, attr_mod, path, m_key_), std::move(cb));
+}
+
+void SmpPipeline::Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
+                      std::span<const uint8_t> data, Callback cb) {
+  if (fenced_ && attr_id != mad::attr::kSmInfo) {
+    ++counters_.fenced;
+    if (cb) cb(FailedPrecondition("fenced: this SM is not master"));
+    return;
+  }
+  ++counters_.sets;
+  mad::Smp smp = mad::MakeDrSmp(mad::method::kSet, attr_id, attr_mod, path, m_key_);
+  std::copy_n(data.begin(), std::min(data.size(), smp.data.size()), smp.data.begin());
+  Enqueue(std::move(smp), std::move(cb));
+}
+
+void SmpPipeline::Enqueue(mad::Smp smp, Callback cb) {
+  queue_.push_back({std::move(smp), std::move(cb)});
+  Pump();
+}
+
+void SmpPipeline::Feed(std::function<bool()> next) {
+  feeder_ = std::move(next);
+  Pump();
+  CheckIdle();
+}
+
+void SmpPipeline::Pump() {
+  if (pumping_) return;  // a feeder queuing requests re-enters here; the outer loop sends
+  pumping_ = true;
+  while (in_flight_ < max_in_flight_) {
+    if (queue_.empty()) {
+      if (!feeder_) break;
+      if (!feeder_()) feeder_ = nullptr;
+      if (queue_.empty()) {
+        if (!feeder_) break;
+        continue;
+      }
+    }
+    Request req = std::move(queue_.front());
+    queue_.pop_front();
+    ++in_flight_;
+    Send(std::move(req));
+  }
+  pumping_ = false;
+}
+
+// One request on the wire. A request that got no answer after every transport retry goes
+// round once more (rounds_, a fresh TID and attempts) before it fails: on a lossy link the
+// transport's attempts can all be lost, and one failed SMP fails the sweep.
+void SmpPipeline::Send(Request req) {
+  const uint16_t attr_id = req.smp.attr_id;
+  mad::MadMessage msg = mad::ToMessage(req.smp);
+  transport_.Send(
+      std::move(msg), send_,
+      [this, attr_id, req = std::move(req)](Result<mad::MadMessage> r) mutable {
+        if (!r.ok() && r.status().code() == StatusCode::kTimeout && ++req.round < rounds_) {
+          ++counters_.resent;
+          Send(std::move(req));
+          return;
+        }
+        --in_flight_;
+        Result<mad::Smp> out = [&]() -> Result<mad::Smp> {
+          if (!r.ok()) return r.status();
+          mad::Smp smp;
+          IBSM_RETURN_IF_ERROR(mad::DecodeFrom(r->bytes, &smp));
+          if (smp.attr_id != attr_id) {
+            return Corrupt(fmt::format("response attribute {:#06x}, expected {:#06x}",
+                                       smp.attr_id, attr_id));
+          }
+          if (smp.status != mad::mad_status::kOk) {
+            return FailedPrecondition(fmt::format("MAD status {:#06x}", smp.status));
+          }
+          return smp;
+        }();
+        if (!out.ok()) ++counters_.failed;
+        if (req.cb) req.cb(std::move(out));
+        Pump();
+        CheckIdle();
+      });
+}
+
+void SmpPipeline::WhenIdle(std::function<void()> fn) {
+  idle_fn_ = std::move(fn);
+  CheckIdle();
+}
+
+void SmpPipeline::CheckIdle() {
+  if (!idle() || !idle_fn_) return;
+  auto fn = std::move(idle_fn_);
+  idle_fn_ = nullptr;
+  fn();
+}
+
+}  // namespace ibsm::sm

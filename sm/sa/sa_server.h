@@ -1,0 +1,286 @@
+// The Subnet Administrator (IBA 15; "the SA answers from the last published
+// snapshot"): Get and GetTable of NodeRecord, PortInfoRecord, SwitchInfoRecord, LFTRecord,
+// SMInfoRecord, LinkRecord, GUIDInfoRecord, P_KeyTableRecord, SL2VLTableRecord,
+// VLArbitrationTableRecord and ClassPortInfo, with component masks honoured; Get and
+// GetTable of PathRecord and GetMulti (or GetTable) of MultiPathRecord through sm/sa_path;
+// ServiceRecord Set (register), Get/GetTable and Delete with lease expiry; InformInfo Set
+// (subscribe/unsubscribe) and InformInfoRecord Get/GetTable through sm/sa/inform.h, whose
+// Reports' late ReportResponses are routed there too.
+//
+// ServiceRecords are the one piece of state the server owns: registered by clients, kept
+// in memory and, when a StateStore is given, in the state file, so they outlive a restart
+// (LoadServices). Changes are written by FlushServices: at once when nobody schedules it,
+// else when the SM's flush timer fires (a burst of Sets costs one transaction, not one
+// fsync each) and at shutdown. At most kServicesPerPort records per requesting port and
+// kServicesTotal in all (README "What one SA request may cost or hold").
+//
+// The server owns nothing of the sweep. After each heavy sweep the SubnetManager publishes
+// an immutable SaSnapshot and the server answers every query from the last one it got, so a
+// sweep or a routing run in progress never delays an answer (OpenSM's SA stalls while it
+// routes). A GetTable answer larger than one MAD goes out as RMPP through Transport::Post.
+//
+// Every request is untrusted: malformed MADs are dropped and counted,
+// bad requests answered with an SA status and counted, nothing asserts on wire input.
+//
+// Threading: Publish, OnRequest, LoadServices and ExpireServices run on the transport's
+// io_context thread (the ServiceRecords are not locked). A snapshot is
+// immutable once published, so a PathRecord worker may read one from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "base/clock.h"
+#include "conf/qos_policy.h"
+#include "fabric/fabric.h"
+#include "ha/state_store.h"
+#include "mad/attr/sa_records.h"
+#include "mad/attr/sm_info.h"
+#include "mad/transport.h"
+#include "routing/routing_engine.h"
+#include "sm/model/discovery.h"
+#include "sm/sa/inform.h"
+#include "sm/model/pkey_manager.h"
+#include "sm/model/multicast.h"
+#include "sm/model/qos_tables.h"
+
+namespace ibsm::sm {
+
+struct MftPlan;
+
+// What the SA serves: the fabric of one heavy sweep as the SM left it (LIDs and PortInfo as
+// programmed), its routing tables, and the SM itself. Immutable once published.
+struct SaSnapshot {
+  uint64_t sweep = 0;  // heavy sweep number that produced it
+  // The sweep's fabric and what its nodes answered, shared with the SM, which copies it
+  // before changing it (one copy of the fabric model, not two, while nothing changes).
+  std::shared_ptr<const DiscoveryResult> discovery;
+  const Fabric& fabric() const;                     // empty without `discovery`
+  const std::vector<DiscoveredNode>& nodes() const;  // index = NodeId of fabric()
+  std::shared_ptr<const routing::RoutingTables> tables;  // null if routing never succeeded
+  // The LID index of `fabric` (PathRecord); null: no PathRecord is answered (NO_RESOURCES).
+  std::shared_ptr<const routing::LidMap> lids;
+  // Each port's MTU as a path through it may use, by PortId of `fabric`: the smaller
+  // MTUCap of the port and its neighbour (mad::mtu codes); 0 where unknown.
+  std::vector<uint8_t> port_mtu;
+  uint8_t packet_life_time = 18;  // PathRecord PacketLifeTime (OpenSM's subnet_timeout)
+  // SL2VL and VLArb tables by node GUID (SL2VLTableRecord, VLArbitrationTableRecord); null
+  // or missing nodes: not read yet.
+  std::shared_ptr<const QosMap> qos;
+  // The QoS policy PathRecords take their SL from (qos TRUE with a qos_policy_file); null:
+  // none (docs/qos.md).
+  std::shared_ptr<const conf::QosPolicy> qos_policy;
+  // qos TRUE: a PathRecord's SL must not lead to VL 15 on any hop of its path (OpenSM).
+  bool qos_enabled = false;
+  uint64_t subnet_prefix = 0xfe80000000000000ull;
+  // The SM that serves (SMInfoRecord).
+  Lid sm_lid{0};
+  Guid sm_port_guid{0};
+  uint64_t sm_key = 0;
+  uint32_t act_count = 0;
+  uint8_t sm_priority = 0;
+  mad::SmState sm_state = mad::SmState::kNotActive;
+  // Partitions: every end port's memberships and every programmed port's P_Key table
+  // (P_KeyTableRecord). With `partitioned` (a partitions.conf is in force) the SA hides
+  // from an untrusted requester the CAs it shares no partition with (NodeRecord,
+  // PortInfoRecord, P_KeyTableRecord, SL2VL/VLArb tables, GUIDInfoRecord, LinkRecord,
+  // PathRecord, ServiceRecord), as OpenSM does.
+  std::shared_ptr<const PKeyPlan> pkeys;
+  bool partitioned = false;
+
+  // True when `a` and `b` share a partition (one at least a full member); always without
+  // partitions, and for a port and itself.
+  bool SharePartition(PortId a, PortId b) const;
+  // True when end port `p` holds P_Key base `pkey` (either membership).
+  bool HoldsPKey(PortId p, uint16_t pkey) const;
+
+  // The LID a node's records carry: port 0's for a switch, else `port`'s. 0 if none.
+  uint16_t RecordLid(NodeId n, PortNum port) const;
+};
+
+// SaSnapshot::port_mtu for `fabric` as discovered: for every port whose PortInfo is known,
+// min(its MTUCap, its neighbour's MTUCap when known). 0 for the rest.
+std::vector<uint8_t> LinkMtus(const Fabric& fabric, const std::vector<DiscoveredNode>& nodes);
+
+// ClassPortInfo RespTimeValue for a transaction timeout, as OpenSM computes it: the
+// smallest v (8..31) with 4.096 us * 2^v >= timeout (200 ms -> 16).
+uint8_t RespTimeValueFor(std::chrono::milliseconds transaction_timeout);
+
+// ServiceRecords one requesting port may register, and the SA holds in all: one host cannot
+// take the SA's memory, and every Get walks a bounded table.
+inline constexpr size_t kServicesPerPort = 32;
+inline constexpr size_t kServicesTotal = 8192;
+
+struct SaServerOptions {
+  // Requests whose SM_Key field equals this are trusted (see M_Key and SM_Key in answers);
+  // opensm.conf sa_key. 0: nobody is trusted.
+  uint64_t sa_key = 1;
+  uint8_t resp_time_value = 18;  // ClassPortInfo RespTimeValue (4.096 us * 2^v)
+  InformOptions inform;  // event subscriptions and Reports (taken at construction)
+  size_t services_per_port = kServicesPerPort;  // tests lower them
+  size_t services_total = kServicesTotal;
+};
+
+// Operators act on these. Keys of the maps are attribute IDs and MAD
+// status values.
+struct SaCounters {
+  uint64_t requests = 0;          // class 0x03 MADs handed to the server
+  uint64_t answered = 0;          // responses posted (errors included)
+  uint64_t records_sent = 0;      // records in successful answers
+  uint64_t rmpp_answers = 0;      // GetTable answers larger than one MAD (sent as RMPP)
+  uint64_t malformed = 0;         // undecodable MADs (dropped)
+  uint64_t responses_ignored = 0; // MADs with the response bit set (dropped)
+  uint64_t rmpp_control = 0;      // RMPP ACK/STOP/ABORT of no transfer of ours (dropped)
+  uint64_t post_failures = 0;     // the transport refused an answer
+  uint64_t not_ready = 0;         // requests before the first snapshot (answered Busy)
+  uint64_t services_registered = 0;  // ServiceRecord Sets stored (replacements included)
+  uint64_t services_deleted = 0;     // ServiceRecords removed by a Delete
+  uint64_t services_expired = 0;     // ServiceRecords dropped when their lease ran out
+  // Writes of ServiceRecord changes to the state file that failed (SA-SR-001; the changes
+  // stay in memory, served, and are written at the next flush).
+  uint64_t service_state_failures = 0;
+  // ServiceRecord Sets of a new registration refused with ERR_NO_RESOURCES: the requesting
+  // port holds kServicesPerPort already (SA-SR-006), or the SA holds kServicesTotal (SA-SR-007).
+  uint64_t service_port_cap_refused = 0;
+  uint64_t service_total_cap_refused = 0;
+  // SA_Key (C15-0.1.5, opensm.conf sa_key): requests whose SM_Key is neither 0 nor the SA
+  // key are dropped unanswered, as OpenSM does (its ERR 1A04).
+  uint64_t sa_key_mismatches = 0;
+  // ServiceRecord Set/Delete refused: another ServiceKey than the registration's (REQ_DENIED),
+  // or a ServiceP_Key the requester or the service port does not hold (REQ_INVALID).
+  uint64_t service_key_refused = 0;
+  uint64_t service_pkey_refused = 0;
+  // MCMemberRecord proxy joins refused: requester and joining port share no partition.
+  uint64_t mc_partition_refusals = 0;
+  // MultiPathRecord requests over sm/sa/sa_path.h's caps: refused for naming more than
+  // kMultiPathMaxPortPairs port pairs (ERR_NO_RESOURCES, SA-MP-001), or answered from
+  // kMultiPathMaxCandidates LID pairs when they ask more.
+  uint64_t multipath_refused = 0;
+  uint64_t multipath_trimmed = 0;
+  // MFTRecord answers come from one multicast forwarding plan per (snapshot, multicast
+  // generation): how many plans were computed (not one per request).
+  uint64_t mft_plans_computed = 0;
+  std::map<uint16_t, uint64_t> by_attribute;  // every request with a decodable header
+  std::map<uint16_t, uint64_t> by_error;      // answers with a non-zero status
+};
+
+class SaServer {
+ public:
+  // REQUIRES: `transport`, `clock` and `store` (may be null: ServiceRecords then live in
+  // memory only) outlive the server. `clock`'s UnixMicros times ServiceRecord leases.
+  SaServer(mad::Transport& transport, SaServerOptions options, const Clock& clock,
+           ha::StateStore* store = nullptr);
+
+  // Reads the ServiceRecords the state file holds, replacing those in memory; those whose
+  // lease ran out while the SM was down are dropped (and removed from the file).
+  Status LoadServices();
+
+  // Drops every ServiceRecord whose lease has run out (also done before each ServiceRecord
+  // request). Returns how many were dropped. The SM calls it on its sweep timer.
+  size_t ExpireServices();
+
+  // The registered ServiceRecords, in registration order (tests, ibsmctl).
+  std::vector<mad::ServiceRecord> services() const;
+
+  // ServiceRecord changes not yet in the state file, and writing them (one transaction).
+  // A failed write keeps them for the next call (counted, SA-SR-001).
+  bool services_dirty() const { return !pending_upserts_.empty() || !pending_removals_.empty(); }
+  Status FlushServices();
+  // Runs after every change; the SM arms its flush timer there (once for a burst). Unset:
+  // every change is flushed before the answer goes out.
+  void set_on_services_dirty(std::function<void()> fn) { on_services_dirty_ = std::move(fn); }
+
+  // Makes `snapshot` the one every later answer comes from. Null is ignored.
+  void Publish(std::shared_ptr<const SaSnapshot> snapshot);
+  std::shared_ptr<const SaSnapshot> snapshot() const { return snapshot_; }
+
+  // Handles one MAD of class 0x03 the transport handed up: answers it through
+  // Transport::Post, or drops it (counted).
+  void OnRequest(const mad::MadMessage& msg);
+
+  // The answer OnRequest would post for `msg`, or nullopt when it is dropped. Changes
+  // nothing but the counters, apart from a ServiceRecord Set or Delete (and the leases it
+  // expires); fuzz targets and tests call it directly.
+  std::optional<mad::MadMessage> Answer(const mad::MadMessage& msg);
+
+  const SaCounters& counters() const { return counters_; }
+  // MCMemberRecord and MFTRecord are served from `groups` (sm/sa/sa_multicast.cc); null: not
+  // served. REQUIRES: outlives the server, same thread.
+  void AttachMulticast(MulticastManager* groups) {
+    mcast_ = groups;
+    mft_plan_.reset();  // another manager's generations are not comparable
+  }
+  // The other SMs the SM knows (matching SM_Key, not NOTACTIVE), as SMInfoRecords with
+  // their keys: served beside the SM's own record (OpenSM's sm_guid_tbl), keys only to
+  // the trusted. Replaces the previous list.
+  void SetOtherSms(std::vector<mad::SmInfoRecord> records) { other_sms_ = std::move(records); }
+  void set_options(const SaServerOptions& options) { options_ = options; }
+
+  // Event subscriptions (InformInfo Set, InformInfoRecord) and the Reports sent to them:
+  // the SM publishes its notices here.
+  InformManager& inform() { return inform_; }
+  const InformManager& inform() const { return inform_; }
+
+ private:
+  struct ServiceKeyHash {
+    size_t operator()(const ha::ServiceKey& k) const;
+  };
+  struct Service {
+    mad::ServiceRecord record;
+    std::optional<int64_t> expires_us;  // Unix microseconds; nullopt: infinite lease
+    // The port that registered it (its cap); restored records: the ServiceGID's port.
+    Guid owner{0};
+    std::multimap<int64_t, ha::ServiceKey>::iterator expiry;  // valid with expires_us
+  };
+  using ServiceList = std::list<Service>;
+  // Adds or replaces the record of its key (keeping its owner on replacement); drops one.
+  void PutService(const mad::ServiceRecord& r, std::optional<int64_t> expires_us, Guid owner);
+  void DropService(ServiceList::iterator it);
+  void MarkServiceChanged(const ha::ServiceKey& key, bool removed);
+  std::optional<mad::MadMessage> AnswerService(const mad::MadMessage& msg,
+                                               const mad::SaMad& req,
+                                               std::span<const uint8_t> data);
+  std::optional<mad::MadMessage> AnswerInform(const mad::MadMessage& msg, const mad::SaMad& req,
+                                              std::span<const uint8_t> data, bool trusted);
+
+  std::optional<mad::MadMessage> AnswerMcMember(const mad::MadMessage& msg,
+                                                const mad::SaMad& req,
+                                                std::span<const uint8_t> data, bool trusted);
+  std::optional<mad::MadMessage> AnswerMftRecord(const mad::MadMessage& msg,
+                                                 const mad::SaMad& req,
+                                                 std::span<const uint8_t> data);
+
+  mad::Transport& transport_;
+  SaServerOptions options_;
+  const Clock& clock_;
+  ha::StateStore* store_;
+  // Registration order, indexed by key, by lease end and by owner, so no request walks the
+  // whole table to find, expire or count what it touches.
+  ServiceList services_;
+  std::unordered_map<ha::ServiceKey, ServiceList::iterator, ServiceKeyHash> service_index_;
+  std::multimap<int64_t, ha::ServiceKey> service_expiry_;
+  std::unordered_map<Guid, size_t> services_by_owner_;
+  std::unordered_set<ha::ServiceKey, ServiceKeyHash> pending_upserts_, pending_removals_;
+  std::function<void()> on_services_dirty_;
+  MulticastManager* mcast_ = nullptr;
+  std::shared_ptr<const SaSnapshot> snapshot_;
+  // The MFT plan of the multicast generation and snapshot it was computed for (a weak
+  // pointer: no snapshot is kept alive for it, and its control block is not reused).
+  std::shared_ptr<const MftPlan> mft_plan_;
+  std::weak_ptr<const SaSnapshot> mft_plan_snapshot_;
+  uint64_t mft_plan_generation_ = 0;
+  std::vector<mad::SmInfoRecord> other_sms_;
+  SaCounters counters_;
+  InformManager inform_;
+};
+
+}  // namespace ibsm::sm

@@ -1,0 +1,466 @@
+#include "sm/sweep/subnet_manager.h"
+
+#include <algorithm>
+#include <iterator>
+#include <unordered_set>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+#include "base/log.h"
+#include "sm/sweep/subnet_manager_internal.h"
+
+namespace ibsm::sm {
+namespace {
+
+MulticastOptions McOptions(const SubnetManagerOptions& o) {
+  MulticastOptions m;
+  m.subnet_prefix = o.subnet_prefix;
+  m.packet_life_time = o.subnet_timeout;
+  return m;
+}
+
+SaServerOptions SaOptions(const SubnetManagerOptions& o) {
+  SaServerOptions s;
+  s.sa_key = o.sa_key;
+  s.resp_time_value = RespTimeValueFor(o.send.timeout);  // transaction_timeout, as OpenSM
+  s.inform.report = o.send;  // Reports time out and retry as OpenSM's transactions do
+  return s;
+}
+
+}  // namespace
+
+std::string HaCounterSummary(const SmCounters& c) {
+  return fmt::format(
+      "state changes {}, takeovers {}, handovers sent {} received {}, acknowledges sent {}, "
+      "polls sent {} missed {}, SMInfo Sets refused {}, SMs seen {}, SMs ignored for sm_key "
+      "{}, trap 144 sent {}, ClientReregister {}",
+      c.state_changes, c.takeovers, c.handovers_sent, c.handovers_received,
+      c.acknowledges_sent, c.polls_sent, c.polls_missed, c.sminfo_sets_refused,
+      c.other_sms_seen, c.sm_key_mismatches, c.trap144_sent, c.client_reregisters);
+}
+
+SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transport,
+                             const Clock& clock, ha::StateStore* store,
+                             SubnetManagerOptions options)
+    : io_(io),
+      transport_(transport),
+      clock_(clock),
+      store_(store),
+      options_(std::move(options)),
+      pipeline_(transport, options_.max_wire_smps, options_.send, options_.m_key),
+      qos_pipeline_(transport, std::max<size_t>(1, options_.max_wire_smps / 2), options_.send,
+                    options_.m_key),
+      sa_(transport, SaOptions(options_), clock, store),
+      mcast_(McOptions(options_)),
+      light_timer_(io),
+      damper_(options_.link_damping),
+      damping_timer_(io),
+      poll_timer_(io),
+      recovery_timer_(io) {
+  pipeline_.set_fenced(true);  // nothing is written before the election says MASTER
+  qos_pipeline_.set_fenced(true);
+  // Optional tables: a device that does not answer costs one timed-out request, not two.
+  qos_pipeline_.set_rounds(1);
+  SharpOptions sharp = options_.sharp;
+  sharp.send = options_.send;
+  sharp_ = std::make_unique<SharpManager>(transport_, pipeline_, sharp);
+  // Traps 66/67 for groups created and deleted go to the InformInfo subscribers.
+  mcast_.set_on_event([this](uint16_t trap, const mad::Gid& mgid) {
+    ReportMulticastGroup(trap == mad::trap::kMcastGroupCreated, mad::ToGidBytes(mgid));
+  });
+  sa_.set_on_services_dirty([this] { ScheduleStateFlush(); });
+}
+
+SubnetManager::~SubnetManager() {
+  stopped_ = true;
+  FlushState();  // what clients were told is in the file when the SM goes
+  routing_pool_.join();
+}
+
+void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
+  on_sweep_ = std::move(on_sweep);
+  transport_.SetUnsolicitedHandler([this](mad::MadMessage m) { OnUnsolicited(std::move(m)); });
+  auto local = transport_.QueryLocalPort();
+  if (local.ok()) {
+    sm_port_guid_ = local->port_guid;
+    sm_lid_ = local->lid;  // until the first sweep assigns it
+  }
+  WarnAboutDefaultKeys();
+  LoadPersistedLids();
+  // Whether this SM was the subnet's master when it stopped (read before this start
+  // records DISCOVERING): only then are the registrations in its state file all there are.
+  bool was_master = false;
+  if (store_) {
+    auto last = store_->GetValue("sm_state");
+    was_master = last.ok() && last->has_value() && **last == ha::SmStateName(mad::SmState::kMaster);
+  }
+  bool restored = store_ != nullptr;
+  if (Status st = sa_.LoadServices(); !st.ok()) {
+    restored = false;
+    Log(LogName::kSm).warn("SM-STATE-005 cannot read ServiceRecords from the state file: {}",
+                           st.ToString());
+  }
+  if (Status st = sa_.inform().Load(); !st.ok()) {
+    restored = false;
+    Log(LogName::kSm).warn("SM-STATE-006 cannot read event subscriptions from the state file: {}",
+                           st.ToString());
+  }
+  if (!LoadMulticastGroups()) restored = false;
+  sa_state_complete_ = was_master && restored;
+  mcast_.SetPartitionGroups(options_.partitions.config.get());
+  mcast_.set_on_change([this] { OnMulticastChange(); });
+  sa_.AttachMulticast(&mcast_);
+  // NOTACTIVE -> DISCOVERING: the first heavy sweep looks for other SMs before it writes.
+  SetSmState(ha::SmEvent::kEnable, "start");
+}
+
+// OpenSM's defaults (sm_key and sa_key 0x1) are public: compatibility keeps them, but the
+// operator hears what they mean. With an M_Key configured they give it away: a requester
+// presenting sa_key 1 is trusted and sees every port's M_Key in PortInfoRecords.
+void SubnetManager::WarnAboutDefaultKeys() {
+  const bool default_sa = options_.sa_key == 1, default_sm = options_.sm_key == 1;
+  if (options_.m_key != 0 && (default_sa || default_sm)) {
+    ++counters_.issues_by_id["CONF-103"];
+    Log(LogName::kConf).error("CONF-103 m_key is set but {} still OpenSM's public default 0x1: "
+                              "any host presenting it is trusted with every port's M_Key "
+                              "(PortInfoRecord) and the SM's role; set {} to secrets",
+                              default_sa && default_sm ? "sa_key and sm_key are"
+                              : default_sa             ? "sa_key is"
+                                                       : "sm_key is",
+                              default_sa && default_sm ? "both" : default_sa ? "sa_key" : "sm_key");
+  } else if (default_sa) {
+    ++counters_.issues_by_id["CONF-102"];
+    Log(LogName::kConf).warn("CONF-102 sa_key is OpenSM's public default 0x1: SA requesters "
+                             "presenting it see SM_Key and ServiceKeys and pass partition "
+                             "filters (as with OpenSM); set sa_key to a secret");
+  }
+}
+
+void SubnetManager::Stop() {
+  stopped_ = true;
+  qos_reader_.Cancel();
+  light_timer_.cancel();
+  damping_timer_.cancel();
+  poll_timer_.cancel();
+  recovery_timer_.cancel();
+  FlushState();
+}
+
+void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
+  options_.routing_engine = o.routing_engine;
+  options_.routing = o.routing;
+  options_.sweep_interval = o.sweep_interval;
+  options_.force_heavy_sweep = o.force_heavy_sweep;
+  options_.keep_sweeps = o.keep_sweeps;
+  options_.keep_events = o.keep_events;
+  options_.sweep_on_trap = o.sweep_on_trap;
+  options_.incremental_repair = o.incremental_repair;
+  options_.incremental_reroute = o.incremental_reroute;
+  options_.link_damping = o.link_damping;
+  damper_.set_options(o.link_damping);
+  options_.babbling_port_policy = o.babbling_port_policy;
+  options_.health_degraded_links = o.health_degraded_links;
+  options_.subnet_timeout = o.subnet_timeout;
+  options_.dump_dir = o.dump_dir;
+  options_.dump_lfts = o.dump_lfts;
+  options_.no_clients_rereg = o.no_clients_rereg;
+  const bool partitions_changed = options_.partitions.config != o.partitions.config;
+  options_.partitions = o.partitions;
+  if (partitions_changed) mcast_.SetPartitionGroups(options_.partitions.config.get());
+  options_.ar = o.ar;
+  options_.sharp_enable = o.sharp_enable;
+  options_.qos = o.qos;
+  options_.qos_levels = o.qos_levels;
+  options_.qos_policy = o.qos_policy;
+  options_.suppress_sl2vl_mad_status_errors = o.suppress_sl2vl_mad_status_errors;
+}
+
+void SubnetManager::RequestHeavySweep(const std::string& reason) {
+  if (stopped_) return;
+  if (state() == mad::SmState::kStandby || state() == mad::SmState::kNotActive) {
+    // Fencing: only DISCOVERING and MASTER sweep; the master owns the fabric.
+    Log(LogName::kSm).debug("no heavy sweep in state {} ({})", ha::SmStateName(state()), reason);
+    return;
+  }
+  if (sweep_posted_) {
+    // The requested sweep has not begun: it will see this change too.
+    Log(LogName::kSm).info("heavy sweep already pending ({}); also: {}", pending_reason_, reason);
+    return;
+  }
+  if (sweeping_) {
+    if (!sweep_again_) {
+      Log(LogName::kSm).info("heavy sweep queued: {}", reason);
+      queued_reason_ = reason;
+    }
+    sweep_again_ = true;
+    return;
+  }
+  pending_reason_ = reason;
+  boost::asio::post(io_, [this] { BeginHeavySweep(); });
+  sweeping_ = true;
+  sweep_posted_ = true;
+}
+
+void SubnetManager::NoteInternalError(const std::string& what) {
+  ++counters_.internal_errors;
+  ++counters_.issues_by_id["SM-EXC-001"];
+  Log(LogName::kSm).error("SM-EXC-001 an io handler failed and was abandoned: {}; ibsmd goes on",
+                          what);
+  // The handler may have been a step of the running sweep, whose chain then never ends: once
+  // nothing of it is in flight, that sweep is over and another one starts from scratch.
+  recovery_timer_.expires_after(std::chrono::seconds(1));
+  recovery_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopped_) return;
+    if (sweeping_ && !sweep_posted_ && pipeline_.idle() && !routing_in_flight_) {
+      Log(LogName::kSm).warn("SM-EXC-002 the heavy sweep that failed is abandoned; sweeping again");
+      ++counters_.issues_by_id["SM-EXC-002"];
+      sweeping_ = false;
+      sweep_again_ = false;
+    }
+    RequestHeavySweep("recovery after an internal error");
+  });
+}
+
+void SubnetManager::Issue(const std::string& id, const std::string& message) {
+  ++issues_in_sweep_;
+  ++counters_.issues_by_id[id];
+  Log(LogName::kSm).warn("{} {}", id, message);
+}
+
+// --- heavy sweep ---------------------------------------------------------------------
+
+std::optional<SubnetManager::SweepProgress> SubnetManager::sweep_in_progress() const {
+  if (!sweeping_ || sweep_posted_ || current_.number == 0) return std::nullopt;
+  const auto& c = pipeline_.counters();
+  return SweepProgress{current_.number, current_.started, c.gets + c.sets - smps_at_start_,
+                       current_.nodes};
+}
+
+void SubnetManager::BeginHeavySweep() {
+  sweep_posted_ = false;
+  if (stopped_) return;
+  if (state() != mad::SmState::kDiscovering && state() != mad::SmState::kMaster) {
+    sweeping_ = false;
+    return;
+  }
+  sweeping_ = true;
+  repair_pending_.clear();  // the rediscovery sees what they reported
+  StartSweepStats(/*repair=*/false);
+  ++counters_.heavy_sweeps;
+  Log(LogName::kSm).info("Entering heavy sweep {} ({})", current_.number, pending_reason_);
+  discovery_ = std::make_unique<Discovery>(pipeline_);
+  discovery_->Run([this](DiscoveryResult r) {
+    // Cables the last model had and this discovery did not find went down (flap damping);
+    // damped cables stay out of the model even where their ports came up again.
+    if (discovered_ && !stopped_ && damper_.options().threshold != 0) {
+      const Fabric& was = discovered_->fabric;
+      const Fabric& now = r.fabric;
+      for (PortId p = 0; p < was.port_count(); ++p) {
+        const Port& a = was.port(p);
+        if (!a.connected() || a.peer < p) continue;
+        const Port& b = was.port(a.peer);
+        auto n = now.FindNode(was.node(a.node).guid);
+        bool kept = false;
+        if (n && a.num.value() <= now.node(*n).num_ports) {
+          const Port& x = now.port(now.port_id(*n, a.num));
+          kept = x.connected() && now.node(now.port(x.peer).node).guid == was.node(b.node).guid &&
+                 now.port(x.peer).num == b.num;
+        }
+        if (!kept) NoteCableDown(was, p);
+      }
+    }
+    TakeOutDampedCables(r);
+    OnDiscovered(std::move(r));
+  });
+}
+
+// A new sweep's figures, numbered; the SMP counters it is measured against.
+void SubnetManager::StartSweepStats(bool repair) {
+  light_timer_.cancel();
+  current_ = SweepStats{};
+  current_.number = ++sweep_number_;
+  current_.heavy = true;
+  current_.repair = repair;
+  current_.started = clock_.Now();
+  stage_mark_ = current_.started;
+  finish_stage_ = "links";
+  repair_touched_.clear();
+  if (!repair) repair_follows_cut_short_ = false;
+  smps_at_start_ = pipeline_.counters().gets + pipeline_.counters().sets;
+  failed_at_start_ = pipeline_.counters().failed;
+  issues_in_sweep_ = 0;
+}
+
+void SubnetManager::EndStage(std::string_view name) {
+  const auto now = clock_.Now();
+  current_.stages.emplace_back(
+      std::string(name), std::chrono::duration_cast<std::chrono::microseconds>(now - stage_mark_));
+  stage_mark_ = now;
+}
+
+std::string SubnetManager::StagesSummary() const {
+  std::string out;
+  for (const auto& [name, took] : current_.stages)
+    out += fmt::format("{}{} {:.1f} ms", out.empty() ? "" : ", ", name, took.count() / 1e3);
+  return out;
+}
+
+void SubnetManager::OnDiscovered(DiscoveryResult r) {
+  if (stopped_) return;
+  EndStage(current_.repair ? "re-reads" : "discovery");
+  issues_in_sweep_ += r.issues.size();
+  for (const auto& i: r.issues) ++counters_.issues_by_id[i.id];
+  discovered_ = std::make_shared<DiscoveryResult>(std::move(r));
+  const Fabric& f = discovered_->fabric;
+  current_.nodes = f.node_count();
+  current_.switches = f.switch_count();
+  current_.cas = f.ca_count();
+  current_.links = f.link_count();
+  auto sm_port = f.FindPort(sm_port_guid_);
+  if (!sm_port) {
+    // Not even our own port answered: nothing to configure.
+    Issue("SM-SWEEP-002", fmt::format("the SM's own port {} was not discovered; sweep "
+                                      "abandoned",
+                                      ToString(sm_port_guid_)));
+    // Nothing of the previous sweep's port indices applies to this (empty) fabric.
+    sm_port_ = kNoPort;
+    FinishHeavySweep();
+    return;
+  }
+  sm_port_ = *sm_port;
+  // The election comes before any write: other SMs' SMInfo, then DecideRole.
+  QueryOtherSms();
+}
+
+// --- partitions (OpenSM's order: P_Key tables before LIDs) ---------------------------
+
+void SubnetManager::ScheduleLightSweep() {
+  if (options_.sweep_interval.count() == 0 || stopped_) return;
+  light_timer_.expires_after(options_.sweep_interval);
+  light_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || sweeping_) return;
+    // OpenSM's force_heavy_sweep: every sweep_interval a heavy sweep instead of a light one.
+    if (options_.force_heavy_sweep) {
+      RequestHeavySweep("force_heavy_sweep");
+    } else {
+      LightSweep();
+    }
+  });
+}
+
+// SwitchInfo of every switch: a LinearFDBTop that is not ours (a reboot) or no answer ->
+// heavy sweep; PortStateChange set -> a repair sweep of those switches
+// (sm/sweep/subnet_manager_repair.cc). Costs one SMP per switch.
+void SubnetManager::LightSweep() {
+  if (!discovered_ || stopped_) return;
+  ++counters_.light_sweeps;
+  sa_.ExpireServices();  // leases run out even when nobody asks for ServiceRecords
+  auto change = std::make_shared<std::string>();
+  auto port_changes = std::make_shared<std::vector<Guid>>();
+  const Fabric& f = discovered_->fabric;
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (!f.node(n).is_switch()) continue;
+    Guid g = f.node(n).guid;
+    pipeline_.Get(discovered_->nodes[n].path, mad::attr::kSwitchInfo, 0,
+                  [this, g, change, port_changes](Result<mad::Smp> r) {
+                    if (!change->empty()) return;
+                    if (!r.ok()) {
+                      *change = fmt::format("switch {} did not answer", ToString(g));
+                      return;
+                    }
+                    auto si = mad::Decode<mad::SwitchInfo>(r->data);
+                    if (!si.ok()) return;
+                    if (si->linear_fdb_top != switch_cache_[g].top) {
+                      *change = fmt::format("switch {} LinearFDBTop {} is not ours ({})",
+                                            ToString(g), si->linear_fdb_top,
+                                            switch_cache_[g].top);
+                    } else if (si->port_state_change) {
+                      port_changes->push_back(g);
+                    }
+                  });
+  }
+  // Known SMs, as OpenSM's light sweep does: a better one that came up, or another master
+  // (two subnets joined), needs the heavy sweep that hands over.
+  for (const auto& [guid, peer] : peers_) {
+    Guid pg = guid;
+    pipeline_.Get(peer.path, mad::attr::kSmInfo, 0, [this, pg, change](Result<mad::Smp> r) {
+      auto known = peers_.find(pg);
+      auto info = r.ok() ? mad::Decode<mad::SmInfo>(r->data): Result<mad::SmInfo>(r.status());
+      bool valid = info.ok() && info->guid == pg.value() &&
+                   (options_.sm_key == 0 || info->sm_key == options_.sm_key) &&
+                   info->sm_state != mad::SmState::kNotActive;
+      // The SA's SMInfoRecords follow what the known SMs answer now: a state that changed is
+      // shown, an SM that stopped answering (or went NOTACTIVE) is no longer listed.
+      if (!r.ok()) {
+        NotePeerMissed(pg, r.status().ToString());
+      } else if (info.ok() && info->guid == pg.value()) {
+        NotePeerAnswered(pg);
+        if (info->sm_state == mad::SmState::kNotActive)
+          RecordPeer(*info, options_.sm_key == 0 || info->sm_key == options_.sm_key);
+      }
+      if (known != peers_.end()) {
+        if (!valid) {
+          Log(LogName::kHa).info("SM {} no longer answers as an active SM: {}", ToString(pg),
+                                 info.ok() ? ha::SmStateName(info->sm_state)
+                                           : std::string_view(info.status().message()));
+          peers_.erase(known);
+          PublishKnownSms();
+        } else if (known->second.info.sm_state != info->sm_state ||
+                   known->second.info.priority != info->priority ||
+                   known->second.info.act_count != info->act_count) {
+          known->second.info = *info;
+          PublishKnownSms();
+        }
+      }
+      if (!change->empty() || !valid) return;
+      bool better = PeerBeats(*info, OwnSmInfo(state(), false));
+      if (info->sm_state == mad::SmState::kMaster ||
+          (better && info->sm_state == mad::SmState::kStandby)) {
+        *change = fmt::format("SM {} is {}{}", ToString(pg), ha::SmStateName(info->sm_state),
+                              better ? " and better than this SM" : "");
+      }
+    });
+  }
+  pipeline_.WhenIdle([this, change, port_changes] {
+    if (stopped_) return;
+    if (!change->empty()) {
+      RequestHeavySweep(*change);
+    } else if (!port_changes->empty()) {
+      for (Guid g : *port_changes)
+        RequestRepair(g, fmt::format("port state change on switch {}", ToString(g)));
+    } else {
+      ScheduleLightSweep();
+    }
+  });
+}
+
+// --- unsolicited MADs ----------------------------------------------------------------
+
+void SubnetManager::OnUnsolicited(mad::MadMessage msg) {
+  auto hdr = msg.header();
+  if (!hdr.ok()) return;
+  bool smp = hdr->mgmt_class == static_cast<uint8_t>(mad::MgmtClass::kSubnLid) ||
+             hdr->mgmt_class == static_cast<uint8_t>(mad::MgmtClass::kSubnDirected);
+  if (hdr->mgmt_class == static_cast<uint8_t>(mad::MgmtClass::kSubnAdm)) {
+    sa_.OnRequest(msg);
+    return;
+  }
+  if (!smp) {
+    ++counters_.unsolicited_ignored;
+    return;
+  }
+  mad::Smp req;
+  if (!mad::DecodeFrom(msg.bytes, &req).ok()) return;
+  if (req.attr_id == mad::attr::kSmInfo &&
+      (req.method == mad::method::kGet || req.method == mad::method::kSet)) {
+    AnswerSmInfo(req, msg);
+  } else if (req.method == mad::method::kTrap && req.attr_id == mad::attr::kNotice) {
+    HandleTrap(req, msg);
+  } else {
+    ++counters_.unsolicited_ignored;
+  }
+}
+
+}  // namespace ibsm::sm

@@ -1,0 +1,592 @@
+// The subnet manager's sweep engine (ARCHITECTURE.md): discovery, LIDs, PortInfo, routing,
+// LFT push by diff, link activation, the SA snapshot and dumps, then "SUBNET UP", then the
+// state rows; light sweeps between heavy ones; traps; the SMInfo answer that tells other SMs
+// and tools (sminfo) who is master.
+//
+// Threading: every method runs on the io_context thread that owns the transport. Routing
+// runs on a worker thread over an immutable fabric snapshot and posts its result back.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <nlohmann/json.hpp>
+
+#include "base/clock.h"
+#include "ha/sm_state_machine.h"
+#include "mad/attr/sm_info.h"
+#include "mad/transport.h"
+#include "routing/quality.h"
+#include "routing/reroute.h"
+#include "routing/routing_engine.h"
+#include "routing/verify.h"
+#include "sm/vendor/ar_manager.h"
+#include "sm/model/discovery.h"
+#include "sm/model/lid_manager.h"
+#include "sm/sweep/link_damping.h"
+#include "sm/model/pkey_manager.h"
+#include "sm/sweep/mft_programmer.h"
+#include "sm/model/multicast.h"
+#include "sm/sweep/qos_program.h"
+#include "sm/model/qos_tables.h"
+#include "sm/sa/sa_server.h"
+#include "sm/vendor/sharp_manager.h"
+#include "sm/sweep/sm_counters.h"
+#include "sm/model/smp_pipeline.h"
+#include "sm/sweep/trap_tracker.h"
+
+namespace ibsm::ha {
+class StateStore;
+}
+
+namespace ibsm::sm {
+
+class PerfManager;
+
+struct SubnetManagerOptions {
+  LidPolicy lids;
+  uint64_t subnet_prefix = 0xfe80000000000000ull;
+  uint64_t m_key = 0;
+  uint16_t m_key_lease_period = 0;
+  uint8_t m_key_protection_level = 0;
+  uint64_t sm_key = 1;
+  uint64_t sa_key = 1;  // SA requests presenting it are trusted (M_Key, SM_Key shown)
+  uint8_t sm_priority = 0;
+  // HA (opensm.conf names): other SMs are not looked for and never obeyed when set.
+  bool ignore_other_sm = false;
+  // A port whose health trap (129-131) repeats 250 times without a 60 s pause is disabled
+  // (PortPhysicalState Disabled), as OpenSM's babbling_port_policy does.
+  bool babbling_port_policy = false;
+  // health_degraded_links: FALSE turns the degraded-link rule off for links, topo and health
+  // alike (on ibsim every cable is "degraded").
+  bool health_degraded_links = true;
+  std::chrono::milliseconds sminfo_polling_timeout{10000};
+  uint32_t polling_retry_number = 4;
+  uint8_t subnet_timeout = 18;
+  // Switch external ports (opensm.conf names): HOQLife and VLStallCount, the leaf_ values on
+  // ports facing a CA or router.
+  uint8_t head_of_queue_lifetime = 0x12;
+  uint8_t leaf_head_of_queue_lifetime = 0x10;
+  uint8_t vl_stall_count = 0x07;
+  uint8_t leaf_vl_stall_count = 0x07;
+  // OpenSM's link manager (docs/port-programming.md): what every port is set to.
+  uint8_t sm_sl = 0;                          // MasterSMSL of end ports
+  uint8_t max_op_vls = 5;                     // OperationalVLs cap (5 = VL0-14)
+  uint8_t force_link_width = 255;             // LinkWidthEnabled; 0 leave, 255 = Supported
+  uint8_t force_link_speed = 15;              // LinkSpeedEnabled; 0 leave, 15 = Supported
+  uint8_t force_link_speed_ext = 31;          // LinkSpeedExtEnabled; 0 leave, 31 = Supported
+  uint8_t local_phy_errors_threshold = 0x08;  // PortInfo error thresholds
+  uint8_t overrun_errors_threshold = 0x08;
+  uint8_t packet_life_time = 0x12;            // SwitchInfo LifeTimeValue
+  // QoS (sm/sweep/qos_program.h): with `qos`, every port's VLHighLimit, VLArb and SL2VL tables
+  // as its class's level says; a failed table Set fails the sweep unless suppressed.
+  bool qos = false;
+  conf::QosLevels qos_levels;
+  // The QoS policy file's qos-ulps (PathRecord SLs; used with `qos` only); null: none.
+  std::shared_ptr<const conf::QosPolicy> qos_policy;
+  bool suppress_sl2vl_mad_status_errors = false;
+  std::string routing_engine;  // comma list; empty = minhop
+  routing::RoutingOptions routing;
+  size_t max_wire_smps = 64;
+  mad::SendOptions send;
+  std::chrono::seconds sweep_interval{10};  // 0 = no light sweeps
+  bool force_heavy_sweep = false;           // a heavy sweep every sweep_interval, not a light one
+  size_t keep_sweeps = 10000;               // sweep rows and events kept in the state file
+  size_t keep_events = 100000;
+  bool sweep_on_trap = true;
+  // A trap 128 from a known switch (or a light sweep's PortStateChange) re-reads only that
+  // switch's ports; links that went down are taken out of the model and the rest of the
+  // sweep runs on it, without rediscovery. Anything else falls back to a heavy sweep
+  // (ARCHITECTURE.md "Repair sweep").
+  bool incremental_repair = true;
+  // A repair sweep re-routes only the LIDs whose routes the lost cables and nodes broke,
+  // keeping every other route (routing::RerouteAround); the routing engine routes it when
+  // that result fails verification or the credit-loop check.
+  bool incremental_reroute = true;
+  // Cables that flap are kept out of the model (link_flap_threshold, link_flap_window,
+  // link_flap_hold_time; sm/sweep/link_damping.h).
+  LinkDampingOptions link_damping;
+  bool once = false;               // one heavy sweep, then report done
+  std::string dump_dir;            // empty = no dump files
+  // opensm-lfts.dump as well as opensm-subnet.lst (OpenSM: log_flags routing bit 0x40).
+  bool dump_lfts = false;
+  std::string guid2lid_file;       // OpenSM's file, read at start (migration from OpenSM)
+  bool no_clients_rereg = false;
+  // partitions.conf as last loaded well, part_enforce, allow_both_pkeys (SIGHUP reloads).
+  PartitionPolicy partitions;
+  ArConfig ar;  // adaptive routing (ar_mode, ar_sl_mask, ...), on top of any engine
+  bool sharp_enable = false;  // SHARP aggregation trees (sm/vendor/sharp_manager.h)
+  // What SHARP writes into tree QP contexts (P_Key, SL, retry limits, ...); `send` is
+  // replaced by the SM's own. Read when the SM is built.
+  SharpOptions sharp;
+};
+
+struct SweepStats {
+  uint64_t number = 0;
+  bool heavy = true;
+  // A repair sweep: discovery replaced by a re-read of the switches that reported a change
+  // (heavy is true too: every later stage ran).
+  bool repair = false;
+  size_t repair_links_lost = 0;  // cables a repair sweep took out of the model
+  size_t repair_nodes_lost = 0;  // nodes a repair sweep found unreachable and took out
+  std::chrono::steady_clock::time_point started;
+  std::chrono::microseconds duration{0};
+  uint64_t smps = 0;
+  uint64_t smps_failed = 0;
+  size_t nodes = 0, switches = 0, cas = 0, links = 0;
+  uint32_t lid_changes = 0;
+  uint64_t portinfo_sets = 0;
+  uint64_t client_reregisters = 0;  // CA ports told to register with the SA again
+  uint64_t lft_blocks_sent = 0;
+  // Of those, the blocks sent first because the switch's previous table sent a LID in them
+  // to a port that is no longer cabled (traffic there is being dropped until rewritten).
+  uint64_t lft_blocks_urgent = 0;
+  uint64_t lft_blocks_read = 0;
+  uint64_t switchinfo_sets = 0;
+  uint64_t pkey_blocks_sent = 0;   // P_KeyTable Sets (blocks that differed)
+  uint64_t pkey_blocks_read = 0;   // P_KeyTable Gets (ports whose table was not known)
+  uint64_t enforcement_sets = 0;   // PortInfo Sets of partition enforcement bits
+  uint64_t qos_sets = 0;           // SL2VL and VLArb Sets (tables that differed; qos TRUE)
+  uint64_t qos_sets_failed = 0;
+  uint64_t ports_armed = 0, ports_activated = 0;
+  uint64_t port_state_readbacks = 0;  // state Sets that failed and were read back
+  std::string engine;
+  std::vector<std::string> declined;  // "ftree: not a fat tree"
+  size_t issues = 0;
+  bool subnet_up = false;
+  // Wall time of each stage in the order it ran ("re-reads", "routing", "lft blocks", ...),
+  // waits for answers included; logged after the sweep (log line "sweep N stages").
+  std::vector<std::pair<std::string, std::chrono::microseconds>> stages;
+};
+
+
+// The HA counters in one line, as logged on every SM state change (log ID SM-HA-010) and
+// shown by the control socket: "state changes 3, handovers sent 0 received 1, ...".
+std::string HaCounterSummary(const SmCounters& c);
+
+class SubnetManager {
+ public:
+  // REQUIRES: io, transport, clock outlive this; `store` may be null (no state file).
+  SubnetManager(boost::asio::io_context& io, mad::Transport& transport, const Clock& clock,
+                ha::StateStore* store, SubnetManagerOptions options);
+  ~SubnetManager();
+
+  // Starts as MASTER: the first heavy sweep now, light sweeps every sweep_interval.
+  // `on_sweep` (optional) runs after every heavy sweep with its figures.
+  void Start(std::function<void(const SweepStats&)> on_sweep = {});
+  // Queues a heavy sweep (after the one running, if any). `reason` goes to the log.
+  void RequestHeavySweep(const std::string& reason);
+  void Stop();
+  // Writes the SA changes not yet in the state file (ServiceRecords, multicast groups) now,
+  // in one transaction each. Changes are otherwise written at most once per
+  // kStateFlushInterval (so a join or registration storm costs a bounded number of
+  // fsyncs); Stop, the destructor and every SM state change (a takeover, a handover) flush.
+  void FlushState();
+  static constexpr std::chrono::milliseconds kStateFlushInterval{200};
+  // A handler on the io thread threw (the daemon's loop caught it): counted and logged; the
+  // sweep it may have broken is abandoned once idle and a heavy sweep starts afresh.
+  void NoteInternalError(const std::string& what);
+  // No SMP queued or in flight (after Stop: the last answers are in). The daemon waits for
+  // this before closing the port: libumad2sim (ibsim) crashes in its own thread when a port
+  // is closed with MADs in flight.
+  bool quiescent() const { return pipeline_.idle() && qos_pipeline_.idle(); }
+  // The heavy sweep running now, for progress displays: number, start, SMPs sent so far and
+  // nodes found (0 until discovery ends). Empty between sweeps.
+  struct SweepProgress {
+    uint64_t number = 0;
+    std::chrono::steady_clock::time_point started;
+    uint64_t smps = 0;
+    size_t nodes = 0;
+  };
+  std::optional<SweepProgress> sweep_in_progress() const;
+  // Takes the settings that may change while running (SIGHUP): routing engine and its
+  // inputs, sweep interval, sweep_on_trap, subnet timeout, dumps, client reregistration.
+  // LMC, keys, the port and the SMP window keep their start-up values until restart.
+  // Applies from the next sweep.
+  void Reconfigure(const SubnetManagerOptions& o);
+
+  const SmCounters& counters() const { return counters_; }
+  const PipelineCounters& smp_counters() const { return pipeline_.counters(); }
+  // Every MAD of the daemon goes through this transport (the PerfMgr's too).
+  const mad::TransportCounters& transport_counters() const { return transport_.counters(); }
+  const SweepStats& last_sweep() const { return last_; }
+  // The fabric of the last completed heavy sweep (LIDs as programmed), and its routing.
+  const Fabric* fabric() const { return discovered_ ? &discovered_->fabric : nullptr; }
+  const routing::RoutingTables* tables() const { return tables_ ? tables_.get() : nullptr; }
+  Lid sm_lid() const { return sm_lid_; }
+  Guid port_guid() const { return sm_port_guid_; }
+  const SubnetManagerOptions& options() const { return options_; }
+  // What discovery read on the last heavy sweep (PortInfo of every port), or null.
+  const DiscoveryResult* discovered() const { return discovered_.get(); }
+  // The LIDs the current tables route (null before the first routing).
+  const routing::LidMap* lid_map() const { return lid_map_.get(); }
+  // The tables as a shared snapshot, for work off the io thread.
+  std::shared_ptr<const routing::RoutingTables> tables_snapshot() const { return tables_; }
+  // Verification and deadlock proof of the last routing the SM computed (accepted or not).
+  struct RoutingCheck {
+    std::string engine;
+    bool accepted = false;
+    routing::VerifyReport verify;
+    routing::CreditLoopReport loops;
+    double route_s = 0, verify_s = 0, loops_s = 0;
+    // A repair's re-route checked from the LIDs it changed: those verified, and the credit
+    // loops excluded by the up*/down* proof instead of CheckCreditLoops (loops then holds no
+    // channel or dependency count).
+    size_t verified_lids = 0;  // 0: every LID
+    bool loops_proven = false;
+    size_t turns = 0;  // of the proof: down-then-up turns, related and found to close no loop
+  };
+  const std::optional<RoutingCheck>& last_routing_check() const { return last_check_; }
+  mad::SmState state() const { return fsm_.state(); }
+  // The SM this one polls while STANDBY (port GUID), 0 otherwise.
+  Guid polled_master() const { return polled_ ? polled_->guid : Guid{0}; }
+  // Whether each other SM this one asked SMInfo of answered the last time (`ibsmctl ha`): a
+  // master that missed one poll is "not answering" from that poll on, not MASTER. Kept in
+  // the state file as well ("peers_not_answering", PeersNotAnsweringJson).
+  struct PeerLiveness {
+    int64_t last_answer_us = 0;  // 0: not since this SM started
+    int64_t first_miss_us = 0;   // 0: answering
+    uint32_t misses = 0;         // in a row
+    std::string why;             // the last miss
+  };
+  const std::map<Guid, PeerLiveness>& peer_liveness() const { return peer_liveness_; }
+  // The SA, answering class 0x03 requests from the snapshot of the last heavy sweep.
+  const SaServer& sa() const { return sa_; }
+  // Event subscriptions; Publish a notice there to Report it to its subscribers.
+  InformManager& inform() { return sa_.inform(); }
+  // Trap 66 (created) / 67 (deleted) for multicast group `mgid`, to the subscribers: the
+  // multicast manager's entry point.
+  void ReportMulticastGroup(bool created, const std::array<uint8_t, 16>& mgid);
+  // Multicast groups (joined through the SA) and the MFT programming that follows them.
+  MulticastManager& multicast() { return mcast_; }
+  const MulticastManager& multicast() const { return mcast_; }
+  const MftCounters& mft_counters() const { return mft_.counters(); }
+  // Adaptive routing: what each switch runs, the tables behind it (sm/vendor/ar_manager.h).
+  const ArManager& ar() const { return ar_; }
+  // SHARP trees (sharp_enable): what the last heavy sweep built and programmed.
+  const SharpManager& sharp() const { return *sharp_; }
+
+  // The PerfMgr whose error counters and findings the state file's links and health
+  // snapshots carry (ha::kSnapshot*); null: none (perfmgr FALSE). REQUIRES: outlives this,
+  // or is reset to null first.
+  void set_perf(const PerfManager* perf) { perf_ = perf; }
+  // After a PerfMgr sweep: stores the health and links answers in the state file when they
+  // changed (heavy sweeps store nodes, links and health themselves).
+  void SaveSweepSnapshots() { SaveSnapshots(/*topology=*/false); }
+
+ private:
+  // What a switch's LFT holds, without a copy of it: per block, whether the switch is known
+  // to hold that block of `source` (the tables it was last programmed from or compared
+  // with, kept alive here; the SM keeps them anyway). A block read or set that does not
+  // match, or whose Set failed, is unknown and is written by the next push.
+  struct SwitchCache {
+    std::shared_ptr<const routing::RoutingTables> source;
+    const routing::SwitchTable* source_table = nullptr;  // this switch's, in `source`
+    std::vector<bool> held;  // per LFT block of 64 LIDs
+    uint16_t top = 0;        // LinearFDBTop we set
+    bool empty() const { return held.empty(); }
+    void Clear() {
+      source.reset();
+      source_table = nullptr;
+      held.clear();
+    }
+  };
+
+  void WarnAboutDefaultKeys();
+  void BeginHeavySweep();
+  void StartSweepStats(bool repair);
+  // Closes the running stage of current_.stages under `name`; the next one starts now.
+  void EndStage(std::string_view name);
+  // A repair whose port stages need to look only at repair_touched_: the last sweep left
+  // nothing to retry, and nothing but the touched nodes' ports changed.
+  bool RepairIsLocal() const { return current_.repair && !repair_touched_.empty(); }
+  // By NodeId: the nodes whose ports a local repair compares; empty: every node's.
+  std::vector<bool> LocalNodes() const;
+  std::string StagesSummary() const;
+  // Repair sweeps (sm/sweep/subnet_manager_repair.cc): the switch at `guid` reported a port change.
+  void RequestRepair(Guid guid, const std::string& reason);
+  void BeginRepair();
+  void FinishRepairReads(std::shared_ptr<struct RepairReads> reads);
+  // Link flap damping (sm/sweep/link_damping.h): notes that the cable at `p` of `f` went down;
+  // takes damped cables out of a discovered model (and what they alone connected); arms the
+  // release timer, whose expiry brings released cables back with a heavy sweep.
+  void NoteCableDown(const Fabric& f, PortId p);
+  // A trap 128 from switch `g` (acted on or ignored as a repeat): its damped cables' holds
+  // restart, and each of its cables out of the model after a recent down counts a change.
+  void NoteSwitchReport(Guid g);
+  std::optional<Guid> SwitchOfLid(uint16_t lid) const;
+  void OnCableDamped(const std::string& a, uint8_t pa, const std::string& b, uint8_t pb);
+  size_t TakeOutDampedCables(DiscoveryResult& r);
+  void ArmDampingTimer();
+  void OnDiscovered(DiscoveryResult r);
+  void ProgramPKeys();
+  void SetPKeyTables();
+  void SetEnforcement();
+  // The DR path and P_KeyTable port modifier that reach `p`'s table; nullopt when no
+  // discovered path arrives at that port (a CA port we did not come in through).
+  std::optional<std::pair<DrPath, uint8_t>> PKeyTarget(PortId p) const;
+  void ConfigureLids();
+  void ConfigureSwitchPorts();
+  void Route();
+  // What the routing pool hands back to the io thread.
+  struct Routed {
+    Result<routing::ChainResult> result = Status(StatusCode::kInternal, "not routed");
+    std::unique_ptr<routing::LidMap> lids;
+    routing::VerifyReport verify;
+    routing::CreditLoopReport loops;
+    double route_s = 0, verify_s = 0, loops_s = 0;
+    std::shared_ptr<const Fabric> fabric;  // the model the tables are for
+    // A repair's incremental re-route (routing::RerouteAround): used, or why not.
+    bool rerouted = false;
+    routing::RerouteStats reroute;
+    std::string reroute_refused;
+    // The proof that the tables have no credit loop (routing/updown_proof.h), when one was
+    // had; loops_proven: it stood in for CheckCreditLoops. verified_lids: the LIDs verified
+    // when only a re-route's changed ones were (0: every LID).
+    std::shared_ptr<const routing::UpDownProof> proof;
+    bool loops_proven = false;
+    size_t verified_lids = 0;
+    std::string proof_refused;
+  };
+  void OnRouted(Routed routed);
+  void ProgramSwitches();
+  void PushLfts();
+  // Prunes members the sweep no longer sees and programs the MFTs, then runs `then`.
+  void PushMfts(std::function<void()> then);
+  // A join or leave changed a group: program the MFTs now, or after the running sweep.
+  void OnMulticastChange();
+  // False when the state file's groups could not be read.
+  bool LoadMulticastGroups();
+  void ActivateLinks(int pass);
+  void OnPortStateSet(PortId p, NodeId node, uint8_t num, PortState to, const mad::PortInfo& pi);
+  void FinishHeavySweep();
+  void StartQosReads();
+  // The QoS Sets of this sweep (qos TRUE), then `then`.
+  void ProgramQos(std::function<void()> then);
+  void ScheduleLightSweep();
+  void LightSweep();
+  // --- HA (SMInfo protocol) ---
+  struct PeerSm {
+    Guid guid{0};
+    DrPath path;
+    mad::SmInfo info;
+  };
+  void QueryOtherSms();
+  // Hands the SA the other SMs of peers_ (SMInfoRecord), LIDs from the last sweep.
+  void PublishKnownSms();
+  void DecideRole();
+  void SendHandover(const PeerSm& to);
+  void ApplyActions(uint32_t actions, const std::string& why);
+  void EnterStandby(const PeerSm& master);
+  void SchedulePoll();
+  void Poll();
+  void SendTrap144(const PeerSm& master);
+  void SendAcknowledge(Guid to);
+  void SetSmState(ha::SmEvent event, const std::string& why);
+  // State file: the SM state (key "sm_state") and a state_change event row.
+  void RecordStateChange(mad::SmState before, const std::string& why);
+  void RecordPeer(const mad::SmInfo& info, bool key_match);
+  void NotePeerAnswered(Guid guid);
+  // Counted only for an SM this one knows (answered before, or a peer row of the state file).
+  void NotePeerMissed(Guid guid, const std::string& why);
+  void SavePeerLiveness();
+  void SaveLftDigests();
+  std::optional<DrPath> PathToPort(Guid port_guid) const;
+  mad::SmInfo OwnSmInfo(mad::SmState shown, bool with_key) const;
+  void OnUnsolicited(mad::MadMessage msg);
+  void AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg);
+  void HandleTrap(const mad::Smp& req, const mad::MadMessage& msg);
+  std::array<uint8_t, 16> PortGid(Guid port_guid) const;
+  void PublishSmNotice(uint16_t trap, const std::array<uint8_t, 16>& gid);
+  void ReportPortChanges(const std::vector<Guid>& before);
+  void WriteDumps();
+  void PublishSaSnapshot();
+  void LoadPersistedLids();
+  // Counts and logs a failed state-file write (once per failing spell, at error level) or
+  // notes a successful one (ending a failing spell). Returns s.ok().
+  bool NoteStateWrite(const char* id, const Status& s, std::string_view what);
+  void PersistState();
+  // The control answers ibsmctl --state-db reads: nodes (topology only), links and health,
+  // each written only when its bytes differ from what this SM last wrote.
+  void SaveSnapshots(bool topology);
+  // Stores a snapshot unless what counts as a change in it digests as it did at the last write
+  // of `name`. The producer hands the text to a sink in pieces; with `for_digest` it leaves
+  // out what changes without the fabric changing.
+  using SnapshotProducer =
+      std::function<void(const std::function<void(std::string_view)>& sink, bool for_digest)>;
+  void SaveSnapshot(std::string_view name, const SnapshotProducer& produce);
+  void Issue(const std::string& id, const std::string& message);
+  mad::PortInfo DesiredPortInfo(PortId p) const;
+  // True when port `p`, holding `now`, needs a Set for the link manager's fields of `want`
+  // (NeighborMTU, OperationalVLs, link width and speeds, thresholds, MasterSMSL, HOQLife,
+  // VLStallCount, LinkDownDefaultState); a field that still reads what the port answered to
+  // our last Set counts as in sync.
+  bool LinkFieldsDiffer(PortId p, const mad::PortInfo& now, const mad::PortInfo& want) const;
+  // The AttributeModifier of a PortInfo Set to `p`: its number, and bit 31 where the port
+  // (a switch: its port 0) has extended speeds.
+  // The DR path a PortInfo Set for `p` takes: one that arrives on `p` itself, since a CA
+  // refuses a Set of any other port than the one the SMP came in by (IBA 14.2.5.6, ibsim).
+  DrPath PortInfoPath(PortId p) const;
+  uint32_t PortInfoSetModifier(PortId p) const;
+  // Keeps what port `p` answered to a PortInfo Set (LinkFieldsDiffer's echo).
+  void NoteLinkEcho(PortId p, const mad::PortInfo& answered);
+
+  boost::asio::io_context& io_;
+  mad::Transport& transport_;
+  const Clock& clock_;
+  ha::StateStore* store_;
+  const PerfManager* perf_ = nullptr;
+  // FNV-1a digest of the snapshot last written per name; absent: not written yet by this
+  // process (so a restart writes each once).
+  std::map<std::string, uint64_t, std::less<>> snapshot_hashes_;
+  SubnetManagerOptions options_;
+  SmpPipeline pipeline_;
+  // Optional reads (SL2VL, VLArb) on a pipeline of their own, never the sweep's.
+  SmpPipeline qos_pipeline_;
+  QosReader qos_reader_{qos_pipeline_};
+  QosSupportMap qos_support_;  // devices found without one of those tables
+  bool qos_rerun_ = false;     // a sweep found new nodes while reads were in flight
+  bool finish_waits_for_qos_ = false;  // the sweep's end waits for the reads
+  bool qos_program_owed_ = false;  // qos TRUE: a sweep ended before its reads were in
+  std::chrono::steady_clock::time_point stage_mark_;  // when the running stage began
+  const char* finish_stage_ = "links";  // what ran before FinishHeavySweep was entered
+  // A repair sweep's nodes whose ports may need new settings (sm/sweep/subnet_manager_repair.cc);
+  // empty when every stage must look at the whole fabric.
+  std::unordered_set<Guid> repair_touched_;
+  bool repair_follows_cut_short_ = false;  // a heavy sweep handed its model to the repair
+  std::shared_ptr<const QosMap> qos_ = std::make_shared<QosMap>();  // by node GUID
+  QosProgrammer qos_programmer_{qos_pipeline_};
+  bool qos_programmed_ = false;  // this sweep's QoS Sets are done (FinishHeavySweep)
+  std::unordered_set<Guid> qos_set_failed_;  // devices whose failed Set was logged (once)
+  SaServer sa_;
+  MulticastManager mcast_;
+  MftProgrammer mft_{pipeline_};
+  ArManager ar_{pipeline_, store_};
+  std::unique_ptr<SharpManager> sharp_;
+  bool mcast_dirty_ = false;  // groups changed since the MFTs were last planned
+  boost::asio::steady_timer light_timer_;
+  LinkDamper damper_;
+  boost::asio::steady_timer damping_timer_;  // the next damped cable's release
+  boost::asio::thread_pool routing_pool_{1};
+
+  ha::SmStateMachine fsm_;
+  std::map<Guid, PeerLiveness> peer_liveness_;
+  std::map<Guid, PeerSm> peers_;       // other SMs (matching key) seen by the last sweep
+  std::optional<PeerSm> polled_;       // the master polled while STANDBY
+  uint32_t poll_misses_ = 0;
+  bool poll_in_flight_ = false;
+  bool took_over_ = false;             // the next master sweep follows another master's
+  boost::asio::steady_timer poll_timer_;
+  boost::asio::steady_timer recovery_timer_;
+  bool routing_in_flight_ = false;
+  uint32_t act_count_ = 0;
+  Guid sm_port_guid_{0};
+  Lid sm_lid_{0};
+  bool sweeping_ = false;
+  bool sweep_again_ = false;
+  bool sweep_posted_ = false;
+  bool repair_posted_ = false;
+  // Repairs begun again in a row for switches that reported while one read (at most
+  // kMaxRepairRestarts, then a heavy sweep); 0 once a repair's reads all answer.
+  uint32_t repair_restarts_ = 0;
+  // The cables those repairs found down (switch GUID and port of the end re-read): each is
+  // one change for link flap damping, however often a repair begun again finds it.
+  std::set<std::pair<Guid, uint8_t>> repair_noted_;
+  std::set<Guid> repair_pending_;  // switches that reported a change, not yet re-read
+  std::string repair_reason_;
+  int failed_sweeps_in_a_row_ = 0;  // heavy sweeps without SUBNET UP since the last good one  // a heavy sweep is requested and has not begun yet
+  std::string pending_reason_;
+  std::string queued_reason_;  // why sweep_again_ was set (the first request while sweeping)
+  bool first_master_sweep_ = true;
+  // This SM holds every SA registration (ServiceRecords, multicast joins, InformInfo) that
+  // clients made with the subnet's master since this SM last was master: it restored them
+  // from its own state file, having been the master when it stopped, and no other master
+  // has served since. See ConfigureLids (ClientReregister).
+  bool sa_state_complete_ = false;
+  bool stopped_ = false;
+  std::function<void(const SweepStats&)> on_sweep_;
+
+  std::unique_ptr<Discovery> discovery_;
+  // The last heavy sweep's result, shared with the SA snapshot (and the AR and SHARP stages)
+  // until the SM changes it: every change goes through MutableDiscovered(), which copies it
+  // first when anyone else holds it.
+  std::shared_ptr<const DiscoveryResult> discovered_;
+  DiscoveryResult& MutableDiscovered();
+  PortId sm_port_ = kNoPort;
+  LidAssignment lids_;
+  std::unordered_map<Guid, PersistedLid> guid2lid_;
+  std::unordered_map<Guid, PersistedLid> saved_guid2lid_;  // as last written
+  // A state file write failed and no write has succeeded since (logged once, SM-STATE-0xx;
+  // the first good write afterwards logs SM-STATE-012).
+  bool state_write_failing_ = false;
+  bool dump_write_failing_ = false;
+  bool mcast_save_pending_ = false;  // multicast groups changed but not yet saved
+  // The multicast rows as last written, by MGID: a save writes only the groups that differ.
+  std::map<std::array<uint8_t, 16>, ha::McGroupRow> saved_mcast_;
+  bool mcast_saved_whole_ = false;  // saved_mcast_ is what the file holds
+  boost::asio::steady_timer state_flush_timer_{io_};
+  bool state_flush_armed_ = false;
+  void ScheduleStateFlush();
+  Status SaveMulticastChanges();
+  TrapTracker trap_tracker_;
+  void DisableBabblingPort(const TrapKey& key, uint32_t count);
+  std::shared_ptr<const routing::RoutingTables> tables_;  // last good tables
+  std::shared_ptr<const Fabric> tables_fabric_;            // the model they were routed on
+  // They passed verification on tables_fabric_, and have no credit loop by this proof (null
+  // when none was had): a repair's re-route then needs only its changed LIDs checked.
+  std::shared_ptr<const routing::UpDownProof> tables_proof_;
+  // A copy of spare_of_ (the last good tables, when made), made on the worker while it is
+  // idle, for the next repair's re-route to build in instead of copying them then. Touched
+  // only on routing_pool_ (one thread).
+  std::unique_ptr<routing::RoutingTables> spare_;
+  std::shared_ptr<const routing::RoutingTables> spare_of_;
+  std::unique_ptr<routing::LidMap> lid_map_;
+  std::optional<RoutingCheck> last_check_;
+  std::unordered_map<Guid, SwitchCache> switch_cache_;
+  // What each port's P_Key table holds, by (node GUID, port number); a block not known is
+  // absent from `known`. Kept across sweeps like the LFT cache; re-read when a port's link
+  // restarted (not ACTIVE) or its switch rebooted.
+  struct PKeyCache {
+    std::vector<uint16_t> keys;
+    std::vector<bool> known;  // per block of 32
+  };
+  std::map<std::pair<Guid, uint8_t>, PKeyCache> pkey_cache_;
+  std::shared_ptr<const PKeyPlan> pkey_plan_;  // of the current sweep
+  struct DeviceEcho {
+    uint8_t subnet_timeout = 0;
+    uint16_t m_key_lease = 0;
+  };
+  std::unordered_map<Guid, DeviceEcho> echo_;  // what a port answered to our PortInfo Set
+  // What each port (node GUID, port number) answered to our last PortInfo Set, for the link
+  // fields some agents do not keep (ibsim keeps no NeighborMTU, MasterSMSL, VLStallCount or
+  // error thresholds): an answer that still holds counts as in sync, or every sweep would
+  // Set the port again.
+  std::map<std::pair<Guid, uint8_t>, mad::PortInfo> link_echo_;
+  std::vector<Guid> known_ports_;  // port GUIDs seen in earlier sweeps (client rereg)
+  SweepStats current_;
+  SweepStats last_;
+  SmCounters counters_;
+  uint64_t sweep_number_ = 0;
+  uint64_t smps_at_start_ = 0;
+  uint64_t failed_at_start_ = 0;
+  size_t issues_in_sweep_ = 0;
+};
+
+// SubnetManager::peer_liveness() as kept in the state file (kPeersNotAnsweringKey,
+// sm/answers/answers.h): the peers not answering only.
+nlohmann::json PeersNotAnsweringJson(const std::map<Guid, SubnetManager::PeerLiveness>& peers);
+
+}  // namespace ibsm::sm

@@ -1,0 +1,370 @@
+// SubnetManager, programming ports as OpenSM's link manager does: P_Key tables and
+// enforcement, the PortInfo each port should hold, switch ports (docs/port-programming.md).
+#include "sm/sweep/subnet_manager.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <fmt/format.h>
+
+#include "base/log.h"
+
+namespace ibsm::sm {
+
+std::optional<std::pair<DrPath, uint8_t>> SubnetManager::PKeyTarget(PortId p) const {
+  const Fabric& f = discovered_->fabric;
+  const Port& port = f.port(p);
+  auto path = sm::PathToPort(f, discovered_->nodes, p);
+  if (!path) return std::nullopt;
+  // A switch's table is named by the modifier; a CA answers for its arrival port (port 0).
+  const uint8_t mod_port = f.node(port.node).is_switch() ? port.num.value() : uint8_t{0};
+  return std::make_pair(std::move(*path), mod_port);
+}
+
+// Reads the tables the cache does not know (first sweep, a link that restarted, a switch that
+// rebooted), then sets the blocks that differ from the plan, then the switches' enforcement.
+void SubnetManager::ProgramPKeys() {
+  EndStage("election");
+  // A repair that took out cables and no node: every port the plan names is still there
+  // with the table and enforcement the last (clean) sweep wrote, so the plan and the caches
+  // stand as they are.
+  if (RepairIsLocal() && current_.repair_nodes_lost == 0 && pkey_plan_) {
+    ConfigureLids();
+    return;
+  }
+  const Fabric& f = discovered_->fabric;
+  std::vector<PortId> ports = PartitionEndPorts(*discovered_);
+  if (options_.partitions.enforce != PartEnforce::kOff) {
+    for (PortId p: EnforcingSwitchPorts(*discovered_)) ports.push_back(p);
+  }
+  for (PortId p: ports) {
+    const Port& port = f.port(p);
+    const Node& node = f.node(port.node);
+    const DiscoveredNode& dn = discovered_->nodes[port.node];
+    size_t cap = PKeyCapacity(*discovered_, p);
+    if (cap == 0) continue;
+    auto target = PKeyTarget(p);
+    if (!target) continue;
+    auto key = std::make_pair(node.guid, port.num.value());
+    bool stale = port.num.value() != 0 && port.state != PortState::kActive;
+    if (node.is_switch()) {
+      auto sc = switch_cache_.find(node.guid);
+      if (sc == switch_cache_.end() || sc->second.top != dn.switch_info.linear_fdb_top)
+        stale = true;
+    }
+    size_t blocks = (cap + mad::kPKeyBlockSize - 1) / mad::kPKeyBlockSize;
+    PKeyCache& cache = pkey_cache_[key];
+    if (stale || cache.keys.size() != cap) {
+      cache.keys.assign(cap, 0);
+      cache.known.assign(blocks, false);
+    }
+    for (size_t b = 0; b < blocks; ++b) {
+      if (cache.known[b]) continue;
+      ++current_.pkey_blocks_read;
+      pipeline_.Get(target->first, mad::attr::kPKeyTable,
+                    mad::PKeyAttrMod(static_cast<uint32_t>(b), target->second),
+                    [this, key, b](Result<mad::Smp> r) {
+                      if (!r.ok()) return;  // stays unknown: the block will be written
+                      auto blk = mad::Decode<mad::PKeyTable>(r->data);
+                      auto it = pkey_cache_.find(key);
+                      if (!blk.ok() || it == pkey_cache_.end()) return;
+                      PKeyCache& c = it->second;
+                      if (b >= c.known.size()) return;
+                      for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
+                        if (b * mad::kPKeyBlockSize + i < c.keys.size())
+                          c.keys[b * mad::kPKeyBlockSize + i] = blk->pkey[i];
+                      c.known[b] = true;
+                    });
+    }
+  }
+  pipeline_.WhenIdle([this] {
+    if (!stopped_) SetPKeyTables();
+  });
+}
+
+void SubnetManager::SetPKeyTables() {
+  const Fabric& f = discovered_->fabric;
+  auto current = [this, &f](PortId p) -> const std::vector<uint16_t>* {
+    const Port& port = f.port(p);
+    auto it = pkey_cache_.find({f.node(port.node).guid, port.num.value()});
+    return it == pkey_cache_.end() ? nullptr: &it->second.keys;
+  };
+  auto plan = std::make_shared<PKeyPlan>(
+      PlanPKeys(*discovered_, sm_port_, options_.partitions, current));
+  // A partition set larger than a port's table is the configuration's problem, not the
+  // fabric's: logged and counted, but the subnet still comes up (OpenSM does the same).
+  for (const auto& i: plan->issues) {
+    ++counters_.issues_by_id[i.id];
+    Log(LogName::kSm).warn("{} {}", i.id, i.message);
+  }
+  pkey_plan_ = plan;
+  for (const auto& [p, table] : plan->tables) {
+    const Port& port = f.port(p);
+    auto target = PKeyTarget(p);
+    if (!target) continue;
+    auto key = std::make_pair(f.node(port.node).guid, port.num.value());
+    PKeyCache& cache = pkey_cache_[key];
+    size_t blocks = (table.size() + mad::kPKeyBlockSize - 1) / mad::kPKeyBlockSize;
+    if (cache.keys.size() != table.size()) {
+      cache.keys.assign(table.size(), 0);
+      cache.known.assign(blocks, false);
+    }
+    for (size_t b = 0; b < blocks; ++b) {
+      mad::PKeyTable blk;
+      for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
+        if (b * mad::kPKeyBlockSize + i < table.size()) blk.pkey[i] = table[b * mad::kPKeyBlockSize + i];
+      bool same = cache.known[b];
+      for (size_t i = 0; same && i < mad::kPKeyBlockSize; ++i)
+        if (b * mad::kPKeyBlockSize + i < table.size() &&
+            cache.keys[b * mad::kPKeyBlockSize + i] != blk.pkey[i])
+          same = false;
+      if (same) continue;
+      std::array<uint8_t, 64> data{};
+      mad::EncodeTo(blk, data);
+      ++current_.pkey_blocks_sent;
+      pipeline_.Set(target->first, mad::attr::kPKeyTable,
+                    mad::PKeyAttrMod(static_cast<uint32_t>(b), target->second), data,
+                    [this, key, b](Result<mad::Smp> r) {
+                      auto it = pkey_cache_.find(key);
+                      if (it == pkey_cache_.end() || b >= it->second.known.size()) return;
+                      PKeyCache& c = it->second;
+                      if (!r.ok()) {
+                        c.known[b] = false;
+                        Issue("SM-PKEY-002",
+                              fmt::format("P_KeyTable block {} Set on {} port {} failed: {}", b,
+                                          ToString(key.first), key.second,
+                                          r.status().ToString()));
+                        return;
+                      }
+                      auto got = mad::Decode<mad::PKeyTable>(r->data);
+                      if (!got.ok()) {
+                        c.known[b] = false;
+                        return;
+                      }
+                      // What the port answered is what it holds (it may refuse entries).
+                      for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
+                        if (b * mad::kPKeyBlockSize + i < c.keys.size())
+                          c.keys[b * mad::kPKeyBlockSize + i] = got->pkey[i];
+                      c.known[b] = true;
+                    });
+    }
+  }
+  pipeline_.WhenIdle([this] {
+    if (!stopped_) SetEnforcement();
+  });
+}
+
+// PortInfo PartitionEnforcementInbound/Outbound on switch ports facing end ports
+// (OpenSM pkey_mgr_enforce_partition), only where they differ.
+void SubnetManager::SetEnforcement() {
+  const Fabric& f = discovered_->fabric;
+  for (const auto& [p, e] : pkey_plan_->enforcement) {
+    const Port& port = f.port(p);
+    const DiscoveredNode& dn = discovered_->nodes[port.node];
+    uint8_t num = port.num.value();
+    const mad::PortInfo& now = dn.port_info[num];
+    if (now.partition_enforcement_inbound == e.inbound &&
+        now.partition_enforcement_outbound == e.outbound)
+      continue;
+    mad::PortInfo want = DesiredPortInfo(p);
+    want.partition_enforcement_inbound = e.inbound;
+    want.partition_enforcement_outbound = e.outbound;
+    std::array<uint8_t, 64> data{};
+    mad::EncodeTo(want, data);
+    ++current_.enforcement_sets;
+    NodeId node = port.node;
+    pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data,
+                  [this, node, num](Result<mad::Smp> r) {
+                    if (!r.ok()) {
+                      Issue("SM-PKEY-003",
+                            fmt::format("PortInfo Set (partition enforcement) on {} port {} "
+                                        "failed: {}",
+                                        ToString(discovered_->fabric.node(node).guid), num,
+                                        r.status().ToString()));
+                      return;
+                    }
+                    auto pi = mad::Decode<mad::PortInfo>(r->data);
+                    if (pi.ok()) MutableDiscovered().nodes[node].port_info[num] = *pi;
+                  });
+  }
+  pipeline_.WhenIdle([this] {
+    if (!stopped_) ConfigureLids();
+  });
+}
+
+std::vector<bool> SubnetManager::LocalNodes() const {
+  if (!RepairIsLocal()) return {};
+  const Fabric& f = discovered_->fabric;
+  std::vector<bool> local(f.node_count(), false);
+  for (Guid g : repair_touched_)
+    if (auto n = f.FindNode(g)) local[*n] = true;  // not found: left with what the cut took
+  return local;
+}
+
+mad::PortInfo SubnetManager::DesiredPortInfo(PortId p) const {
+  const Fabric& f = discovered_->fabric;
+  const Port& port = f.port(p);
+  const DiscoveredNode& dn = discovered_->nodes[port.node];
+  const uint8_t num = port.num.value();
+  const mad::PortInfo& now = dn.port_info[num];
+  mad::PortInfo pi = now;
+  pi.port_state = 0;       // no change
+  pi.port_phys_state = 0;  // no change
+  pi.link_down_default_state = 0;
+  pi.link_speed_enabled = 0;
+  pi.link_width_enabled = 0;
+  pi.link_speed_ext_enabled = 0;
+  pi.client_reregister = 0;
+  const bool is_switch = f.node(port.node).is_switch();
+  bool end_port = !is_switch || num == 0;
+  if (end_port) {
+    pi.lid = lids_.base[p];
+    pi.lmc = lids_.lmc[p];
+    pi.master_sm_base_lid = sm_lid_.value();
+    pi.gid_prefix = options_.subnet_prefix;
+    pi.m_key = options_.m_key;
+    pi.m_key_lease_period = options_.m_key_lease_period;
+    pi.m_key_protect_bits = options_.m_key_protection_level;
+    pi.subnet_timeout = options_.subnet_timeout;
+    pi.master_sm_sl = options_.sm_sl;
+  } else if (port.connected()) {
+    // A switch port facing a CA or router gets the leaf values (OpenSM's link manager).
+    bool leaf = !f.node(f.port(port.peer).node).is_switch();
+    pi.hoq_life = leaf ? options_.leaf_head_of_queue_lifetime: options_.head_of_queue_lifetime;
+    pi.vl_stall_count = leaf ? options_.leaf_vl_stall_count: options_.vl_stall_count;
+  }
+  if (is_switch && num == 0) return pi;  // switch port 0 has no link
+  // The link fields, as OpenSM's link manager sets them (docs/port-programming.md).
+  pi.link_down_default_state = 2;  // Polling
+  pi.local_phy_errors = options_.local_phy_errors_threshold;
+  pi.overrun_errors = options_.overrun_errors_threshold;
+  const uint8_t fw = options_.force_link_width;
+  if (fw != 0 && (fw < 16 || (now.capability_mask2 & mad::port_cap2::kIsLinkWidth2xSupported)) &&
+      (fw != 255 || now.link_width_enabled != now.link_width_supported)) {
+    pi.link_width_enabled = fw;
+  }
+  const uint8_t fs = options_.force_link_speed;
+  if (fs != 0 && (fs != 15 || now.link_speed_enabled != now.link_speed_supported)) {
+    pi.link_speed_enabled = fs;
+  }
+  // A switch's external ports carry their capabilities in port 0's PortInfo.
+  auto cap_mask = [&](NodeId n, uint8_t pn) -> uint32_t {
+    const DiscoveredNode& d = discovered_->nodes[n];
+    const uint8_t at = f.node(n).is_switch() ? 0 : pn;
+    return at < d.port_info.size() && d.port_info_valid[at] ? d.port_info[at].capability_mask
+                                                            : 0;
+  };
+  const mad::PortInfo* peer = nullptr;
+  if (port.connected()) {
+    const Port& pp = f.port(port.peer);
+    const DiscoveredNode& pd = discovered_->nodes[pp.node];
+    if (pd.port_info_valid[pp.num.value()]) peer = &pd.port_info[pp.num.value()];
+    const uint8_t fse = options_.force_link_speed_ext;
+    if (peer && fse != 0 &&
+        (cap_mask(port.node, num) & mad::port_cap::kIsExtendedSpeedsSupported) &&
+        (cap_mask(pp.node, pp.num.value()) & mad::port_cap::kIsExtendedSpeedsSupported) &&
+        (fse != 31 || now.link_speed_ext_enabled != now.link_speed_ext_supported)) {
+      pi.link_speed_ext_enabled = fse;
+    }
+  }
+  // NeighborMTU and OperationalVLs: the smaller capability of the two ends (OperationalVLs
+  // at most max_op_vls); a port whose neighbour did not answer keeps what it has.
+  if (peer) {
+    pi.neighbor_mtu = std::min(now.mtu_cap, peer->mtu_cap);
+    pi.operational_vls = std::min(now.vl_cap, peer->vl_cap);
+  }
+  if (pi.neighbor_mtu == 0) pi.neighbor_mtu = 1;
+  if (pi.operational_vls == 0) pi.operational_vls = 1;
+  pi.operational_vls = std::min(pi.operational_vls, options_.max_op_vls);
+  if (options_.qos) {
+    if (auto hl = QosHighLimit(f, discovered_->nodes, p, options_.qos_levels)) pi.vl_high_limit = *hl;
+  }
+  return pi;
+}
+
+bool SubnetManager::LinkFieldsDiffer(PortId p, const mad::PortInfo& now,
+                                     const mad::PortInfo& want) const {
+  const Fabric& f = discovered_->fabric;
+  const Port& port = f.port(p);
+  auto echo = link_echo_.find({f.node(port.node).guid, port.num.value()});
+  const mad::PortInfo* e = echo == link_echo_.end() ? nullptr : &echo->second;
+  // A field is in sync when it holds what we want, or what the port answered last time.
+#define IBSM_FIELD_DIFFERS(field) \
+  (now.field != want.field && !(e != nullptr && e->field == now.field))
+  bool differs = IBSM_FIELD_DIFFERS(hoq_life) || IBSM_FIELD_DIFFERS(vl_stall_count) ||
+                 IBSM_FIELD_DIFFERS(master_sm_sl) || IBSM_FIELD_DIFFERS(vl_high_limit);
+  if (!(f.node(port.node).is_switch() && port.num.value() == 0)) {
+    differs = differs || IBSM_FIELD_DIFFERS(neighbor_mtu) ||
+              IBSM_FIELD_DIFFERS(operational_vls) || IBSM_FIELD_DIFFERS(local_phy_errors) ||
+              IBSM_FIELD_DIFFERS(overrun_errors) || IBSM_FIELD_DIFFERS(link_down_default_state);
+    // The Enabled fields are set only when DesiredPortInfo asks for a change.
+    differs = differs || (want.link_width_enabled != 0 && IBSM_FIELD_DIFFERS(link_width_enabled));
+    differs = differs || (want.link_speed_enabled != 0 && IBSM_FIELD_DIFFERS(link_speed_enabled));
+    differs = differs ||
+              (want.link_speed_ext_enabled != 0 && IBSM_FIELD_DIFFERS(link_speed_ext_enabled));
+  }
+#undef IBSM_FIELD_DIFFERS
+  return differs;
+}
+
+DrPath SubnetManager::PortInfoPath(PortId p) const {
+  auto path = sm::PathToPort(discovered_->fabric, discovered_->nodes, p);
+  return path ? std::move(*path) : discovered_->nodes[discovered_->fabric.port(p).node].path;
+}
+
+uint32_t SubnetManager::PortInfoSetModifier(PortId p) const {
+  const Fabric& f = discovered_->fabric;
+  const Port& port = f.port(p);
+  const DiscoveredNode& dn = discovered_->nodes[port.node];
+  const uint8_t at = f.node(port.node).is_switch() ? 0 : port.num.value();
+  const bool ext = at < dn.port_info.size() && dn.port_info_valid[at] &&
+                   (dn.port_info[at].capability_mask & mad::port_cap::kIsExtendedSpeedsSupported);
+  // Bit 31: SMSupportsExtendedSpeeds, as OpenSM's link manager sends it.
+  return port.num.value() | (ext ? 0x80000000u : 0u);
+}
+
+void SubnetManager::NoteLinkEcho(PortId p, const mad::PortInfo& answered) {
+  const Fabric& f = discovered_->fabric;
+  const Port& port = f.port(p);
+  link_echo_[{f.node(port.node).guid, port.num.value()}] = answered;
+}
+
+// HOQLife and VLStallCount of switch external ports that hold other values; ports still
+// coming up get them with their ARMED Set (ActivateLinks).
+void SubnetManager::ConfigureSwitchPorts() {
+  const Fabric& f = discovered_->fabric;
+  const std::vector<bool> local = LocalNodes();
+  for (PortId p = 0; p < f.port_count(); ++p) {
+    const Port& port = f.port(p);
+    if (port.num.value() == 0 || !port.connected() || !f.node(port.node).is_switch()) continue;
+    if (!local.empty() && !local[port.node]) continue;
+    if (port.state < PortState::kArmed) continue;
+    const DiscoveredNode& dn = discovered_->nodes[port.node];
+    const uint8_t num = port.num.value();
+    if (!dn.port_info_valid[num]) continue;
+    const mad::PortInfo& now = dn.port_info[num];
+    mad::PortInfo want = DesiredPortInfo(p);
+    if (!LinkFieldsDiffer(p, now, want)) continue;
+    std::array<uint8_t, 64> data{};
+    mad::EncodeTo(want, data);
+    ++current_.portinfo_sets;
+    NodeId node = port.node;
+    pipeline_.Set(dn.path, mad::attr::kPortInfo, PortInfoSetModifier(p), data,
+                  [this, node, num, p](Result<mad::Smp> r) {
+                    if (!r.ok()) {
+                      Issue("SM-LINK-002",
+                            fmt::format("PortInfo Set (link fields) on {} port {} failed: {}",
+                                        ToString(discovered_->fabric.node(node).guid), num,
+                                        r.status().ToString()));
+                      return;
+                    }
+                    auto pi = mad::Decode<mad::PortInfo>(r->data);
+                    if (!pi.ok()) return;
+                    MutableDiscovered().nodes[node].port_info[num] = *pi;
+                    NoteLinkEcho(p, *pi);
+                  });
+  }
+}
+
+}  // namespace ibsm::sm

@@ -1,0 +1,476 @@
+// SubnetManager, repair sweeps: a switch that reported a port change (trap 128, or
+// PortStateChange seen by a light sweep) has its ports re-read; cables that went down are
+// taken out of the last sweep's model, with the nodes no longer reachable through the rest,
+// and the sweep's later stages run on it without a rediscovery of the fabric
+// (ARCHITECTURE.md "Repair sweep"). Whatever a re-read cannot account for falls back to a
+// heavy sweep.
+#include "sm/sweep/subnet_manager.h"
+
+#include <optional>
+#include <set>
+#include <unordered_set>
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+#include "base/log.h"
+
+namespace ibsm::sm {
+
+struct RepairReads {
+  struct Switch {
+    NodeId node = kNoNode;
+    bool failed = false;
+    mad::SwitchInfo switch_info;
+    std::vector<mad::PortInfo> ports;  // index = port number (0 unused)
+  };
+  std::vector<Switch> switches;
+  std::chrono::steady_clock::time_point started;
+  uint64_t smps = 0;
+  // After the first round: the model with the re-read switches' lost cables taken out, and
+  // the second round's reads, one PortInfo per cable of each far end of a lost cable.
+  std::optional<DiscoveryResult> model;
+  size_t lost = 0;
+  struct Probe {
+    PortId port = kNoPort;  // in `model`: the neighbour's port facing the far end
+    bool failed = false;
+    mad::PortInfo info;
+  };
+  std::vector<Probe> probes;
+  bool probed = false;
+  // The re-read switches, their neighbours and the far ends checked: the only nodes whose
+  // PortInfo the repair has new answers for, or whose neighbour's port changed.
+  std::unordered_set<Guid> touched;
+  size_t damped_ups = 0;  // damped cables found up again, left out of the model
+};
+
+void SubnetManager::RequestRepair(Guid guid, const std::string& reason) {
+  if (stopped_) return;
+  if (!options_.incremental_repair || !discovered_ || state() != mad::SmState::kMaster ||
+      sm_port_ == kNoPort || !discovered_->fabric.FindNode(guid)) {
+    RequestHeavySweep(reason);
+    return;
+  }
+  if (repair_pending_.empty()) repair_reason_ = reason;
+  repair_pending_.insert(guid);
+  // A sweep running or posted ends with a look at repair_pending_ (FinishHeavySweep); one
+  // that only waits for the optional SL2VL and VLArb reads ends now.
+  if (finish_waits_for_qos_) {
+    finish_waits_for_qos_ = false;
+    boost::asio::post(io_, [this] {
+      if (!stopped_) FinishHeavySweep();
+    });
+    return;
+  }
+  if (sweeping_ || repair_posted_) return;
+  repair_posted_ = true;
+  sweeping_ = true;
+  boost::asio::post(io_, [this] { BeginRepair(); });
+}
+
+void SubnetManager::BeginRepair() {
+  repair_posted_ = false;
+  if (stopped_) return;
+  std::set<Guid> guids;
+  guids.swap(repair_pending_);
+  if (state() != mad::SmState::kMaster || !discovered_ || sm_port_ == kNoPort) {
+    sweeping_ = false;
+    RequestHeavySweep(repair_reason_);
+    return;
+  }
+  StartSweepStats(/*repair=*/true);
+  ++counters_.repair_sweeps;
+  const Fabric& f = discovered_->fabric;
+  std::string names;
+  for (Guid g : guids) names += (names.empty() ? "" : ", ") + f.node(*f.FindNode(g)).description;
+  Log(LogName::kSm).info("Entering repair sweep {} ({}; re-reading {})", current_.number,
+                         repair_reason_, names);
+  auto reads = std::make_shared<RepairReads>();
+  reads->started = std::chrono::steady_clock::now();
+  for (Guid g : guids) {
+    const NodeId n = *f.FindNode(g);
+    if (!f.node(n).is_switch()) continue;
+    RepairReads::Switch sw;
+    sw.node = n;
+    sw.ports.resize(f.node(n).num_ports + 1);
+    reads->switches.push_back(std::move(sw));
+  }
+  for (size_t i = 0; i < reads->switches.size(); ++i) {
+    const NodeId n = reads->switches[i].node;
+    const DrPath& path = discovered_->nodes[n].path;
+    ++reads->smps;
+    pipeline_.Get(path, mad::attr::kSwitchInfo, 0, [reads, i](Result<mad::Smp> r) {
+      auto si = r.ok() ? mad::Decode<mad::SwitchInfo>(r->data) : Result<mad::SwitchInfo>(r.status());
+      if (si.ok()) {
+        reads->switches[i].switch_info = *si;
+      } else {
+        reads->switches[i].failed = true;
+      }
+    });
+    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
+      ++reads->smps;
+      pipeline_.Get(path, mad::attr::kPortInfo, p, [reads, i, p](Result<mad::Smp> r) {
+        auto pi = r.ok() ? mad::Decode<mad::PortInfo>(r->data) : Result<mad::PortInfo>(r.status());
+        if (pi.ok()) {
+          reads->switches[i].ports[p] = *pi;
+        } else {
+          reads->switches[i].failed = true;
+        }
+      });
+    }
+  }
+  pipeline_.WhenIdle([this, reads] {
+    if (!stopped_) FinishRepairReads(reads);
+  });
+}
+
+namespace {
+
+// What a breadth-first walk from `root` meets without entering a node of `avoid` (CAs do
+// not forward, but the root does): for each node, the node and port it was first reached
+// from. Paths are spelled out only for the few nodes a repair sends to (Path).
+struct Reach {
+  static constexpr NodeId kUnreached = kNoNode;
+  std::vector<NodeId> from;    // kUnreached: not met; the root: itself
+  std::vector<uint8_t> port;   // egress port of `from`
+  std::vector<uint8_t> hops;
+
+  bool operator[](NodeId n) const { return from[n] != kUnreached; }
+  DrPath Path(NodeId n) const {
+    DrPath p(hops[n]);
+    for (NodeId x = n; hops[x] > 0; x = from[x]) p[hops[x] - 1] = port[x];
+    return p;
+  }
+};
+
+Reach PathsAvoiding(const Fabric& f, NodeId root, const std::set<NodeId>& avoid) {
+  Reach r;
+  r.from.assign(f.node_count(), Reach::kUnreached);
+  r.port.assign(f.node_count(), 0);
+  r.hops.assign(f.node_count(), 0);
+  r.from[root] = root;
+  std::vector<NodeId> queue{root};
+  for (size_t i = 0; i < queue.size(); ++i) {
+    const NodeId n = queue[i];
+    if (n != root && !f.node(n).is_switch()) continue;
+    if (r.hops[n] >= mad::kMaxDrHops) continue;
+    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
+      const Port& port = f.port(f.port_id(n, PortNum{static_cast<uint8_t>(p)}));
+      if (!port.connected()) continue;
+      const NodeId m = f.port(port.peer).node;
+      if (r[m] || avoid.count(m)) continue;
+      r.from[m] = n;
+      r.port[m] = static_cast<uint8_t>(p);
+      r.hops[m] = static_cast<uint8_t>(r.hops[n] + 1);
+      queue.push_back(m);
+    }
+  }
+  return r;
+}
+
+// Takes the cable at `id` out of `r`: both ends DOWN in the model.
+void TakeOut(DiscoveryResult& r, PortId id) {
+  Fabric& f = r.fabric;
+  for (PortId end : {id, f.port(id).peer}) {
+    const Port& e = f.port(end);
+    DiscoveredNode& dn = r.nodes[e.node];
+    if (e.num.value() < dn.port_info.size())
+      dn.port_info[e.num.value()].port_state = static_cast<uint8_t>(PortState::kDown);
+    f.mutable_port(end).state = PortState::kDown;
+  }
+  f.Disconnect(id);
+}
+
+}  // namespace
+
+// The re-read ports against the model, in two rounds. First the reporting switches: a
+// cabled port now DOWN is a lost cable, taken out. Then the far end of each lost cable that
+// is a switch not re-read itself: it may have died, and the traps of its other neighbours
+// may be lost on routes through it, so each of its other cables is checked from the
+// neighbour's side, one PortInfo Get by a path that avoids those far ends (a dead switch is
+// never asked, so no read waits for a timeout). Then a node no longer reachable from the
+// SM's has left, and is taken out. A port up where the model has no cable, a switch or a
+// neighbour that did not answer, or one that cannot be reached but through a suspect means
+// the model cannot be patched: a heavy sweep instead.
+void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
+  auto fall_back = [this](const std::string& why) {
+    Log(LogName::kSm).info("repair sweep {}: {}; heavy sweep instead", current_.number, why);
+    ++counters_.repair_fallbacks;
+    repair_restarts_ = 0;
+    repair_noted_.clear();
+    sweeping_ = false;
+    RequestHeavySweep(fmt::format("{} ({})", repair_reason_, why));
+  };
+  // A check from a far end's neighbour that was not answered, while other switches reported
+  // meanwhile (a burst: 16 cables at once, traps from both ends): its path most likely
+  // crossed a cable they report. The repair begins again with them and the switches it
+  // re-read, so the next round's paths avoid what they lost; a heavy sweep only when that
+  // does not settle it.
+  constexpr uint32_t kMaxRepairRestarts = 3;
+  auto restart_or_fall_back = [this, &reads, &fall_back](const std::string& why) {
+    if (repair_pending_.empty() || repair_restarts_ >= kMaxRepairRestarts) return fall_back(why);
+    ++repair_restarts_;
+    ++counters_.repair_restarts;
+    Log(LogName::kSm).info("repair sweep {}: {}; {} more switches reported meanwhile, begun "
+                           "again with them",
+                           current_.number, why, repair_pending_.size());
+    sweeping_ = false;
+    const Fabric& before = discovered_->fabric;
+    for (const RepairReads::Switch& sw : reads->switches)
+      RequestRepair(before.node(sw.node).guid, repair_reason_);
+  };
+  if (state() != mad::SmState::kMaster) return fall_back("no longer master");
+  const NodeId root = discovered_->fabric.port(sm_port_).node;
+  if (!reads->model) {
+    reads->model.emplace(*discovered_);
+    DiscoveryResult& r = *reads->model;
+    r.issues.clear();
+    Fabric& f = r.fabric;
+    std::set<NodeId> reread, far_ends;
+    for (const RepairReads::Switch& sw : reads->switches) reread.insert(sw.node);
+    for (const RepairReads::Switch& sw : reads->switches) {
+      const Node& node = f.node(sw.node);
+      if (sw.failed) return fall_back(fmt::format("{} did not answer", node.description));
+      DiscoveredNode& dn = r.nodes[sw.node];
+      dn.switch_info = sw.switch_info;
+      reads->touched.insert(node.guid);
+      for (uint32_t p = 1; p <= node.num_ports; ++p) {
+        const PortId id = f.port_id(sw.node, PortNum{static_cast<uint8_t>(p)});
+        if (f.port(id).connected())
+          reads->touched.insert(f.node(f.port(f.port(id).peer).node).guid);
+        const mad::PortInfo& now = sw.ports[p];
+        const bool down = now.port_state == static_cast<uint8_t>(PortState::kDown);
+        if (f.port(id).connected() && down) {
+          const Port& pp = f.port(f.port(id).peer);
+          Log(LogName::kSm).info("repair sweep {}: cable {} port {} - {} port {} is down",
+                                 current_.number, node.description, p,
+                                 f.node(pp.node).description, pp.num.value());
+          if (f.node(pp.node).is_switch() && !reread.count(pp.node) && pp.node != root)
+            far_ends.insert(pp.node);
+          if (repair_noted_.emplace(node.guid, static_cast<uint8_t>(p)).second) NoteCableDown(f, id);
+          TakeOut(r, id);
+          ++reads->lost;
+        } else if (!f.port(id).connected() &&
+                   damper_.Damped({node.guid, static_cast<uint8_t>(p)})) {
+          // A damped cable stays out of the model until its hold runs out; a change of its
+          // state means it still flaps, and starts the hold again.
+          damper_.NoteState({node.guid, static_cast<uint8_t>(p)}, !down, clock_.Now());
+          if (!down) ++reads->damped_ups;
+          ArmDampingTimer();
+        } else if (!f.port(id).connected() && !down) {
+          return fall_back(fmt::format("{} port {} is up where the model has no cable",
+                                       node.description, p));
+        }
+        if (p < dn.port_info.size()) {
+          dn.port_info[p] = now;
+          if (p < dn.port_info_valid.size()) dn.port_info_valid[p] = true;
+        }
+        f.mutable_port(id).state = static_cast<PortState>(now.port_state);
+      }
+    }
+    if (!far_ends.empty()) {
+      // A far end or neighbour the SM no longer reaches at all leaves with the rest of what
+      // is cut off (below); only the reachable ones are asked.
+      const auto reachable = PathsAvoiding(f, root, {});
+      const auto paths = PathsAvoiding(f, root, far_ends);
+      for (NodeId far : far_ends) {
+        if (!reachable[far]) continue;
+        for (uint32_t p = 1; p <= f.node(far).num_ports; ++p) {
+          const Port& port = f.port(f.port_id(far, PortNum{static_cast<uint8_t>(p)}));
+          if (!port.connected()) continue;
+          const Port& nb = f.port(port.peer);
+          // A CA behind a dead switch leaves with it; a switch already re-read was seen.
+          if (!f.node(nb.node).is_switch() || reread.count(nb.node) ||
+              far_ends.count(nb.node) || !reachable[nb.node])
+            continue;
+          if (!paths[nb.node]) {
+            return fall_back(fmt::format("{} is reachable only through {}",
+                                         f.node(nb.node).description, f.node(far).description));
+          }
+          reads->probes.push_back({port.peer, false, {}});
+        }
+      }
+      reads->probed = true;
+      for (size_t i = 0; i < reads->probes.size(); ++i) {
+        const Port& nb = f.port(reads->probes[i].port);
+        ++reads->smps;
+        pipeline_.Get(paths.Path(nb.node), mad::attr::kPortInfo, nb.num.value(),
+                      [reads, i](Result<mad::Smp> got) {
+                        auto pi = got.ok() ? mad::Decode<mad::PortInfo>(got->data)
+                                           : Result<mad::PortInfo>(got.status());
+                        if (pi.ok()) {
+                          reads->probes[i].info = *pi;
+                        } else {
+                          reads->probes[i].failed = true;
+                        }
+                      });
+      }
+      pipeline_.WhenIdle([this, reads] {
+        if (!stopped_) FinishRepairReads(reads);
+      });
+      return;
+    }
+  }
+  DiscoveryResult& r = *reads->model;
+  Fabric& f = r.fabric;
+  for (const RepairReads::Probe& probe : reads->probes) {
+    const Port& nb = f.port(probe.port);
+    if (probe.failed)
+      return restart_or_fall_back(fmt::format("{} did not answer", f.node(nb.node).description));
+    reads->touched.insert(f.node(nb.node).guid);
+    if (nb.connected()) reads->touched.insert(f.node(f.port(nb.peer).node).guid);
+    if (probe.info.port_state != static_cast<uint8_t>(PortState::kDown)) continue;
+    const Port& pp = f.port(nb.peer);
+    Log(LogName::kSm).info("repair sweep {}: cable {} port {} - {} port {} is down (checked "
+                           "from its far end)",
+                           current_.number, f.node(nb.node).description, nb.num.value(),
+                           f.node(pp.node).description, pp.num.value());
+    DiscoveredNode& dn = r.nodes[nb.node];
+    if (nb.num.value() < dn.port_info.size()) dn.port_info[nb.num.value()] = probe.info;
+    NoteCableDown(f, probe.port);
+    TakeOut(r, probe.port);
+    ++reads->lost;
+  }
+  repair_restarts_ = 0;
+  repair_noted_.clear();
+  // A node the SM can no longer reach left the subnet (a switch that died, a host whose
+  // cable was cut, everything behind a leaf that lost its uplinks): it is taken out of the
+  // model as a discovery that did not find it would leave it. What follows OnDiscovered
+  // treats it as a heavy sweep does: its LIDs kept for its return in guid2lid, its SA
+  // records and multicast memberships dropped, trap 65 for its ports.
+  const auto reach = PathsAvoiding(f, root, {});
+  std::vector<bool> seen(f.node_count(), false);
+  size_t left = 0;
+  std::string names;
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    seen[n] = reach[n];
+    if (seen[n]) continue;
+    if (left < 8) names += (left ? ", " : "") + f.node(n).description;
+    ++left;
+  }
+  if (left > 0) {
+    Log(LogName::kSm).info("repair sweep {}: {} nodes no longer reachable, taken out of the "
+                           "model ({}{})",
+                           current_.number, left, names, left > 8 ? ", ..." : "");
+    KeepNodes(r, seen);
+  } else {
+    CanonicalPaths(r);
+  }
+  r.smps_sent = reads->smps;
+  r.duration = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - reads->started);
+  current_.repair_links_lost = reads->lost;
+  current_.repair_nodes_lost = left;
+  // The later stages may look at these nodes alone (RepairIsLocal) only when the sweep before
+  // left nothing to retry: it ended SUBNET UP, and it was not a heavy sweep cut short for
+  // this repair (whose fresh discovery may hold ports no stage has configured yet).
+  repair_touched_.clear();
+  if (last_.subnet_up && !repair_follows_cut_short_ && !first_master_sweep_ && !took_over_)
+    repair_touched_ = std::move(reads->touched);
+  if (!repair_touched_.empty()) ++counters_.repair_sweeps_local;
+  repair_follows_cut_short_ = false;
+  Log(LogName::kSm).info("repair sweep {}: {} switches re-read and {} far-end cables checked "
+                         "with {} SMPs; {} cables and {} nodes taken out of the model",
+                         current_.number, reads->switches.size(), reads->probes.size(),
+                         reads->smps, reads->lost, left);
+  DiscoveryResult done = std::move(r);
+  reads->model.reset();
+  OnDiscovered(std::move(done));
+}
+
+// --- link flap damping ----------------------------------------------------------------
+
+void SubnetManager::NoteCableDown(const Fabric& f, PortId p) {
+  const Port& a = f.port(p);
+  if (!a.connected()) return;
+  const Port& b = f.port(a.peer);
+  const LinkDamper::End ea{f.node(a.node).guid, a.num.value()};
+  const LinkDamper::End eb{f.node(b.node).guid, b.num.value()};
+  if (damper_.NoteDown(ea, eb, clock_.Now()))
+    OnCableDamped(f.node(a.node).description, a.num.value(), f.node(b.node).description,
+                  b.num.value());
+}
+
+void SubnetManager::NoteSwitchReport(Guid g) {
+  if (damper_.options().threshold == 0) return;
+  const auto now = clock_.Now();
+  damper_.Touch(g, now);
+  if (!discovered_) return;
+  const Fabric& f = discovered_->fabric;
+  auto name = [&f](Guid guid) {
+    auto n = f.FindNode(guid);
+    return n ? f.node(*n).description : ToString(guid);
+  };
+  for (const auto& [end, peer] : damper_.RecentCables(g)) {
+    auto n = f.FindNode(end.first);
+    if (!n || end.second > f.node(*n).num_ports) continue;
+    // In the model, a repair reads the cable and counts a down itself.
+    if (f.port(f.port_id(*n, PortNum{end.second})).connected()) continue;
+    if (damper_.NoteDown(end, peer, now))
+      OnCableDamped(name(end.first), end.second, name(peer.first), peer.second);
+  }
+}
+
+void SubnetManager::OnCableDamped(const std::string& a, uint8_t pa, const std::string& b,
+                                  uint8_t pb) {
+  ++counters_.links_damped;
+  const LinkDampingOptions& o = damper_.options();
+  // Logged and counted, but not a sweep issue: the subnet is up without the cable.
+  ++counters_.issues_by_id["SM-LINK-010"];
+  Log(LogName::kSm).warn("SM-LINK-010 cable {} port {} - {} port {} changed state {} times "
+                         "within {} s: kept out of the model until it has been quiet for {} s "
+                         "(link_flap_threshold)",
+                         a, pa, b, pb, o.threshold, o.window.count(), o.hold.count());
+  ArmDampingTimer();
+}
+
+// Damped cables out of a freshly discovered model: disconnected, both ends DOWN, as if
+// their ports had not come up; what only they connected leaves with them.
+size_t SubnetManager::TakeOutDampedCables(DiscoveryResult& r) {
+  if (damper_.damped() == 0) return 0;
+  Fabric& f = r.fabric;
+  size_t out = 0;
+  for (PortId p = 0; p < f.port_count(); ++p) {
+    const Port& a = f.port(p);
+    if (!a.connected() || a.peer < p) continue;
+    const Port& b = f.port(a.peer);
+    if (!damper_.Damped({f.node(a.node).guid, a.num.value()},
+                        {f.node(b.node).guid, b.num.value()}))
+      continue;
+    Log(LogName::kSm).info("cable {} port {} - {} port {} is damped: left out of the model",
+                           f.node(a.node).description, a.num.value(),
+                           f.node(b.node).description, b.num.value());
+    TakeOut(r, p);
+    ++out;
+  }
+  if (out == 0) return 0;
+  NodeId root = kNoNode;
+  for (NodeId n = 0; n < r.nodes.size(); ++n)
+    if (r.nodes[n].path.empty()) root = n;
+  if (root == kNoNode) return out;
+  const auto reach = PathsAvoiding(f, root, {});
+  std::vector<bool> keep(f.node_count());
+  for (NodeId n = 0; n < f.node_count(); ++n) keep[n] = reach[n];
+  KeepNodes(r, keep);
+  return out;
+}
+
+void SubnetManager::ArmDampingTimer() {
+  auto next = damper_.NextRelease();
+  if (!next || stopped_) return;
+  const auto wait = std::max<std::chrono::steady_clock::duration>(
+      *next - clock_.Now(), std::chrono::milliseconds(1));
+  damping_timer_.expires_after(wait);
+  damping_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopped_) return;
+    auto released = damper_.Release(clock_.Now());
+    if (!released.empty()) {
+      Log(LogName::kSm).info("{} damped cable ends quiet for {} s: back into the model",
+                             released.size(), damper_.options().hold.count());
+      RequestHeavySweep("damped cables released");
+    }
+    ArmDampingTimer();
+  });
+}
+
+}  // namespace ibsm::sm

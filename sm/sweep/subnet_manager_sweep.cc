@@ -1,0 +1,897 @@
+// SubnetManager, the heavy sweep's stages after discovery: LIDs, routing, LFT and MFT
+// pushes, link activation, QoS, and the end of the sweep (ARCHITECTURE.md section 2).
+#include "sm/sweep/subnet_manager.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+#include <unordered_set>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+#include "base/log.h"
+#include "routing/reroute.h"
+
+namespace ibsm::sm {
+namespace {
+
+// LFT block `b` as a switch programmed from `t` holds it: entries past the table drop.
+mad::LinearForwardingTable LftBlock(const routing::SwitchTable& t, size_t b) {
+  mad::LinearForwardingTable blk;
+  blk.port.fill(mad::kLftDropPort);
+  for (size_t i = 0; i < 64; ++i)
+    if (b * 64 + i < t.lft.size()) blk.port[i] = t.lft[b * 64 + i];
+  return blk;
+}
+
+// LftBlock(a, b) == LftBlock(x, b), without building either where both hold the whole block
+// (a heavy sweep's rebase compares every block of every switch: 1.4 million at k=48).
+bool SameBlock(const routing::SwitchTable& a, const routing::SwitchTable& x, size_t b) {
+  const size_t end = b * 64 + 64;
+  if (a.lft.size() >= end && x.lft.size() >= end)
+    return std::equal(a.lft.begin() + b * 64, a.lft.begin() + end, x.lft.begin() + b * 64);
+  return LftBlock(a, b).port == LftBlock(x, b).port;
+}
+
+uint8_t ToWire(PortState s) { return static_cast<uint8_t>(s); }
+
+}  // namespace
+
+void SubnetManager::ConfigureLids() {
+  EndStage("partitions");
+  const Fabric& f = discovered_->fabric;
+  if (took_over_ && !options_.lids.reassign) {
+    // Taking over from another master: the LIDs the ports hold now are the subnet's, so
+    // they win over this SM's own (older) guid2lid rows. Clients keep their LIDs.
+    size_t kept = 0;
+    for (PortId p: EndPorts(f)) {
+      const Port& port = f.port(p);
+      if (port.lid.value() == 0) continue;
+      uint16_t count = static_cast<uint16_t>(1u << port.lmc);
+      guid2lid_[port.guid] = {port.lid.value(),
+                              static_cast<uint16_t>(port.lid.value() + count - 1)};
+      ++kept;
+    }
+    Log(LogName::kHa).info("takeover: keeping the {} LIDs the ports hold", kept);
+  }
+  lids_ = AssignLids(f, sm_port_, guid2lid_, options_.lids);
+  for (const auto& i: lids_.issues) Issue(i.id, i.message);
+  current_.lid_changes = lids_.changed;
+  sm_lid_ = Lid{lids_.base[sm_port_]};
+
+  std::unordered_map<Guid, bool> known;
+  for (Guid g: known_ports_) known[g] = true;
+  // A local repair kept every LID (AssignLids above gives each port the one it holds) and
+  // has new PortInfo answers only from the touched nodes: their ports are compared, no
+  // other's changed.
+  const std::vector<bool> local = LocalNodes();
+  for (PortId p: lids_.end_ports) {
+    if (lids_.base[p] == 0) continue;
+    const Port& port = f.port(p);
+    if (!local.empty() && !local[port.node]) continue;
+    const DiscoveredNode& dn = discovered_->nodes[port.node];
+    if (!dn.port_info_valid[port.num.value()]) continue;
+    const mad::PortInfo& now = dn.port_info[port.num.value()];
+    mad::PortInfo want = DesiredPortInfo(p);
+    bool is_ca = !f.node(port.node).is_switch();
+    // ClientReregister only where SA state was lost. A CA port's clients hold SA
+    // registrations (ServiceRecords, multicast joins, InformInfo) with the master that
+    // configured the port, and each SM keeps its own, in its own state file. So:
+    // - on the first sweep as master (start, or takeover after another master served),
+    //   the port keeps its registrations only if this SM holds all of them
+    //   (sa_state_complete_: restored from its state file, master when it stopped, no
+    //   other master since) AND the port still names this SM (MasterSMBaseLID = our LID):
+    //   a port configured by another SM may have registered with that SM;
+    // - on later sweeps, only ports this SM has not seen before (new or back from a link
+    //   loss: their registrations were dropped when they left) lose anything.
+    // OpenSM sets ClientReregister on every port on its first master sweep.
+    bool lost = first_master_sweep_
+                    ? !(sa_state_complete_ && !took_over_ &&
+                        now.master_sm_base_lid == sm_lid_.value())
+                    : !known.count(port.guid);
+    bool rereg = is_ca && !options_.no_clients_rereg && lost;
+    want.client_reregister = rereg ? 1 : 0;
+    if (rereg) ++current_.client_reregisters, ++counters_.client_reregisters;
+    // Some agents (ibsim's among them) do not keep SubnetTimeout or M_KeyLeasePeriod; what
+    // they answered to our last Set counts as in sync, or every sweep would Set again.
+    auto echo = echo_.find(port.guid);
+    bool timeout_ok = now.subnet_timeout == want.subnet_timeout ||
+                      (echo != echo_.end() && echo->second.subnet_timeout == now.subnet_timeout);
+    bool lease_ok = now.m_key_lease_period == want.m_key_lease_period ||
+                    (echo != echo_.end() && echo->second.m_key_lease == now.m_key_lease_period);
+    bool differs = now.lid != want.lid || now.lmc != want.lmc ||
+                   now.master_sm_base_lid != want.master_sm_base_lid ||
+                   now.gid_prefix != want.gid_prefix || now.m_key != want.m_key || !timeout_ok ||
+                   !lease_ok || now.m_key_protect_bits != want.m_key_protect_bits ||
+                   LinkFieldsDiffer(p, now, want);
+    if (!differs && !rereg) continue;
+    std::array<uint8_t, 64> data{};
+    mad::EncodeTo(want, data);
+    ++current_.portinfo_sets;
+    NodeId node = port.node;
+    uint8_t num = port.num.value();
+    pipeline_.Set(PortInfoPath(p), mad::attr::kPortInfo, PortInfoSetModifier(p), data,
+                  [this, node, num, p, want](Result<mad::Smp> r) {
+                    if (!r.ok()) {
+                      Issue("SM-LID-004",
+                            fmt::format("PortInfo Set (LID {}) on {} port {} failed: {}",
+                                        lids_.base[p],
+                                        ToString(discovered_->fabric.node(node).guid), num,
+                                        r.status().ToString()));
+                      return;
+                    }
+                    auto pi = mad::Decode<mad::PortInfo>(r->data);
+                    if (!pi.ok()) return;
+                    NoteLinkEcho(p, *pi);
+                    DiscoveryResult& d = MutableDiscovered();
+                    d.nodes[node].port_info[num] = *pi;
+                    Port& mp = d.fabric.mutable_port(p);
+                    if (pi->subnet_timeout != want.subnet_timeout ||
+                        pi->m_key_lease_period != want.m_key_lease_period) {
+                      echo_[mp.guid] = {pi->subnet_timeout, pi->m_key_lease_period};
+                    }
+                    mp.lid = Lid{pi->lid};
+                    mp.lmc = pi->lmc;
+                  });
+  }
+  ConfigureSwitchPorts();
+  pipeline_.WhenIdle([this] {
+    if (stopped_) return;
+    // The model holds the LIDs the ports accepted; ports whose Set failed keep theirs.
+    MutableDiscovered().fabric.IndexLids();
+    Route();
+  });
+}
+
+void SubnetManager::Route() {
+  EndStage("lids and ports");
+  auto snapshot = std::make_shared<const Fabric>(discovered_->fabric);
+  std::string chain = options_.routing_engine.empty() ? std::string(routing::kDefaultChain)
+                                                      : options_.routing_engine;
+  // OpenSM falls back to minhop when the chain declines; ibsm tries updn first, which routes
+  // any connected fabric without a credit loop, so minhop is reached only when updn declines
+  // too (and its loops are then refused unless the operator named minhop).
+  if (chain.find("no_fallback") == std::string::npos && !routing::ChainNamesMinHop(chain) &&
+      chain.find("updn") == std::string::npos) {
+    chain += ",updn";
+  }
+  routing::RoutingOptions ro = options_.routing;
+  ro.lmc = options_.lids.lmc;
+  // The io_context has nothing else to do while routing runs: keep it from returning.
+  auto work = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+      io_.get_executor());
+  // A repair first keeps what still delivers and re-routes only what the fault broke
+  // (routing/reroute.h), from the last good tables and the model they were routed on; not
+  // from minhop's, whose routes it would mostly rebuild.
+  std::shared_ptr<const routing::RoutingTables> old;
+  std::shared_ptr<const Fabric> before;
+  std::shared_ptr<const routing::UpDownProof> proof;
+  if (current_.repair && options_.incremental_reroute && tables_ && tables_fabric_ &&
+      tables_->engine != "minhop") {
+    old = tables_;
+    before = tables_fabric_;
+    proof = tables_proof_;
+  }
+  // The proof is for a later repair's re-route: without repair sweeps nothing would read it.
+  const bool want_proof = options_.incremental_repair && options_.incremental_reroute;
+  // Routing, verification and the deadlock proof all run off the io thread, on the snapshot.
+  routing_in_flight_ = true;
+  boost::asio::post(routing_pool_, [this, snapshot, chain, ro, work, old, before, proof,
+                                    want_proof] {
+    auto routed = std::make_shared<Routed>();
+    routed->fabric = snapshot;
+    auto t0 = std::chrono::steady_clock::now();
+    // Verification and the deadlock proof, the same for an engine's tables and a repair's
+    // re-route; route_s runs from t0. True when both pass. `changed`: a re-route's examined
+    // LIDs, when the old tables carry a proof: every other LID's routes are the old ones, over
+    // cables still there, so only those are verified, and the proof is renewed from them
+    // (routing/updown_proof.h) instead of a whole-fabric credit-loop check; `changes` says, LID by
+    // LID, which switches' entries the re-route can have changed, and both read only those.
+    auto check = [&](const routing::RoutingTables& tables, const std::vector<uint32_t>* changed,
+                     const routing::EntryChanges* changes) {
+      auto t1 = std::chrono::steady_clock::now();
+      routed->route_s = std::chrono::duration<double>(t1 - t0).count();
+      routed->verify = routing::VerifyTables(*snapshot, *routed->lids, tables,
+                                             /*max_problems=*/20, ro.threads, changed, changes);
+      routed->verified_lids = changed ? changed->size() : 0;
+      auto t2 = std::chrono::steady_clock::now();
+      routed->verify_s = std::chrono::duration<double>(t2 - t1).count();
+      routed->proof.reset();
+      routed->proof_refused.clear();
+      routed->loops_proven = false;
+      routed->loops = routing::CreditLoopReport{};
+      if (changed && routed->verify.ok) {
+        auto p = routing::ReproveUpDown(*snapshot, *routed->lids, tables, *before, *proof,
+                                        *changed, ro.threads, changes);
+        if (p.ok()) {
+          routed->proof = std::make_shared<const routing::UpDownProof>(std::move(*p));
+          routed->loops_proven = true;
+        } else {
+          routed->proof_refused = p.status().message();
+        }
+      }
+      if (!routed->loops_proven) {
+        routed->loops = routing::CheckCreditLoops(*snapshot, *routed->lids, tables, ro.threads);
+      }
+      routed->loops_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
+      return routed->verify.ok && routed->loops.acyclic;
+    };
+    // An exception here would end the process (the pool's thread has no handler): it
+    // becomes a routing failure, and the last good tables stay.
+    try {
+      routed->lids = std::make_unique<routing::LidMap>(*snapshot);
+      if (old) {
+        std::unique_ptr<routing::RoutingTables> start;
+        if (spare_of_ == old) start = std::move(spare_);
+        spare_.reset();
+        spare_of_.reset();
+        auto rr = routing::RerouteAround(*snapshot, *routed->lids, *before, *old, ro,
+                                         /*examine_all=*/false, proof.get(), start.get());
+        if (!rr.ok()) {
+          routed->reroute_refused = rr.status().message();
+        } else if (!check(rr->tables, proof ? &rr->examined : nullptr,
+                          proof ? &rr->changes : nullptr)) {
+          routed->reroute_refused =
+              !routed->verify.ok ? "its tables failed verification" : "it has a credit loop";
+        } else {
+          routed->rerouted = true;
+          routed->reroute = rr->stats;
+          routing::ChainResult chosen;
+          chosen.tables = std::move(rr->tables);
+          routed->result = std::move(chosen);
+        }
+        t0 = std::chrono::steady_clock::now();
+      }
+      if (!routed->rerouted) {
+        routed->result = routing::RouteChain(chain, *snapshot, *routed->lids, ro);
+        if (routed->result.ok()) {
+          check(routed->result->tables, nullptr, nullptr);
+        } else {
+          routed->route_s =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        }
+      }
+      // Tables that passed both checks without a proof get one now, for the next repair
+      // (whole-fabric, once, here on the worker: a repair never waits for it). minhop's
+      // tables are never a re-route's start.
+      const bool passed = routed->result.ok() && routed->verify.ok && routed->loops.acyclic &&
+                          routed->verified_lids == 0;
+      if (want_proof && passed && !routed->proof && routed->result->tables.engine != "minhop") {
+        auto p = routing::ProveUpDown(*snapshot, *routed->lids, routed->result->tables,
+                                      routing::UpDownRanks(*snapshot, ro.root_guids),
+                                      ro.threads);
+        if (p.ok()) routed->proof = std::make_shared<const routing::UpDownProof>(std::move(*p));
+        else routed->proof_refused = p.status().message();
+      }
+    } catch (const std::exception& e) {
+      routed->result = Status(StatusCode::kInternal, std::string("routing threw: ") + e.what());
+    }
+    boost::asio::post(io_, [this, work, routed]() mutable {
+      work->reset();
+      routing_in_flight_ = false;
+      if (!stopped_) OnRouted(std::move(*routed));
+    });
+  });
+}
+
+void SubnetManager::OnRouted(Routed routed) {
+  if (state() != mad::SmState::kMaster) return;  // stepped down while routing: no writes
+  EndStage("routing");
+  // Switches reported link changes while this heavy sweep routed: its tables are for a
+  // fabric that is gone. Pushing them first would delay the repair by the whole push (and
+  // write blocks the repair rewrites); the repair sweep starts now instead, on this sweep's
+  // model, and does everything the rest of this sweep would have. Not on the first sweep as
+  // master (its ClientReregister decisions are made once), nor before any tables exist.
+  if (!current_.repair && !repair_pending_.empty() && options_.incremental_repair &&
+      !first_master_sweep_ && tables_ && !repair_posted_) {
+    ++counters_.heavy_sweeps_cut_short;
+    Log(LogName::kSm).info("heavy sweep {}: {} switches reported link changes while it routed; "
+                           "its tables are not pushed, a repair sweep takes over",
+                           current_.number, repair_pending_.size());
+    repair_posted_ = true;
+    repair_follows_cut_short_ = true;
+    boost::asio::post(io_, [this] { BeginRepair(); });
+    return;
+  }
+  if (!routed.reroute_refused.empty()) {
+    ++counters_.repair_reroutes_refused;
+    Log(LogName::kRouting)
+        .info("repair sweep {}: incremental re-route refused ({}); the routing engine routes "
+              "it",
+              current_.number, routed.reroute_refused);
+  }
+  auto& result = routed.result;
+  if (!result.ok()) {
+    ++counters_.routing_failures;
+    Issue("SM-ROUTE-001", "routing failed: " + result.status().ToString() +
+                              (tables_ ? "; keeping the last good tables" : ""));
+    ActivateLinks(0);
+    return;
+  }
+  for (const auto& [name, why] : result->declined) {
+    current_.declined.push_back(name + ": " + why.message());
+    Log(LogName::kRouting).info("routing engine {} declined: {}", name, why.message());
+  }
+  const std::string& engine = result->tables.engine;
+  const routing::VerifyReport& report = routed.verify;
+  const routing::CreditLoopReport& loops = routed.loops;
+  last_check_ = RoutingCheck{engine,          false,          report,        loops,
+                             routed.route_s, routed.verify_s, routed.loops_s};
+  last_check_->verified_lids = routed.verified_lids;
+  last_check_->loops_proven = routed.loops_proven;
+  last_check_->turns = routed.loops_proven && routed.proof ? routed.proof->turns.size() : 0;
+  // minhop promises shortest paths, not deadlock freedom (OpenSM's too): its credit loops are
+  // reported when the operator chose minhop. Every other engine promises up*/down* routes, so
+  // a cycle is a bug, and minhop reached only as the last resort after them must not program
+  // a deadlock the operator did not ask for: refused, the last good tables stay.
+  const bool minhop_chosen = routing::ChainNamesMinHop(options_.routing_engine);
+  const bool loops_refused = !loops.acyclic && !(engine == "minhop" && minhop_chosen);
+  if (!loops.acyclic) {
+    std::string cycle;
+    for (const auto& hop: loops.cycle) cycle += (cycle.empty() ? "" : " -> ") + hop;
+    ++counters_.credit_loops_found;
+    if (loops_refused) ++counters_.routing_failures;
+    Log(LogName::kRouting)
+        .warn("SM-ROUTE-005 {} routes have a credit loop (channel dependency cycle of {} "
+              "channels){}: {}",
+              engine, loops.cycle.size(),
+              loops_refused ? (engine == "minhop" ? "; minhop was only the last resort: refused"
+                                                  : "")
+                            : "; minhop does not avoid them (use updn or ftree)",
+              cycle);
+    if (loops_refused) ++counters_.issues_by_id["SM-ROUTE-005"], ++issues_in_sweep_;
+  }
+  if (!report.ok || loops_refused) {
+    if (!report.ok) {
+      ++counters_.routing_failures;
+      for (const auto& p: report.problems) Log(LogName::kRouting).warn("SM-ROUTE-003 {}", p);
+    }
+    Issue("SM-ROUTE-002",
+          fmt::format("{} tables failed verification ({} missing entries, {} loops, {} "
+                      "unreachable pairs, {}); {}",
+                      engine, report.missing_entries, report.loops, report.unreachable_pairs,
+                      loops.acyclic ? "no credit loop" : "a credit loop",
+                      tables_ ? "keeping the last good tables"
+                      : loops_refused ? "programming nothing"
+                                      : "programming them anyway"));
+    // Tables with a credit loop the operator did not accept are never programmed, not even
+    // on the first sweep: a fabric that can deadlock is worse than one not yet routed.
+    if (tables_ || loops_refused) {
+      ActivateLinks(0);
+      return;
+    }
+  }
+  current_.engine = engine;
+  last_check_->accepted = true;
+  if (routed.loops_proven) {
+    Log(LogName::kRouting)
+        .info("{} tables configured: {} switches, max LID {}; re-routed in {:.3f} s, the {} "
+              "LIDs it changed verified in {:.3f} s, proven free of credit loops from them in "
+              "{:.3f} s ({} down-then-up turns, none closing a loop)",
+              engine, result->tables.switches.size(), routed.lids->max_lid(), routed.route_s,
+              routed.verified_lids, routed.verify_s, routed.loops_s,
+              routed.proof ? routed.proof->turns.size() : 0);
+  } else {
+    Log(LogName::kRouting)
+        .info("{} tables configured: {} switches, max LID {}; routed in {:.3f} s, verified in "
+              "{:.3f} s, credit loops checked in {:.3f} s ({} channels, {} dependencies, {})",
+              engine, result->tables.switches.size(), routed.lids->max_lid(), routed.route_s,
+              routed.verify_s, routed.loops_s, loops.channels, loops.dependencies,
+              loops.acyclic ? "acyclic" : "CYCLE");
+  }
+  if (!routed.proof_refused.empty()) {
+    Log(LogName::kRouting)
+        .info("no up*/down* proof for these tables ({}); a repair re-route checks the whole "
+              "fabric",
+              routed.proof_refused);
+  }
+  if (routed.rerouted) {
+    ++counters_.repair_reroutes;
+    if (routed.loops_proven) ++counters_.repair_reroutes_proven;
+    Log(LogName::kRouting)
+        .info("repair sweep {}: re-routed incrementally: {} of the {} LIDs whose routes the "
+              "fault touched changed ({} entries); every other route kept",
+              current_.number, routed.reroute.lids_rerouted, routed.reroute.lids_examined,
+              routed.reroute.entries_changed);
+  }
+  tables_ = std::make_shared<const routing::RoutingTables>(std::move(result->tables));
+  tables_fabric_ = std::move(routed.fabric);
+  tables_proof_ = std::move(routed.proof);
+  lid_map_ = std::move(routed.lids);
+  if (options_.incremental_repair && options_.incremental_reroute && tables_->engine != "minhop") {
+    // The next repair starts from a copy of these tables: made now, while the worker is idle.
+    boost::asio::post(routing_pool_, [this, src = tables_, threads = options_.routing.threads] {
+      auto copy = std::make_unique<routing::RoutingTables>(routing::CopyTables(*src, threads));
+      spare_ = std::move(copy);
+      spare_of_ = src;
+    });
+  }
+  ProgramSwitches();
+}
+
+// SwitchInfo first (LinearFDBTop, and clearing PortStateChange), then LFT blocks; blocks are
+// compared with what each switch is known to hold, read back once if unknown.
+void SubnetManager::ProgramSwitches() {
+  if (state() != mad::SmState::kMaster) return;
+  const Fabric& f = discovered_->fabric;
+  uint16_t top = lid_map_->max_lid();
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (!f.node(n).is_switch() || !tables_->table(n)) continue;
+    const DiscoveredNode& dn = discovered_->nodes[n];
+    SwitchCache& cache = switch_cache_[f.node(n).guid];
+    // A switch whose top is not what we set (rebooted, or programmed by another SM) holds
+    // tables we do not know.
+    if (cache.top != dn.switch_info.linear_fdb_top) {
+      cache.Clear();
+      mft_.Forget(f.node(n).guid);
+    }
+    if (cache.empty() && dn.switch_info.linear_fdb_top != 0) {
+      // Read what it holds, compared with what it should hold: a block that matches needs
+      // no Set (a second SM, or a restart, on a programmed fabric writes nothing).
+      size_t blocks = std::min<size_t>(dn.switch_info.linear_fdb_top, top) / 64 + 1;
+      cache.source = tables_;
+      cache.source_table = tables_->table(n);
+      cache.held.assign(blocks, false);
+      for (size_t b = 0; b < blocks; ++b) {
+        ++current_.lft_blocks_read;
+        Guid g = f.node(n).guid;
+        pipeline_.Get(dn.path, mad::attr::kLinearForwardingTable, static_cast<uint32_t>(b),
+                      [this, g, b](Result<mad::Smp> r) {
+                        if (!r.ok()) return;  // stays unknown: the block will be written
+                        auto blk = mad::Decode<mad::LinearForwardingTable>(r->data);
+                        auto it = switch_cache_.find(g);
+                        if (!blk.ok() || it == switch_cache_.end()) return;
+                        SwitchCache& c = it->second;
+                        if (b >= c.held.size() || !c.source_table) return;
+                        c.held[b] = blk->port == LftBlock(*c.source_table, b).port;
+                      });
+      }
+    }
+    // LinearFDBTop, and LifeTimeValue from packet_life_time as OpenSM's unicast manager
+    // writes it.
+    if (dn.switch_info.linear_fdb_top != top || dn.switch_info.port_state_change ||
+        dn.switch_info.life_time_value != options_.packet_life_time) {
+      mad::SwitchInfo si = dn.switch_info;
+      si.linear_fdb_top = top;
+      si.life_time_value = options_.packet_life_time;
+      // PortStateChange is write-1-to-clear (IBA 14.2.5.4): clear it now that we swept.
+      si.port_state_change = dn.switch_info.port_state_change;
+      std::array<uint8_t, 64> data{};
+      mad::EncodeTo(si, data);
+      ++current_.switchinfo_sets;
+      pipeline_.Set(dn.path, mad::attr::kSwitchInfo, 0, data, [this, n, top](Result<mad::Smp> r) {
+        if (!r.ok()) {
+          Issue("SM-LFT-001", fmt::format("SwitchInfo Set (LinearFDBTop {}) on {} failed: {}",
+                                          top, ToString(discovered_->fabric.node(n).guid),
+                                          r.status().ToString()));
+          return;
+        }
+        auto si = mad::Decode<mad::SwitchInfo>(r->data);
+        if (si.ok()) MutableDiscovered().nodes[n].switch_info = *si;
+      });
+    }
+  }
+  pipeline_.WhenIdle([this] {
+    if (!stopped_) PushLfts();
+  });
+}
+
+void SubnetManager::PushLfts() {
+  if (state() != mad::SmState::kMaster) return;
+  EndStage("switch info");
+  const Fabric& f = discovered_->fabric;
+  uint16_t top = lid_map_->max_lid();
+  struct Cursor {
+    size_t blocks = 0;
+    // First the urgent blocks, switch by switch: those whose old entries send a LID to a
+    // port that lost its cable (a repair after a cut), so the traffic being dropped there is
+    // moved first; then every other block that differs, block-major across switches as
+    // OpenSM does, so every switch gets its first blocks early. Only blocks a switch does
+    // not hold are listed: a repair walks its few thousand, not every block of the fabric.
+    std::vector<std::pair<NodeId, size_t>> urgent;
+    std::vector<std::pair<NodeId, size_t>> rest;
+    size_t u = 0;
+    size_t r = 0;
+  };
+  auto c = std::make_shared<Cursor>();
+  c->blocks = top / 64 + 1;
+  std::vector<NodeId> switches;
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).is_switch() && tables_->table(n)) switches.push_back(n);
+  // The blocks each switch lacks, bucketed by block number (a counting sort into
+  // block-major order, switches in NodeId order within a block).
+  std::vector<std::vector<size_t>> lacking(switches.size());
+  std::vector<size_t> per_block(c->blocks + 1, 0);
+  for (size_t si = 0; si < switches.size(); ++si) {
+    const NodeId n = switches[si];
+    SwitchCache& cache = switch_cache_[f.node(n).guid];
+    cache.top = top;
+    // Rebase on the new tables: a block the switch holds of the old ones stays held only
+    // where the new tables have the same entries.
+    const routing::SwitchTable* now = tables_->table(n);
+    std::vector<bool> held(c->blocks, false);
+    for (size_t b = 0; b < held.size() && b < cache.held.size(); ++b)
+      held[b] = cache.held[b] && cache.source_table && SameBlock(*cache.source_table, *now, b);
+    std::vector<bool> dead;
+    if (cache.source_table) {
+      const uint8_t ports = f.node(n).num_ports;
+      dead.assign(size_t{ports} + 1, false);
+      bool any = false;
+      for (uint32_t p = 1; p <= ports; ++p) {
+        dead[p] = !f.port(f.port_id(n, PortNum{static_cast<uint8_t>(p)})).connected();
+        any = any || dead[p];
+      }
+      if (!any) dead.clear();
+    }
+    for (size_t b = 0; b < held.size(); ++b) {
+      if (held[b]) continue;
+      bool urgent = false;
+      if (!dead.empty() && b < cache.held.size() && cache.held[b]) {
+        const mad::LinearForwardingTable old = LftBlock(*cache.source_table, b);
+        urgent = std::any_of(old.port.begin(), old.port.end(), [&](uint8_t e) {
+          return e >= 1 && e < dead.size() && dead[e];
+        });
+      }
+      if (urgent) {
+        c->urgent.emplace_back(n, b);
+      } else {
+        lacking[si].push_back(b);
+        ++per_block[b + 1];
+      }
+    }
+    cache.source = tables_;
+    cache.source_table = now;
+    cache.held = std::move(held);
+  }
+  for (size_t b = 1; b < per_block.size(); ++b) per_block[b] += per_block[b - 1];
+  c->rest.resize(per_block.back());
+  for (size_t si = 0; si < switches.size(); ++si)
+    for (size_t b : lacking[si]) c->rest[per_block[b]++] = {switches[si], b};
+  // A switch this sweep did not route (gone, or unreachable) must not keep old tables
+  // alive: it forgets what it held, and is read again if it comes back with our top.
+  for (auto& [guid, cache] : switch_cache_)
+    if (cache.source && cache.source != tables_) cache.Clear();
+  // Blocks are produced as the SMP window frees up: at 3-tier k=32 there are 190,000.
+  pipeline_.Feed([this, c]() -> bool {
+    const Fabric& f = discovered_->fabric;
+    while (c->u < c->urgent.size() || c->r < c->rest.size()) {
+      const bool urgent = c->u < c->urgent.size();
+      const auto [n, b] = urgent ? c->urgent[c->u++] : c->rest[c->r++];
+      Guid g = f.node(n).guid;
+      SwitchCache& cache = switch_cache_[g];
+      if (b < cache.held.size() && cache.held[b]) continue;
+      const mad::LinearForwardingTable blk = LftBlock(*tables_->table(n), b);
+      std::array<uint8_t, 64> data{};
+      mad::EncodeTo(blk, data);
+      ++current_.lft_blocks_sent;
+      if (urgent) ++current_.lft_blocks_urgent;
+      pipeline_.Set(discovered_->nodes[n].path, mad::attr::kLinearForwardingTable,
+                    static_cast<uint32_t>(b), data, [this, g, b](Result<mad::Smp> r) {
+                      auto& cache = switch_cache_[g];
+                      if (b >= cache.held.size() || !cache.source_table) return;
+                      if (!r.ok()) {
+                        Issue("SM-LFT-002",
+                              fmt::format("LFT block {} Set on {} failed: {}", b, ToString(g),
+                                          r.status().ToString()));
+                        cache.held[b] = false;
+                        return;
+                      }
+                      // What the switch answered is what it holds (it may refuse entries).
+                      auto blk = mad::Decode<mad::LinearForwardingTable>(r->data);
+                      cache.held[b] = blk.ok() &&
+                                      blk->port == LftBlock(*cache.source_table, b).port;
+                    });
+      return true;
+    }
+    return false;
+  });
+  pipeline_.WhenIdle([this] {
+    if (stopped_) return;
+    EndStage("lft blocks");
+    if (current_.lft_blocks_urgent > 0)
+      Log(LogName::kSm).info("sweep {}: {} LFT blocks that sent LIDs to ports without a cable "
+                             "written first",
+                             current_.number, current_.lft_blocks_urgent);
+    // Adaptive routing after the plain LFT (an LFT Set turns AR off), before multicast.
+    ar_.Run(discovered_->fabric, discovered_->nodes,
+            std::make_shared<const routing::LidMap>(*lid_map_), tables_, options_.ar, [this] {
+              if (stopped_) return;
+              EndStage("adaptive routing");
+              PushMfts([this] {
+                EndStage("multicast");
+                ActivateLinks(0);
+              });
+            });
+  });
+}
+
+// Multicast (OpenSM: after unicast, before the link manager): members whose port
+// this sweep did not find leave their groups, then MFT blocks go out by difference.
+void SubnetManager::PushMfts(std::function<void()> then) {
+  const Fabric& f = discovered_->fabric;
+  mcast_dirty_ = false;
+  uint32_t cap = 0;
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (!f.node(n).is_switch()) continue;
+    uint32_t c = discovered_->nodes[n].switch_info.multicast_fdb_cap;
+    if (c != 0 && (cap == 0 || c < cap)) cap = c;
+  }
+  if (cap != 0) {
+    mcast_.set_max_mlid(static_cast<uint16_t>(
+        std::min<uint32_t>(0xFFFE, uint32_t{mad::kMulticastLidBase} + cap - 1)));
+  }
+  mcast_.Prune([&f](Guid g) {
+    auto p = f.FindPort(g);
+    return p && (f.node(f.port(*p).node).is_switch() || f.port(*p).connected());
+  });
+  mcast_dirty_ = false;  // the prune's own change is planned below
+  MftPlan plan = PlanMfts(f, mcast_.groups());
+  size_t queued = mft_.Push(f, discovered_->nodes, plan,
+                            [this](Guid g, uint32_t pos, uint32_t block, const Status& st) {
+                              Issue("SM-MFT-001",
+                                    fmt::format("MFT block {} position {} Set on {} failed: {}",
+                                                block, pos, ToString(g), st.ToString()));
+                            });
+  if (queued) {
+    Log(LogName::kSm).info("{} MFT blocks queued for {} multicast trees", queued,
+                           plan.trees.size());
+  }
+  if (then) {
+    pipeline_.WhenIdle([this, then] {
+      if (!stopped_) then();
+    });
+  }
+}
+
+void SubnetManager::OnMulticastChange() {
+  // Saved by the flush timer, not here: a storm of joins costs one transaction per
+  // kStateFlushInterval, and only the groups that changed are written.
+  if (store_) {
+    mcast_save_pending_ = true;
+    ScheduleStateFlush();
+  }
+  if (sweeping_ || !discovered_ || stopped_) {
+    mcast_dirty_ = true;
+    return;
+  }
+  if (mcast_dirty_) return;  // a push is already posted
+  mcast_dirty_ = true;
+  boost::asio::post(io_, [this] {
+    if (stopped_ || !mcast_dirty_) return;
+    if (sweeping_ || !discovered_) return;  // the sweep (or its end) plans it
+    if (state() != mad::SmState::kMaster) return;  // only the master writes MFTs
+    PushMfts({});
+  });
+}
+
+// Link manager: ports whose link is up at both ends go INIT -> ARMED (pass 0), then
+// ARMED -> ACTIVE (pass 1). Switch port 0 has no link.
+void SubnetManager::ActivateLinks(int pass) {
+  PortState from = pass == 0 ? PortState::kInit: PortState::kArmed;
+  PortState to = pass == 0 ? PortState::kArmed: PortState::kActive;
+  if (state() != mad::SmState::kMaster) return;
+  auto next = std::make_shared<PortId>(0);
+  pipeline_.Feed([this, next, from, to]() -> bool {
+    const Fabric& f = discovered_->fabric;
+    while (*next < f.port_count()) {
+      PortId p = (*next)++;
+      const Port& port = f.port(p);
+      if (port.num.value() == 0 || !port.connected() || port.state != from) continue;
+      const DiscoveredNode& dn = discovered_->nodes[port.node];
+      if (!dn.port_info_valid[port.num.value()]) continue;
+      if (f.port(port.peer).state < PortState::kInit) continue;
+      mad::PortInfo want = DesiredPortInfo(p);
+      want.port_state = ToWire(to);
+      std::array<uint8_t, 64> data{};
+      mad::EncodeTo(want, data);
+      uint8_t num = port.num.value();
+      NodeId node = port.node;
+      DrPath path = PortInfoPath(p);
+      pipeline_.Set(path, mad::attr::kPortInfo, PortInfoSetModifier(p), data,
+                    [this, p, node, num, to, path](Result<mad::Smp> r) {
+                      if (r.ok()) {
+                        if (auto pi = mad::Decode<mad::PortInfo>(r->data); pi.ok())
+                          OnPortStateSet(p, node, num, to, *pi);
+                        return;
+                      }
+                      // A port state transition is not idempotent: when the reply of the
+                      // Set that took effect is lost, its retry meets the new state and is
+                      // refused (status 7, as ibsim and the spec have it). Reading the port
+                      // tells whether it got there.
+                      ++current_.port_state_readbacks;
+                      pipeline_.Get(path, mad::attr::kPortInfo, num,
+                                    [this, p, node, num, to, failed = r.status()](
+                                        Result<mad::Smp> g) {
+                                      auto pi = g.ok() ? mad::Decode<mad::PortInfo>(g->data)
+                                                       : Result<mad::PortInfo>(g.status());
+                                      if (pi.ok() && pi->port_state == ToWire(to)) {
+                                        ++counters_.sets_confirmed_by_readback;
+                                        OnPortStateSet(p, node, num, to, *pi);
+                                        return;
+                                      }
+                                      Issue("SM-LINK-001",
+                                            fmt::format("PortInfo Set (state {}) on {} port {} "
+                                                        "failed: {}",
+                                                        ToWire(to),
+                                                        ToString(discovered_->fabric.node(node).guid),
+                                                        num, failed.ToString()));
+                                    });
+                    });
+      return true;
+    }
+    return false;
+  });
+  pipeline_.WhenIdle([this, pass] {
+    if (stopped_) return;
+    if (pass == 0) {
+      ActivateLinks(1);
+    } else if (options_.sharp_enable && discovered_ && state() == mad::SmState::kMaster) {
+      // SHARP needs ACTIVE links (class 0x0B MADs are GMPs); it never delays SUBNET UP's
+      // verdict: its problems are its own log lines.
+      EndStage("links");
+      finish_stage_ = "sharp";
+      sharp_->Run(discovered_, [this] {
+        if (!stopped_) FinishHeavySweep();
+      });
+    } else {
+      FinishHeavySweep();
+    }
+  });
+}
+
+// What a port answered once it reached `to` (ARMED or ACTIVE): the model follows it.
+void SubnetManager::OnPortStateSet(PortId p, NodeId node, uint8_t num, PortState to,
+                                   const mad::PortInfo& pi) {
+  NoteLinkEcho(p, pi);
+  DiscoveryResult& d = MutableDiscovered();
+  d.nodes[node].port_info[num] = pi;
+  d.fabric.mutable_port(p).state = static_cast<PortState>(pi.port_state <= 4 ? pi.port_state: 0);
+  if (to == PortState::kArmed) {
+    ++current_.ports_armed;
+  } else {
+    ++current_.ports_activated;
+  }
+}
+
+void SubnetManager::FinishHeavySweep() {
+  EndStage(finish_stage_);
+  // SUBNET UP means the SA answers everything, the SL2VL and VLArb records included: their
+  // reads, running beside the sweep since discovery, end first. Not when a switch reported a
+  // change meanwhile: the fabric is programmed, and its repair does not wait behind optional
+  // reads (they go on, and their records reach the SA when they are in). A repair sweep
+  // never waits for them.
+  const bool reads_running = qos_reader_.running() && !stopped_;
+  if (reads_running && state() == mad::SmState::kMaster && !current_.repair &&
+      repair_pending_.empty()) {
+    finish_waits_for_qos_ = true;
+    finish_stage_ = "waiting for SL2VL and VLArb reads";
+    return;
+  }
+  if (reads_running && !current_.repair && state() == mad::SmState::kMaster) {
+    ++counters_.qos_waits_cut_short;
+    Log(LogName::kSm).info("heavy sweep {}: {} switches reported changes; it ends without "
+                           "waiting for the SL2VL and VLArb reads, which go on beside the "
+                           "repair",
+                           current_.number, repair_pending_.size());
+  }
+  // With qos TRUE the tables are written once the reads are in (by difference with them);
+  // when they are not in yet, once they are (StartQosReads).
+  if (options_.qos && !qos_programmed_ && reads_running) qos_program_owed_ = true;
+  if (options_.qos && !qos_programmed_ && !reads_running && !stopped_ &&
+      state() == mad::SmState::kMaster && discovered_ && tables_) {
+    qos_program_owed_ = false;
+    qos_programmed_ = true;
+    finish_stage_ = "QoS Sets";
+    ProgramQos([this] {
+      if (!stopped_) FinishHeavySweep();
+    });
+    return;
+  }
+  qos_programmed_ = false;
+  const PipelineCounters& c = pipeline_.counters();
+  current_.smps = c.gets + c.sets - smps_at_start_;
+  current_.smps_failed = c.failed - failed_at_start_;
+  current_.duration = std::chrono::duration_cast<std::chrono::microseconds>(clock_.Now() -
+                                                                            current_.started);
+  current_.issues = issues_in_sweep_;
+  current_.subnet_up = discovered_ && sm_port_ != kNoPort && tables_ && issues_in_sweep_ == 0;
+  const std::vector<Guid> ports_before = known_ports_;  // traps 64/65 below
+  if (discovered_ && sm_port_ != kNoPort) {
+    // Remember what this sweep assigned so a restart and the next sweep keep it.
+    for (PortId p: lids_.end_ports) {
+      const Port& port = discovered_->fabric.port(p);
+      if (port.lid.value() == 0) continue;
+      uint16_t count = static_cast<uint16_t>(1u << port.lmc);
+      guid2lid_[port.guid] = {port.lid.value(),
+                              static_cast<uint16_t>(port.lid.value() + count - 1)};
+    }
+    known_ports_.clear();
+    for (PortId p: lids_.end_ports) known_ports_.push_back(discovered_->fabric.port(p).guid);
+  }
+  Log(LogName::kSm)
+      .info("{} sweep {} done in {:.3f} s: {} nodes ({} switches, {} CAs), {} links; {} "
+            "SMPs ({} failed); {} LID changes, {} PortInfo Sets ({} ClientReregister), {} LFT "
+            "blocks sent ({} read), "
+            "{} P_Key blocks sent ({} read), {} ports armed, {} activated ({} port state Sets "
+            "read back); engine {}",
+            current_.repair ? "repair" : "heavy", current_.number,
+            current_.duration.count() / 1e6, current_.nodes,
+            current_.switches, current_.cas, current_.links, current_.smps,
+            current_.smps_failed, current_.lid_changes, current_.portinfo_sets,
+            current_.client_reregisters,
+            current_.lft_blocks_sent, current_.lft_blocks_read, current_.pkey_blocks_sent,
+            current_.pkey_blocks_read, current_.ports_armed,
+            current_.ports_activated, current_.port_state_readbacks,
+            current_.engine.empty() ? "-" : current_.engine);
+  if (current_.subnet_up) {
+    if (first_master_sweep_) {
+      Log(LogName::kHa).info("first master sweep: ClientReregister on {} CA ports ({})",
+                             current_.client_reregisters,
+                             sa_state_complete_ && !took_over_
+                                 ? "this SM's state file holds the SA registrations of the "
+                                   "ports that still name it master"
+                                 : "this SM does not hold the SA registrations clients made "
+                                   "with the last master");
+    }
+    failed_sweeps_in_a_row_ = 0;
+    first_master_sweep_ = false;
+    took_over_ = false;
+    // Clients told to re-register now register here: from now on this SM holds them all.
+    if (state() == mad::SmState::kMaster) sa_state_complete_ = true;
+  } else {
+    Log(LogName::kSm).warn("SM-SWEEP-001 sweep {} finished with {} issues; the subnet is not "
+                           "up yet",
+                           current_.number, current_.issues);
+  }
+  // After the fabric is programmed: files never delay the fabric. The SA answers from this
+  // sweep and the dump files hold it by the time SUBNET UP is logged (as OpenSM writes its
+  // dumps before it), so a script that waits for the line reads this sweep's files.
+  if (discovered_ && sm_port_ != kNoPort) {
+    PublishSaSnapshot();
+    ReportPortChanges(ports_before);
+    WriteDumps();
+  }
+  if (current_.subnet_up) Log(LogName::kSm).info("SUBNET UP");
+  if (discovered_ && sm_port_ != kNoPort) {
+    PersistState();
+    if (current_.subnet_up) SaveLftDigests();
+  }
+  EndStage("publish");
+  Log(LogName::kSm).info("sweep {} stages: {}", current_.number, StagesSummary());
+  // Joins and leaves during the sweep.
+  if (mcast_dirty_ && discovered_ && !stopped_ && state() == mad::SmState::kMaster) PushMfts({});
+  last_ = current_;
+  sweeping_ = false;
+  if (on_sweep_) on_sweep_(last_);
+  if (stopped_ || options_.once) return;
+  if (sweep_again_ || !current_.subnet_up) {
+    sweep_again_ = false;
+    if (!current_.subnet_up) {
+      // Retry after a pause rather than at once, doubling up to a minute while sweeps keep
+      // failing, so a dead HCA or a fabric that cannot be routed does not spin the SM.
+      const int doublings = std::min(failed_sweeps_in_a_row_, 6);
+      ++failed_sweeps_in_a_row_;
+      light_timer_.expires_after(std::min(std::chrono::seconds(1 << doublings),
+                                          std::chrono::seconds(60)));
+      light_timer_.async_wait([this](boost::system::error_code ec) {
+        if (!ec) RequestHeavySweep("previous sweep had errors");
+      });
+      return;
+    }
+    RequestHeavySweep("change during the last sweep");
+    return;
+  }
+  if (!repair_pending_.empty() && state() == mad::SmState::kMaster) {
+    // Switches that reported during this sweep, after it read them.
+    repair_posted_ = true;
+    sweeping_ = true;
+    boost::asio::post(io_, [this] { BeginRepair(); });
+    return;
+  }
+  ScheduleLightSweep();
+}
+
+}  // namespace ibsm::sm
