@@ -21,7 +21,7 @@ namespace {
 
 inline std::string Errno(int e) { return std::strerror(e < 0 ? -e : e); }
 
-// The first ten, then every thousandth (as sm/log_worthy.h): a wedged medium must not
+// The first ten, then every thousandth: a wedged medium must not
 // flood the log.
 inline bool BacklogLogWorthy(uint64_t n) { return n <= 10 || n % 1000 == 0; }
 
