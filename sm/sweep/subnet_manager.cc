@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
-#include "sm/sweep/subnet_manager_internal.h"
 
 namespace ibsm::sm {
 namespace {
@@ -57,7 +56,6 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
       light_timer_(io),
       damper_(options_.link_damping),
       damping_timer_(io),
-      poll_timer_(io),
       recovery_timer_(io) {
   pipeline_.set_fenced(true);  // nothing is written before the election says MASTER
   qos_pipeline_.set_fenced(true);
@@ -85,6 +83,7 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
   auto local = transport_.QueryLocalPort();
   if (local.ok()) {
     sm_port_guid_ = local->port_guid;
+    ha_.set_port_guid(sm_port_guid_);
     sm_lid_ = local->lid;  // until the first sweep assigns it
   }
   WarnAboutDefaultKeys();
@@ -113,7 +112,7 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
   mcast_.set_on_change([this] { OnMulticastChange(); });
   sa_.AttachMulticast(&mcast_);
   // NOTACTIVE -> DISCOVERING: the first heavy sweep looks for other SMs before it writes.
-  SetSmState(ha::SmEvent::kEnable, "start");
+  ha_.SetSmState(ha::SmEvent::kEnable, "start");
 }
 
 // OpenSM's defaults (sm_key and sa_key 0x1) are public: compatibility keeps them, but the
@@ -143,7 +142,7 @@ void SubnetManager::Stop() {
   qos_reader_.Cancel();
   light_timer_.cancel();
   damping_timer_.cancel();
-  poll_timer_.cancel();
+  ha_.Stop();
   recovery_timer_.cancel();
   FlushState();
 }
@@ -331,7 +330,7 @@ void SubnetManager::OnDiscovered(DiscoveryResult r) {
   }
   sm_port_ = *sm_port;
   // The election comes before any write: other SMs' SMInfo, then DecideRole.
-  QueryOtherSms();
+  ha_.QueryOtherSms();
 }
 
 // --- partitions (OpenSM's order: P_Key tables before LIDs) ---------------------------
@@ -381,48 +380,7 @@ void SubnetManager::LightSweep() {
                     }
                   });
   }
-  // Known SMs, as OpenSM's light sweep does: a better one that came up, or another master
-  // (two subnets joined), needs the heavy sweep that hands over.
-  for (const auto& [guid, peer] : peers_) {
-    Guid pg = guid;
-    pipeline_.Get(peer.path, mad::attr::kSmInfo, 0, [this, pg, change](Result<mad::Smp> r) {
-      auto known = peers_.find(pg);
-      auto info = r.ok() ? mad::Decode<mad::SmInfo>(r->data): Result<mad::SmInfo>(r.status());
-      bool valid = info.ok() && info->guid == pg.value() &&
-                   (options_.sm_key == 0 || info->sm_key == options_.sm_key) &&
-                   info->sm_state != mad::SmState::kNotActive;
-      // The SA's SMInfoRecords follow what the known SMs answer now: a state that changed is
-      // shown, an SM that stopped answering (or went NOTACTIVE) is no longer listed.
-      if (!r.ok()) {
-        NotePeerMissed(pg, r.status().ToString());
-      } else if (info.ok() && info->guid == pg.value()) {
-        NotePeerAnswered(pg);
-        if (info->sm_state == mad::SmState::kNotActive)
-          RecordPeer(*info, options_.sm_key == 0 || info->sm_key == options_.sm_key);
-      }
-      if (known != peers_.end()) {
-        if (!valid) {
-          Log(LogName::kHa).info("SM {} no longer answers as an active SM: {}", ToString(pg),
-                                 info.ok() ? ha::SmStateName(info->sm_state)
-                                           : std::string_view(info.status().message()));
-          peers_.erase(known);
-          PublishKnownSms();
-        } else if (known->second.info.sm_state != info->sm_state ||
-                   known->second.info.priority != info->priority ||
-                   known->second.info.act_count != info->act_count) {
-          known->second.info = *info;
-          PublishKnownSms();
-        }
-      }
-      if (!change->empty() || !valid) return;
-      bool better = PeerBeats(*info, OwnSmInfo(state(), false));
-      if (info->sm_state == mad::SmState::kMaster ||
-          (better && info->sm_state == mad::SmState::kStandby)) {
-        *change = fmt::format("SM {} is {}{}", ToString(pg), ha::SmStateName(info->sm_state),
-                              better ? " and better than this SM" : "");
-      }
-    });
-  }
+  ha_.CheckKnownSms(change);
   pipeline_.WhenIdle([this, change, port_changes] {
     if (stopped_) return;
     if (!change->empty()) {
@@ -434,6 +392,42 @@ void SubnetManager::LightSweep() {
       ScheduleLightSweep();
     }
   });
+}
+
+// --- what the SMInfo protocol asks of the sweeps (sm/sweep/ha_agent.h) -------------------
+
+void SubnetManager::HaFence(bool fenced) {
+  pipeline_.set_fenced(fenced);
+  qos_pipeline_.set_fenced(fenced);
+}
+
+void SubnetManager::HaApplyActions(uint32_t actions, const std::string& why) {
+  if (actions & ha::sm_action::kFence) {
+    // Another SM writes the switches from now on: what we knew of them is stale.
+    switch_cache_.clear();
+    mft_.ForgetAll();
+    light_timer_.cancel();
+    sweeping_ = false;
+    sweep_again_ = false;
+  }
+  if (actions & ha::sm_action::kFirstMasterSweep) first_master_sweep_ = true;
+  if (actions & ha::sm_action::kHeavySweep) RequestHeavySweep(why);
+}
+
+void SubnetManager::HaStandby() {
+  switch_cache_.clear();
+  sweeping_ = false;
+  sweep_again_ = false;
+  light_timer_.cancel();
+}
+
+void SubnetManager::HaContinueSweep(bool qos_reads) {
+  if (qos_reads) StartQosReads();
+  ProgramPKeys();
+}
+
+void SubnetManager::HaPublishOtherSms(std::vector<mad::SmInfoRecord> records) {
+  sa_.SetOtherSms(std::move(records));
 }
 
 // --- unsolicited MADs ----------------------------------------------------------------
@@ -455,7 +449,7 @@ void SubnetManager::OnUnsolicited(mad::MadMessage msg) {
   if (!mad::DecodeFrom(msg.bytes, &req).ok()) return;
   if (req.attr_id == mad::attr::kSmInfo &&
       (req.method == mad::method::kGet || req.method == mad::method::kSet)) {
-    AnswerSmInfo(req, msg);
+    ha_.AnswerSmInfo(req, msg);
   } else if (req.method == mad::method::kTrap && req.attr_id == mad::attr::kNotice) {
     HandleTrap(req, msg);
   } else {

@@ -44,6 +44,7 @@
 #include "sm/model/qos_tables.h"
 #include "sm/sa/sa_server.h"
 #include "sm/vendor/sharp_manager.h"
+#include "sm/sweep/ha_agent.h"
 #include "sm/sweep/sm_counters.h"
 #include "sm/model/smp_pipeline.h"
 #include "sm/sweep/trap_tracker.h"
@@ -177,7 +178,7 @@ struct SweepStats {
 // shown by the control socket: "state changes 3, handovers sent 0 received 1, ...".
 std::string HaCounterSummary(const SmCounters& c);
 
-class SubnetManager {
+class SubnetManager : private HaAgent::Host {
  public:
   // REQUIRES: io, transport, clock outlive this; `store` may be null (no state file).
   SubnetManager(boost::asio::io_context& io, mad::Transport& transport, const Clock& clock,
@@ -250,19 +251,11 @@ class SubnetManager {
     size_t turns = 0;  // of the proof: down-then-up turns, related and found to close no loop
   };
   const std::optional<RoutingCheck>& last_routing_check() const { return last_check_; }
-  mad::SmState state() const { return fsm_.state(); }
+  mad::SmState state() const { return ha_.state(); }
   // The SM this one polls while STANDBY (port GUID), 0 otherwise.
-  Guid polled_master() const { return polled_ ? polled_->guid : Guid{0}; }
-  // Whether each other SM this one asked SMInfo of answered the last time (`ibsmctl ha`): a
-  // master that missed one poll is "not answering" from that poll on, not MASTER. Kept in
-  // the state file as well ("peers_not_answering", PeersNotAnsweringJson).
-  struct PeerLiveness {
-    int64_t last_answer_us = 0;  // 0: not since this SM started
-    int64_t first_miss_us = 0;   // 0: answering
-    uint32_t misses = 0;         // in a row
-    std::string why;             // the last miss
-  };
-  const std::map<Guid, PeerLiveness>& peer_liveness() const { return peer_liveness_; }
+  Guid polled_master() const { return ha_.polled_master(); }
+  // Whether each other SM this one asked SMInfo of answered the last time (`ibsmctl ha`).
+  const std::map<Guid, PeerLiveness>& peer_liveness() const { return ha_.peer_liveness(); }
   // The SA, answering class 0x03 requests from the snapshot of the last heavy sweep.
   const SaServer& sa() const { return sa_; }
   // Event subscriptions; Publish a notice there to Report it to its subscribers.
@@ -378,36 +371,22 @@ class SubnetManager {
   void ProgramQos(std::function<void()> then);
   void ScheduleLightSweep();
   void LightSweep();
-  // --- HA (SMInfo protocol) ---
-  struct PeerSm {
-    Guid guid{0};
-    DrPath path;
-    mad::SmInfo info;
-  };
-  void QueryOtherSms();
-  // Hands the SA the other SMs of peers_ (SMInfoRecord), LIDs from the last sweep.
-  void PublishKnownSms();
-  void DecideRole();
-  void SendHandover(const PeerSm& to);
-  void ApplyActions(uint32_t actions, const std::string& why);
-  void EnterStandby(const PeerSm& master);
-  void SchedulePoll();
-  void Poll();
-  void SendTrap144(const PeerSm& master);
-  void SendAcknowledge(Guid to);
-  void SetSmState(ha::SmEvent event, const std::string& why);
-  // State file: the SM state (key "sm_state") and a state_change event row.
-  void RecordStateChange(mad::SmState before, const std::string& why);
-  void RecordPeer(const mad::SmInfo& info, bool key_match);
-  void NotePeerAnswered(Guid guid);
-  // Counted only for an SM this one knows (answered before, or a peer row of the state file).
-  void NotePeerMissed(Guid guid, const std::string& why);
-  void SavePeerLiveness();
+  // --- HA: what the SMInfo protocol (ha_) asks of the sweeps (sm/sweep/ha_agent.h) ---
+  const DiscoveryResult* HaDiscovered() const override { return discovered_.get(); }
+  bool HaStopped() const override { return stopped_; }
+  void HaFence(bool fenced) override;
+  void HaApplyActions(uint32_t actions, const std::string& why) override;
+  void HaLeftMaster() override { sa_state_complete_ = false; }
+  void HaFlushState() override { FlushState(); }
+  void HaStandby() override;
+  void HaContinueSweep(bool qos_reads) override;
+  void HaEndSweep() override { sweeping_ = false; }
+  void HaPublishOtherSms(std::vector<mad::SmInfoRecord> records) override;
+  bool HaNoteStateWrite(const char* id, const Status& s, std::string_view what) override {
+    return NoteStateWrite(id, s, what);
+  }
   void SaveLftDigests();
-  std::optional<DrPath> PathToPort(Guid port_guid) const;
-  mad::SmInfo OwnSmInfo(mad::SmState shown, bool with_key) const;
   void OnUnsolicited(mad::MadMessage msg);
-  void AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg);
   void HandleTrap(const mad::Smp& req, const mad::MadMessage& msg);
   std::array<uint8_t, 16> PortGid(Guid port_guid) const;
   void PublishSmNotice(uint16_t trap, const std::array<uint8_t, 16>& gid);
@@ -482,17 +461,8 @@ class SubnetManager {
   boost::asio::steady_timer damping_timer_;  // the next damped cable's release
   boost::asio::thread_pool routing_pool_{1};
 
-  ha::SmStateMachine fsm_;
-  std::map<Guid, PeerLiveness> peer_liveness_;
-  std::map<Guid, PeerSm> peers_;       // other SMs (matching key) seen by the last sweep
-  std::optional<PeerSm> polled_;       // the master polled while STANDBY
-  uint32_t poll_misses_ = 0;
-  bool poll_in_flight_ = false;
-  bool took_over_ = false;             // the next master sweep follows another master's
-  boost::asio::steady_timer poll_timer_;
   boost::asio::steady_timer recovery_timer_;
   bool routing_in_flight_ = false;
-  uint32_t act_count_ = 0;
   Guid sm_port_guid_{0};
   Lid sm_lid_{0};
   bool sweeping_ = false;
@@ -583,10 +553,9 @@ class SubnetManager {
   uint64_t smps_at_start_ = 0;
   uint64_t failed_at_start_ = 0;
   size_t issues_in_sweep_ = 0;
+  // The SMInfo protocol and the SM state; last, as it refers to the members above.
+  HaAgent ha_{io_, transport_, pipeline_, clock_, store_, options_, counters_, *this};
 };
 
-// SubnetManager::peer_liveness() as kept in the state file (kPeersNotAnsweringKey,
-// sm/answers/answers.h): the peers not answering only.
-nlohmann::json PeersNotAnsweringJson(const std::map<Guid, SubnetManager::PeerLiveness>& peers);
 
 }  // namespace ibsm::sm

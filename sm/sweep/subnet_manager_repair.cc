@@ -365,7 +365,7 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   // left nothing to retry: it ended SUBNET UP, and it was not a heavy sweep cut short for
   // this repair (whose fresh discovery may hold ports no stage has configured yet).
   repair_touched_.clear();
-  if (last_.subnet_up && !repair_follows_cut_short_ && !first_master_sweep_ && !took_over_)
+  if (last_.subnet_up && !repair_follows_cut_short_ && !first_master_sweep_ && !ha_.took_over())
     repair_touched_ = std::move(reads->touched);
   if (!repair_touched_.empty()) ++counters_.repair_sweeps_local;
   repair_follows_cut_short_ = false;

@@ -95,13 +95,6 @@ bool SubnetManager::LoadMulticastGroups() {
   return true;
 }
 
-void SubnetManager::SavePeerLiveness() {
-  if (!store_) return;
-  NoteStateWrite("SM-STATE-007",
-                 store_->SetValue(kPeersNotAnsweringKey, PeersNotAnsweringJson(peer_liveness_).dump()),
-                 "peer SM");
-}
-
 // What this master programmed, per switch (FNV-1a over the LFT up to LinearFDBTop), so the
 // state file tells which tables the fabric should hold after this sweep.
 void SubnetManager::SaveLftDigests() {
@@ -149,13 +142,13 @@ void SubnetManager::PublishSaSnapshot() {
   s->sm_lid = sm_lid_;
   s->sm_port_guid = sm_port_guid_;
   s->sm_key = options_.sm_key;
-  s->act_count = act_count_;
+  s->act_count = ha_.act_count();
   s->sm_priority = options_.sm_priority;
   s->sm_state = state();
   s->pkeys = pkey_plan_;
   s->partitioned = options_.partitions.config != nullptr;
   sa_.Publish(std::move(s));
-  PublishKnownSms();  // their LIDs as this sweep left them
+  ha_.PublishKnownSms();  // their LIDs as this sweep left them
 }
 
 void SubnetManager::WriteDumps() {

@@ -42,7 +42,7 @@ uint8_t ToWire(PortState s) { return static_cast<uint8_t>(s); }
 void SubnetManager::ConfigureLids() {
   EndStage("partitions");
   const Fabric& f = discovered_->fabric;
-  if (took_over_ && !options_.lids.reassign) {
+  if (ha_.took_over() && !options_.lids.reassign) {
     // Taking over from another master: the LIDs the ports hold now are the subnet's, so
     // they win over this SM's own (older) guid2lid rows. Clients keep their LIDs.
     size_t kept = 0;
@@ -88,7 +88,7 @@ void SubnetManager::ConfigureLids() {
     //   loss: their registrations were dropped when they left) lose anything.
     // OpenSM sets ClientReregister on every port on its first master sweep.
     bool lost = first_master_sweep_
-                    ? !(sa_state_complete_ && !took_over_ &&
+                    ? !(sa_state_complete_ && !ha_.took_over() &&
                         now.master_sm_base_lid == sm_lid_.value())
                     : !known.count(port.guid);
     bool rereg = is_ca && !options_.no_clients_rereg && lost;
@@ -830,7 +830,7 @@ void SubnetManager::FinishHeavySweep() {
     if (first_master_sweep_) {
       Log(LogName::kHa).info("first master sweep: ClientReregister on {} CA ports ({})",
                              current_.client_reregisters,
-                             sa_state_complete_ && !took_over_
+                             sa_state_complete_ && !ha_.took_over()
                                  ? "this SM's state file holds the SA registrations of the "
                                    "ports that still name it master"
                                  : "this SM does not hold the SA registrations clients made "
@@ -838,7 +838,7 @@ void SubnetManager::FinishHeavySweep() {
     }
     failed_sweeps_in_a_row_ = 0;
     first_master_sweep_ = false;
-    took_over_ = false;
+    ha_.SweepFollowedTakeover();
     // Clients told to re-register now register here: from now on this SM holds them all.
     if (state() == mad::SmState::kMaster) sa_state_complete_ = true;
   } else {

@@ -1,6 +1,6 @@
-// SubnetManager, the SMInfo protocol: answering SMInfo, the election, polling the master,
-// handover and acknowledge, and the peers it knows (ARCHITECTURE.md section 2, "HA").
-#include "sm/sweep/subnet_manager.h"
+// The SMInfo protocol: answering SMInfo, the election, polling the master, handover and
+// acknowledge, and the peers it knows (ARCHITECTURE.md section 2, "HA").
+#include "sm/sweep/ha_agent.h"
 
 #include <algorithm>
 
@@ -8,13 +8,35 @@
 
 #include "base/log.h"
 #include "sm/record/control_answers.h"
-#include "sm/sweep/subnet_manager_internal.h"
+#include "sm/answers/answers.h"
+#include "sm/sweep/subnet_manager.h"
 
 namespace ibsm::sm {
+namespace {
 
-mad::SmInfo SubnetManager::OwnSmInfo(mad::SmState shown, bool with_key) const {
+bool PeerBeats(const mad::SmInfo& a, const mad::SmInfo& b) {
+  return ha::IsBetterSm(a.priority, a.guid, b.priority, b.guid);
+}
+
+}  // namespace
+
+HaAgent::HaAgent(boost::asio::io_context& io, mad::Transport& transport, SmpPipeline& pipeline,
+                 const Clock& clock, ha::StateStore* store, const SubnetManagerOptions& options,
+                 SmCounters& counters, Host& host)
+    : transport_(transport),
+      pipeline_(pipeline),
+      clock_(clock),
+      store_(store),
+      options_(options),
+      counters_(counters),
+      host_(host),
+      poll_timer_(io) {}
+
+void HaAgent::Stop() { poll_timer_.cancel(); }
+
+mad::SmInfo HaAgent::OwnSmInfo(mad::SmState shown, bool with_key) const {
   mad::SmInfo info;
-  info.guid = sm_port_guid_.value();
+  info.guid = port_guid_.value();
   info.sm_key = with_key ? options_.sm_key: 0;
   info.act_count = act_count_;
   info.priority = options_.sm_priority;
@@ -22,7 +44,7 @@ mad::SmInfo SubnetManager::OwnSmInfo(mad::SmState shown, bool with_key) const {
   return info;
 }
 
-void SubnetManager::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg) {
+void HaAgent::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg) {
   ++counters_.sminfo_requests;
   auto in = mad::Decode<mad::SmInfo>(req.data);
   // The key goes only to a requester that passes the M_Key check or presents the key
@@ -73,8 +95,7 @@ void SubnetManager::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg
   if (!t.legal) return;
 
   // A legal Set: the answer is out; now act on it.
-  pipeline_.set_fenced(state() != mad::SmState::kMaster);
-  qos_pipeline_.set_fenced(state() != mad::SmState::kMaster);
+  host_.HaFence(state() != mad::SmState::kMaster);
   std::string why = fmt::format("SMInfo Set {} from SM {}", req.attr_mod, from);
   if (req.attr_mod == mad::sminfo_mod::kHandover) ++counters_.handovers_received;
   if (shown == mad::SmState::kStandby && state() == mad::SmState::kMaster) {
@@ -85,7 +106,7 @@ void SubnetManager::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg
   if (shown != state()) {
     Log(LogName::kSm).info("Entering {} state ({})", ha::SmStateName(state()), why);
     RecordStateChange(shown, why);
-    if (shown == mad::SmState::kMaster) sa_state_complete_ = false;  // another SM serves
+    if (shown == mad::SmState::kMaster) host_.HaLeftMaster();
   } else {
     Log(LogName::kHa).info("{} in state {}", why, ha::SmStateName(state()));
   }
@@ -107,7 +128,7 @@ void SubnetManager::AnswerSmInfo(const mad::Smp& req, const mad::MadMessage& msg
 
 // --- HA: election, handover, polling -------------------------------------------------
 
-void SubnetManager::SetSmState(ha::SmEvent event, const std::string& why) {
+void HaAgent::SetSmState(ha::SmEvent event, const std::string& why) {
   mad::SmState before = state();
   ha::SmTransition t = fsm_.Handle(event);
   if (!t.legal) {
@@ -115,8 +136,7 @@ void SubnetManager::SetSmState(ha::SmEvent event, const std::string& why) {
                             ha::SmStateName(before));
     return;
   }
-  pipeline_.set_fenced(state() != mad::SmState::kMaster);
-  qos_pipeline_.set_fenced(state() != mad::SmState::kMaster);
+  host_.HaFence(state() != mad::SmState::kMaster);
   if (state() == mad::SmState::kMaster && before != mad::SmState::kMaster) {
     ++act_count_;
     if (took_over_) ++counters_.takeovers;
@@ -125,15 +145,15 @@ void SubnetManager::SetSmState(ha::SmEvent event, const std::string& why) {
     Log(LogName::kSm).info("Entering {} state ({})", ha::SmStateName(state()), why);
     // Registrations a client was told about are in the file before another role begins
     // (a standby that takes over, or a master that hands over, may stop soon after).
-    FlushState();
+    host_.HaFlushState();
     RecordStateChange(before, why);
-    if (before == mad::SmState::kMaster) sa_state_complete_ = false;  // another SM serves
+    if (before == mad::SmState::kMaster) host_.HaLeftMaster();
   }
   if (before == mad::SmState::kStandby && state() == mad::SmState::kDiscovering) took_over_ = true;
   ApplyActions(t.actions, why);
 }
 
-void SubnetManager::RecordStateChange(mad::SmState before, const std::string& why) {
+void HaAgent::RecordStateChange(mad::SmState before, const std::string& why) {
   ++counters_.state_changes;
   Log(LogName::kHa).info("SM-HA-010 {} -> {}; HA counters: {}", ha::SmStateName(before),
                          ha::SmStateName(state()), HaCounterSummary(counters_));
@@ -142,13 +162,13 @@ void SubnetManager::RecordStateChange(mad::SmState before, const std::string& wh
   ha::EventRow e;
   e.time_us = clock_.UnixMicros();
   e.kind = std::string(ha::kEventStateChange);
-  e.node_guid = sm_port_guid_;
+  e.node_guid = port_guid_;
   e.message = fmt::format("{} -> {}: {}", ha::SmStateName(before), ha::SmStateName(state()), why);
   if (s.ok()) s = store_->RecordEvent(e);
-  NoteStateWrite("SM-STATE-010", s, "SM state");
+  host_.HaNoteStateWrite("SM-STATE-010", s, "SM state");
 }
 
-void SubnetManager::RecordPeer(const mad::SmInfo& info, bool key_match) {
+void HaAgent::RecordPeer(const mad::SmInfo& info, bool key_match) {
   if (!store_) return;
   ha::PeerRow row;
   row.guid = Guid{info.guid};
@@ -156,10 +176,10 @@ void SubnetManager::RecordPeer(const mad::SmInfo& info, bool key_match) {
   row.state = static_cast<uint8_t>(info.sm_state);
   row.last_seen_us = clock_.UnixMicros();
   row.sm_key_match = key_match;
-  NoteStateWrite("SM-STATE-007", store_->UpsertPeer(row), "peer SM");
+  host_.HaNoteStateWrite("SM-STATE-007", store_->UpsertPeer(row), "peer SM");
 }
 
-void SubnetManager::NotePeerAnswered(Guid guid) {
+void HaAgent::NotePeerAnswered(Guid guid) {
   PeerLiveness& l = peer_liveness_[guid];
   const bool was_missing = l.first_miss_us != 0;
   l.last_answer_us = clock_.UnixMicros();
@@ -172,7 +192,7 @@ void SubnetManager::NotePeerAnswered(Guid guid) {
   }
 }
 
-void SubnetManager::NotePeerMissed(Guid guid, const std::string& why) {
+void HaAgent::NotePeerMissed(Guid guid, const std::string& why) {
   auto it = peer_liveness_.find(guid);
   if (it == peer_liveness_.end()) {
     bool known = false;
@@ -190,7 +210,15 @@ void SubnetManager::NotePeerMissed(Guid guid, const std::string& why) {
   SavePeerLiveness();
 }
 
-nlohmann::json PeersNotAnsweringJson(const std::map<Guid, SubnetManager::PeerLiveness>& peers) {
+void HaAgent::SavePeerLiveness() {
+  if (!store_) return;
+  host_.HaNoteStateWrite(
+      "SM-STATE-007",
+      store_->SetValue(kPeersNotAnsweringKey, PeersNotAnsweringJson(peer_liveness_).dump()),
+      "peer SM");
+}
+
+nlohmann::json PeersNotAnsweringJson(const std::map<Guid, PeerLiveness>& peers) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [g, l] : peers) {
     if (l.first_miss_us == 0) continue;
@@ -202,44 +230,37 @@ nlohmann::json PeersNotAnsweringJson(const std::map<Guid, SubnetManager::PeerLiv
   return out;
 }
 
-void SubnetManager::ApplyActions(uint32_t actions, const std::string& why) {
+void HaAgent::ApplyActions(uint32_t actions, const std::string& why) {
   if (actions & ha::sm_action::kStopPolling) {
     poll_timer_.cancel();
     polled_.reset();
     poll_misses_ = 0;
   }
-  if (actions & ha::sm_action::kFence) {
-    // Another SM writes the switches from now on: what we knew of them is stale.
-    switch_cache_.clear();
-    mft_.ForgetAll();
-    light_timer_.cancel();
-    sweeping_ = false;
-    sweep_again_ = false;
-  }
-  if (actions & ha::sm_action::kFirstMasterSweep) first_master_sweep_ = true;
-  if (actions & ha::sm_action::kHeavySweep) RequestHeavySweep(why);
+  host_.HaApplyActions(actions & ~uint32_t{ha::sm_action::kStopPolling}, why);
 }
 
-std::optional<DrPath> SubnetManager::PathToPort(Guid port_guid) const {
-  if (!discovered_) return std::nullopt;
-  auto p = discovered_->fabric.FindPort(port_guid);
+std::optional<DrPath> HaAgent::PathToPort(Guid port_guid) const {
+  const DiscoveryResult* d = host_.HaDiscovered();
+  if (!d) return std::nullopt;
+  auto p = d->fabric.FindPort(port_guid);
   if (!p) return std::nullopt;
-  return sm::PathToPort(discovered_->fabric, discovered_->nodes, *p);
+  return sm::PathToPort(d->fabric, d->nodes, *p);
 }
 
 // SMInfo Get to every port that claims IsSM (OpenSM: "SMInfo Get to ports with
 // the IsSM capability bit"). Answers are judged in DecideRole once all are in.
-void SubnetManager::QueryOtherSms() {
+void HaAgent::QueryOtherSms() {
   peers_.clear();
   if (options_.ignore_other_sm) {
     DecideRole();
     return;
   }
-  const Fabric& f = discovered_->fabric;
+  const DiscoveryResult& d = *host_.HaDiscovered();
+  const Fabric& f = d.fabric;
   for (PortId p: EndPorts(f)) {
     const Port& port = f.port(p);
-    if (port.guid == sm_port_guid_) continue;
-    const DiscoveredNode& dn = discovered_->nodes[port.node];
+    if (port.guid == port_guid_) continue;
+    const DiscoveredNode& dn = d.nodes[port.node];
     uint8_t num = port.num.value();
     if (num >= dn.port_info_valid.size() || !dn.port_info_valid[num]) continue;
     if (!(dn.port_info[num].capability_mask & mad::port_cap::kIsSm)) continue;
@@ -280,25 +301,69 @@ void SubnetManager::QueryOtherSms() {
     });
   }
   pipeline_.WhenIdle([this] {
-    if (!stopped_) DecideRole();
+    if (!host_.HaStopped()) DecideRole();
   });
 }
 
-void SubnetManager::PublishKnownSms() {
+void HaAgent::PublishKnownSms() {
   std::vector<mad::SmInfoRecord> records;
   for (const auto& [g, p] : peers_) {
     mad::SmInfoRecord r;
-    if (discovered_) {
-      if (auto port = discovered_->fabric.FindPort(g))
-        r.lid = discovered_->fabric.port(*port).lid.value();
+    if (const DiscoveryResult* d = host_.HaDiscovered()) {
+      if (auto port = d->fabric.FindPort(g)) r.lid = d->fabric.port(*port).lid.value();
     }
     r.sm_info = p.info;
     records.push_back(r);
   }
-  sa_.SetOtherSms(std::move(records));
+  host_.HaPublishOtherSms(std::move(records));
 }
 
-void SubnetManager::DecideRole() {
+// Known SMs, as OpenSM's light sweep does: a better one that came up, or another master
+// (two subnets joined), needs the heavy sweep that hands over.
+void HaAgent::CheckKnownSms(const std::shared_ptr<std::string>& change) {
+  for (const auto& [guid, peer] : peers_) {
+    Guid pg = guid;
+    pipeline_.Get(peer.path, mad::attr::kSmInfo, 0, [this, pg, change](Result<mad::Smp> r) {
+      auto known = peers_.find(pg);
+      auto info = r.ok() ? mad::Decode<mad::SmInfo>(r->data): Result<mad::SmInfo>(r.status());
+      bool valid = info.ok() && info->guid == pg.value() &&
+                   (options_.sm_key == 0 || info->sm_key == options_.sm_key) &&
+                   info->sm_state != mad::SmState::kNotActive;
+      // The SA's SMInfoRecords follow what the known SMs answer now: a state that changed is
+      // shown, an SM that stopped answering (or went NOTACTIVE) is no longer listed.
+      if (!r.ok()) {
+        NotePeerMissed(pg, r.status().ToString());
+      } else if (info.ok() && info->guid == pg.value()) {
+        NotePeerAnswered(pg);
+        if (info->sm_state == mad::SmState::kNotActive)
+          RecordPeer(*info, options_.sm_key == 0 || info->sm_key == options_.sm_key);
+      }
+      if (known != peers_.end()) {
+        if (!valid) {
+          Log(LogName::kHa).info("SM {} no longer answers as an active SM: {}", ToString(pg),
+                                 info.ok() ? ha::SmStateName(info->sm_state)
+                                           : std::string_view(info.status().message()));
+          peers_.erase(known);
+          PublishKnownSms();
+        } else if (known->second.info.sm_state != info->sm_state ||
+                   known->second.info.priority != info->priority ||
+                   known->second.info.act_count != info->act_count) {
+          known->second.info = *info;
+          PublishKnownSms();
+        }
+      }
+      if (!change->empty() || !valid) return;
+      bool better = PeerBeats(*info, OwnSmInfo(state(), false));
+      if (info->sm_state == mad::SmState::kMaster ||
+          (better && info->sm_state == mad::SmState::kStandby)) {
+        *change = fmt::format("SM {} is {}{}", ToString(pg), ha::SmStateName(info->sm_state),
+                              better ? " and better than this SM" : "");
+      }
+    });
+  }
+}
+
+void HaAgent::DecideRole() {
   PublishKnownSms();
   const mad::SmInfo me = OwnSmInfo(state(), false);
   const PeerSm* master = nullptr;  // the best SM claiming MASTER
@@ -323,8 +388,7 @@ void SubnetManager::DecideRole() {
       return;
     }
     SetSmState(ha::SmEvent::kDiscoveryNoMaster, "no master and no better SM found");
-    StartQosReads();
-    ProgramPKeys();
+    host_.HaContinueSweep(/*qos_reads=*/true);
     return;
   }
   if (state() == mad::SmState::kMaster) {
@@ -332,28 +396,27 @@ void SubnetManager::DecideRole() {
       SendHandover(*handover_to);
       return;
     }
-    StartQosReads();
-    ProgramPKeys();
+    host_.HaContinueSweep(/*qos_reads=*/true);
     return;
   }
   // A Set made us NOTACTIVE or STANDBY meanwhile: this sweep ends without writing.
-  sweeping_ = false;
+  host_.HaEndSweep();
 }
 
 // Pre-emption (and split brain): the better SM gets the subnet before we write again.
-void SubnetManager::SendHandover(const PeerSm& to) {
+void HaAgent::SendHandover(const PeerSm& to) {
   Log(LogName::kHa).info("handing over to SM {} (priority {}, state {})", ToString(to.guid),
                          to.info.priority, ha::SmStateName(to.info.sm_state));
   std::array<uint8_t, 64> data{};
   mad::EncodeTo(OwnSmInfo(mad::SmState::kMaster, true), data);
   pipeline_.Set(to.path, mad::attr::kSmInfo, mad::sminfo_mod::kHandover, data,
                 [this, to](Result<mad::Smp> r) {
-                  if (stopped_ || state() != mad::SmState::kMaster) return;
+                  if (host_.HaStopped() || state() != mad::SmState::kMaster) return;
                   if (!r.ok()) {
                     Log(LogName::kHa).warn("SM-HA-004 HANDOVER to SM {} failed: {}; staying "
                                            "MASTER",
                                            ToString(to.guid), r.status().ToString());
-                    ProgramPKeys();
+                    host_.HaContinueSweep(/*qos_reads=*/false);
                     return;
                   }
                   ++counters_.handovers_sent;
@@ -365,30 +428,27 @@ void SubnetManager::SendHandover(const PeerSm& to) {
                 });
 }
 
-void SubnetManager::EnterStandby(const PeerSm& master) {
+void HaAgent::EnterStandby(const PeerSm& master) {
   polled_ = master;
   poll_misses_ = 0;
   poll_in_flight_ = false;
-  switch_cache_.clear();
-  sweeping_ = false;
-  sweep_again_ = false;
-  light_timer_.cancel();
+  host_.HaStandby();
   Log(LogName::kHa).info("polling master SM {} (priority {}) every {} ms, lost after {} misses",
                          ToString(master.guid), master.info.priority,
                          options_.sminfo_polling_timeout.count(), options_.polling_retry_number);
   SchedulePoll();
 }
 
-void SubnetManager::SchedulePoll() {
-  if (stopped_) return;
+void HaAgent::SchedulePoll() {
+  if (host_.HaStopped()) return;
   poll_timer_.expires_after(options_.sminfo_polling_timeout);
   poll_timer_.async_wait([this](boost::system::error_code ec) {
     if (!ec) Poll();
   });
 }
 
-void SubnetManager::Poll() {
-  if (stopped_ || state() != mad::SmState::kStandby || !polled_) return;
+void HaAgent::Poll() {
+  if (host_.HaStopped() || state() != mad::SmState::kStandby || !polled_) return;
   SchedulePoll();
   if (poll_in_flight_) return;  // the last poll is still out: it counts when it ends
   poll_in_flight_ = true;
@@ -404,7 +464,8 @@ void SubnetManager::Poll() {
                                 options_.m_key);
   transport_.Send(mad::ToMessage(smp), so, [this, g](Result<mad::MadMessage> r) {
     poll_in_flight_ = false;
-    if (stopped_ || state() != mad::SmState::kStandby || !polled_ || polled_->guid != g) return;
+    if (host_.HaStopped() || state() != mad::SmState::kStandby || !polled_ || polled_->guid != g)
+      return;
     Result<mad::SmInfo> info = [&]() -> Result<mad::SmInfo> {
       if (!r.ok()) return r.status();
       mad::Smp resp;
@@ -444,20 +505,21 @@ void SubnetManager::Poll() {
 }
 
 // Trap 144 with the SM-priority-change flag, LID-routed to the master (IBA 14.4.1.2).
-void SubnetManager::SendTrap144(const PeerSm& master) {
-  if (!discovered_) return;
-  auto mp = discovered_->fabric.FindPort(master.guid);
-  auto own = discovered_->fabric.FindPort(sm_port_guid_);
+void HaAgent::SendTrap144(const PeerSm& master) {
+  const DiscoveryResult* disc = host_.HaDiscovered();
+  if (!disc) return;
+  auto mp = disc->fabric.FindPort(master.guid);
+  auto own = disc->fabric.FindPort(port_guid_);
   if (!mp || !own) return;
-  uint16_t master_lid = discovered_->fabric.port(*mp).lid.value();
+  uint16_t master_lid = disc->fabric.port(*mp).lid.value();
   auto local = transport_.QueryLocalPort();
   uint16_t my_lid = local.ok() ? local->lid.value(): 0;
   if (master_lid == 0 || my_lid == 0) return;
   mad::Trap144Details d;
   d.lid = my_lid;
   d.change_flags = mad::trap144_flag::kSmPriorityChange;
-  const DiscoveredNode& dn = discovered_->nodes[discovered_->fabric.port(*own).node];
-  uint8_t num = discovered_->fabric.port(*own).num.value();
+  const DiscoveredNode& dn = disc->nodes[disc->fabric.port(*own).node];
+  uint8_t num = disc->fabric.port(*own).num.value();
   if (num < dn.port_info.size()) d.capability_mask = dn.port_info[num].capability_mask;
   mad::Notice n = mad::MakeTrap144(mad::producer::kCa, my_lid, d);
   mad::Smp smp = mad::MakeLidSmp(mad::method::kTrap, mad::attr::kNotice, 0, options_.m_key);
@@ -471,7 +533,7 @@ void SubnetManager::SendTrap144(const PeerSm& master) {
 
 // The new master acknowledges a HANDOVER (IBA 14.4.1; OpenSM never does and does not
 // need it). The payload shows the state we were in when handed over: STANDBY.
-void SubnetManager::SendAcknowledge(Guid to) {
+void HaAgent::SendAcknowledge(Guid to) {
   auto path = PathToPort(to);
   if (!path) return;
   std::array<uint8_t, 64> data{};
