@@ -22,7 +22,7 @@ namespace {
 
 using testutil::CaPorts;
 
-class RecordingHost : public HaAgent::Host {
+class RecordingHaHost : public HaAgent::Host {
  public:
   std::shared_ptr<const DiscoveryResult> discovered;
   std::vector<bool> fences;
@@ -44,7 +44,7 @@ class RecordingHost : public HaAgent::Host {
   bool HaNoteStateWrite(const char*, const Status& s, std::string_view) override { return s.ok(); }
 };
 
-SubnetManagerOptions Options(uint8_t priority) {
+SubnetManagerOptions HaOptions(uint8_t priority) {
   SubnetManagerOptions o;
   o.send.timeout = std::chrono::milliseconds(20);
   o.send.retries = 1;
@@ -56,10 +56,10 @@ SubnetManagerOptions Options(uint8_t priority) {
 }
 
 // One SM without its sweep engine: the agent, what it sends through, and its host.
-struct Sm {
-  Sm(boost::asio::io_context& io, sim::Simulator& sim, const Fabric& f, PortId at,
+struct HaSm {
+  HaSm(boost::asio::io_context& io, sim::Simulator& sim, const Fabric& f, PortId at,
      uint8_t priority)
-      : options(Options(priority)),
+      : options(HaOptions(priority)),
         transport(io, sim, at),
         pipeline(transport, 16, options.send, 0),
         agent(io, transport, pipeline, clock, nullptr, options, counters, host) {
@@ -83,7 +83,7 @@ struct Sm {
   SystemClock clock;
   SubnetManagerOptions options;
   SmCounters counters;
-  RecordingHost host;
+  RecordingHaHost host;
   sim::SimTransport transport;
   SmpPipeline pipeline;
   HaAgent agent;
@@ -91,7 +91,7 @@ struct Sm {
 };
 
 // Runs `io` until `done` holds, for at most 5 s of wall time.
-bool RunUntil(boost::asio::io_context& io, const std::function<bool()>& done) {
+bool RunHaUntil(boost::asio::io_context& io, const std::function<bool()>& done) {
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (!done() && std::chrono::steady_clock::now() < until) {
     io.run_one_for(std::chrono::milliseconds(10));
@@ -105,7 +105,7 @@ TEST(HaAgentTest, AloneItBecomesMasterAfterDiscoveryAndTellsTheHostToWrite) {
   ASSERT_TRUE(f.ok());
   boost::asio::io_context io;
   sim::Simulator sim(*f);
-  Sm a(io, sim, *f, CaPorts(*f)[0], 1);
+  HaSm a(io, sim, *f, CaPorts(*f)[0], 1);
   a.Start();
   // Enabled: DISCOVERING, writers fenced, a heavy sweep asked for.
   EXPECT_EQ(a.agent.state(), mad::SmState::kDiscovering);
@@ -114,7 +114,7 @@ TEST(HaAgentTest, AloneItBecomesMasterAfterDiscoveryAndTellsTheHostToWrite) {
   ASSERT_FALSE(a.host.actions.empty());
   EXPECT_TRUE(a.host.actions.back() & ha::sm_action::kHeavySweep);
 
-  ASSERT_TRUE(RunUntil(io, [&] { return !a.host.continues.empty(); }));
+  ASSERT_TRUE(RunHaUntil(io, [&] { return !a.host.continues.empty(); }));
   EXPECT_EQ(a.agent.state(), mad::SmState::kMaster);
   EXPECT_EQ(a.host.continues, std::vector<bool>{true});  // with the optional QoS reads
   EXPECT_FALSE(a.host.fences.back());
@@ -132,15 +132,15 @@ TEST(HaAgentTest, ASecondSmStandsByPollsTheMasterAndTakesOverWhenItStopsAnswerin
   boost::asio::io_context io;
   sim::Simulator sim(*f);
   auto cas = CaPorts(*f);
-  Sm master(io, sim, *f, cas.back(), 1);
+  HaSm master(io, sim, *f, cas.back(), 1);
   ASSERT_TRUE(sim.SetIsSm(cas.back(), true).ok());
   master.Start();
-  ASSERT_TRUE(RunUntil(io, [&] { return master.agent.state() == mad::SmState::kMaster; }));
+  ASSERT_TRUE(RunHaUntil(io, [&] { return master.agent.state() == mad::SmState::kMaster; }));
 
   // A better SM (priority 9) still stands by for a master it finds (IBA 14.4.1).
-  Sm b(io, sim, *f, cas[0], 9);
+  HaSm b(io, sim, *f, cas[0], 9);
   b.Start();
-  ASSERT_TRUE(RunUntil(io, [&] { return b.agent.state() == mad::SmState::kStandby; }));
+  ASSERT_TRUE(RunHaUntil(io, [&] { return b.agent.state() == mad::SmState::kStandby; }));
   const Guid master_guid = f->port(cas.back()).guid;
   EXPECT_EQ(b.agent.polled_master(), master_guid);
   EXPECT_EQ(b.host.standbys, 1);
@@ -152,7 +152,7 @@ TEST(HaAgentTest, ASecondSmStandsByPollsTheMasterAndTakesOverWhenItStopsAnswerin
   EXPECT_EQ(b.host.other_sms[0].sm_info.sm_state, mad::SmState::kMaster);
 
   // Polls answered: it stays standby.
-  ASSERT_TRUE(RunUntil(io, [&] { return b.counters.polls_sent >= 2; }));
+  ASSERT_TRUE(RunHaUntil(io, [&] { return b.counters.polls_sent >= 2; }));
   EXPECT_EQ(b.agent.state(), mad::SmState::kStandby);
   EXPECT_EQ(b.counters.polls_missed, 0u);
 
@@ -161,7 +161,7 @@ TEST(HaAgentTest, ASecondSmStandsByPollsTheMasterAndTakesOverWhenItStopsAnswerin
   const size_t actions_before = b.host.actions.size();
   master.agent.Stop();
   master.transport.Close();
-  ASSERT_TRUE(RunUntil(io, [&] { return b.agent.state() == mad::SmState::kDiscovering; }));
+  ASSERT_TRUE(RunHaUntil(io, [&] { return b.agent.state() == mad::SmState::kDiscovering; }));
   EXPECT_EQ(b.counters.polls_missed, 2u);
   EXPECT_TRUE(b.agent.took_over());
   ASSERT_GT(b.host.actions.size(), actions_before);

@@ -451,7 +451,7 @@ void SubnetManager::OnUnsolicited(mad::MadMessage msg) {
       (req.method == mad::method::kGet || req.method == mad::method::kSet)) {
     ha_.AnswerSmInfo(req, msg);
   } else if (req.method == mad::method::kTrap && req.attr_id == mad::attr::kNotice) {
-    HandleTrap(req, msg);
+    traps_.HandleTrap(req, msg);
   } else {
     ++counters_.unsolicited_ignored;
   }

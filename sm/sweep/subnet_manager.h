@@ -45,6 +45,7 @@
 #include "sm/sa/sa_server.h"
 #include "sm/vendor/sharp_manager.h"
 #include "sm/sweep/ha_agent.h"
+#include "sm/sweep/trap_handler.h"
 #include "sm/sweep/sm_counters.h"
 #include "sm/model/smp_pipeline.h"
 #include "sm/sweep/trap_tracker.h"
@@ -178,7 +179,7 @@ struct SweepStats {
 // shown by the control socket: "state changes 3, handovers sent 0 received 1, ...".
 std::string HaCounterSummary(const SmCounters& c);
 
-class SubnetManager : private HaAgent::Host {
+class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
  public:
   // REQUIRES: io, transport, clock outlive this; `store` may be null (no state file).
   SubnetManager(boost::asio::io_context& io, mad::Transport& transport, const Clock& clock,
@@ -387,7 +388,15 @@ class SubnetManager : private HaAgent::Host {
   }
   void SaveLftDigests();
   void OnUnsolicited(mad::MadMessage msg);
-  void HandleTrap(const mad::Smp& req, const mad::MadMessage& msg);
+  // --- traps: what the trap handler (traps_) asks of the sweeps (sm/sweep/trap_handler.h) ---
+  const DiscoveryResult* TrapDiscovered() const override { return discovered_.get(); }
+  mad::SmState TrapSmState() const override { return state(); }
+  Lid TrapSmLid() const override { return sm_lid_; }
+  std::optional<Guid> TrapSwitchOfLid(uint16_t lid) const override { return SwitchOfLid(lid); }
+  void TrapSwitchReported(Guid sw, bool repair, const std::string& why) override;
+  void TrapRequestHeavySweep(const std::string& why) override { RequestHeavySweep(why); }
+  DrPath TrapPortInfoPath(PortId p) const override { return PortInfoPath(p); }
+  void TrapPublish(const mad::Notice& notice) override;
   std::array<uint8_t, 16> PortGid(Guid port_guid) const;
   void PublishSmNotice(uint16_t trap, const std::array<uint8_t, 16>& gid);
   void ReportPortChanges(const std::vector<Guid>& before);
@@ -511,8 +520,6 @@ class SubnetManager : private HaAgent::Host {
   bool state_flush_armed_ = false;
   void ScheduleStateFlush();
   Status SaveMulticastChanges();
-  TrapTracker trap_tracker_;
-  void DisableBabblingPort(const TrapKey& key, uint32_t count);
   std::shared_ptr<const routing::RoutingTables> tables_;  // last good tables
   std::shared_ptr<const Fabric> tables_fabric_;            // the model they were routed on
   // They passed verification on tables_fabric_, and have no credit loop by this proof (null
@@ -555,6 +562,7 @@ class SubnetManager : private HaAgent::Host {
   size_t issues_in_sweep_ = 0;
   // The SMInfo protocol and the SM state; last, as it refers to the members above.
   HaAgent ha_{io_, transport_, pipeline_, clock_, store_, options_, counters_, *this};
+  TrapHandler traps_{transport_, pipeline_, clock_, options_, counters_, *this};
 };
 
 
