@@ -12,48 +12,46 @@
 #include "mad/attr/node_info.h"
 #include "mad/attr/port_info.h"
 #include "mad/attr/switch_info.h"
+#include "mad/testing/fake_transport.h"
 #include "sm/model/discovery.h"
 
 namespace ibsm::sm {
 namespace {
 
-// Answers DR Gets from a table keyed by (path, attribute, modifier). A missing key is a
-// lost MAD (the handler gets kTimeout), like a dead port.
-class ScriptedTransport final : public mad::Transport {
+// Answers DR Gets from a table keyed by (path, attribute, modifier), through the tests' fake
+// transport. A missing key is a lost MAD (the handler gets kTimeout), like a dead port.
+class ScriptedTransport {
  public:
   using Key = std::tuple<DrPath, uint16_t, uint32_t>;
   using Answer = std::function<std::vector<uint8_t>(const mad::Smp& request)>;
 
-  explicit ScriptedTransport(boost::asio::io_context& io) : io_(io) {}
+  explicit ScriptedTransport(boost::asio::io_context& io) {
+    transport.set_on_send([this, &io](mad::MadMessage request, const mad::SendOptions&,
+                                      mad::Transport::ResponseHandler done) {
+      auto smp = mad::Decode<mad::Smp>(request.bytes);
+      DrPath path;
+      for (size_t i = 1; i <= smp->hop_count; ++i) path.push_back(smp->initial_path[i]);
+      auto it = answers_.find({path, smp->attr_id, smp->attr_mod});
+      Result<mad::MadMessage> r = Timeout("no answer");
+      if (it != answers_.end()) {
+        mad::MadMessage m;
+        m.bytes = it->second(*smp);
+        r = std::move(m);
+      }
+      boost::asio::post(io, [done = std::move(done), r = std::move(r)]() mutable {
+        done(std::move(r));
+      });
+    });
+  }
 
   void Script(const DrPath& path, uint16_t attr, uint32_t mod, Answer a) {
     answers_[{path, attr, mod}] = std::move(a);
   }
 
-  void Send(mad::MadMessage request, const mad::SendOptions&, ResponseHandler done) override {
-    ++counters_.sent;
-    auto smp = mad::Decode<mad::Smp>(request.bytes);
-    DrPath path;
-    for (size_t i = 1; i <= smp->hop_count; ++i) path.push_back(smp->initial_path[i]);
-    auto it = answers_.find({path, smp->attr_id, smp->attr_mod});
-    Result<mad::MadMessage> r = Timeout("no answer");
-    if (it != answers_.end()) {
-      mad::MadMessage m;
-      m.bytes = it->second(*smp);
-      r = std::move(m);
-    }
-    boost::asio::post(io_, [done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
-  }
-  Status Post(mad::MadMessage) override { return Status::Ok(); }
-  void SetUnsolicitedHandler(UnsolicitedHandler) override {}
-  Result<mad::LocalPort> QueryLocalPort() override { return mad::LocalPort{}; }
-  const mad::TransportCounters& counters() const override { return counters_; }
-  void Close() override {}
+  mad::FakeTransport transport;
 
  private:
-  boost::asio::io_context& io_;
   std::map<Key, Answer> answers_;
-  mad::TransportCounters counters_;
 };
 
 template <typename A>
@@ -102,7 +100,7 @@ void ScriptSmAndSwitch(ScriptedTransport& t) {
 }
 
 DiscoveryResult WalkScripted(ScriptedTransport& t, boost::asio::io_context& io) {
-  SmpPipeline pipeline(t, 8, mad::SendOptions{}, 0);
+  SmpPipeline pipeline(t.transport, 8, mad::SendOptions{}, 0);
   Discovery d(pipeline);
   DiscoveryResult out;
   d.Run([&](DiscoveryResult r) { out = std::move(r); });

@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "fabric/generators.h"
 #include "mad/attr/sa_records.h"
+#include "mad/testing/fake_transport.h"
 #include "sm/sa/sa_server.h"
 #include "sm/testing/test_util.h"
 
@@ -20,39 +21,16 @@ using testutil::GidOf;
 using mad::InformInfo;
 using mad::MadMessage;
 
-// Records every Send; the test answers or fails each one through its handler.
-class ScriptTransport final : public mad::Transport {
- public:
-  struct Sent {
-    MadMessage msg;
-    mad::SendOptions options;
-    ResponseHandler done;
-  };
-  void Send(MadMessage m, const mad::SendOptions& o, ResponseHandler d) override {
-    sent.push_back({std::move(m), o, std::move(d)});
-  }
-  Status Post(MadMessage) override { return Status::Ok(); }
-  void SetUnsolicitedHandler(UnsolicitedHandler) override {}
-  Result<mad::LocalPort> QueryLocalPort() override { return mad::LocalPort{}; }
-  const mad::TransportCounters& counters() const override { return counters_; }
-  void Close() override {}
+// Every Send kept; the test answers or fails each one through its handler.
+using ScriptTransport = mad::FakeTransport;
 
-  // Answers Send `i` as the subscriber would: ReportResponse, same TID.
-  void Ack(size_t i) {
-    MadMessage resp = sent[i].msg;
-    resp.bytes[3] = mad::method::kReportResp;
-    auto done = std::move(sent[i].done);
-    done(resp);
-  }
-  void TimeOut(size_t i) {
-    auto done = std::move(sent[i].done);
-    done(Timeout("no answer"));
-  }
-  std::vector<Sent> sent;
-
- private:
-  mad::TransportCounters counters_;
-};
+// Answers Send `i` as the subscriber would: ReportResponse, same TID.
+void Ack(ScriptTransport& t, size_t i) {
+  MadMessage resp = t.sent[i].msg;
+  resp.bytes[3] = mad::method::kReportResp;
+  t.Answer(i, resp);
+}
+void TimeOut(ScriptTransport& t, size_t i) { t.Answer(i, Timeout("no answer")); }
 
 // A small fat tree with LIDs: switches' port 0 and every CA port get one, in node order.
 Fabric FabricWithLids() {
@@ -288,7 +266,7 @@ TEST_F(InformManagerTest, AReportCarriesTheNoticeToTheSubscribersAddress) {
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->trap_number_or_device_id, 128);
   EXPECT_EQ(mad::Trap128Lid(*got), 3);
-  transport_.Ack(0);
+  Ack(transport_, 0);
   EXPECT_EQ(m_.counters().reports_sent, 1u);
   EXPECT_EQ(m_.counters().reports_acked, 1u);
   EXPECT_EQ(m_.reports_in_flight(), 0u);
@@ -307,7 +285,7 @@ TEST_F(InformManagerTest, ReportsWaitingForOneSubscriberAreCapped) {
   ASSERT_EQ(Set(Wants(128), cas_[1]).status, 0);
   EXPECT_EQ(m_.Publish(Trap128From(3)), 1u) << "the other subscriber is still served";
   // Once one is answered the first subscriber has room again.
-  transport_.Ack(0);
+  Ack(transport_, 0);
   EXPECT_EQ(m_.Publish(Trap128From(3)), 2u);
 }
 
@@ -318,7 +296,7 @@ TEST_F(InformManagerTest, AnUnansweredReportIsResentThenGivenUp) {
   for (size_t i = 0; i < 4; ++i) {
     ASSERT_EQ(transport_.sent.size(), i + 1);
     EXPECT_EQ(transport_.sent[i].options.retries, 0);
-    transport_.TimeOut(i);
+    TimeOut(transport_, i);
   }
   EXPECT_EQ(transport_.sent.size(), 4u);
   EXPECT_EQ(m_.counters().reports_sent, 1u);
@@ -331,9 +309,9 @@ TEST_F(InformManagerTest, AnUnansweredReportIsResentThenGivenUp) {
 TEST_F(InformManagerTest, AReportAnsweredOnARetryCountsAsAcked) {
   ASSERT_EQ(Set(Wants(128), cas_[0]).status, 0);
   m_.Publish(Trap128From(3));
-  transport_.TimeOut(0);
+  TimeOut(transport_, 0);
   ASSERT_EQ(transport_.sent.size(), 2u);
-  transport_.Ack(1);
+  Ack(transport_, 1);
   EXPECT_EQ(m_.counters().report_retries, 1u);
   EXPECT_EQ(m_.counters().reports_acked, 1u);
   EXPECT_EQ(m_.counters().reports_unacked, 0u);

@@ -14,6 +14,7 @@
 
 #include "fabric/generators.h"
 #include "mad/attr/class_port_info.h"
+#include "mad/testing/fake_transport.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/sa/sa_path.h"
@@ -388,22 +389,7 @@ TEST(SaServerTest, BigNodeRecordTableArrivesWholeOverRmpp) {
 
 // --- the server alone, on untrusted bytes ---------------------------------------------
 
-class RecordingTransport final : public mad::Transport {
- public:
-  void Send(MadMessage, const mad::SendOptions&, ResponseHandler) override {}
-  Status Post(MadMessage m) override {
-    posted.push_back(std::move(m));
-    return Status::Ok();
-  }
-  void SetUnsolicitedHandler(UnsolicitedHandler) override {}
-  Result<mad::LocalPort> QueryLocalPort() override { return mad::LocalPort{}; }
-  const mad::TransportCounters& counters() const override { return counters_; }
-  void Close() override {}
-  std::vector<MadMessage> posted;
-
- private:
-  mad::TransportCounters counters_;
-};
+using RecordingTransport = mad::FakeTransport;  // keeps what the server posts
 
 MadMessage Request(uint8_t method, uint16_t attr) {
   SaMad m;

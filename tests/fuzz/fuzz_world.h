@@ -8,28 +8,17 @@
 
 #include "base/clock.h"
 #include "fabric/generators.h"
+#include "mad/testing/fake_transport.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/sweep/subnet_manager.h"
 
 namespace ibsm::fuzz {
 
-// A transport that drops what is posted (the fuzzed server's answers) and sends nothing.
-class NullTransport final : public mad::Transport {
- public:
-  void Send(mad::MadMessage, const mad::SendOptions&, ResponseHandler) override {}
-  Status Post(mad::MadMessage) override {
-    ++posted;
-    return Status::Ok();
-  }
-  void SetUnsolicitedHandler(UnsolicitedHandler) override {}
-  Result<mad::LocalPort> QueryLocalPort() override { return mad::LocalPort{}; }
-  const mad::TransportCounters& counters() const override { return counters_; }
-  void Close() override {}
-  uint64_t posted = 0;
-
- private:
-  mad::TransportCounters counters_;
+// A transport that counts what is posted (the fuzzed server's answers), keeps none of it and
+// sends nothing.
+struct NullTransport : mad::FakeTransport {
+  NullTransport() { set_keep_posts(false); }
 };
 
 struct World {
