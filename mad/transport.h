@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <string>
+#include <string_view>
 
 #include "mad/mad.h"
 #include "base/status.h"
@@ -58,6 +60,44 @@ struct TransportCounters {
   uint64_t budget_waits = 0;          // requests that waited for a slot before their first write
   uint64_t inbound_dropped = 0;  // MADs read while the io thread was too far behind (dropped)
 };
+
+// Every TransportCounters field once, for the control answer's "transport" object and the
+// metrics (ARCHITECTURE.md "Where to add ... A counter"): an event counter is one sample of
+// ibsm_mad_transport_total{event="<metric>"}, a gauge a family of its own named <metric>.
+struct TransportCounterRow {
+  uint64_t TransportCounters::*member;
+  std::string_view key;     // control answer key
+  bool gauge;
+  std::string_view metric;  // event label, or the gauge's family
+  std::string_view help;    // the gauge's help text
+};
+
+inline constexpr TransportCounterRow kTransportCounterRows[] = {
+    {&TransportCounters::sent, "sent", false, "sent", ""},
+    {&TransportCounters::received, "received", false, "received", ""},
+    {&TransportCounters::timeouts, "timeouts", false, "timeout", ""},
+    {&TransportCounters::retries, "retries", false, "retry", ""},
+    {&TransportCounters::unmatched, "unmatched", false, "unmatched", ""},
+    {&TransportCounters::malformed, "malformed", false, "malformed", ""},
+    {&TransportCounters::unsolicited, "unsolicited", false, "unsolicited", ""},
+    {&TransportCounters::rmpp_reassembled, "rmpp_reassembled", false, "rmpp_reassembled", ""},
+    {&TransportCounters::rmpp_aborted, "rmpp_aborted", false, "rmpp_aborted", ""},
+    {&TransportCounters::rmpp_refused, "rmpp_refused", false, "rmpp_refused", ""},
+    {&TransportCounters::inbound_dropped, "inbound_dropped", false, "inbound_dropped", ""},
+    {&TransportCounters::write_eagain, "write_eagain", false, "write_eagain", ""},
+    {&TransportCounters::backlog_dropped, "backlog_dropped", false, "backlog_dropped", ""},
+    {&TransportCounters::budget_waits, "budget_waits", false, "budget_wait", ""},
+    {&TransportCounters::backlog, "backlog", true, "ibsm_mad_backlog",
+     "MADs the medium refused, waiting to be written"},
+    {&TransportCounters::backlog_high_water, "backlog_high_water", true,
+     "ibsm_mad_backlog_high_water", "most MADs ever waiting to be written"},
+    {&TransportCounters::in_flight, "in_flight", true, "ibsm_mad_in_flight",
+     "MAD requests outstanding, every sender together"},
+    {&TransportCounters::in_flight_high_water, "in_flight_high_water", true,
+     "ibsm_mad_in_flight_high_water", "most MAD requests ever outstanding"},
+};
+// A field without a row fails to build.
+static_assert(std::size(kTransportCounterRows) == sizeof(TransportCounters) / sizeof(uint64_t));
 
 class Transport {
  public:

@@ -372,24 +372,10 @@ Result<json> ControlCommands::Status(const json&) const {
   // The MAD transport, shared by the sweep, SA, PerfMgr and vendor stages (README "MAD
   // transport: backpressure").
   const mad::TransportCounters& t = sm.transport_counters();
-  j["transport"] = {{"sent", t.sent},
-                    {"received", t.received},
-                    {"timeouts", t.timeouts},
-                    {"retries", t.retries},
-                    {"unmatched", t.unmatched},
-                    {"malformed", t.malformed},
-                    {"unsolicited", t.unsolicited},
-                    {"rmpp_reassembled", t.rmpp_reassembled},
-                    {"rmpp_aborted", t.rmpp_aborted},
-                    {"rmpp_refused", t.rmpp_refused},
-                    {"inbound_dropped", t.inbound_dropped},
-                    {"write_eagain", t.write_eagain},
-                    {"backlog", t.backlog},
-                    {"backlog_high_water", t.backlog_high_water},
-                    {"backlog_dropped", t.backlog_dropped},
-                    {"in_flight", t.in_flight},
-                    {"in_flight_high_water", t.in_flight_high_water},
-                    {"budget_waits", t.budget_waits}};
+  json transport = json::object();
+  for (const mad::TransportCounterRow& row : mad::kTransportCounterRows)
+    transport[std::string(row.key)] = t.*row.member;
+  j["transport"] = std::move(transport);
   return j;
 }
 

@@ -498,6 +498,22 @@ TEST_F(ControlCommandsTest, EveryCounterIsInTheControlAnswerAndTheMetricsWithOne
   }
   EXPECT_EQ(c.heavy_sweeps, 1u);  // the figures are the running SM's, not zeros
   EXPECT_GT(c.client_reregisters, 0u);
+
+  // The transport's counters, from their own table (mad/transport.h).
+  const mad::TransportCounters& t = sm_->transport_counters();
+  const json& transport = status["transport"];
+  EXPECT_EQ(transport.size(), std::size(mad::kTransportCounterRows));
+  for (const mad::TransportCounterRow& row : mad::kTransportCounterRows) {
+    SCOPED_TRACE(std::string(row.key));
+    ASSERT_TRUE(transport.contains(std::string(row.key))) << transport.dump();
+    EXPECT_EQ(transport[std::string(row.key)].get<uint64_t>(), t.*row.member);
+    const std::string sample =
+        row.gauge ? fmt::format("\n{} {}\n", row.metric, t.*row.member)
+                  : fmt::format("\nibsm_mad_transport_total{{event=\"{}\"}} {}\n", row.metric,
+                                t.*row.member);
+    EXPECT_NE(text.find(sample), std::string::npos) << sample << text;
+  }
+  EXPECT_GT(t.sent, 0u);
 }
 
 }  // namespace

@@ -65,29 +65,13 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
   // The MAD transport every sender shares (README "MAD transport: backpressure").
   const mad::TransportCounters& t = sm.transport_counters();
   m.Family("ibsm_mad_transport_total", "counter", "MAD transport events, by event");
-  const std::pair<const char*, uint64_t> events[] = {{"sent", t.sent},
-                                                     {"received", t.received},
-                                                     {"timeout", t.timeouts},
-                                                     {"retry", t.retries},
-                                                     {"unmatched", t.unmatched},
-                                                     {"malformed", t.malformed},
-                                                     {"unsolicited", t.unsolicited},
-                                                     {"rmpp_reassembled", t.rmpp_reassembled},
-                                                     {"rmpp_aborted", t.rmpp_aborted},
-                                                     {"rmpp_refused", t.rmpp_refused},
-                                                     {"inbound_dropped", t.inbound_dropped},
-                                                     {"write_eagain", t.write_eagain},
-                                                     {"backlog_dropped", t.backlog_dropped},
-                                                     {"budget_wait", t.budget_waits}};
-  for (const auto& [name, n] : events) m.Sample(n, L::Labels({{"event", name}}));
-  m.Family("ibsm_mad_backlog", "gauge", "MADs the medium refused, waiting to be written");
-  m.Sample(t.backlog);
-  m.Family("ibsm_mad_backlog_high_water", "gauge", "most MADs ever waiting to be written");
-  m.Sample(t.backlog_high_water);
-  m.Family("ibsm_mad_in_flight", "gauge", "MAD requests outstanding, every sender together");
-  m.Sample(t.in_flight);
-  m.Family("ibsm_mad_in_flight_high_water", "gauge", "most MAD requests ever outstanding");
-  m.Sample(t.in_flight_high_water);
+  for (const mad::TransportCounterRow& row : mad::kTransportCounterRows)
+    if (!row.gauge) m.Sample(t.*row.member, L::Labels({{"event", std::string(row.metric)}}));
+  for (const mad::TransportCounterRow& row : mad::kTransportCounterRows) {
+    if (!row.gauge) continue;
+    m.Family(std::string(row.metric), "gauge", std::string(row.help));
+    m.Sample(t.*row.member);
+  }
 
   if (const Fabric* f = sm.fabric()) {
     m.Family("ibsm_nodes", "gauge", "nodes in the fabric, by kind");
