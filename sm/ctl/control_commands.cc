@@ -376,6 +376,11 @@ Result<json> ControlCommands::Status(const json&) const {
   for (const mad::TransportCounterRow& row : mad::kTransportCounterRows)
     transport[std::string(row.key)] = t.*row.member;
   j["transport"] = std::move(transport);
+  // The SA's counters (sm/sa/sa_server.h kSaCounterRows).
+  const SaCounters& sc = sm.sa().counters();
+  json sa = json::object();
+  for (const SaCounterRow& row : kSaCounterRows) sa[std::string(row.key)] = sc.*row.member;
+  j["sa"] = std::move(sa);
   return j;
 }
 

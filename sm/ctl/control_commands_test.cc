@@ -514,6 +514,19 @@ TEST_F(ControlCommandsTest, EveryCounterIsInTheControlAnswerAndTheMetricsWithOne
     EXPECT_NE(text.find(sample), std::string::npos) << sample << text;
   }
   EXPECT_GT(t.sent, 0u);
+
+  // The SA's counters, from theirs (sm/sa/sa_server.h).
+  const SaCounters& sc = sm_->sa().counters();
+  const json& sa = status["sa"];
+  EXPECT_EQ(sa.size(), std::size(kSaCounterRows));
+  for (const SaCounterRow& row : kSaCounterRows) {
+    SCOPED_TRACE(std::string(row.key));
+    ASSERT_TRUE(sa.contains(std::string(row.key))) << sa.dump();
+    EXPECT_EQ(sa[std::string(row.key)].get<uint64_t>(), sc.*row.member);
+    if (row.family.empty()) continue;
+    const std::string sample = fmt::format("\n{} {}\n", row.family, sc.*row.member);
+    EXPECT_NE(text.find(sample), std::string::npos) << sample << text;
+  }
 }
 
 }  // namespace

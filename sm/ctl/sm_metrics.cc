@@ -104,10 +104,11 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
   m.Family("ibsm_sa_errors_total", "counter", "SA answers with a non-zero status, by status");
   for (const auto& [status, n] : sa.by_error)
     m.Sample(n, L::Labels({{"status", fmt::format("{:#06x}", status)}}));
-  m.Family("ibsm_sa_malformed_total", "counter", "SA MADs that could not be decoded (dropped)");
-  m.Sample(sa.malformed);
-  m.Family("ibsm_sa_records_sent_total", "counter", "records in successful SA answers");
-  m.Sample(sa.records_sent);
+  for (const SaCounterRow& row : kSaCounterRows) {
+    if (row.family.empty()) continue;
+    m.Family(std::string(row.family), "counter", std::string(row.help));
+    m.Sample(sa.*row.member);
+  }
 
 
   if (auto ar = sm.ar().snapshot()) {

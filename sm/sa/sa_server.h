@@ -31,10 +31,12 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -172,6 +174,67 @@ struct SaCounters {
   std::map<uint16_t, uint64_t> by_attribute;  // every request with a decodable header
   std::map<uint16_t, uint64_t> by_error;      // answers with a non-zero status
 };
+
+// Every uint64_t field of SaCounters once, for the control answer's "sa" object and the
+// metrics (ARCHITECTURE.md "Where to add ... A counter"). The by-attribute and by-status maps
+// are exported beside them; `requests` has no family of its own (ibsm_sa_requests_total,
+// by attribute, adds up to it).
+struct SaCounterRow {
+  uint64_t SaCounters::*member;
+  std::string_view key;     // control answer key
+  std::string_view family;  // metric family; "" for none
+  std::string_view help;
+};
+
+inline constexpr SaCounterRow kSaCounterRows[] = {
+    {&SaCounters::requests, "requests", "",
+     "class 0x03 MADs handed to the server"},
+    {&SaCounters::answered, "answered", "ibsm_sa_answered_total",
+     "SA responses posted, errors included"},
+    {&SaCounters::records_sent, "records_sent", "ibsm_sa_records_sent_total",
+     "records in successful SA answers"},
+    {&SaCounters::rmpp_answers, "rmpp_answers", "ibsm_sa_rmpp_answers_total",
+     "SA answers larger than one MAD, sent as RMPP"},
+    {&SaCounters::malformed, "malformed", "ibsm_sa_malformed_total",
+     "SA MADs that could not be decoded (dropped)"},
+    {&SaCounters::responses_ignored, "responses_ignored", "ibsm_sa_responses_ignored_total",
+     "SA MADs with the response bit set (dropped)"},
+    {&SaCounters::rmpp_control, "rmpp_control", "ibsm_sa_rmpp_control_total",
+     "RMPP ACK, STOP or ABORT of no transfer of the SA (dropped)"},
+    {&SaCounters::post_failures, "post_failures", "ibsm_sa_post_failures_total",
+     "SA answers the transport refused"},
+    {&SaCounters::not_ready, "not_ready", "ibsm_sa_not_ready_total",
+     "SA requests before the first snapshot (answered busy)"},
+    {&SaCounters::services_registered, "services_registered", "ibsm_sa_services_registered_total",
+     "ServiceRecord Sets stored, replacements included"},
+    {&SaCounters::services_deleted, "services_deleted", "ibsm_sa_services_deleted_total",
+     "ServiceRecords removed by a Delete"},
+    {&SaCounters::services_expired, "services_expired", "ibsm_sa_services_expired_total",
+     "ServiceRecords dropped when their lease ran out"},
+    {&SaCounters::service_state_failures, "service_state_failures", "ibsm_sa_service_state_failures_total",
+     "ServiceRecord state-file writes that failed (SA-SR-001)"},
+    {&SaCounters::service_port_cap_refused, "service_port_cap_refused", "ibsm_sa_service_port_cap_refused_total",
+     "ServiceRecord registrations refused: the port holds its cap (SA-SR-006)"},
+    {&SaCounters::service_total_cap_refused, "service_total_cap_refused", "ibsm_sa_service_total_cap_refused_total",
+     "ServiceRecord registrations refused: the SA holds its cap (SA-SR-007)"},
+    {&SaCounters::sa_key_mismatches, "sa_key_mismatches", "ibsm_sa_key_mismatches_total",
+     "SA requests with an SM_Key that is neither 0 nor the SA key (dropped)"},
+    {&SaCounters::service_key_refused, "service_key_refused", "ibsm_sa_service_key_refused_total",
+     "ServiceRecord Sets and Deletes with another ServiceKey (REQ_DENIED)"},
+    {&SaCounters::service_pkey_refused, "service_pkey_refused", "ibsm_sa_service_pkey_refused_total",
+     "ServiceRecord Sets and Deletes with a ServiceP_Key not held (REQ_INVALID)"},
+    {&SaCounters::mc_partition_refusals, "mc_partition_refusals", "ibsm_sa_mc_partition_refusals_total",
+     "proxy multicast joins refused: no shared partition"},
+    {&SaCounters::multipath_refused, "multipath_refused", "ibsm_sa_multipath_refused_total",
+     "MultiPathRecord requests over the port-pair cap (SA-MP-001)"},
+    {&SaCounters::multipath_trimmed, "multipath_trimmed", "ibsm_sa_multipath_trimmed_total",
+     "MultiPathRecord requests answered from the first LID pairs only"},
+    {&SaCounters::mft_plans_computed, "mft_plans_computed", "ibsm_sa_mft_plans_computed_total",
+     "multicast forwarding plans computed for MFTRecord answers"},
+};
+// A field without a row fails to build.
+static_assert(std::size(kSaCounterRows) ==
+              (sizeof(SaCounters) - 2 * sizeof(std::map<uint16_t, uint64_t>)) / sizeof(uint64_t));
 
 class SaServer {
  public:
