@@ -87,7 +87,7 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
     sm_lid_ = local->lid;  // until the first sweep assigns it
   }
   WarnAboutDefaultKeys();
-  LoadPersistedLids();
+  if (!options_.lids.reassign) guid2lid_ = writer_.LoadLids(options_.guid2lid_file);
   // Whether this SM was the subnet's master when it stopped (read before this start
   // records DISCOVERING): only then are the registrations in its state file all there are.
   bool was_master = false;
@@ -164,6 +164,7 @@ void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.subnet_timeout = o.subnet_timeout;
   options_.dump_dir = o.dump_dir;
   options_.dump_lfts = o.dump_lfts;
+  writer_.set_options(WriterOptions(options_));
   options_.no_clients_rereg = o.no_clients_rereg;
   const bool partitions_changed = options_.partitions.config != o.partitions.config;
   options_.partitions = o.partitions;

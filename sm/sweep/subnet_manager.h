@@ -44,6 +44,7 @@
 #include "sm/model/qos_tables.h"
 #include "sm/sa/sa_server.h"
 #include "sm/vendor/sharp_manager.h"
+#include "sm/record/state_writer.h"
 #include "sm/sweep/ha_agent.h"
 #include "sm/sweep/trap_handler.h"
 #include "sm/sweep/sm_counters.h"
@@ -276,10 +277,10 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // The PerfMgr whose error counters and findings the state file's links and health
   // snapshots carry (ha::kSnapshot*); null: none (perfmgr FALSE). REQUIRES: outlives this,
   // or is reset to null first.
-  void set_perf(const PerfManager* perf) { perf_ = perf; }
+  void set_perf(const PerfManager* perf) { writer_.set_perf(perf); }
   // After a PerfMgr sweep: stores the health and links answers in the state file when they
   // changed (heavy sweeps store nodes, links and health themselves).
-  void SaveSweepSnapshots() { SaveSnapshots(/*topology=*/false); }
+  void SaveSweepSnapshots() { writer_.SaveSweepSnapshots(discovered_.get()); }
 
  private:
   // What a switch's LFT holds, without a copy of it: per block, whether the switch is known
@@ -386,7 +387,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   bool HaNoteStateWrite(const char* id, const Status& s, std::string_view what) override {
     return NoteStateWrite(id, s, what);
   }
-  void SaveLftDigests();
   void OnUnsolicited(mad::MadMessage msg);
   // --- traps: what the trap handler (traps_) asks of the sweeps (sm/sweep/trap_handler.h) ---
   const DiscoveryResult* TrapDiscovered() const override { return discovered_.get(); }
@@ -400,22 +400,13 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   std::array<uint8_t, 16> PortGid(Guid port_guid) const;
   void PublishSmNotice(uint16_t trap, const std::array<uint8_t, 16>& gid);
   void ReportPortChanges(const std::vector<Guid>& before);
-  void WriteDumps();
   void PublishSaSnapshot();
-  void LoadPersistedLids();
-  // Counts and logs a failed state-file write (once per failing spell, at error level) or
-  // notes a successful one (ending a failing spell). Returns s.ok().
-  bool NoteStateWrite(const char* id, const Status& s, std::string_view what);
-  void PersistState();
-  // The control answers ibsmctl --state-db reads: nodes (topology only), links and health,
-  // each written only when its bytes differ from what this SM last wrote.
-  void SaveSnapshots(bool topology);
-  // Stores a snapshot unless what counts as a change in it digests as it did at the last write
-  // of `name`. The producer hands the text to a sink in pieces; with `for_digest` it leaves
-  // out what changes without the fabric changing.
-  using SnapshotProducer =
-      std::function<void(const std::function<void(std::string_view)>& sink, bool for_digest)>;
-  void SaveSnapshot(std::string_view name, const SnapshotProducer& produce);
+  // What this heavy sweep left, for the state writer (writer_).
+  SweepRecord RecordOfSweep() const;
+  // A state-file write's outcome, counted and logged by the writer. Returns s.ok().
+  bool NoteStateWrite(const char* id, const Status& s, std::string_view what) {
+    return writer_.NoteStateWrite(id, s, what);
+  }
   void Issue(const std::string& id, const std::string& message);
   mad::PortInfo DesiredPortInfo(PortId p) const;
   // True when port `p`, holding `now`, needs a Set for the link manager's fields of `want`
@@ -436,10 +427,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   mad::Transport& transport_;
   const Clock& clock_;
   ha::StateStore* store_;
-  const PerfManager* perf_ = nullptr;
-  // FNV-1a digest of the snapshot last written per name; absent: not written yet by this
-  // process (so a restart writes each once).
-  std::map<std::string, uint64_t, std::less<>> snapshot_hashes_;
   SubnetManagerOptions options_;
   SmpPipeline pipeline_;
   // Optional reads (SL2VL, VLArb) on a pipeline of their own, never the sweep's.
@@ -507,11 +494,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   PortId sm_port_ = kNoPort;
   LidAssignment lids_;
   std::unordered_map<Guid, PersistedLid> guid2lid_;
-  std::unordered_map<Guid, PersistedLid> saved_guid2lid_;  // as last written
-  // A state file write failed and no write has succeeded since (logged once, SM-STATE-0xx;
-  // the first good write afterwards logs SM-STATE-012).
-  bool state_write_failing_ = false;
-  bool dump_write_failing_ = false;
   bool mcast_save_pending_ = false;  // multicast groups changed but not yet saved
   // The multicast rows as last written, by MGID: a save writes only the groups that differ.
   std::map<std::array<uint8_t, 16>, ha::McGroupRow> saved_mcast_;
@@ -561,6 +543,13 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   uint64_t failed_at_start_ = 0;
   size_t issues_in_sweep_ = 0;
   // The SMInfo protocol and the SM state; last, as it refers to the members above.
+  // What sweeps leave on disk (sm/record/state_writer.h).
+  StateWriter writer_{store_, clock_, WriterOptions(options_),
+                      {&counters_.state_write_failures, &counters_.dump_write_failures,
+                       &counters_.issues_by_id}};
+  static StateWriterOptions WriterOptions(const SubnetManagerOptions& o) {
+    return {o.dump_dir, o.dump_lfts, o.health_degraded_links, o.keep_sweeps, o.keep_events};
+  }
   HaAgent ha_{io_, transport_, pipeline_, clock_, store_, options_, counters_, *this};
   TrapHandler traps_{transport_, pipeline_, clock_, options_, counters_, *this};
 };

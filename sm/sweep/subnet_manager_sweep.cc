@@ -852,12 +852,13 @@ void SubnetManager::FinishHeavySweep() {
   if (discovered_ && sm_port_ != kNoPort) {
     PublishSaSnapshot();
     ReportPortChanges(ports_before);
-    WriteDumps();
+    writer_.WriteDumps(RecordOfSweep(), mcast_.groups());
   }
   if (current_.subnet_up) Log(LogName::kSm).info("SUBNET UP");
   if (discovered_ && sm_port_ != kNoPort) {
-    PersistState();
-    if (current_.subnet_up) SaveLftDigests();
+    const SweepRecord record = RecordOfSweep();
+    writer_.RecordSweep(record, guid2lid_, [this] { FlushState(); });
+    if (current_.subnet_up) writer_.SaveLftDigests(record);
   }
   EndStage("publish");
   Log(LogName::kSm).info("sweep {} stages: {}", current_.number, StagesSummary());

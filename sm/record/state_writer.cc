@@ -1,0 +1,257 @@
+// What a heavy sweep leaves on disk: guid2lid, the sweep row, snapshots, LFT digests, dumps
+// (sm/record/state_writer.h).
+#include "sm/record/state_writer.h"
+
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "base/log.h"
+#include "conf/guid_file.h"
+#include "ha/sm_state_machine.h"
+#include "sm/model/multicast_tree.h"
+#include "sm/perf/perf_manager.h"
+#include "sm/record/control_answers.h"
+#include "sm/record/dumps.h"
+
+namespace ibsm::sm {
+
+StateWriter::StateWriter(ha::StateStore* store, const Clock& clock, StateWriterOptions options,
+                         StateWriterCounters counters)
+    : store_(store), clock_(clock), options_(std::move(options)), counters_(counters) {}
+
+std::unordered_map<Guid, PersistedLid> StateWriter::LoadLids(const std::string& lidsfile) {
+  std::unordered_map<Guid, PersistedLid> lids;
+  if (store_) {
+    auto rows = store_->LoadGuid2Lid();
+    if (!rows.ok()) {
+      Log(LogName::kSm).warn("SM-STATE-001 cannot read guid2lid from the state file: {}",
+                             rows.status().ToString());
+    } else {
+      for (const auto& r: *rows) lids[r.port_guid] = {r.min_lid.value(), r.max_lid.value()};
+    }
+  }
+  // Migration from OpenSM: its guid2lid file fills what the state file does not have.
+  if (!lidsfile.empty()) {
+    auto file = conf::LoadGuid2LidFile(lidsfile);
+    if (file.ok()) {
+      for (const auto& w: file->warnings) Log(LogName::kConf).warn("{}", w.ToString());
+      size_t added = 0;
+      for (const auto& e: file->entries) {
+        if (lids.emplace(e.guid, PersistedLid{e.min_lid.value(), e.max_lid.value()}).second)
+          ++added;
+      }
+      if (added) {
+        Log(LogName::kSm).info("{} LIDs taken from guid2lid file {}", added,
+                               lidsfile);
+      }
+    }
+  }
+  saved_guid2lid_ = lids;
+  return lids;
+}
+
+bool StateWriter::NoteStateWrite(const char* id, const Status& s, std::string_view what) {
+  if (s.ok()) {
+    if (state_write_failing_) {
+      state_write_failing_ = false;
+      Log(LogName::kSm).info("SM-STATE-012 the state file takes writes again ({}); what was "
+                             "not saved meanwhile is being written now",
+                             what);
+    }
+    return true;
+  }
+  ++*counters_.state_write_failures;
+  ++(*counters_.issues_by_id)[id];
+  if (!state_write_failing_) {
+    state_write_failing_ = true;
+    Log(LogName::kSm).error("{} {} not saved: {}; the fabric is still served from memory, and "
+                            "guid2lid and multicast groups are written again each sweep until "
+                            "the state file takes writes",
+                            id, what, s.ToString());
+  } else {
+    Log(LogName::kSm).debug("{} {} not saved: {}", id, what, s.ToString());
+  }
+  return false;
+}
+
+void StateWriter::WriteDumps(const SweepRecord& r, const std::map<mad::Gid, McGroup>& groups) {
+  if (options_.dump_dir.empty() || !r.discovered) return;
+  const Fabric& f = r.discovered->fabric;
+  Status s = WriteDumpFile(options_.dump_dir + "/opensm-subnet.lst",
+                           [&](std::FILE* out) { WriteSubnetLst(f, r.sm_lid, out); });
+  if (s.ok() && r.tables && options_.dump_lfts) {
+    s = WriteDumpFile(options_.dump_dir + "/opensm-lfts.dump",
+                      [&](std::FILE* out) { WriteLftsDump(f, *r.tables, out); });
+    // What `opensm -D 0x43` writes for ibdmchk: routes with hop counts, multicast routes.
+    if (s.ok())
+      s = WriteDumpFile(options_.dump_dir + "/opensm.fdbs",
+                        [&](std::FILE* out) { WriteFdbsDump(f, *r.tables, out); });
+    if (s.ok())
+      s = WriteDumpFile(options_.dump_dir + "/opensm.mcfdbs",
+                        [&](std::FILE* out) {
+                          WriteMcfdbsDump(f, PlanMfts(f, groups), out);
+                        });
+  }
+  // Like the state file: one warning per outage (a full disk fails every sweep), a line
+  // when the dumps are written again.
+  if (!s.ok()) {
+    ++*counters_.dump_write_failures;
+    if (!dump_write_failing_) {
+      Log(LogName::kSm).warn("SM-DUMP-001 {}; dumps are tried again each heavy sweep", s.ToString());
+    } else {
+      Log(LogName::kSm).debug("SM-DUMP-001 {}", s.ToString());
+    }
+  } else if (dump_write_failing_) {
+    Log(LogName::kSm).info("SM-DUMP-002 dump files are written again in {}", options_.dump_dir);
+  }
+  dump_write_failing_ = !s.ok();
+}
+
+void StateWriter::RecordSweep(const SweepRecord& r,
+                              const std::unordered_map<Guid, PersistedLid>& guid2lid,
+                              const std::function<void()>& flush_sa) {
+  if (store_ && store_->degraded()) {
+    // Started on a state directory that took no writes (SM-STATE-015): try it again.
+    Status reopened = store_->RetryWritable();
+    if (reopened.ok()) {
+      Log(LogName::kSm).info("SM-STATE-016 state file {} is open for writing; what this SM "
+                             "holds in memory is written now",
+                             store_->path());
+      NoteStateWrite("SM-STATE-010", store_->SetValue("sm_state", ha::SmStateName(r.sm_state)),
+                     "SM state");
+    } else {
+      Log(LogName::kSm).debug("SM-STATE-015 state file still not writable: {}",
+                              reopened.ToString());
+    }
+  }
+  std::vector<ha::Guid2LidEntry> upserts;
+  for (const auto& [guid, l] : guid2lid) {
+    auto it = saved_guid2lid_.find(guid);
+    if (it != saved_guid2lid_.end() && it->second.min_lid == l.min_lid &&
+        it->second.max_lid == l.max_lid)
+      continue;
+    upserts.push_back({guid, Lid{l.min_lid}, Lid{l.max_lid}});
+  }
+  bool guid2lid_saved = true;
+  if (store_) {
+    if (!upserts.empty()) {
+      guid2lid_saved = NoteStateWrite("SM-STATE-002", store_->SaveGuid2Lid(upserts, {}),
+                                      fmt::format("guid2lid ({} rows)", upserts.size()));
+    }
+    flush_sa();  // and what a failed flush left
+    ha::SweepRow row;
+    row.kind = ha::SweepKind::kHeavy;
+    row.ended_us = clock_.UnixMicros();
+    row.started_us = row.ended_us - r.duration.count();
+    row.smps_sent = r.smps;
+    row.smps_failed = r.smps_failed;
+    row.nodes = static_cast<uint32_t>(r.nodes);
+    row.switches = static_cast<uint32_t>(r.switches);
+    row.cas = static_cast<uint32_t>(r.cas);
+    row.links = static_cast<uint32_t>(r.links);
+    row.lid_changes = r.lid_changes;
+    row.lft_blocks_sent = static_cast<uint32_t>(r.lft_blocks_sent);
+    row.engine = r.engine;
+    row.outcome = r.subnet_up ? "ok" : "partial";
+    row.note = fmt::format("{} issues", r.issues);
+    auto id = store_->RecordSweep(row);
+    if (NoteStateWrite("SM-STATE-003", id.status(), "sweep row"))
+      NoteStateWrite("SM-STATE-017", store_->Prune(options_.keep_sweeps, options_.keep_events),
+                     "history pruning");
+    SaveSnapshots(r.discovered.get(), /*topology=*/true);
+  }
+  // OpenSM's format beside the other dumps, so a switch back to OpenSM keeps every LID.
+  if (!upserts.empty() && !options_.dump_dir.empty()) {
+    std::vector<conf::Guid2LidEntry> all;
+    all.reserve(guid2lid.size());
+    for (const auto& [guid, l] : guid2lid) all.push_back({guid, Lid{l.min_lid}, Lid{l.max_lid}});
+    std::sort(all.begin(), all.end(),
+              [](const auto& a, const auto& b) { return a.min_lid < b.min_lid; });
+    Status s = conf::SaveGuid2LidFile(options_.dump_dir + "/guid2lid", all);
+    if (!s.ok()) Log(LogName::kSm).warn("SM-STATE-004 guid2lid file not written: {}", s.ToString());
+  }
+  // Rows the state file refused stay unsaved, so the next sweep writes them again.
+  if (guid2lid_saved) saved_guid2lid_ = guid2lid;
+}
+
+void StateWriter::SaveLftDigests(const SweepRecord& r) {
+  if (!store_ || !r.tables || !r.max_lid || !r.discovered) return;
+  const Fabric& f = r.discovered->fabric;
+  std::vector<ha::LftDigestEntry> rows;
+  uint16_t top = *r.max_lid;
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (!f.node(n).is_switch() || !r.tables->table(n)) continue;
+    const auto& lft = r.tables->table(n)->lft;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i <= top; ++i) {
+      h ^= i < lft.size() ? lft[i] : mad::kLftDropPort;
+      h *= 0x100000001b3ull;
+    }
+    rows.push_back({f.node(n).guid, h, Lid{top}, 0});
+  }
+  NoteStateWrite("SM-STATE-011", store_->SaveLftDigests(rows, {}), "LFT digests");
+}
+
+void StateWriter::SaveSnapshots(const DiscoveryResult* discovered, bool topology) {
+  const Fabric* f = discovered ? &discovered->fabric : nullptr;
+  if (!store_ || !f) return;
+  if (topology) {
+    SaveSnapshot(ha::kSnapshotNodes,
+                 [f](const AnswerSink& sink, bool) { StreamNodesAnswer(*f, sink); });
+  }
+  // The PerfMgr sweep number changes every sweep; the links answer counts as changed only
+  // when a cable or its error counters did, so a quiet fabric costs no write. The stored
+  // "perfmgr_sweep" is then that of the last write.
+  // Without the degraded-link rule no cable is judged degraded (discovery's PortInfo unused).
+  const DiscoveryResult* judged = options_.health_degraded_links ? discovered : nullptr;
+  SaveSnapshot(ha::kSnapshotLinks, [&](const AnswerSink& sink, bool for_digest) {
+    StreamLinksAnswer(*f, judged, perf_, /*with_sweep=*/!for_digest, sink);
+  });
+  // The age of the PerfMgr sweep is relative to now: the snapshot holds when it ended
+  // instead, and the reader computes the age from that.
+  nlohmann::json perfmgr = HealthPerfmgrJson(perf_);
+  perfmgr.erase("last_sweep_age_s");
+  if (perf_ && perf_->last_sweep_end())
+    perfmgr["last_sweep_end_us"] = std::chrono::duration_cast<std::chrono::microseconds>(
+                                       perf_->last_sweep_end()->time_since_epoch())
+                                       .count();
+  SaveSnapshot(ha::kSnapshotHealth, [&](const AnswerSink& sink, bool) {
+    StreamHealthAnswer(judged, perf_, perfmgr, sink);
+  });
+}
+
+// The answer goes to the state file in parts, never held whole. After the first write it is
+// first produced into a digest (FNV-1a) alone, and written only when that changed.
+void StateWriter::SaveSnapshot(std::string_view name, const SnapshotProducer& produce) {
+  uint64_t digest = 0xcbf29ce484222325ull;
+  auto into_digest = [&digest](std::string_view piece) {
+    for (unsigned char c: piece) digest = (digest ^ c) * 0x100000001b3ull;
+  };
+  auto it = snapshot_hashes_.find(name);
+  if (it == snapshot_hashes_.end()) {
+    // The first write: one pass (the io thread answers nothing meanwhile), digesting on the
+    // way all but the piece a digest pass leaves out.
+    Status s = store_->SaveSnapshotStreamed(name, [&](const ha::StateStore::SnapshotSink& sink) {
+      produce(
+          [&](std::string_view piece) {
+            if (!piece.starts_with(kLinksSweepPiece)) into_digest(piece);
+            sink(piece);
+          },
+          false);
+    });
+    if (NoteStateWrite("SM-STATE-013", s, fmt::format("{} snapshot", name)))
+      snapshot_hashes_.insert_or_assign(std::string(name), digest);
+    return;
+  }
+  produce(into_digest, /*for_digest=*/true);
+  if (it->second == digest) return;
+  // A failed write keeps the old digest, so the next sweep tries again.
+  Status s = store_->SaveSnapshotStreamed(
+      name, [&](const ha::StateStore::SnapshotSink& sink) { produce(sink, false); });
+  if (NoteStateWrite("SM-STATE-013", s, fmt::format("{} snapshot", name)))
+    snapshot_hashes_.insert_or_assign(std::string(name), digest);
+}
+
+}  // namespace ibsm::sm
