@@ -53,12 +53,12 @@
 # ratios from one run on a quiet machine, not absolute seconds from a loaded one.
 set -uo pipefail
 
-here=$(cd "$(dirname "$0")/.." && pwd)
+script=bench_routing
+source "$(dirname "$0")/lib/bench.sh"   # sets `here`; die, usage_lines, build_binaries
 engines="minhop updn dnup ftree" ks="16 32 48 64" threads=2 quality=auto quality_max_k=32
 perms=100 case_timeout=1800 routecheck="" build_dir="$here/build-bench" do_build=1 rawfile=""
 
-die() { echo "bench_routing: $*" >&2; exit 2; }
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { usage_lines 2 23; }
 while [ $# -gt 0 ]; do
     case $1 in
         --engines) [ $# -ge 2 ] || usage; engines=$2; shift ;;
@@ -86,17 +86,7 @@ for k in $ks; do [[ $k =~ ^[0-9]+$ ]] && [ $((k % 2)) = 0 ] || die "k must be ev
 
 if [ -z "$routecheck" ]; then
     routecheck=$build_dir/bin/ibsm-routecheck
-    if [ "$do_build" = 1 ]; then
-        if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-            echo "bench_routing: configuring $build_dir (Release)" >&2
-            # -Wno-error=maybe-uninitialized: GCC -O3 warns on fabric/topogen_cli.cc (seen 2026-11)
-            cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-                -DCMAKE_CXX_FLAGS=-Wno-error=maybe-uninitialized >&2 || die "cmake configure failed"
-        fi
-        echo "bench_routing: building ibsm-routecheck in $build_dir" >&2
-        timeout 3600 cmake --build "$build_dir" --target ibsm-routecheck --parallel "$(nproc)" >&2 ||
-            die "building ibsm-routecheck failed"
-    fi
+    [ "$do_build" = 1 ] && build_binaries "$build_dir" ibsm-routecheck
 fi
 [ -x "$routecheck" ] || die "$routecheck is missing (build it or pass --routecheck)"
 

@@ -12,7 +12,9 @@
 # SIGHUP re-reads the config and runs a heavy sweep with a full re-route. One query at a
 # time; figures are ibsmctl's: queries per second and latency percentiles. Asserts nothing.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+script=bench_sa sim_timeout=60
+source "$(dirname "$0")/lib/bench.sh"   # die, need, gen_fabric, start_ibsim, stop_ibsim
+cd "$here"
 
 k=8
 queries=3000
@@ -22,30 +24,29 @@ while [ $# -gt 0 ]; do
     --k) k=$2; shift 2 ;;
     --queries) queries=$2; shift 2 ;;
     --build-dir) build=$2; shift 2 ;;
-    *) echo "bench_sa: unknown argument $1" >&2; exit 1 ;;
+    *) die "unknown argument $1" ;;
   esac
 done
 bin=$PWD/$build/bin
 for b in ibsmd ibsmctl ibsm-topogen sa_bench; do
-  [ -x "$bin/$b" ] || { echo "bench_sa: $bin/$b not built" >&2; exit 1; }
+  [ -x "$bin/$b" ] || die "$bin/$b not built"
 done
+need ibsim
 
 echo "== in process: $bin/sa_bench (3-tier k=16, 1,024 hosts; window 1 and 16)"
 "$bin/sa_bench" 2>/dev/null | grep BM_ | sed 's/  */ /g'
 
 tmp=$(mktemp -d /tmp/ibsm-bench-sa-XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
-"$bin/ibsm-topogen" ftree3 -k "$k" -o "$tmp/f.net" >/dev/null
-export IBSIM_SOCKNAME=benchsa$$
-ibsim -s -n "$tmp/f.net" >"$tmp/ibsim.log" 2>&1 &
-for _ in $(seq 100); do grep -q "${IBSIM_SOCKNAME}:out9" /proc/net/unix && break; sleep 0.1; done
-export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+trap 'kill $(jobs -p) 2>/dev/null || true; stop_ibsim; rm -rf "$tmp"' EXIT
+TOPOGEN=$bin/ibsm-topogen gen_fabric "ftree3:$k" "$tmp/f.net"
+start_ibsim "$tmp/f.net" "$tmp/ibsim.log" || die "ibsim did not start"
+export LD_PRELOAD=$SIM_SO
 printf 'log_file %s/ibsmd.log\nstate_db_file %s/state.db\nrouting_engine ftree\nsweep_interval 0\n' \
   "$tmp" "$tmp" >"$tmp/ibsmd.conf"
 (cd "$tmp" && exec "$bin/ibsmd" -F "$tmp/ibsmd.conf") >/dev/null 2>&1 &
 sm=$!
 for _ in $(seq 600); do grep -q "SUBNET UP" "$tmp/ibsmd.log" 2>/dev/null && break; sleep 0.1; done
-grep -q "SUBNET UP" "$tmp/ibsmd.log" || { echo "bench_sa: no SUBNET UP" >&2; exit 1; }
+grep -q "SUBNET UP" "$tmp/ibsmd.log" || die "no SUBNET UP"
 far=$(awk -F'"' '/^Ca/{n=$2} END{print n}' "$tmp/f.net")
 hosts=$(grep -c '^Ca' "$tmp/f.net")
 slid=$(SIM_HOST=$far "$bin/ibsmctl" sa nodes 2>/dev/null | awk '/ CA /{if (!s) s=$2} END{print s}')

@@ -56,10 +56,11 @@ gen_fabric() {
 
 stop_ibsim() {   # only the ibsim we started, by PID
     [ -n "$ibsim_pid" ] || return 0
-    kill "$ibsim_pid" 2>/dev/null
+    # Each may fail (ibsim already gone): harmless, also under `set -e`.
+    kill "$ibsim_pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$ibsim_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$ibsim_pid" 2>/dev/null
-    wait "$ibsim_pid" 2>/dev/null
+    kill -9 "$ibsim_pid" 2>/dev/null || true
+    wait "$ibsim_pid" 2>/dev/null || true
     ibsim_pid=""
 }
 

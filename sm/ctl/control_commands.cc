@@ -376,6 +376,11 @@ Result<json> ControlCommands::Status(const json&) const {
   for (const mad::TransportCounterRow& row : mad::kTransportCounterRows)
     transport[std::string(row.key)] = t.*row.member;
   j["transport"] = std::move(transport);
+  // The sweep pipeline's SMPs (sm/model/smp_pipeline.h kPipelineCounterRows).
+  const PipelineCounters& pc = sm.smp_counters();
+  json smps = json::object();
+  for (const PipelineCounterRow& row : kPipelineCounterRows) smps[std::string(row.key)] = pc.*row.member;
+  j["smp_pipeline"] = std::move(smps);
   // The SA's counters (sm/sa/sa_server.h kSaCounterRows).
   const SaCounters& sc = sm.sa().counters();
   json sa = json::object();

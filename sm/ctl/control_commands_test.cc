@@ -515,6 +515,23 @@ TEST_F(ControlCommandsTest, EveryCounterIsInTheControlAnswerAndTheMetricsWithOne
   }
   EXPECT_GT(t.sent, 0u);
 
+  // The sweep pipeline's, from theirs (sm/model/smp_pipeline.h).
+  const PipelineCounters& pc = sm_->smp_counters();
+  const json& smps = status["smp_pipeline"];
+  EXPECT_EQ(smps.size(), std::size(kPipelineCounterRows));
+  for (const PipelineCounterRow& row : kPipelineCounterRows) {
+    SCOPED_TRACE(std::string(row.key));
+    ASSERT_TRUE(smps.contains(std::string(row.key))) << smps.dump();
+    EXPECT_EQ(smps[std::string(row.key)].get<uint64_t>(), pc.*row.member);
+    const std::string sample =
+        row.label_name.empty()
+            ? fmt::format("\n{} {}\n", row.family, pc.*row.member)
+            : fmt::format("\n{}{{{}=\"{}\"}} {}\n", row.family, row.label_name,
+                          row.label_value, pc.*row.member);
+    EXPECT_NE(text.find(sample), std::string::npos) << sample << text;
+  }
+  EXPECT_GT(pc.gets, 0u);
+
   // The SA's counters, from theirs (sm/sa/sa_server.h).
   const SaCounters& sc = sm_->sa().counters();
   const json& sa = status["sa"];

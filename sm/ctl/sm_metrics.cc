@@ -53,14 +53,19 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
     m.Sample(last.lft_blocks_sent);
   }
   const PipelineCounters& p = sm.smp_counters();
-  m.Family("ibsm_smps_total", "counter", "SMPs sent, by method");
-  m.Sample(p.gets, L::Labels({{"method", "get"}}));
-  m.Sample(p.sets, L::Labels({{"method", "set"}}));
-  m.Family("ibsm_smps_failed_total", "counter",
-           "SMPs with no valid answer after every retry (timeouts, bad status)");
-  m.Sample(p.failed);
-  m.Family("ibsm_smps_fenced_total", "counter", "Sets not sent because the SM is not master");
-  m.Sample(p.fenced);
+  family = {};
+  for (const PipelineCounterRow& row : kPipelineCounterRows) {
+    if (row.family != family) {
+      family = row.family;
+      m.Family(std::string(row.family), "counter", std::string(row.help));
+    }
+    if (row.label_name.empty()) {
+      m.Sample(p.*row.member);
+    } else {
+      m.Sample(p.*row.member,
+               L::Labels({{std::string(row.label_name), std::string(row.label_value)}}));
+    }
+  }
 
   // The MAD transport every sender shares (README "MAD transport: backpressure").
   const mad::TransportCounters& t = sm.transport_counters();

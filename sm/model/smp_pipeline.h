@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "mad/mad.h"
@@ -25,6 +27,29 @@ struct PipelineCounters {
   uint64_t fenced = 0;  // Sets refused because the SM is not master (never sent)
   uint64_t resent = 0;  // requests sent round again after every transport attempt timed out
 };
+
+// Every PipelineCounters field once, for the control answer's "smp_pipeline" object and the
+// metrics (ARCHITECTURE.md "Where to add ... A counter"); rows of one family are adjacent.
+struct PipelineCounterRow {
+  uint64_t PipelineCounters::*member;
+  std::string_view key;          // control answer key
+  std::string_view family;       // metric family
+  std::string_view label_name;   // "" when the family has one sample
+  std::string_view label_value;
+  std::string_view help;         // the family's help text (its first row's)
+};
+
+inline constexpr PipelineCounterRow kPipelineCounterRows[] = {
+    {&PipelineCounters::gets, "gets", "ibsm_smps_total", "method", "get", "SMPs sent, by method"},
+    {&PipelineCounters::sets, "sets", "ibsm_smps_total", "method", "set", ""},
+    {&PipelineCounters::failed, "failed", "ibsm_smps_failed_total", "", "",
+     "SMPs with no valid answer after every retry (timeouts, bad status)"},
+    {&PipelineCounters::fenced, "fenced", "ibsm_smps_fenced_total", "", "",
+     "Sets not sent because the SM is not master"},
+    {&PipelineCounters::resent, "resent", "ibsm_smps_resent_total", "", "",
+     "SMPs sent round again after every transport attempt timed out"},
+};
+static_assert(std::size(kPipelineCounterRows) == sizeof(PipelineCounters) / sizeof(uint64_t));
 
 class SmpPipeline {
  public:
