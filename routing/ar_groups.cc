@@ -8,6 +8,7 @@
 #include <set>
 
 #include "fabric/aggregation_node.h"
+#include "routing/channel_graph.h"
 #include "routing/hop_table.h"
 
 namespace ibsm::routing {
@@ -197,8 +198,6 @@ Result<ArTables> BuildArTables(const Fabric& fabric, const LidMap& lids,
 
 namespace {
 
-using PortSet = std::array<uint64_t, 4>;
-
 class ArDependencyGraph {
  public:
   ArDependencyGraph(const Fabric& f, const LidMap& lids, const RoutingTables& st,
@@ -210,10 +209,9 @@ class ArDependencyGraph {
         sidx_[n] = static_cast<uint32_t>(snode_.size());
         snode_.push_back(n);
       }
-    base_.assign(snode_.size() + 1, 0);
-    for (size_t s = 0; s < snode_.size(); ++s)
-      base_[s + 1] = base_[s] + f.node(snode_[s]).num_ports + 1u;
-    deps_.assign(base_.back(), PortSet{});
+    std::vector<uint32_t> ports;
+    for (NodeId n : snode_) ports.push_back(f.node(n).num_ports);
+    graph_ = ChannelGraph(ports);
   }
 
   // The switch index behind port `p` of switch s, or kNone (CA, uncabled, out of range).
@@ -250,7 +248,7 @@ class ArDependencyGraph {
         if (b == kNone) continue;
         Choices(b, lid, pb);
         for (uint8_t q : pb)
-          if (Next(b, q) != kNone) deps_[base_[a] + p][q >> 6] |= uint64_t{1} << (q & 63);
+          if (Next(b, q) != kNone) graph_.Add(graph_.channel(a, p), q);
       }
     }
   }
@@ -267,10 +265,7 @@ class ArDependencyGraph {
         if (b == kNone) break;
         Choices(b, lid, pb);
         if (pb.empty() || Next(b, pb[0]) == kNone) break;
-        PortSet& d = deps_[base_[a] + pa[0]];
-        const uint64_t bit = uint64_t{1} << (pb[0] & 63);
-        if (d[pb[0] >> 6] & bit) break;  // walked from here before
-        d[pb[0] >> 6] |= bit;
+        if (!graph_.Add(graph_.channel(a, pa[0]), pb[0])) break;  // walked from here before
         a = b;
       }
     }
@@ -304,81 +299,27 @@ class ArDependencyGraph {
   void Report(ArVerifyReport& r) const {
     for (uint32_t s = 0; s < snode_.size(); ++s)
       for (uint32_t p = 1; p <= f_.node(snode_[s]).num_ports; ++p) r.channels += Next(s, p) != kNone;
-    for (const PortSet& d : deps_)
-      for (uint64_t w : d) r.dependencies += static_cast<uint64_t>(std::popcount(w));
-    std::vector<uint32_t> cycle = FindCycle();
+    r.dependencies += graph_.dependencies();
+    std::vector<uint32_t> cycle = graph_.FindCycle([this](uint32_t c) {
+      const uint32_t b = Next(graph_.switch_of(c), graph_.port_of(c));
+      return b == kNone ? ChannelGraph::kNone : b;
+    });
     if (cycle.empty()) return;
     r.acyclic = false;
     for (uint32_t c : cycle) {
-      const uint32_t s = SwitchOf(c);
-      r.cycle.push_back(fmt::format("{} port {}", Label(f_, snode_[s]), c - base_[s]));
+      r.cycle.push_back(fmt::format("{} port {}", Label(f_, snode_[graph_.switch_of(c)]),
+                                    graph_.port_of(c)));
     }
   }
 
  private:
-  uint32_t SwitchOf(uint32_t c) const {
-    return static_cast<uint32_t>(std::upper_bound(base_.begin(), base_.end(), c) - base_.begin() - 1);
-  }
-
-  std::vector<uint32_t> FindCycle() const {
-    struct Frame {
-      uint32_t chan;
-      uint32_t next_bit;
-    };
-    const size_t C = deps_.size();
-    std::vector<uint8_t> color(C, 0);
-    std::vector<Frame> stack;
-    for (uint32_t root = 0; root < C; ++root) {
-      if (color[root] != 0) continue;
-      color[root] = 1;
-      stack.push_back({root, 0});
-      while (!stack.empty()) {
-        Frame& fr = stack.back();
-        const PortSet& d = deps_[fr.chan];
-        uint32_t bit = fr.next_bit;
-        bool found = false;
-        while (bit < 256) {
-          const uint64_t m = d[bit >> 6] & (~uint64_t{0} << (bit & 63));
-          if (m) {
-            bit = (bit & ~63u) + static_cast<uint32_t>(std::countr_zero(m));
-            found = true;
-            break;
-          }
-          bit = (bit & ~63u) + 64;
-        }
-        if (!found) {
-          color[fr.chan] = 2;
-          stack.pop_back();
-          continue;
-        }
-        fr.next_bit = bit + 1;
-        const uint32_t s = SwitchOf(fr.chan);
-        const uint32_t b = Next(s, fr.chan - base_[s]);
-        if (b == kNone) continue;
-        const uint32_t w = base_[b] + bit;
-        if (color[w] == 0) {
-          color[w] = 1;
-          stack.push_back({w, 0});
-        } else if (color[w] == 1) {
-          std::vector<uint32_t> cycle;
-          auto it = std::find_if(stack.begin(), stack.end(),
-                                 [w](const Frame& x) { return x.chan == w; });
-          for (; it != stack.end(); ++it) cycle.push_back(it->chan);
-          return cycle;
-        }
-      }
-    }
-    return {};
-  }
-
   const Fabric& f_;
   const LidMap& lids_;
   const RoutingTables& st_;
   const ArTables& ar_;
   std::vector<uint32_t> sidx_;
   std::vector<NodeId> snode_;
-  std::vector<uint32_t> base_;
-  std::vector<PortSet> deps_;
+  ChannelGraph graph_{{}};
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "fabric/aggregation_node.h"
+#include "routing/channel_graph.h"
 #include "routing/split_mix.h"
 #include "routing/parallel.h"
 
@@ -75,19 +76,14 @@ std::string NodeLabel(const Fabric& fabric, NodeId n) {
 
 // ---- Credit loops ---------------------------------------------------------------------
 
-// Out-ports (of the next switch) that follow one channel: ports are at most 255.
-using PortSet = std::array<uint64_t, 4>;
+using PortSet = ChannelGraph::PortSet;
 
 class CreditLoopChecker {
  public:
   CreditLoopChecker(const Fabric& fabric, const LidMap& lids, const RoutingTables& tables)
-      : fabric_(fabric), view_(fabric, tables) {
-    const size_t S = view_.size();
-    base_.resize(S + 1, 0);
-    for (size_t s = 0; s < S; ++s) base_[s + 1] = base_[s] + view_.num_ports[s] + 1u;
-    chan_sw_.resize(base_[S]);
-    for (uint32_t s = 0; s < S; ++s)
-      std::fill(chan_sw_.begin() + base_[s], chan_sw_.begin() + base_[s + 1], s);
+      : fabric_(fabric),
+        view_(fabric, tables),
+        graph_(std::vector<uint32_t>(view_.num_ports.begin(), view_.num_ports.end())) {
     owned_.assign(static_cast<size_t>(lids.max_lid()) + 1, 0);
     switch_lid_.assign(owned_.size(), kNone);
     for (uint32_t lid = 1; lid <= lids.max_lid(); ++lid) {
@@ -106,16 +102,16 @@ class CreditLoopChecker {
     for (uint32_t s = 0; s < view_.size(); ++s)
       for (uint32_t p = 1; p <= view_.num_ports[s]; ++p)
         report.channels += view_.peer_sw[view_.first_port[s] + p] != kNone;
-    for (const PortSet& d : deps_)
-      for (uint64_t w : d) report.dependencies += static_cast<uint64_t>(std::popcount(w));
-    std::vector<uint32_t> cycle = FindCycle();
+    report.dependencies = graph_.dependencies();
+    std::vector<uint32_t> cycle =
+        graph_.FindCycle([this](uint32_t c) { return NextSwitch(c); });
     if (cycle.empty()) return report;
     report.acyclic = false;
     for (size_t i = 0; i < cycle.size(); ++i) {
       const uint32_t c = cycle[i];
-      const uint32_t s = chan_sw_[c];
+      const uint32_t s = graph_.switch_of(c);
       report.cycle.push_back(
-          fmt::format("{} port {}", NodeLabel(fabric_, view_.nodes[s]), c - base_[s]));
+          fmt::format("{} port {}", NodeLabel(fabric_, view_.nodes[s]), graph_.port_of(c)));
       report.cycle_lids.push_back(WitnessLid(c, cycle[(i + 1) % cycle.size()]));
     }
     return report;
@@ -124,8 +120,8 @@ class CreditLoopChecker {
  private:
   // The switch at the far end of channel c.
   uint32_t NextSwitch(uint32_t c) const {
-    const uint32_t s = chan_sw_[c];
-    return view_.peer_sw[view_.first_port[s] + (c - base_[s])];
+    const uint32_t s = graph_.switch_of(c);
+    return view_.peer_sw[view_.first_port[s] + graph_.port_of(c)];
   }
 
   // Whether switch a's entry for `lid` carries credit-controlled traffic (see the header).
@@ -172,7 +168,6 @@ class CreditLoopChecker {
   // instead of up to 64 interleaved ones (5x faster on a k=64 fat tree). Each worker owns
   // whole switches `a`, so it writes only its own channels' sets.
   void BuildDependencies(unsigned threads) {
-    deps_.assign(base_.back(), PortSet{});
     const size_t S = view_.size();
     const uint32_t lid_end = static_cast<uint32_t>(owned_.size());
     std::atomic<size_t> next{0};
@@ -207,7 +202,7 @@ class CreditLoopChecker {
           const uint32_t size_b = view_.lft_size[b];
           const uint8_t np_b = view_.num_ports[b];
           const PortId fp_b = view_.first_port[b];
-          PortSet& out = deps_[base_[a] + pa];
+          PortSet& out = graph_.deps(graph_.channel(static_cast<uint32_t>(a), pa));
           for (uint32_t i = first; i < last; ++i) {
             const uint32_t lid = by_port[i];
             if (lid >= size_b) break;  // ascending
@@ -220,60 +215,10 @@ class CreditLoopChecker {
     });
   }
 
-  // Iterative DFS (white/grey/black); returns the channels of the first cycle met, in
-  // dependency order, or nothing.
-  std::vector<uint32_t> FindCycle() const {
-    struct Frame {
-      uint32_t chan;
-      uint32_t next_bit;
-    };
-    const size_t C = deps_.size();
-    std::vector<uint8_t> color(C, 0);  // 0 unvisited, 1 on the stack, 2 done
-    std::vector<Frame> stack;
-    for (uint32_t root = 0; root < C; ++root) {
-      if (color[root] != 0) continue;
-      color[root] = 1;
-      stack.push_back({root, 0});
-      while (!stack.empty()) {
-        Frame& f = stack.back();
-        const PortSet& d = deps_[f.chan];
-        uint32_t bit = f.next_bit;
-        bool found = false;
-        while (bit < 256) {
-          const uint64_t m = d[bit >> 6] & (~uint64_t{0} << (bit & 63));
-          if (m) {
-            bit = (bit & ~63u) + static_cast<uint32_t>(std::countr_zero(m));
-            found = true;
-            break;
-          }
-          bit = (bit & ~63u) + 64;
-        }
-        if (!found) {
-          color[f.chan] = 2;
-          stack.pop_back();
-          continue;
-        }
-        f.next_bit = bit + 1;
-        const uint32_t w = base_[NextSwitch(f.chan)] + bit;
-        if (color[w] == 0) {
-          color[w] = 1;
-          stack.push_back({w, 0});
-        } else if (color[w] == 1) {
-          std::vector<uint32_t> cycle;
-          auto it = std::find_if(stack.begin(), stack.end(),
-                                 [w](const Frame& fr) { return fr.chan == w; });
-          for (; it != stack.end(); ++it) cycle.push_back(it->chan);
-          return cycle;
-        }
-      }
-    }
-    return {};
-  }
-
   // A LID routed over channel `from` and then over channel `to`.
   uint16_t WitnessLid(uint32_t from, uint32_t to) const {
-    const uint32_t a = chan_sw_[from], b = chan_sw_[to];
-    const uint32_t pa = from - base_[a], pb = to - base_[b];
+    const uint32_t a = graph_.switch_of(from), b = graph_.switch_of(to);
+    const uint32_t pa = graph_.port_of(from), pb = graph_.port_of(to);
     for (uint32_t lid = 1; lid < owned_.size(); ++lid)
       if (Carries(a, lid) && view_.Entry(a, lid) == pa && view_.Entry(b, lid) == pb)
         return static_cast<uint16_t>(lid);
@@ -282,14 +227,12 @@ class CreditLoopChecker {
 
   const Fabric& fabric_;
   SwitchView view_;
-  std::vector<uint32_t> base_;        // per switch: channel index of its port 0; size S + 1
-  std::vector<uint32_t> chan_sw_;     // channel -> switch index
   std::vector<uint8_t> owned_;        // by LID: some end port owns it
   std::vector<uint32_t> switch_lid_;  // by LID: index among switch LIDs, or kNone
   uint32_t switch_lids_ = 0;
   size_t words_ = 0;            // of used_ per switch
   std::vector<uint64_t> used_;  // per switch: bitset over switch LIDs
-  std::vector<PortSet> deps_;   // by channel
+  ChannelGraph graph_;          // channels and their dependencies
 };
 
 // ---- Quality --------------------------------------------------------------------------
