@@ -12,6 +12,30 @@
 #include "sm/sweep/subnet_manager.h"
 
 namespace ibsm::sm {
+namespace {
+
+// One counter family per run of rows with the same `family`, one sample per row (labelled
+// when the row names a label); rows without a family are left out. For the counter tables
+// of one shape: kSmCounterRows, kPipelineCounterRows.
+template <typename Row, size_t N, typename Counters>
+void CounterRows(MetricsText& m, const Row (&rows)[N], const Counters& c) {
+  std::string_view family;
+  for (const Row& row : rows) {
+    if (row.family.empty()) continue;
+    if (row.family != family) {
+      family = row.family;
+      m.Family(std::string(row.family), "counter", std::string(row.help));
+    }
+    if (row.label_name.empty()) {
+      m.Sample(c.*row.member);
+    } else {
+      m.Sample(c.*row.member,
+               MetricsText::Labels({{std::string(row.label_name), std::string(row.label_value)}}));
+    }
+  }
+}
+
+}  // namespace
 
 std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* control,
                             const MetricsServerCounters* metrics) {
@@ -29,21 +53,7 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
   m.Sample(uint64_t{last.subnet_up ? 1u : 0u});
 
   const SmCounters& c = sm.counters();
-  // Every SmCounters field, as kSmCounterRows names it.
-  std::string_view family;
-  for (const SmCounterRow& row : kSmCounterRows) {
-    if (row.family.empty()) continue;
-    if (row.family != family) {
-      family = row.family;
-      m.Family(std::string(row.family), "counter", std::string(row.help));
-    }
-    if (row.label_name.empty()) {
-      m.Sample(c.*row.member);
-    } else {
-      m.Sample(c.*row.member,
-               L::Labels({{std::string(row.label_name), std::string(row.label_value)}}));
-    }
-  }
+  CounterRows(m, kSmCounterRows, c);  // every SmCounters field, as kSmCounterRows names it
   if (last.number > 0) {
     m.Family("ibsm_last_sweep_duration_seconds", "gauge", "duration of the last heavy sweep");
     m.Sample(std::chrono::duration<double>(last.duration).count());
@@ -52,20 +62,7 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
     m.Family("ibsm_last_sweep_lft_blocks_sent", "gauge", "LFT blocks the last heavy sweep set");
     m.Sample(last.lft_blocks_sent);
   }
-  const PipelineCounters& p = sm.smp_counters();
-  family = {};
-  for (const PipelineCounterRow& row : kPipelineCounterRows) {
-    if (row.family != family) {
-      family = row.family;
-      m.Family(std::string(row.family), "counter", std::string(row.help));
-    }
-    if (row.label_name.empty()) {
-      m.Sample(p.*row.member);
-    } else {
-      m.Sample(p.*row.member,
-               L::Labels({{std::string(row.label_name), std::string(row.label_value)}}));
-    }
-  }
+  CounterRows(m, kPipelineCounterRows, sm.smp_counters());
 
   // The MAD transport every sender shares (README "MAD transport: backpressure").
   const mad::TransportCounters& t = sm.transport_counters();
