@@ -30,15 +30,6 @@ bool IsSecurityTrap(const mad::Notice& n) {
          n.trap_number_or_device_id <= kLastSecurityTrap;
 }
 
-std::array<uint8_t, 16> PortGid(uint64_t prefix, Guid guid) {
-  std::array<uint8_t, 16> gid{};
-  for (size_t i = 0; i < 8; ++i) {
-    gid[i] = static_cast<uint8_t>(prefix >> (56 - 8 * i));
-    gid[8 + i] = static_cast<uint8_t>(guid.value() >> (56 - 8 * i));
-  }
-  return gid;
-}
-
 std::vector<uint8_t> RecordWire(const mad::InformInfoRecord& r) {
   std::vector<uint8_t> buf(mad::Layout<mad::InformInfoRecord>::kSize);
   mad::EncodeRecord(r, buf);
@@ -55,6 +46,15 @@ void NormalizeRange(mad::InformInfo* ii) {
 }
 
 }  // namespace
+
+std::array<uint8_t, 16> PortGid(uint64_t prefix, Guid guid) {
+  std::array<uint8_t, 16> gid{};
+  for (size_t i = 0; i < 8; ++i) {
+    gid[i] = static_cast<uint8_t>(prefix >> (56 - 8 * i));
+    gid[8 + i] = static_cast<uint8_t>(guid.value() >> (56 - 8 * i));
+  }
+  return gid;
+}
 
 std::vector<uint8_t> SubscriptionKey(const Subscription& s) {
   mad::InformInfo id = s.record.inform_info;

@@ -149,4 +149,7 @@ class InformManager {
 // TrapNumber/DeviceID, ProducerType/VendorID. Exposed for the state file and tests.
 std::vector<uint8_t> SubscriptionKey(const Subscription& s);
 
+// The port GID of `guid` in the subnet `prefix` (a subscriber's, a notice's issuer).
+std::array<uint8_t, 16> PortGid(uint64_t prefix, Guid guid);
+
 }  // namespace ibsm::sm

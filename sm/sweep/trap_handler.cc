@@ -6,18 +6,10 @@
 
 #include "base/log.h"
 #include "base/log_limit.h"
+#include "sm/sa/inform.h"
 #include "sm/sweep/subnet_manager.h"
 
 namespace ibsm::sm {
-
-std::array<uint8_t, 16> PortGid(uint64_t subnet_prefix, Guid port_guid) {
-  std::array<uint8_t, 16> gid{};
-  for (size_t i = 0; i < 8; ++i) {
-    gid[i] = static_cast<uint8_t>(subnet_prefix >> (56 - 8 * i));
-    gid[8 + i] = static_cast<uint8_t>(port_guid.value() >> (56 - 8 * i));
-  }
-  return gid;
-}
 
 TrapHandler::TrapHandler(mad::Transport& transport, SmpPipeline& pipeline, const Clock& clock,
                          const SubnetManagerOptions& options, SmCounters& counters, Host& host)

@@ -25,9 +25,6 @@ namespace ibsm::sm {
 
 struct SubnetManagerOptions;
 
-// The port GID of `port_guid` in the subnet `subnet_prefix` (the issuer GID of a notice).
-std::array<uint8_t, 16> PortGid(uint64_t subnet_prefix, Guid port_guid);
-
 class TrapHandler {
  public:
   // What the handler asks of the sweep engine.
