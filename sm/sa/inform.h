@@ -21,6 +21,7 @@
 // Threading: every method runs on the transport's io_context thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
