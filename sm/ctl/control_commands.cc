@@ -311,7 +311,7 @@ Result<json> ControlCommands::Status(const json&) const {
                         {"why", ctx_.last_reload->why}};
   }
   if (s.number > 0) {
-    auto age = std::chrono::steady_clock::now() - s.started;
+    auto age = sm.clock().Now() - s.started;
     j["last_sweep"] = {
         {"number", s.number},
         {"heavy", s.heavy},
@@ -329,8 +329,7 @@ Result<json> ControlCommands::Status(const json&) const {
   if (auto p = sm.sweep_in_progress()) {
     j["sweep_running"] = {
         {"number", p->number},
-        {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - p->started)
-                          .count()},
+        {"elapsed_s", std::chrono::duration<double>(sm.clock().Now() - p->started).count()},
         {"smps", p->smps},
         {"nodes", p->nodes}};
   }
@@ -420,9 +419,7 @@ Result<json> ControlCommands::Health(const json& args) const {
   if (!NeedFabric(*ctx_.sm, &why)) return why;
   IBSM_ASSIGN_OR_RETURN(uint64_t window_s, Arg<uint64_t>(args, "window_s", 0));
   if (window_s == 0 || !ctx_.perf) return HealthAnswer(Judged(*ctx_.sm), ctx_.perf);
-  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = ctx_.perf->clock().UnixMicros();  // the clock the findings were timed by
   const int64_t span = static_cast<int64_t>(std::min<uint64_t>(window_s, 1ull << 40)) * 1000000;
   json h = HealthAnswer(Judged(*ctx_.sm), ctx_.perf, std::max<int64_t>(1, now - span));
   h["window_s"] = window_s;

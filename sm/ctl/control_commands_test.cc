@@ -44,7 +44,7 @@ class ControlCommandsTest : public ::testing::Test {
     o.send.timeout = std::chrono::milliseconds(20);
     o.send.retries = 4;
     o.sweep_interval = std::chrono::seconds(0);
-    sm_ = std::make_unique<SubnetManager>(io_, *transport_, clock_, store_.get(), o);
+    sm_ = std::make_unique<SubnetManager>(io_, *transport_, *sm_clock_, store_.get(), o);
     ControlServer::Options co;
     co.path = dir_ + "/ibsmd.sock";
     auto server = ControlServer::Start(io_, co);
@@ -96,6 +96,8 @@ class ControlCommandsTest : public ::testing::Test {
 
   boost::asio::io_context io_;
   SystemClock clock_;
+  ManualClock manual_clock_;
+  const Clock* sm_clock_ = &clock_;  // the SM's (a test may give it manual_clock_)
   std::unique_ptr<Fabric> fabric_;
   std::unique_ptr<sim::Simulator> sim_;
   std::unique_ptr<sim::SimTransport> transport_;
@@ -544,6 +546,18 @@ TEST_F(ControlCommandsTest, EveryCounterIsInTheControlAnswerAndTheMetricsWithOne
     const std::string sample = fmt::format("\n{} {}\n", row.family, sc.*row.member);
     EXPECT_NE(text.find(sample), std::string::npos) << sample << text;
   }
+}
+
+TEST_F(ControlCommandsTest, TheLastSweepsAgeIsReadOnTheClockTheSmTimesItsSweepsWith) {
+  sm_clock_ = &manual_clock_;
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  Bring(std::move(*f));
+  manual_clock_.Advance(std::chrono::seconds(100));
+  json status = Result("status");
+  ASSERT_TRUE(status.contains("last_sweep")) << status.dump();
+  // The sweep started at the manual clock's 0, so its age is what the clock moved since.
+  EXPECT_DOUBLE_EQ(status["last_sweep"]["age_s"].get<double>(), 100.0);
 }
 
 }  // namespace

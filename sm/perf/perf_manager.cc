@@ -609,7 +609,7 @@ void PerfManager::FinishSweep() {
   }
   findings_ = std::move(findings);
   UpdateWindow();
-  last_end_ = std::chrono::system_clock::now();
+  last_end_us_ = clock_.UnixMicros();
   Log(LogName::kSm).info("PerfMgr sweep {} done: {} ports read, {} without an answer, {} with "
                          "moving counters, {} health findings",
                          sweep_number_, sweep_ports_read_, sweep_timeouts_, rows.size(),

@@ -162,7 +162,9 @@ class PerfManager {
   const std::vector<HealthFinding>& window_findings() const { return window_findings_; }
   // Every port polled, by (node GUID, port number).
   const std::map<std::pair<Guid, uint8_t>, PortPerf>& ports() const { return ports_; }
-  std::optional<std::chrono::system_clock::time_point> last_sweep_end() const { return last_end_; }
+  // When the last PerfMgr sweep ended, Unix microseconds of the injected clock.
+  std::optional<int64_t> last_sweep_end_us() const { return last_end_us_; }
+  const Clock& clock() const { return clock_; }
 
  private:
   struct NodeCaps {
@@ -219,7 +221,7 @@ class PerfManager {
   std::vector<HealthFinding> findings_;
   std::vector<HealthFinding> window_findings_;
   std::vector<HealthFinding> findings_next_;  // degraded links of the running sweep
-  std::optional<std::chrono::system_clock::time_point> last_end_;
+  std::optional<int64_t> last_end_us_;
   PerfCountersStats counters_;
 };
 

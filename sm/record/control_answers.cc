@@ -145,9 +145,8 @@ json HealthPerfmgrJson(const PerfManager* perf) {
             {"clears_sent", c.clears_sent},
             {"history_errors", c.history_errors}}},
           {"findings_by_rule", by_rule}};
-    if (auto end = pm.last_sweep_end())
-      pj["last_sweep_age_s"] =
-          std::chrono::duration<double>(std::chrono::system_clock::now() - *end).count();
+    if (auto end = pm.last_sweep_end_us())
+      pj["last_sweep_age_s"] = static_cast<double>(pm.clock().UnixMicros() - *end) / 1e6;
   } else {
     pj = {{"enabled", false}};
   }

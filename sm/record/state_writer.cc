@@ -213,10 +213,7 @@ void StateWriter::SaveSnapshots(const DiscoveryResult* discovered, bool topology
   // instead, and the reader computes the age from that.
   nlohmann::json perfmgr = HealthPerfmgrJson(perf_);
   perfmgr.erase("last_sweep_age_s");
-  if (perf_ && perf_->last_sweep_end())
-    perfmgr["last_sweep_end_us"] = std::chrono::duration_cast<std::chrono::microseconds>(
-                                       perf_->last_sweep_end()->time_since_epoch())
-                                       .count();
+  if (perf_ && perf_->last_sweep_end_us()) perfmgr["last_sweep_end_us"] = *perf_->last_sweep_end_us();
   SaveSnapshot(ha::kSnapshotHealth, [&](const AnswerSink& sink, bool) {
     StreamHealthAnswer(judged, perf_, perfmgr, sink);
   });

@@ -232,6 +232,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   Lid sm_lid() const { return sm_lid_; }
   Guid port_guid() const { return sm_port_guid_; }
   const SubnetManagerOptions& options() const { return options_; }
+  // The clock the SM times its sweeps with (SweepStats::started, sweep_in_progress()).
+  const Clock& clock() const { return clock_; }
   // What discovery read on the last heavy sweep (PortInfo of every port), or null.
   const DiscoveryResult* discovered() const { return discovered_.get(); }
   // The LIDs the current tables route (null before the first routing).

@@ -86,7 +86,7 @@ void SubnetManager::BeginRepair() {
   Log(LogName::kSm).info("Entering repair sweep {} ({}; re-reading {})", current_.number,
                          repair_reason_, names);
   auto reads = std::make_shared<RepairReads>();
-  reads->started = std::chrono::steady_clock::now();
+  reads->started = clock_.Now();
   for (Guid g : guids) {
     const NodeId n = *f.FindNode(g);
     if (!f.node(n).is_switch()) continue;
@@ -358,7 +358,7 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   }
   r.smps_sent = reads->smps;
   r.duration = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::steady_clock::now() - reads->started);
+      clock_.Now() - reads->started);
   current_.repair_links_lost = reads->lost;
   current_.repair_nodes_lost = left;
   // The later stages may look at these nodes alone (RepairIsLocal) only when the sweep before
