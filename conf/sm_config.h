@@ -167,6 +167,9 @@ struct OptionDesc {
   std::string_view section = {};  // section header when it starts one, else empty
   std::string_view alias_of = {};
   bool accepts_bool = false;      // uint that also takes TRUE/FALSE (ar_enable)
+  // SIGHUP applies it; false: it keeps its value until ibsmd restarts (CONF-104 on a reload
+  // that changes it).
+  bool reloads = false;
   // kString: checks the text (QoS tables); an error names what would have been accepted.
   Status (*check)(std::string_view text) = nullptr;
 };

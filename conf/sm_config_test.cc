@@ -435,5 +435,24 @@ TEST(OpenSmKeysTest, TheReadmeTableSaysWhatTheCodeDoes) {
   }
 }
 
+TEST(SmConfigTest, TheOptionsASighupAppliesAreMarkedInTheirRows) {
+  // What the running SM re-reads (SubnetManager::Reconfigure, PerfManager::Reconfigure)...
+  for (std::string_view name : {"routing_engine", "sweep_interval", "partition_config_file",
+                                "qos", "qos_swe_sl2vl", "link_flap_threshold", "ar_mode",
+                                "perfmgr_sweep_time_s", "health_window_s", "dump_files_dir"}) {
+    const OptionDesc* d = FindOption(name);
+    ASSERT_NE(d, nullptr) << name;
+    EXPECT_TRUE(d->reloads) << name;
+  }
+  // ... and what it takes only at start.
+  for (std::string_view name : {"guid", "lmc", "sm_priority", "m_key", "sm_key", "sa_key",
+                                "max_wire_smps", "transaction_timeout", "state_db_file",
+                                "log_file", "perfmgr", "head_of_queue_lifetime"}) {
+    const OptionDesc* d = FindOption(name);
+    ASSERT_NE(d, nullptr) << name;
+    EXPECT_FALSE(d->reloads) << name;
+  }
+}
+
 }  // namespace
 }  // namespace ibsm::conf

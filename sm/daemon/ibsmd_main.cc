@@ -714,6 +714,21 @@ int Main(int argc, char** argv) {
             re.ok() ? MakeOptions(fresh, extras.once, &running_partitions, /*loud=*/false,
                                   &partitions_refused, &running_qos_policy, &qos_refused)
                     : Result<SubnetManagerOptions>(re);
+        // What SIGHUP does not apply keeps the value ibsmd started with: each option whose row
+        // says so (conf/sm_config.cc, Reloads) and whose value changed is named.
+        std::string restart;
+        if (next.ok()) {
+          for (const conf::OptionDesc& d : conf::OptionTable()) {
+            if (d.reloads || !d.alias_of.empty()) continue;
+            const std::string was = conf::OptionValueText(config, d);
+            const std::string now = conf::OptionValueText(fresh, d);
+            if (was == now) continue;
+            Log(LogName::kConf).warn("CONF-104 {} changed from {} to {}: it takes effect when "
+                                     "ibsmd restarts",
+                                     d.name, was, now);
+            restart += (restart.empty() ? "" : ", ") + std::string(d.name);
+          }
+        }
         // What `ibsmctl status` and `ibsmctl events` say of it.
         last_reload.time_us = clock.UnixMicros();
         last_reload.outcome = !next.ok()                     ? "refused"
@@ -723,12 +738,20 @@ int Main(int argc, char** argv) {
         last_reload.why = !next.ok()                   ? next.status().message()
                           : !partitions_refused.empty() ? partitions_refused + (qos_refused.empty() ? "" : "; " + qos_refused)
                                                         : qos_refused;
+        if (!restart.empty()) {
+          if (last_reload.outcome == "applied")
+            last_reload.outcome = "applied but some options take effect when ibsmd restarts";
+          last_reload.why += (last_reload.why.empty() ? "" : "; ") +
+                             ("taking effect when ibsmd restarts: " + restart);
+        }
         if (store) {
           ha::EventRow e;
           e.time_us = last_reload.time_us;
           e.kind = std::string(ha::kEventConfigReload);
           e.severity = last_reload.outcome == "applied" ? ha::EventSeverity::kInfo
-                                                        : ha::EventSeverity::kError;
+                       : restart.empty() || !partitions_refused.empty() || !qos_refused.empty()
+                           ? ha::EventSeverity::kError
+                           : ha::EventSeverity::kWarning;  // only options left for a restart
           e.message = last_reload.outcome == "refused"
                           ? "SIGHUP reload refused, the running configuration stays: " +
                                 last_reload.why
@@ -750,9 +773,6 @@ int Main(int argc, char** argv) {
           running_partitions = next->partitions;
           running_qos_policy = next->qos_policy;
           if (perf) perf->Reconfigure(MakePerfOptions(fresh));
-          if (fresh.perfmgr != config.perfmgr)
-            Log(LogName::kConf).warn("CONF-101 perfmgr {} takes effect when ibsmd restarts",
-                                     fresh.perfmgr ? "TRUE" : "FALSE");
           Log(LogName::kConf).info("configuration re-read{}",
                                    extras.config_file.empty() ? "" : " from " + extras.config_file);
         }

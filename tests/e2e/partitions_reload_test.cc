@@ -96,6 +96,32 @@ TEST_F(PartitionsReloadTest, HupAppliesAGoodFileAndKeepsTheSetInForceOverABadOne
   EXPECT_EQ(done->exit_code, 0) << done->err;
 }
 
+// Options SIGHUP does not apply (the port, keys, LMC, priority, ...) keep their value until a
+// restart: each one a reload changes is named, and no option SIGHUP applies is.
+TEST_F(PartitionsReloadTest, HupNamesEachChangedOptionThatWaitsForARestart) {
+  std::ofstream(parts_) << "Default=0x7fff : ALL=full ;\n";
+  auto child = Start();
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  ASSERT_TRUE(WaitForCount(log_, "SUBNET UP", 1)) << ReadFile(log_);
+  std::ofstream(conf_, std::ios::app) << "sm_priority 9\nlmc 1\nsweep_on_trap FALSE\n";
+  ASSERT_EQ(kill(child->pid(), SIGHUP), 0);
+  ASSERT_TRUE(WaitForCount(log_, "SUBNET UP", 2)) << ReadFile(log_);
+  const std::string text = ReadFile(log_);
+  EXPECT_NE(text.find("CONF-104 sm_priority changed from 0 to 9: it takes effect when ibsmd "
+                      "restarts"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("CONF-104 lmc changed from 0 to 1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("CONF-104 sweep_on_trap"), std::string::npos) << text;
+  // The LIDs keep LMC 0: the second sweep changed none.
+  EXPECT_NE(text.find("heavy sweep 2 done"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 0 LID changes"), std::string::npos) << text;
+  ASSERT_EQ(kill(child->pid(), SIGTERM), 0);
+  auto done = child->Wait(30s);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->exit_code, 0) << done->err;
+}
+
 TEST_F(PartitionsReloadTest, ABadFileAtStartStopsIbsmdWithFileAndLine) {
   std::ofstream(parts_) << "red=0x0001 : ALL_CAS=full ;\nblue=0x12345 : ALL ;\n";
   auto child = Start();
