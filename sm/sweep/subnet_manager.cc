@@ -285,6 +285,7 @@ void SubnetManager::StartSweepStats(bool repair) {
   current_.repair = repair;
   current_.started = clock_.Now();
   stage_mark_ = current_.started;
+  stage_ = Stage::kDiscovery;
   finish_stage_ = "links";
   repair_touched_.clear();
   if (!repair) repair_follows_cut_short_ = false;
@@ -309,7 +310,6 @@ std::string SubnetManager::StagesSummary() const {
 
 void SubnetManager::OnDiscovered(DiscoveryResult r) {
   if (stopped_) return;
-  EndStage(current_.repair ? "re-reads" : "discovery");
   issues_in_sweep_ += r.issues.size();
   for (const auto& i: r.issues) ++counters_.issues_by_id[i.id];
   discovered_ = std::make_shared<DiscoveryResult>(std::move(r));
@@ -326,13 +326,16 @@ void SubnetManager::OnDiscovered(DiscoveryResult r) {
                                       ToString(sm_port_guid_)));
     // Nothing of the previous sweep's port indices applies to this (empty) fabric.
     sm_port_ = kNoPort;
-    FinishHeavySweep();
+    JumpTo(Stage::kFinish);
     return;
   }
   sm_port_ = *sm_port;
-  // The election comes before any write: other SMs' SMInfo, then DecideRole.
-  ha_.QueryOtherSms();
+  NextStage();
 }
+
+// The election comes before any write: other SMs' SMInfo, then DecideRole, which ends in
+// HaContinueSweep (the next stage), standing by, or the end of the sweep.
+void SubnetManager::Elect() { ha_.QueryOtherSms(); }
 
 // --- partitions (OpenSM's order: P_Key tables before LIDs) ---------------------------
 
@@ -424,7 +427,7 @@ void SubnetManager::HaStandby() {
 
 void SubnetManager::HaContinueSweep(bool qos_reads) {
   if (qos_reads) StartQosReads();
-  ProgramPKeys();
+  NextStage();
 }
 
 void SubnetManager::HaPublishOtherSms(std::vector<mad::SmInfoRecord> records) {

@@ -307,6 +307,40 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void StartSweepStats(bool repair);
   // Closes the running stage of current_.stages under `name`; the next one starts now.
   void EndStage(std::string_view name);
+  // --- the heavy sweep as a table of stages (kStages; ARCHITECTURE.md "Heavy sweep") ---
+  // A repair sweep runs the same rows after its re-reads, which take discovery's place.
+  enum class Stage : uint8_t {
+    kDiscovery,
+    kElection,
+    kPartitions,
+    kLidsAndPorts,
+    kRouting,
+    kSwitchInfo,
+    kLftBlocks,
+    kAdaptiveRouting,
+    kMulticast,
+    kLinks,
+    kSharp,
+    kFinish,
+  };
+  struct StageRow {
+    Stage stage;
+    std::string_view name;         // in the log line "sweep N stages"
+    void (SubnetManager::*run)();  // null: entered by BeginHeavySweep or BeginRepair
+  };
+  static const StageRow kStages[];
+  // The running stage ends (its wall time goes to current_.stages) and the next row runs.
+  // Each stage calls it once, when its requests are answered.
+  void NextStage() { JumpTo(static_cast<Stage>(static_cast<uint8_t>(stage_) + 1)); }
+  // The same to a later row: routing refused, or nothing to program (the links, the finish).
+  void JumpTo(Stage next);
+  Stage stage_ = Stage::kDiscovery;
+  // Rows that are one call each.
+  void Elect();
+  void RunAr();
+  void PushMulticast();
+  void ActivateAllLinks() { ActivateLinks(0); }
+  void RunSharp();
   // A repair whose port stages need to look only at repair_touched_: the last sweep left
   // nothing to retry, and nothing but the touched nodes' ports changed.
   bool RepairIsLocal() const { return current_.repair && !repair_touched_.empty(); }
@@ -439,7 +473,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   bool finish_waits_for_qos_ = false;  // the sweep's end waits for the reads
   bool qos_program_owed_ = false;  // qos TRUE: a sweep ended before its reads were in
   std::chrono::steady_clock::time_point stage_mark_;  // when the running stage began
-  const char* finish_stage_ = "links";  // what ran before FinishHeavySweep was entered
+  std::string_view finish_stage_ = "links";  // what ran before FinishHeavySweep was entered
   // A repair sweep's nodes whose ports may need new settings (sm/sweep/subnet_manager_repair.cc);
   // empty when every stage must look at the whole fabric.
   std::unordered_set<Guid> repair_touched_;

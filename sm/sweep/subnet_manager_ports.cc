@@ -25,12 +25,11 @@ std::optional<std::pair<DrPath, uint8_t>> SubnetManager::PKeyTarget(PortId p) co
 // Reads the tables the cache does not know (first sweep, a link that restarted, a switch that
 // rebooted), then sets the blocks that differ from the plan, then the switches' enforcement.
 void SubnetManager::ProgramPKeys() {
-  EndStage("election");
   // A repair that took out cables and no node: every port the plan names is still there
   // with the table and enforcement the last (clean) sweep wrote, so the plan and the caches
   // stand as they are.
   if (RepairIsLocal() && current_.repair_nodes_lost == 0 && pkey_plan_) {
-    ConfigureLids();
+    NextStage();
     return;
   }
   const Fabric& f = discovered_->fabric;
@@ -189,7 +188,7 @@ void SubnetManager::SetEnforcement() {
                   });
   }
   pipeline_.WhenIdle([this] {
-    if (!stopped_) ConfigureLids();
+    if (!stopped_) NextStage();
   });
 }
 

@@ -15,6 +15,38 @@
 #include "routing/reroute.h"
 
 namespace ibsm::sm {
+
+// The heavy sweep, top to bottom. Each row's function queues its requests and, once they are
+// answered, calls NextStage (or JumpTo a later row); the name is the stage's in the log line
+// "sweep N stages". The finish (FinishHeavySweep) names its own parts: the optional reads it
+// may wait for, the QoS Sets, publishing.
+const SubnetManager::StageRow SubnetManager::kStages[] = {
+    {Stage::kDiscovery, "discovery", nullptr},  // a repair's re-reads in its place
+    {Stage::kElection, "election", &SubnetManager::Elect},
+    {Stage::kPartitions, "partitions", &SubnetManager::ProgramPKeys},
+    {Stage::kLidsAndPorts, "lids and ports", &SubnetManager::ConfigureLids},
+    {Stage::kRouting, "routing", &SubnetManager::Route},
+    {Stage::kSwitchInfo, "switch info", &SubnetManager::ProgramSwitches},
+    {Stage::kLftBlocks, "lft blocks", &SubnetManager::PushLfts},
+    {Stage::kAdaptiveRouting, "adaptive routing", &SubnetManager::RunAr},
+    {Stage::kMulticast, "multicast", &SubnetManager::PushMulticast},
+    {Stage::kLinks, "links", &SubnetManager::ActivateAllLinks},
+    {Stage::kSharp, "sharp", &SubnetManager::RunSharp},
+    {Stage::kFinish, "", &SubnetManager::FinishHeavySweep},
+};
+void SubnetManager::JumpTo(Stage next) {
+  static_assert(std::size(kStages) == static_cast<size_t>(Stage::kFinish) + 1);
+  const StageRow& now = kStages[static_cast<size_t>(stage_)];
+  const std::string_view ending =
+      stage_ == Stage::kDiscovery && current_.repair ? std::string_view("re-reads") : now.name;
+  stage_ = next;
+  if (next == Stage::kFinish) {
+    finish_stage_ = ending;  // FinishHeavySweep closes it, and each of its own parts
+  } else {
+    EndStage(ending);
+  }
+  (this->*kStages[static_cast<size_t>(next)].run)();
+}
 namespace {
 
 // LFT block `b` as a switch programmed from `t` holds it: entries past the table drop.
@@ -40,7 +72,6 @@ uint8_t ToWire(PortState s) { return static_cast<uint8_t>(s); }
 }  // namespace
 
 void SubnetManager::ConfigureLids() {
-  EndStage("partitions");
   const Fabric& f = discovered_->fabric;
   if (ha_.took_over() && !options_.lids.reassign) {
     // Taking over from another master: the LIDs the ports hold now are the subnet's, so
@@ -141,12 +172,11 @@ void SubnetManager::ConfigureLids() {
     if (stopped_) return;
     // The model holds the LIDs the ports accepted; ports whose Set failed keep theirs.
     MutableDiscovered().fabric.IndexLids();
-    Route();
+    NextStage();
   });
 }
 
 void SubnetManager::Route() {
-  EndStage("lids and ports");
   auto snapshot = std::make_shared<const Fabric>(discovered_->fabric);
   std::string chain = options_.routing_engine.empty() ? std::string(routing::kDefaultChain)
                                                       : options_.routing_engine;
@@ -279,7 +309,6 @@ void SubnetManager::Route() {
 
 void SubnetManager::OnRouted(Routed routed) {
   if (state() != mad::SmState::kMaster) return;  // stepped down while routing: no writes
-  EndStage("routing");
   // Switches reported link changes while this heavy sweep routed: its tables are for a
   // fabric that is gone. Pushing them first would delay the repair by the whole push (and
   // write blocks the repair rewrites); the repair sweep starts now instead, on this sweep's
@@ -308,7 +337,7 @@ void SubnetManager::OnRouted(Routed routed) {
     ++counters_.routing_failures;
     Issue("SM-ROUTE-001", "routing failed: " + result.status().ToString() +
                               (tables_ ? "; keeping the last good tables" : ""));
-    ActivateLinks(0);
+    JumpTo(Stage::kLinks);
     return;
   }
   for (const auto& [name, why] : result->declined) {
@@ -360,7 +389,7 @@ void SubnetManager::OnRouted(Routed routed) {
     // Tables with a credit loop the operator did not accept are never programmed, not even
     // on the first sweep: a fabric that can deadlock is worse than one not yet routed.
     if (tables_ || loops_refused) {
-      ActivateLinks(0);
+      JumpTo(Stage::kLinks);
       return;
     }
   }
@@ -409,7 +438,7 @@ void SubnetManager::OnRouted(Routed routed) {
       spare_of_ = src;
     });
   }
-  ProgramSwitches();
+  NextStage();
 }
 
 // SwitchInfo first (LinearFDBTop, and clearing PortStateChange), then LFT blocks; blocks are
@@ -475,13 +504,12 @@ void SubnetManager::ProgramSwitches() {
     }
   }
   pipeline_.WhenIdle([this] {
-    if (!stopped_) PushLfts();
+    if (!stopped_) NextStage();
   });
 }
 
 void SubnetManager::PushLfts() {
   if (state() != mad::SmState::kMaster) return;
-  EndStage("switch info");
   const Fabric& f = discovered_->fabric;
   uint16_t top = lid_map_->max_lid();
   struct Cursor {
@@ -590,22 +618,24 @@ void SubnetManager::PushLfts() {
   });
   pipeline_.WhenIdle([this] {
     if (stopped_) return;
-    EndStage("lft blocks");
     if (current_.lft_blocks_urgent > 0)
       Log(LogName::kSm).info("sweep {}: {} LFT blocks that sent LIDs to ports without a cable "
                              "written first",
                              current_.number, current_.lft_blocks_urgent);
-    // Adaptive routing after the plain LFT (an LFT Set turns AR off), before multicast.
-    ar_.Run(discovered_->fabric, discovered_->nodes,
-            std::make_shared<const routing::LidMap>(*lid_map_), tables_, options_.ar, [this] {
-              if (stopped_) return;
-              EndStage("adaptive routing");
-              PushMfts([this] {
-                EndStage("multicast");
-                ActivateLinks(0);
-              });
-            });
+    NextStage();
   });
+}
+
+// Adaptive routing after the plain LFT (an LFT Set turns AR off), before multicast.
+void SubnetManager::RunAr() {
+  ar_.Run(discovered_->fabric, discovered_->nodes,
+          std::make_shared<const routing::LidMap>(*lid_map_), tables_, options_.ar, [this] {
+            if (!stopped_) NextStage();
+          });
+}
+
+void SubnetManager::PushMulticast() {
+  PushMfts([this] { NextStage(); });
 }
 
 // Multicast (OpenSM: after unicast, before the link manager): members whose port
@@ -729,16 +759,18 @@ void SubnetManager::ActivateLinks(int pass) {
     if (pass == 0) {
       ActivateLinks(1);
     } else if (options_.sharp_enable && discovered_ && state() == mad::SmState::kMaster) {
-      // SHARP needs ACTIVE links (class 0x0B MADs are GMPs); it never delays SUBNET UP's
-      // verdict: its problems are its own log lines.
-      EndStage("links");
-      finish_stage_ = "sharp";
-      sharp_->Run(discovered_, [this] {
-        if (!stopped_) FinishHeavySweep();
-      });
+      NextStage();
     } else {
-      FinishHeavySweep();
+      JumpTo(Stage::kFinish);
     }
+  });
+}
+
+// SHARP needs ACTIVE links (class 0x0B MADs are GMPs); it never delays SUBNET UP's verdict:
+// its problems are its own log lines.
+void SubnetManager::RunSharp() {
+  sharp_->Run(discovered_, [this] {
+    if (!stopped_) NextStage();
   });
 }
 
