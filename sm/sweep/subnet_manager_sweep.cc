@@ -45,7 +45,8 @@ void SubnetManager::JumpTo(Stage next) {
   } else {
     EndStage(ending);
   }
-  (this->*kStages[static_cast<size_t>(next)].run)();
+  const auto run = kStages[static_cast<size_t>(next)].run;
+  (this->*run)();
 }
 namespace {
 
