@@ -250,9 +250,10 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       hubs.push_back(Hub{c, std::move(cover), {}});
     }
   }
-  std::vector<uint32_t> hub_order(S);
-  for (uint32_t s = 0; s < S; ++s) hub_order[s] = s;
+  std::vector<uint32_t> hub_order;  // every switch, highest first (for the hubs' ways)
   if (!hubs.empty()) {
+    hub_order.resize(S);
+    for (uint32_t s = 0; s < S; ++s) hub_order[s] = s;
     std::sort(hub_order.begin(), hub_order.end(),
               [&](uint32_t a, uint32_t b) { return higher(g.node[a], g.node[b]); });
   }

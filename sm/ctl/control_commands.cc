@@ -25,6 +25,14 @@ using nlohmann::json;
 
 namespace {
 
+// A counter table's values by control-answer key: {"key": value, ...}.
+template <typename Row, size_t N, typename Counters>
+json RowsJson(const Row (&rows)[N], const Counters& c) {
+  json j = json::object();
+  for (const Row& row : rows) j[std::string(row.key)] = c.*row.member;
+  return j;
+}
+
 // The counters of one section of the control answer, named as kSmCounterRows names them.
 json CountersJson(const SmCounters& c, CounterSection section) {
   json out = json::object();
@@ -371,20 +379,11 @@ Result<json> ControlCommands::Status(const json&) const {
   // The MAD transport, shared by the sweep, SA, PerfMgr and vendor stages (README "MAD
   // transport: backpressure").
   const mad::TransportCounters& t = sm.transport_counters();
-  json transport = json::object();
-  for (const mad::TransportCounterRow& row : mad::kTransportCounterRows)
-    transport[std::string(row.key)] = t.*row.member;
-  j["transport"] = std::move(transport);
-  // The sweep pipeline's SMPs (sm/model/smp_pipeline.h kPipelineCounterRows).
-  const PipelineCounters& pc = sm.smp_counters();
-  json smps = json::object();
-  for (const PipelineCounterRow& row : kPipelineCounterRows) smps[std::string(row.key)] = pc.*row.member;
-  j["smp_pipeline"] = std::move(smps);
-  // The SA's counters (sm/sa/sa_server.h kSaCounterRows).
-  const SaCounters& sc = sm.sa().counters();
-  json sa = json::object();
-  for (const SaCounterRow& row : kSaCounterRows) sa[std::string(row.key)] = sc.*row.member;
-  j["sa"] = std::move(sa);
+  j["transport"] = RowsJson(mad::kTransportCounterRows, t);
+  // The sweep pipeline's SMPs and the SA's counters, from their tables
+  // (sm/model/smp_pipeline.h, sm/sa/sa_server.h).
+  j["smp_pipeline"] = RowsJson(kPipelineCounterRows, sm.smp_counters());
+  j["sa"] = RowsJson(kSaCounterRows, sm.sa().counters());
   return j;
 }
 

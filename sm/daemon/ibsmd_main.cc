@@ -748,10 +748,10 @@ int Main(int argc, char** argv) {
           ha::EventRow e;
           e.time_us = last_reload.time_us;
           e.kind = std::string(ha::kEventConfigReload);
-          e.severity = last_reload.outcome == "applied" ? ha::EventSeverity::kInfo
-                       : restart.empty() || !partitions_refused.empty() || !qos_refused.empty()
-                           ? ha::EventSeverity::kError
-                           : ha::EventSeverity::kWarning;  // only options left for a restart
+          const bool failed = !next.ok() || !partitions_refused.empty() || !qos_refused.empty();
+          e.severity = failed              ? ha::EventSeverity::kError
+                       : !restart.empty() ? ha::EventSeverity::kWarning  // left for a restart
+                                          : ha::EventSeverity::kInfo;
           e.message = last_reload.outcome == "refused"
                           ? "SIGHUP reload refused, the running configuration stays: " +
                                 last_reload.why

@@ -286,7 +286,6 @@ void SubnetManager::StartSweepStats(bool repair) {
   current_.started = clock_.Now();
   stage_mark_ = current_.started;
   stage_ = Stage::kDiscovery;
-  finish_stage_ = "links";
   repair_touched_.clear();
   if (!repair) repair_follows_cut_short_ = false;
   smps_at_start_ = pipeline_.counters().gets + pipeline_.counters().sets;

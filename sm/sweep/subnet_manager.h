@@ -49,7 +49,6 @@
 #include "sm/sweep/trap_handler.h"
 #include "sm/sweep/sm_counters.h"
 #include "sm/model/smp_pipeline.h"
-#include "sm/sweep/trap_tracker.h"
 
 namespace ibsm::ha {
 class StateStore;
@@ -215,9 +214,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
     size_t nodes = 0;
   };
   std::optional<SweepProgress> sweep_in_progress() const;
-  // Takes the settings that may change while running (SIGHUP): routing engine and its
-  // inputs, sweep interval, sweep_on_trap, subnet timeout, dumps, client reregistration.
-  // LMC, keys, the port and the SMP window keep their start-up values until restart.
+  // Takes the settings that may change while running (SIGHUP): those whose option row says
+  // Reloads (conf/sm_config.cc); every other one keeps its start-up value until restart.
   // Applies from the next sweep.
   void Reconfigure(const SubnetManagerOptions& o);
 
@@ -473,7 +471,9 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   bool finish_waits_for_qos_ = false;  // the sweep's end waits for the reads
   bool qos_program_owed_ = false;  // qos TRUE: a sweep ended before its reads were in
   std::chrono::steady_clock::time_point stage_mark_;  // when the running stage began
-  std::string_view finish_stage_ = "links";  // what ran before FinishHeavySweep was entered
+  // The part of the sweep that ran before FinishHeavySweep was entered (JumpTo sets it; so
+  // does the finish, before it waits for the optional reads or the QoS Sets).
+  std::string_view finish_stage_;
   // A repair sweep's nodes whose ports may need new settings (sm/sweep/subnet_manager_repair.cc);
   // empty when every stage must look at the whole fabric.
   std::unordered_set<Guid> repair_touched_;

@@ -20,7 +20,7 @@ namespace ibsm::sm {
 // answered, calls NextStage (or JumpTo a later row); the name is the stage's in the log line
 // "sweep N stages". The finish (FinishHeavySweep) names its own parts: the optional reads it
 // may wait for, the QoS Sets, publishing.
-const SubnetManager::StageRow SubnetManager::kStages[] = {
+constexpr SubnetManager::StageRow SubnetManager::kStages[] = {
     {Stage::kDiscovery, "discovery", nullptr},  // a repair's re-reads in its place
     {Stage::kElection, "election", &SubnetManager::Elect},
     {Stage::kPartitions, "partitions", &SubnetManager::ProgramPKeys},
@@ -36,6 +36,11 @@ const SubnetManager::StageRow SubnetManager::kStages[] = {
 };
 void SubnetManager::JumpTo(Stage next) {
   static_assert(std::size(kStages) == static_cast<size_t>(Stage::kFinish) + 1);
+  static_assert([] {  // row i runs Stage i
+    for (size_t i = 0; i < std::size(kStages); ++i)
+      if (static_cast<size_t>(kStages[i].stage) != i) return false;
+    return true;
+  }());
   const StageRow& now = kStages[static_cast<size_t>(stage_)];
   const std::string_view ending =
       stage_ == Stage::kDiscovery && current_.repair ? std::string_view("re-reads") : now.name;
@@ -882,14 +887,15 @@ void SubnetManager::FinishHeavySweep() {
   // After the fabric is programmed: files never delay the fabric. The SA answers from this
   // sweep and the dump files hold it by the time SUBNET UP is logged (as OpenSM writes its
   // dumps before it), so a script that waits for the line reads this sweep's files.
-  if (discovered_ && sm_port_ != kNoPort) {
+  const bool recorded = discovered_ && sm_port_ != kNoPort;
+  const SweepRecord record = recorded ? RecordOfSweep() : SweepRecord{};
+  if (recorded) {
     PublishSaSnapshot();
     ReportPortChanges(ports_before);
-    writer_.WriteDumps(RecordOfSweep(), mcast_.groups());
+    writer_.WriteDumps(record, mcast_.groups());
   }
   if (current_.subnet_up) Log(LogName::kSm).info("SUBNET UP");
-  if (discovered_ && sm_port_ != kNoPort) {
-    const SweepRecord record = RecordOfSweep();
+  if (recorded) {
     writer_.RecordSweep(record, guid2lid_, [this] { FlushState(); });
     if (current_.subnet_up) writer_.SaveLftDigests(record);
   }
