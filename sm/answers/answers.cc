@@ -91,7 +91,7 @@ json EventJson(const ha::EventRow& e) {
   return j;
 }
 
-Result<json> HealthHistory(ha::StateStore& store, int64_t since_us, size_t limit) {
+Result<json> HealthHistory(ha::HistoryRows& store, int64_t since_us, size_t limit) {
   IBSM_ASSIGN_OR_RETURN(std::vector<ha::EventRow> rows,
                         store.RecentEvents(limit, since_us, ha::kEventHealth));
   json history = json::array();

@@ -14,7 +14,7 @@
 
 #include "base/status.h"
 #include "fabric/fabric.h"
-#include "ha/state_store.h"
+#include "ha/state_rows.h"
 
 namespace ibsm::sm {
 
@@ -47,7 +47,7 @@ nlohmann::json EventJson(const ha::EventRow& e);
 
 // `health history`: {"history": [event...]}: the PerfMgr's health findings from the event
 // log (kind ha::kEventHealth), newest first, at most `limit`, none older than `since_us`.
-Result<nlohmann::json> HealthHistory(ha::StateStore& store, int64_t since_us, size_t limit);
+Result<nlohmann::json> HealthHistory(ha::HistoryRows& store, int64_t since_us, size_t limit);
 
 // The state-file key under which the SM keeps the other SMs that stopped answering SMInfo:
 // {"0xGUID": {"since_us", "misses", "last_answer_us", "why"}}.

@@ -10,7 +10,7 @@
 #include "base/log.h"
 #include "base/text.h"
 #include "ha/sm_state_machine.h"
-#include "ha/state_store.h"
+#include "ha/state_rows.h"
 #include "routing/quality.h"
 #include "routing/verify.h"
 #include "sm/answers/health.h"

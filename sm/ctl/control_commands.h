@@ -37,7 +37,7 @@
 #include "sm/net/control_server.h"
 
 namespace ibsm::ha {
-class StateStore;
+class StateFile;
 }
 
 namespace ibsm::sm {
@@ -56,7 +56,7 @@ struct ReloadStatus {
 
 struct ControlContext {
   SubnetManager* sm = nullptr;    // REQUIRED; outlives the commands
-  ha::StateStore* store = nullptr;  // may be null (no state file)
+  ha::StateFile* store = nullptr;  // may be null (no state file)
   const PerfManager* perf = nullptr;  // may be null (perfmgr FALSE)
   std::string config_file;
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();

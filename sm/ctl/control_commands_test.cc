@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "fabric/generators.h"
-#include "ha/state_store.h"
+#include "ha/memory_state_store.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/perf/perf_manager.h"
@@ -37,9 +37,7 @@ class ControlCommandsTest : public ::testing::Test {
     char tmpl[] = "/tmp/ibsm-ctlcmd-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    auto store = ha::StateStore::Open(dir_ + "/state.db", clock_);
-    ASSERT_TRUE(store.ok());
-    store_ = std::move(*store);
+    store_ = std::make_unique<ha::MemoryStateStore>(clock_);  // the state file's twin
     SubnetManagerOptions o;
     o.send.timeout = std::chrono::milliseconds(20);
     o.send.retries = 4;
@@ -101,7 +99,7 @@ class ControlCommandsTest : public ::testing::Test {
   std::unique_ptr<Fabric> fabric_;
   std::unique_ptr<sim::Simulator> sim_;
   std::unique_ptr<sim::SimTransport> transport_;
-  std::unique_ptr<ha::StateStore> store_;
+  std::unique_ptr<ha::MemoryStateStore> store_;
   std::unique_ptr<SubnetManager> sm_;
   std::unique_ptr<ControlServer> server_;
   std::unique_ptr<ControlCommands> commands_;

@@ -600,7 +600,7 @@ int Main(int argc, char** argv) {
   // The PerfMgr polls only while this SM is master, from its last heavy sweep.
   std::unique_ptr<PerfManager> perf;
   if (config.perfmgr && !extras.once) {
-    perf = std::make_unique<PerfManager>(io, *transport, clock, store.get(), MakePerfOptions(config),
+    perf = std::make_unique<PerfManager>(io, *transport, clock, store.get(), store.get(), MakePerfOptions(config),
                                          [&sm]() -> const DiscoveryResult* {
                                            return sm.state() == mad::SmState::kMaster
                                                       ? sm.discovered()

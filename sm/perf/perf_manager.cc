@@ -139,12 +139,13 @@ PerfDelta ComputeDelta(const PerfCounters& before, const PerfCounters& now,
 }
 
 PerfManager::PerfManager(boost::asio::io_context& io, mad::Transport& transport,
-                         const Clock& clock, ha::StateStore* store, PerfManagerOptions options,
-                         FabricSource fabric)
+                         const Clock& clock, ha::PerfRows* history, ha::HistoryRows* events,
+                         PerfManagerOptions options, FabricSource fabric)
     : io_(io),
       transport_(transport),
       clock_(clock),
-      store_(store),
+      store_(history),
+      events_(events),
       options_(std::move(options)),
       fabric_(std::move(fabric)),
       timer_(io) {
@@ -598,9 +599,10 @@ void PerfManager::FinishSweep() {
       events.push_back(std::move(e));
     }
   }
-  if (store_) {
-    Status st = rows.empty() ? Status() : store_->RecordPerfHistory(rows, options_.history_sweeps);
-    if (st.ok() && !events.empty()) st = store_->RecordEvents(events);
+  if (store_ || events_) {
+    Status st = rows.empty() || !store_ ? Status()
+                                        : store_->RecordPerfHistory(rows, options_.history_sweeps);
+    if (st.ok() && !events.empty() && events_) st = events_->RecordEvents(events);
     if (!st.ok()) {
       ++counters_.history_errors;
       Log(LogName::kSm).warn("SM-PERF-014 PerfMgr sweep {} not stored: {}", sweep_number_,

@@ -32,7 +32,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "base/clock.h"
-#include "ha/state_store.h"
+#include "ha/state_rows.h"
 #include "mad/attr/port_counters.h"
 #include "mad/attr/port_counters_extended.h"
 #include "mad/transport.h"
@@ -127,9 +127,12 @@ class PerfManager {
   // The fabric to poll: the last heavy sweep's discovery, or null (not master, no sweep yet).
   using FabricSource = std::function<const DiscoveryResult*()>;
 
-  // REQUIRES: io, transport, clock and (if not null) store outlive this.
+  // `history` keeps the counter deltas, `events` the health findings; either may be null
+  // (no state file), and usually both are the one state file.
+  // REQUIRES: io, transport, clock and (if not null) history and events outlive this.
   PerfManager(boost::asio::io_context& io, mad::Transport& transport, const Clock& clock,
-              ha::StateStore* store, PerfManagerOptions options, FabricSource fabric);
+              ha::PerfRows* history, ha::HistoryRows* events, PerfManagerOptions options,
+              FabricSource fabric);
   ~PerfManager();
   PerfManager(const PerfManager&) = delete;
   PerfManager& operator=(const PerfManager&) = delete;
@@ -195,7 +198,8 @@ class PerfManager {
   boost::asio::io_context& io_;
   mad::Transport& transport_;
   const Clock& clock_;
-  ha::StateStore* store_;
+  ha::PerfRows* store_;
+  ha::HistoryRows* events_;
   PerfManagerOptions options_;
   FabricSource fabric_;
   boost::asio::steady_timer timer_;

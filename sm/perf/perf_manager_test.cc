@@ -8,7 +8,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "fabric/generators.h"
-#include "ha/state_store.h"
+#include "ha/memory_state_store.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/record/control_answers.h"
@@ -118,10 +118,8 @@ class PerfManagerSimTest : public ::testing::Test {
     transport_ = std::make_unique<CountingTransport>(*raw_);
     char tmpl[] = "/tmp/ibsm_perf_test_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    auto store = ha::StateStore::Open(dir_ + "/state.db", clock_);
-    ASSERT_TRUE(store.ok());
-    store_ = std::move(*store);
+    dir_ = tmpl;  // for log captures
+    store_ = std::make_unique<ha::MemoryStateStore>(clock_);  // the state file's twin
 
     SubnetManagerOptions o = SmOptions();
     sm_ = std::make_unique<SubnetManager>(io_, *transport_, clock_, store_.get(), o);
@@ -150,7 +148,7 @@ class PerfManagerSimTest : public ::testing::Test {
     return o;
   }
   void MakePerf(PerfManagerOptions o = Options()) {
-    perf_ = std::make_unique<PerfManager>(io_, *transport_, clock_, store_.get(), o,
+    perf_ = std::make_unique<PerfManager>(io_, *transport_, clock_, store_.get(), store_.get(), o,
                                           [this] { return sm_->discovered(); });
   }
   static PerfManagerOptions Options() {
@@ -205,7 +203,7 @@ class PerfManagerSimTest : public ::testing::Test {
   std::unique_ptr<sim::SimTransport> raw_;
   std::unique_ptr<CountingTransport> transport_;
   std::string dir_;
-  std::unique_ptr<ha::StateStore> store_;
+  std::unique_ptr<ha::MemoryStateStore> store_;
   std::unique_ptr<SubnetManager> sm_;
   std::unique_ptr<PerfManager> perf_;
   bool up_ = false;

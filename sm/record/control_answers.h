@@ -17,7 +17,7 @@
 
 #include "base/status.h"
 #include "fabric/fabric.h"
-#include "ha/state_store.h"
+#include "ha/state_rows.h"
 #include "sm/answers/answers.h"
 
 namespace ibsm::sm {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "ha/state_store.h"
+#include "ha/state_rows.h"
 #include "sm/model/multicast.h"
 
 namespace ibsm::sm {

@@ -17,7 +17,7 @@
 
 namespace ibsm::sm {
 
-StateWriter::StateWriter(ha::StateStore* store, const Clock& clock, StateWriterOptions options,
+StateWriter::StateWriter(ha::StateFile* store, const Clock& clock, StateWriterOptions options,
                          StateWriterCounters counters)
     : store_(store), clock_(clock), options_(std::move(options)), counters_(counters) {}
 
@@ -230,7 +230,7 @@ void StateWriter::SaveSnapshot(std::string_view name, const SnapshotProducer& pr
   if (it == snapshot_hashes_.end()) {
     // The first write: one pass (the io thread answers nothing meanwhile), digesting on the
     // way all but the piece a digest pass leaves out.
-    Status s = store_->SaveSnapshotStreamed(name, [&](const ha::StateStore::SnapshotSink& sink) {
+    Status s = store_->SaveSnapshotStreamed(name, [&](const ha::SnapshotRows::SnapshotSink& sink) {
       produce(
           [&](std::string_view piece) {
             if (!piece.starts_with(kLinksSweepPiece)) into_digest(piece);
@@ -246,7 +246,7 @@ void StateWriter::SaveSnapshot(std::string_view name, const SnapshotProducer& pr
   if (it->second == digest) return;
   // A failed write keeps the old digest, so the next sweep tries again.
   Status s = store_->SaveSnapshotStreamed(
-      name, [&](const ha::StateStore::SnapshotSink& sink) { produce(sink, false); });
+      name, [&](const ha::SnapshotRows::SnapshotSink& sink) { produce(sink, false); });
   if (NoteStateWrite("SM-STATE-013", s, fmt::format("{} snapshot", name)))
     snapshot_hashes_.insert_or_assign(std::string(name), digest);
 }

@@ -20,7 +20,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
-#include "ha/state_store.h"
+#include "ha/state_rows.h"
 #include "mad/mad.h"
 #include "routing/routing_engine.h"
 #include "sm/model/discovery.h"
@@ -68,7 +68,7 @@ class StateWriter {
  public:
   // REQUIRES: `store` (may be null: only dump files are written), `clock`, the counters'
   // targets and `perf` (when set) outlive this.
-  StateWriter(ha::StateStore* store, const Clock& clock, StateWriterOptions options,
+  StateWriter(ha::StateFile* store, const Clock& clock, StateWriterOptions options,
               StateWriterCounters counters);
 
   void set_options(StateWriterOptions o) { options_ = std::move(o); }
@@ -105,7 +105,7 @@ class StateWriter {
       std::function<void(const std::function<void(std::string_view)>& sink, bool for_digest)>;
   void SaveSnapshot(std::string_view name, const SnapshotProducer& produce);
 
-  ha::StateStore* store_;
+  ha::StateFile* store_;
   const Clock& clock_;
   StateWriterOptions options_;
   StateWriterCounters counters_;

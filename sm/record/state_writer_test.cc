@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "fabric/generators.h"
+#include "ha/memory_state_store.h"
 #include "ha/state_store.h"
 
 namespace ibsm::sm {
@@ -113,6 +114,49 @@ TEST_F(StateWriterTest, AFailedWriteIsCountedByItsIdAndASuccessfulOneEndsTheSpel
   EXPECT_TRUE(w.NoteStateWrite("SM-STATE-002", Status::Ok(), "guid2lid"));
   EXPECT_EQ(state_failures_, 2u);
   EXPECT_EQ(issues_["SM-STATE-002"], 2u);
+}
+
+// A state directory that takes no writes for a while (a full disk, a read-only mount), on
+// the in-memory twin: each sweep's writes fail and are counted, nothing half-written is
+// left, and the first sweep after the outage writes the sweep's rows and the SM state.
+TEST(StateWriterOutageTest, ASweepDuringAnOutageIsCountedAndTheFirstAfterItWritesEverything) {
+  ManualClock clock;
+  clock.Advance(std::chrono::seconds(1'700'000'000));
+  ha::MemoryStateStore store(clock);
+  uint64_t state_failures = 0, dump_failures = 0;
+  std::map<std::string, uint64_t> issues;
+  StateWriter w(&store, clock, {}, {&state_failures, &dump_failures, &issues});
+  auto f = FatTree2(4);
+  ASSERT_TRUE(f.ok());
+  auto d = std::make_shared<DiscoveryResult>();
+  d->fabric = std::move(*f);
+  SweepRecord r;
+  r.discovered = d;
+  r.sm_lid = Lid{1};
+  r.sm_state = mad::SmState::kMaster;
+  r.nodes = d->fabric.node_count();
+  r.engine = "ftree";
+  r.subnet_up = true;
+  const std::unordered_map<Guid, PersistedLid> lids = {{Guid{0x10}, {5, 5}}};
+
+  store.RefuseWrites("no space left on device");
+  w.RecordSweep(r, lids, [] {});
+  EXPECT_GT(state_failures, 0u);
+  EXPECT_TRUE(store.LoadGuid2Lid()->empty());
+  EXPECT_TRUE(store.RecentSweeps(10)->empty());
+  EXPECT_FALSE(store.LoadSnapshot(ha::kSnapshotNodes)->has_value());
+  const uint64_t failed = state_failures;
+  w.RecordSweep(r, lids, [] {});  // still refused: counted again, not lost
+  EXPECT_GT(state_failures, failed);
+
+  store.AcceptWrites();
+  w.RecordSweep(r, lids, [] {});
+  EXPECT_FALSE(store.degraded());
+  ASSERT_EQ(store.LoadGuid2Lid()->size(), 1u);
+  ASSERT_EQ(store.RecentSweeps(10)->size(), 1u);
+  EXPECT_EQ(store.RecentSweeps(10)->front().engine, "ftree");
+  EXPECT_EQ(store.GetValue("sm_state")->value_or(""), ha::SmStateName(mad::SmState::kMaster));
+  EXPECT_TRUE(store.LoadSnapshot(ha::kSnapshotNodes)->has_value());
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ struct InformManager::Report {
 };
 
 InformManager::InformManager(mad::Transport& transport, InformOptions options,
-                             ha::StateStore* store)
+                             ha::SaRows* store)
     : transport_(transport), options_(options), store_(store) {}
 
 InformManager::~InformManager() = default;

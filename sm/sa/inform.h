@@ -33,7 +33,7 @@
 #include "base/status.h"
 #include "base/types.h"
 #include "fabric/fabric.h"
-#include "ha/state_store.h"
+#include "ha/state_rows.h"
 #include "mad/attr/inform_info.h"
 #include "mad/attr/notice.h"
 #include "mad/transport.h"
@@ -88,7 +88,7 @@ class InformManager {
  public:
   // REQUIRES: `transport` and `store` (may be null: subscriptions then live in memory only)
   // outlive the manager.
-  InformManager(mad::Transport& transport, InformOptions options, ha::StateStore* store);
+  InformManager(mad::Transport& transport, InformOptions options, ha::SaRows* store);
   ~InformManager();
   InformManager(const InformManager&) = delete;
   InformManager& operator=(const InformManager&) = delete;
@@ -133,7 +133,7 @@ class InformManager {
 
   mad::Transport& transport_;
   InformOptions options_;
-  ha::StateStore* store_;
+  ha::SaRows* store_;
   std::vector<Subscription> subs_;
   InformCounters counters_;
   size_t in_flight_ = 0;

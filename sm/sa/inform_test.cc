@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "fabric/generators.h"
+#include "ha/state_store.h"
 #include "mad/attr/sa_records.h"
 #include "mad/testing/fake_transport.h"
 #include "sm/sa/sa_server.h"

@@ -255,7 +255,7 @@ std::optional<mad::MadMessage> PackRecords(mad::MadMessage out, bool get,
 }
 
 SaServer::SaServer(mad::Transport& transport, SaServerOptions options, const Clock& clock,
-                   ha::StateStore* store)
+                   ha::SaRows* store)
     : transport_(transport),
       options_(options),
       clock_(clock),

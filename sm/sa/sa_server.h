@@ -44,7 +44,7 @@
 #include "base/clock.h"
 #include "conf/qos_policy.h"
 #include "fabric/fabric.h"
-#include "ha/state_store.h"
+#include "ha/state_rows.h"
 #include "mad/attr/sa_records.h"
 #include "mad/attr/sm_info.h"
 #include "mad/transport.h"
@@ -241,7 +241,7 @@ class SaServer {
   // REQUIRES: `transport`, `clock` and `store` (may be null: ServiceRecords then live in
   // memory only) outlive the server. `clock`'s UnixMicros times ServiceRecord leases.
   SaServer(mad::Transport& transport, SaServerOptions options, const Clock& clock,
-           ha::StateStore* store = nullptr);
+           ha::SaRows* store = nullptr);
 
   // Reads the ServiceRecords the state file holds, replacing those in memory; those whose
   // lease ran out while the SM was down are dropped (and removed from the file).
@@ -325,7 +325,7 @@ class SaServer {
   mad::Transport& transport_;
   SaServerOptions options_;
   const Clock& clock_;
-  ha::StateStore* store_;
+  ha::SaRows* store_;
   // Registration order, indexed by key, by lease end and by owner, so no request walks the
   // whole table to find, expire or count what it touches.
   ServiceList services_;

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "fabric/generators.h"
+#include "ha/state_store.h"
 #include "mad/attr/class_port_info.h"
 #include "mad/testing/fake_transport.h"
 #include "sim/sim_transport.h"

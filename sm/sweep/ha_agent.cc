@@ -21,12 +21,13 @@ bool PeerBeats(const mad::SmInfo& a, const mad::SmInfo& b) {
 }  // namespace
 
 HaAgent::HaAgent(boost::asio::io_context& io, mad::Transport& transport, SmpPipeline& pipeline,
-                 const Clock& clock, ha::StateStore* store, const SubnetManagerOptions& options,
-                 SmCounters& counters, Host& host)
+                 const Clock& clock, ha::SmStateRows* store, ha::HistoryRows* events,
+                 const SubnetManagerOptions& options, SmCounters& counters, Host& host)
     : transport_(transport),
       pipeline_(pipeline),
       clock_(clock),
       store_(store),
+      events_(events),
       options_(options),
       counters_(counters),
       host_(host),
@@ -164,7 +165,7 @@ void HaAgent::RecordStateChange(mad::SmState before, const std::string& why) {
   e.kind = std::string(ha::kEventStateChange);
   e.node_guid = port_guid_;
   e.message = fmt::format("{} -> {}: {}", ha::SmStateName(before), ha::SmStateName(state()), why);
-  if (s.ok()) s = store_->RecordEvent(e);
+  if (s.ok() && events_) s = events_->RecordEvent(e);
   host_.HaNoteStateWrite("SM-STATE-010", s, "SM state");
 }
 

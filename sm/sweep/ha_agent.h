@@ -31,7 +31,8 @@
 #include "sm/sweep/sm_counters.h"
 
 namespace ibsm::ha {
-class StateStore;
+class SmStateRows;
+class HistoryRows;
 }
 
 namespace ibsm::sm {
@@ -95,10 +96,11 @@ class HaAgent {
   };
 
   // REQUIRES: every argument outlives this; `options` is the host's (read at each use, so
-  // a reconfiguration applies); `store` may be null.
+  // a reconfiguration applies); `store` (the SM state and peers) and `events` may be null
+  // (no state file).
   HaAgent(boost::asio::io_context& io, mad::Transport& transport, SmpPipeline& pipeline,
-          const Clock& clock, ha::StateStore* store, const SubnetManagerOptions& options,
-          SmCounters& counters, Host& host);
+          const Clock& clock, ha::SmStateRows* store, ha::HistoryRows* events,
+          const SubnetManagerOptions& options, SmCounters& counters, Host& host);
 
   mad::SmState state() const { return fsm_.state(); }
   uint32_t act_count() const { return act_count_; }
@@ -147,7 +149,8 @@ class HaAgent {
   mad::Transport& transport_;
   SmpPipeline& pipeline_;
   const Clock& clock_;
-  ha::StateStore* store_;
+  ha::SmStateRows* store_;
+  ha::HistoryRows* events_;
   const SubnetManagerOptions& options_;
   SmCounters& counters_;
   Host& host_;

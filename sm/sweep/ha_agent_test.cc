@@ -12,6 +12,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "fabric/generators.h"
+#include "ha/memory_state_store.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/sweep/subnet_manager.h"
@@ -62,7 +63,8 @@ struct HaSm {
       : options(HaOptions(priority)),
         transport(io, sim, at),
         pipeline(transport, 16, options.send, 0),
-        agent(io, transport, pipeline, clock, nullptr, options, counters, host) {
+        store(clock),
+        agent(io, transport, pipeline, clock, &store, &store, options, counters, host) {
     agent.set_port_guid(f.port(at).guid);
     // What the engine's unsolicited handler does for SMInfo.
     transport.SetUnsolicitedHandler([this](mad::MadMessage m) {
@@ -86,6 +88,7 @@ struct HaSm {
   RecordingHaHost host;
   sim::SimTransport transport;
   SmpPipeline pipeline;
+  ha::MemoryStateStore store;  // the state file's twin: the SM state, events, peers
   HaAgent agent;
   std::unique_ptr<Discovery> discovery;
 };
@@ -124,6 +127,12 @@ TEST(HaAgentTest, AloneItBecomesMasterAfterDiscoveryAndTellsTheHostToWrite) {
   EXPECT_EQ(a.host.standbys, 0);
   EXPECT_TRUE(a.host.other_sms.empty());
   EXPECT_FALSE(a.agent.took_over());
+  // Each change is in the state file: the state, and one event per change, newest first.
+  EXPECT_EQ(a.store.GetValue("sm_state")->value_or(""), "MASTER");
+  auto events = a.store.RecentEvents(10, 0, ha::kEventStateChange);
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].message.rfind("DISCOVERING -> MASTER", 0), 0u) << (*events)[0].message;
+  EXPECT_EQ((*events)[0].node_guid, f->port(CaPorts(*f)[0]).guid);
 }
 
 TEST(HaAgentTest, ASecondSmStandsByPollsTheMasterAndTakesOverWhenItStopsAnswering) {
@@ -148,6 +157,10 @@ TEST(HaAgentTest, ASecondSmStandsByPollsTheMasterAndTakesOverWhenItStopsAnswerin
   EXPECT_TRUE(b.host.fences.back());
   EXPECT_EQ(b.counters.other_sms_seen, 1u);
   ASSERT_EQ(b.host.other_sms.size(), 1u);
+  auto peers = b.store.Peers();  // the master it found, as ibsmctl ha lists it
+  ASSERT_EQ(peers->size(), 1u);
+  EXPECT_EQ((*peers)[0].guid, master_guid);
+  EXPECT_EQ((*peers)[0].state, static_cast<uint8_t>(mad::SmState::kMaster));
   EXPECT_EQ(b.host.other_sms[0].sm_info.guid, master_guid.value());
   EXPECT_EQ(b.host.other_sms[0].sm_info.sm_state, mad::SmState::kMaster);
 

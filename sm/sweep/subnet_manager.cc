@@ -41,7 +41,7 @@ std::string HaCounterSummary(const SmCounters& c) {
 }
 
 SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transport,
-                             const Clock& clock, ha::StateStore* store,
+                             const Clock& clock, ha::StateFile* store,
                              SubnetManagerOptions options)
     : io_(io),
       transport_(transport),

@@ -51,7 +51,7 @@
 #include "sm/model/smp_pipeline.h"
 
 namespace ibsm::ha {
-class StateStore;
+class StateFile;
 }
 
 namespace ibsm::sm {
@@ -183,7 +183,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
  public:
   // REQUIRES: io, transport, clock outlive this; `store` may be null (no state file).
   SubnetManager(boost::asio::io_context& io, mad::Transport& transport, const Clock& clock,
-                ha::StateStore* store, SubnetManagerOptions options);
+                ha::StateFile* store, SubnetManagerOptions options);
   ~SubnetManager();
 
   // Starts as MASTER: the first heavy sweep now, light sweeps every sweep_interval.
@@ -460,7 +460,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   boost::asio::io_context& io_;
   mad::Transport& transport_;
   const Clock& clock_;
-  ha::StateStore* store_;
+  ha::StateFile* store_;
   SubnetManagerOptions options_;
   SmpPipeline pipeline_;
   // Optional reads (SL2VL, VLArb) on a pipeline of their own, never the sweep's.
@@ -586,7 +586,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   static StateWriterOptions WriterOptions(const SubnetManagerOptions& o) {
     return {o.dump_dir, o.dump_lfts, o.health_degraded_links, o.keep_sweeps, o.keep_events};
   }
-  HaAgent ha_{io_, transport_, pipeline_, clock_, store_, options_, counters_, *this};
+  HaAgent ha_{io_, transport_, pipeline_, clock_, store_, store_, options_, counters_, *this};
   TrapHandler traps_{transport_, pipeline_, clock_, options_, counters_, *this};
 };
 

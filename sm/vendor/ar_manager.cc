@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "base/log.h"
-#include "ha/state_store.h"
+#include "ha/state_rows.h"
 #include "mad/attr/general_info.h"
 #include "routing/ar_engine.h"
 
@@ -50,7 +50,7 @@ struct ArManager::Run_ {
   std::function<void()> done;
 };
 
-ArManager::ArManager(SmpPipeline& pipeline, ha::StateStore* store)
+ArManager::ArManager(SmpPipeline& pipeline, ha::RoutingRows* store)
     : pipeline_(pipeline), store_(store) {}
 
 void ArManager::LoadIds() {

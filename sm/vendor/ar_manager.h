@@ -32,7 +32,7 @@
 #include "sm/model/smp_pipeline.h"
 
 namespace ibsm::ha {
-class StateStore;
+class RoutingRows;
 }
 
 namespace ibsm::sm {
@@ -91,7 +91,7 @@ struct ArCounters {
 class ArManager {
  public:
   // REQUIRES: pipeline outlives this; `store` may be null.
-  ArManager(SmpPipeline& pipeline, ha::StateStore* store);
+  ArManager(SmpPipeline& pipeline, ha::RoutingRows* store);
 
   // Runs the AR stage for the tables just pushed; `done` runs when every SMP of the stage
   // has been answered (at once when AR is off and nothing needs switching off).
@@ -139,7 +139,7 @@ class ArManager {
   void LoadIds();
 
   SmpPipeline& pipeline_;
-  ha::StateStore* store_;
+  ha::RoutingRows* store_;
   std::map<Guid, SwitchState> state_;
   std::map<Guid, uint16_t> group_ids_;
   bool ids_loaded_ = false;
