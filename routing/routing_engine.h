@@ -56,7 +56,6 @@ struct RoutingOptions {
   std::vector<Guid> cn_guids;           // cn_guid_file (ftree)
   std::vector<Guid> io_guids;           // io_guid_file (ftree)
   std::vector<Guid> guid_routing_order; // guid_routing_order_file
-  uint32_t max_reverse_hops = 0;
   bool port_shifting = false;
   uint32_t scatter_ports = 0;           // seed for port scattering; 0 = off
   unsigned threads = 1;                 // worker threads the engine may use

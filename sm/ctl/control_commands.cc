@@ -239,7 +239,7 @@ json TraceRoute(const Fabric& f, const routing::RoutingTables& tables, PortId fr
 
 ControlCommands::ControlCommands(boost::asio::io_context& io, ControlServer& server,
                                  ControlContext context)
-    : io_(io), ctx_(std::move(context)) {
+    : io_(io), server_(server), ctx_(std::move(context)) {
   if (!ctx_.set_log_level) ctx_.set_log_level = [](spdlog::level::level_enum l) { SetLogLevel(l); };
   using A = ControlAccess;
   server.Register("status", A::kRead, "SM state, identity, last sweep, counts, counters",
@@ -384,6 +384,15 @@ Result<json> ControlCommands::Status(const json&) const {
   // (sm/model/smp_pipeline.h, sm/sa/sa_server.h).
   j["smp_pipeline"] = RowsJson(kPipelineCounterRows, sm.smp_counters());
   j["sa"] = RowsJson(kSaCounterRows, sm.sa().counters());
+  // The control socket's own counters (sm/net/control_server.h), and the metrics endpoint's
+  // when it runs.
+  auto server_json = [](const auto& rows, const auto& counters) {
+    json out = json::object();
+    for (const auto& row : rows) out[std::string(row.key)] = row.get(counters);
+    return out;
+  };
+  j["control_server"] = server_json(kControlCounterRows, server_.counters());
+  if (ctx_.metrics_server) j["metrics_server"] = server_json(kMetricsServerCounterRows, *ctx_.metrics_server);
   return j;
 }
 

@@ -35,6 +35,7 @@
 #include "routing/routing_engine.h"
 #include "sm/record/control_answers.h"
 #include "sm/net/control_server.h"
+#include "sm/net/metrics_server.h"
 
 namespace ibsm::ha {
 class StateFile;
@@ -68,6 +69,8 @@ struct ControlContext {
   // OpenSM keys of the running configuration set to values ibsm does not honour (CONF-030,
   // README.md "opensm.conf keys"); may be null; outlives the commands.
   const size_t* config_not_honoured = nullptr;
+  // The metrics endpoint's counters when it runs (status "metrics_server"); may be null.
+  const MetricsServerCounters* metrics_server = nullptr;
 };
 
 // Finds the end of a route: a LID ("17", "0x11"), a port or node GUID with or without 0x
@@ -95,6 +98,9 @@ class ControlCommands {
   ControlCommands(const ControlCommands&) = delete;
   ControlCommands& operator=(const ControlCommands&) = delete;
 
+  // The metrics endpoint, when it starts after the commands (status "metrics_server").
+  void set_metrics_server(const MetricsServerCounters* c) { ctx_.metrics_server = c; }
+
  private:
   Result<nlohmann::json> Status(const nlohmann::json& args) const;
   Result<nlohmann::json> Nodes(const nlohmann::json& args) const;
@@ -107,6 +113,7 @@ class ControlCommands {
   void Check(const nlohmann::json& args, ControlServer::Reply reply);
 
   boost::asio::io_context& io_;
+  const ControlServer& server_;
   ControlContext ctx_;
   std::thread check_worker_;     // one `check` at a time
   bool check_running_ = false;   // io thread only

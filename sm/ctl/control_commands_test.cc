@@ -544,6 +544,41 @@ TEST_F(ControlCommandsTest, EveryCounterIsInTheControlAnswerAndTheMetricsWithOne
     const std::string sample = fmt::format("\n{} {}\n", row.family, sc.*row.member);
     EXPECT_NE(text.find(sample), std::string::npos) << sample << text;
   }
+
+  // The control socket's and the metrics endpoint's own counters, from theirs
+  // (sm/net/control_server.h, sm/net/metrics_server.h). Each request moves the control
+  // socket's, so the answer and the metrics are compared with what the server held then.
+  MetricsServerCounters mc;
+  mc.scrapes = 11;
+  mc.bad_requests = 12;
+  mc.timed_out = 13;
+  mc.refused = 14;
+  mc.accept.failures = 15;
+  mc.accept.shed = 16;
+  commands_->set_metrics_server(&mc);
+  const ControlCounters before = server_->counters();
+  const json again = Result("status");
+  const std::string with_servers = RenderSmMetrics(*sm_, server_.get(), &mc);
+  const json& control = again["control_server"];
+  EXPECT_EQ(control.size(), std::size(kControlCounterRows));
+  for (const ControlCounterRow& row : kControlCounterRows) {
+    SCOPED_TRACE(std::string(row.key));
+    ASSERT_TRUE(control.contains(std::string(row.key))) << control.dump();
+    EXPECT_GE(control[std::string(row.key)].get<uint64_t>(), row.get(before));
+    const std::string sample = fmt::format("\n{}{{outcome=\"{}\"}} {}\n", row.family,
+                                           row.outcome, row.get(server_->counters()));
+    EXPECT_NE(with_servers.find(sample), std::string::npos) << sample << with_servers;
+  }
+  EXPECT_GE(control["requests"].get<uint64_t>(), 3u);  // status, ha, status
+  const json& metrics = again["metrics_server"];
+  EXPECT_EQ(metrics.size(), std::size(kMetricsServerCounterRows));
+  for (const MetricsServerCounterRow& row : kMetricsServerCounterRows) {
+    SCOPED_TRACE(std::string(row.key));
+    EXPECT_EQ(metrics[std::string(row.key)].get<uint64_t>(), row.get(mc));
+    const std::string sample =
+        fmt::format("\n{}{{outcome=\"{}\"}} {}\n", row.family, row.outcome, row.get(mc));
+    EXPECT_NE(with_servers.find(sample), std::string::npos) << sample << with_servers;
+  }
 }
 
 TEST_F(ControlCommandsTest, TheLastSweepsAgeIsReadOnTheClockTheSmTimesItsSweepsWith) {

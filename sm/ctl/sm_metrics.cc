@@ -35,6 +35,14 @@ void CounterRows(MetricsText& m, const Row (&rows)[N], const Counters& c) {
   }
 }
 
+// The help line of each server counter family (the rows name the family, not its help).
+std::string_view FamilyHelp(std::string_view family) {
+  if (family == "ibsm_control_requests_total") return "control socket requests, by outcome";
+  if (family == "ibsm_control_connections_total") return "control socket connections, by outcome";
+  if (family == "ibsm_metrics_requests_total") return "metrics HTTP requests, by outcome";
+  return "metrics connections not served, by outcome";
+}
+
 }  // namespace
 
 std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* control,
@@ -134,33 +142,20 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
     m.Sample(sh.never_covered.size());
   }
 
-  if (control) {
-    const ControlCounters& cc = control->counters();
-    m.Family("ibsm_control_requests_total", "counter", "control socket requests, by outcome");
-    m.Sample(cc.requests, L::Labels({{"outcome", "all"}}));
-    m.Sample(cc.bad_requests, L::Labels({{"outcome", "bad_request"}}));
-    m.Sample(cc.unknown_commands, L::Labels({{"outcome", "unknown_command"}}));
-    m.Sample(cc.denied, L::Labels({{"outcome", "denied"}}));
-    m.Sample(cc.too_large, L::Labels({{"outcome", "too_large"}}));
-    m.Sample(cc.failed, L::Labels({{"outcome", "failed"}}));
-    m.Family("ibsm_control_connections_total", "counter",
-             "control socket connections, by outcome");
-    m.Sample(cc.connections, L::Labels({{"outcome", "served"}}));
-    m.Sample(cc.connections_refused, L::Labels({{"outcome", "busy"}}));
-    m.Sample(cc.accept.failures, L::Labels({{"outcome", "accept_failed"}}));
-    m.Sample(cc.accept.shed, L::Labels({{"outcome", "shed"}}));
-  }
-  if (metrics) {
-    m.Family("ibsm_metrics_requests_total", "counter", "metrics HTTP requests, by outcome");
-    m.Sample(metrics->scrapes, L::Labels({{"outcome", "scrape"}}));
-    m.Sample(metrics->bad_requests, L::Labels({{"outcome", "bad_request"}}));
-    m.Sample(metrics->timed_out, L::Labels({{"outcome", "timed_out"}}));
-    m.Family("ibsm_metrics_connections_total", "counter",
-             "metrics connections not served, by outcome");
-    m.Sample(metrics->refused, L::Labels({{"outcome", "busy"}}));
-    m.Sample(metrics->accept.failures, L::Labels({{"outcome", "accept_failed"}}));
-    m.Sample(metrics->accept.shed, L::Labels({{"outcome", "shed"}}));
-  }
+  // The two servers' own counters, from their tables (sm/net/control_server.h,
+  // sm/net/metrics_server.h): a family's header before its first row.
+  auto server_rows = [&](const auto& rows, const auto& counters) {
+    std::string_view family;
+    for (const auto& row : rows) {
+      if (row.family != family) {
+        family = row.family;
+        m.Family(std::string(family), "counter", std::string(FamilyHelp(family)));
+      }
+      m.Sample(row.get(counters), L::Labels({{"outcome", std::string(row.outcome)}}));
+    }
+  };
+  if (control) server_rows(kControlCounterRows, control->counters());
+  if (metrics) server_rows(kMetricsServerCounterRows, *metrics);
   return m.text();
 }
 

@@ -46,6 +46,7 @@
 #include "sm/ctl/control_commands.h"
 #include "sm/net/control_server.h"
 #include "sm/net/metrics_server.h"
+#include "sm/sweep/config_options.h"
 #include "sm/ctl/sm_metrics.h"
 #include "sm/model/discovery.h"
 #include "sm/perf/perf_manager.h"
@@ -192,10 +193,10 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
                                          const std::shared_ptr<const conf::QosPolicy>*
                                              previous_qos_policy = nullptr,
                                          std::string* qos_policy_refused = nullptr) {
-  SubnetManagerOptions o;
-  IBSM_ASSIGN_OR_RETURN(o.partitions.enforce, ParsePartEnforce(c.part_enforce));
-  if (c.no_partition_enforcement) o.partitions.enforce = PartEnforce::kOff;  // OpenSM
-  o.partitions.allow_both_pkeys = c.allow_both_pkeys;
+  // Every option the sweep reads, from its row (sm/sweep/config_options.h); what follows
+  // loads the files options name.
+  SubnetManagerOptions o = SweepOptionsFrom(c);
+  IBSM_RETURN_IF_ERROR(ParsePartEnforce(c.part_enforce).status());
   auto parts = LoadPartitions(c.partition_config_file, loud);
   if (parts.ok()) {
     o.partitions.config = *parts;
@@ -207,36 +208,6 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   } else {
     return parts.status();
   }
-  o.health_degraded_links = c.health_degraded_links;
-  o.lids.lmc = c.lmc;
-  o.lids.lmc_esp0 = c.lmc_esp0;
-  o.lids.reassign = c.reassign_lids;
-  o.subnet_prefix = c.subnet_prefix;
-  o.m_key = c.m_key;
-  o.m_key_lease_period = c.m_key_lease_period;
-  o.m_key_protection_level = c.m_key_protection_level;
-  o.sm_key = c.sm_key;
-  o.sa_key = c.sa_key;
-  o.sm_priority = c.sm_priority;
-  o.ignore_other_sm = c.ignore_other_sm;
-  o.babbling_port_policy = c.babbling_port_policy;
-  o.sminfo_polling_timeout = std::chrono::milliseconds(c.sminfo_polling_timeout);
-  o.polling_retry_number = c.polling_retry_number;
-  o.subnet_timeout = c.subnet_timeout;
-  o.head_of_queue_lifetime = c.head_of_queue_lifetime;
-  o.leaf_head_of_queue_lifetime = c.leaf_head_of_queue_lifetime;
-  o.vl_stall_count = c.vl_stall_count;
-  o.leaf_vl_stall_count = c.leaf_vl_stall_count;
-  o.sm_sl = c.sm_sl;
-  o.max_op_vls = c.max_op_vls;
-  o.force_link_width = c.force_link_width;
-  o.force_link_speed = c.force_link_speed;
-  o.force_link_speed_ext = c.force_link_speed_ext;
-  o.local_phy_errors_threshold = c.local_phy_errors_threshold;
-  o.overrun_errors_threshold = c.overrun_errors_threshold;
-  o.packet_life_time = c.packet_life_time;
-  o.qos = c.qos;
-  o.qos_levels = conf::BuildQosLevels(c);
   auto policy = LoadQosPolicy(c, loud);
   if (policy.ok()) {
     o.qos_policy = *policy;
@@ -247,64 +218,15 @@ Result<SubnetManagerOptions> MakeOptions(const conf::SmConfig& c, bool once,
   } else {
     return policy.status();
   }
-  o.suppress_sl2vl_mad_status_errors = c.suppress_sl2vl_mad_status_errors;
-  o.routing_engine = c.routing_engine;
   IBSM_ASSIGN_OR_RETURN(o.routing.root_guids, LoadGuids(c.root_guid_file));
   IBSM_ASSIGN_OR_RETURN(o.routing.cn_guids, LoadGuids(c.cn_guid_file));
   IBSM_ASSIGN_OR_RETURN(o.routing.io_guids, LoadGuids(c.io_guid_file));
   IBSM_ASSIGN_OR_RETURN(o.routing.guid_routing_order, LoadGuids(c.guid_routing_order_file));
-  o.routing.max_reverse_hops = c.max_reverse_hops;
-  o.routing.port_shifting = c.port_shifting;
-  o.routing.scatter_ports = c.scatter_ports;
-  o.routing.threads = std::max(1u, std::thread::hardware_concurrency());
-  o.max_wire_smps = c.max_wire_smps == 0 ? 65535 : c.max_wire_smps;
-  o.send.timeout = std::chrono::milliseconds(c.transaction_timeout);
-  o.send.retries = static_cast<int>(c.transaction_retries);
-  o.sweep_interval = std::chrono::seconds(c.sweep_interval);
-  o.force_heavy_sweep = c.force_heavy_sweep;
-  o.keep_sweeps = c.state_history_sweeps;
-  o.keep_events = c.state_history_events;
-  o.sweep_on_trap = c.sweep_on_trap;
-  o.incremental_repair = c.incremental_repair;
-  o.incremental_reroute = c.incremental_reroute;
-  o.link_damping.threshold = c.link_flap_threshold;
-  o.link_damping.window = std::chrono::seconds(c.link_flap_window);
-  o.link_damping.hold = std::chrono::seconds(c.link_flap_hold_time);
   o.once = once;
-  o.dump_dir = c.dump_files_dir;
-  o.dump_lfts = (c.log_flags & 0x40) != 0;  // OpenSM's OSM_LOG_ROUTING: -D 0x43 writes it
-  while (o.dump_dir.size() > 1 && o.dump_dir.back() == '/') o.dump_dir.pop_back();
-  o.guid2lid_file = c.guid2lid_file;
-  o.no_clients_rereg = c.no_clients_rereg;
-  o.ar.mode = c.ar_mode;
-  o.ar.sl_mask = c.ar_sl_mask;
-  o.ar.transport_mask = c.ar_transport_mask;
-  o.ar.lid_mode = c.ar_lid_mode == "bounded" ? routing::ArLidMode::kBounded : routing::ArLidMode::kFree;
-  o.ar.ageing_time_us = c.ar_ageing_time_us;
-  o.sharp_enable = c.sharp_enable;
   return o;
 }
 
-PerfManagerOptions MakePerfOptions(const conf::SmConfig& c) {
-  PerfManagerOptions o;
-  o.sweep_time = std::chrono::seconds(c.perfmgr_sweep_time_s);
-  o.max_outstanding = c.perfmgr_max_outstanding_queries;
-  o.ignore_cas = c.perfmgr_ignore_cas;
-  o.query_cpi = c.perfmgr_query_cpi;
-  o.clear_near_overflow = c.perfmgr_clear_near_overflow;
-  o.history_sweeps = c.perfmgr_history_sweeps;
-  o.send.timeout = std::chrono::milliseconds(c.transaction_timeout);
-  o.send.retries = static_cast<int>(c.transaction_retries);
-  o.thresholds.symbol_errors = c.health_symbol_errors_threshold;
-  o.thresholds.link_error_recovery = c.health_link_error_recovery_threshold;
-  o.thresholds.link_downed = c.health_link_downed_threshold;
-  o.thresholds.port_rcv_errors = c.health_port_rcv_errors_threshold;
-  o.thresholds.excessive_buffer_overruns = c.health_excessive_buffer_overruns_threshold;
-  o.thresholds.vl15_dropped = c.health_vl15_dropped_threshold;
-  o.thresholds.degraded_links = c.health_degraded_links;
-  o.health_window = std::chrono::seconds(c.health_window_s);
-  return o;
-}
+PerfManagerOptions MakePerfOptions(const conf::SmConfig& c) { return PerfOptionsFrom(c); }
 
 // Creates the parent directory of `path` if missing (the state dir is ibsmd's own).
 void EnsureParent(const std::string& path) {
@@ -659,6 +581,7 @@ int Main(int argc, char** argv) {
       Log(LogName::kSm).warn("SM-MET-002 {}; running without metrics", started.status().message());
     } else {
       metrics = std::move(*started);
+      if (commands) commands->set_metrics_server(&metrics->counters());
       Log(LogName::kSm).info("metrics on http://{}:{}/metrics", config.metrics_address,
                              metrics->port());
     }

@@ -61,6 +61,42 @@ struct ControlCounters {
   AcceptCounters accept;             // failed accepts (SM-CTL-001), connections shed
 };
 
+// Every ControlCounters value once, for the status answer's "control_server" object and the
+// metrics (ARCHITECTURE.md "Where to add ... A counter"): one sample of `family` with
+// outcome="<outcome>". Rows of one family are together.
+struct ControlCounterRow {
+  std::string_view key;      // status answer key
+  std::string_view family;   // ibsm_control_requests_total or ibsm_control_connections_total
+  std::string_view outcome;  // the sample's label
+  uint64_t (*get)(const ControlCounters&);
+};
+inline constexpr ControlCounterRow kControlCounterRows[] = {
+    {"requests", "ibsm_control_requests_total", "all",
+     [](const ControlCounters& c) { return c.requests; }},
+    {"bad_requests", "ibsm_control_requests_total", "bad_request",
+     [](const ControlCounters& c) { return c.bad_requests; }},
+    {"unknown_commands", "ibsm_control_requests_total", "unknown_command",
+     [](const ControlCounters& c) { return c.unknown_commands; }},
+    {"denied", "ibsm_control_requests_total", "denied",
+     [](const ControlCounters& c) { return c.denied; }},
+    {"too_large", "ibsm_control_requests_total", "too_large",
+     [](const ControlCounters& c) { return c.too_large; }},
+    {"failed", "ibsm_control_requests_total", "failed",
+     [](const ControlCounters& c) { return c.failed; }},
+    {"connections", "ibsm_control_connections_total", "served",
+     [](const ControlCounters& c) { return c.connections; }},
+    {"connections_refused", "ibsm_control_connections_total", "busy",
+     [](const ControlCounters& c) { return c.connections_refused; }},
+    {"idle_closed", "ibsm_control_connections_total", "idle_closed",
+     [](const ControlCounters& c) { return c.idle_closed; }},
+    {"accept_failures", "ibsm_control_connections_total", "accept_failed",
+     [](const ControlCounters& c) { return c.accept.failures; }},
+    {"accept_shed", "ibsm_control_connections_total", "shed",
+     [](const ControlCounters& c) { return c.accept.shed; }},
+};
+// A field without a row fails to build.
+static_assert(std::size(kControlCounterRows) == sizeof(ControlCounters) / sizeof(uint64_t));
+
 class ControlServer {
  public:
   // Arrays and objects nest at most this deep in a request (the request object is level 1);

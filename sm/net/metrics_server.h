@@ -32,6 +32,30 @@ struct MetricsServerCounters {
   AcceptCounters accept;
 };
 
+// Every MetricsServerCounters value once (as kControlCounterRows in sm/net/control_server.h).
+struct MetricsServerCounterRow {
+  std::string_view key;
+  std::string_view family;  // ibsm_metrics_requests_total or ibsm_metrics_connections_total
+  std::string_view outcome;
+  uint64_t (*get)(const MetricsServerCounters&);
+};
+inline constexpr MetricsServerCounterRow kMetricsServerCounterRows[] = {
+    {"scrapes", "ibsm_metrics_requests_total", "scrape",
+     [](const MetricsServerCounters& c) { return c.scrapes; }},
+    {"bad_requests", "ibsm_metrics_requests_total", "bad_request",
+     [](const MetricsServerCounters& c) { return c.bad_requests; }},
+    {"timed_out", "ibsm_metrics_requests_total", "timed_out",
+     [](const MetricsServerCounters& c) { return c.timed_out; }},
+    {"refused", "ibsm_metrics_connections_total", "busy",
+     [](const MetricsServerCounters& c) { return c.refused; }},
+    {"accept_failures", "ibsm_metrics_connections_total", "accept_failed",
+     [](const MetricsServerCounters& c) { return c.accept.failures; }},
+    {"accept_shed", "ibsm_metrics_connections_total", "shed",
+     [](const MetricsServerCounters& c) { return c.accept.shed; }},
+};
+static_assert(std::size(kMetricsServerCounterRows) ==
+              sizeof(MetricsServerCounters) / sizeof(uint64_t));
+
 class MetricsServer {
  public:
   struct Options {

@@ -8,12 +8,12 @@ namespace ibsm::sm {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+using TrackerClock = std::chrono::steady_clock;  // not "Clock": unity builds share the namespace
 
 TEST(TrapTrackerTest, TheEleventhRepeatWithinTheWindowIsSuppressedUntilATrapPauses) {
   TrapTracker t;
   const TrapKey k{7, 0, 128, 1};
-  Clock::time_point now{};
+  TrackerClock::time_point now{};
   for (int i = 1; i <= 10; ++i) {
     TrapVerdict v = t.Record(k, false, now += 100ms);
     EXPECT_FALSE(v.suppressed) << i;
@@ -41,7 +41,7 @@ TEST(TrapTrackerTest, APortHealthTrapDisablesItsPortAtTheThresholdAndWaitsAMinut
   const TrapKey k = TrapTracker::KeyOf(42, 129, details);
   EXPECT_EQ(k.lid, 42);
   EXPECT_EQ(k.port, 7);
-  Clock::time_point now{};
+  TrackerClock::time_point now{};
   int disables = 0;
   for (int i = 1; i <= 300; ++i) disables += t.Record(k, true, now += 10ms).disable_port;
   EXPECT_EQ(disables, 1);
@@ -54,7 +54,7 @@ TEST(TrapTrackerTest, APortHealthTrapDisablesItsPortAtTheThresholdAndWaitsAMinut
 // counts as one source, and is silenced once it passes the per-source threshold.
 TEST(TrapTrackerTest, ASenderVaryingItsDetailsIsStillSilencedAsOneSource) {
   TrapTracker t;
-  Clock::time_point now{};
+  TrackerClock::time_point now{};
   std::array<uint8_t, 54> details{};
   size_t suppressed = 0;
   for (int i = 0; i < 100; ++i) {
@@ -73,7 +73,7 @@ TEST(TrapTrackerTest, MemoryStaysBoundedUnderTrapsFromManyIssuers) {
   TrapTrackerOptions o;
   o.max_keys = 64;
   TrapTracker t(o);
-  Clock::time_point now{};
+  TrackerClock::time_point now{};
   for (uint16_t lid = 1; lid < 5000; ++lid) t.Record({lid, 0, 128, 0}, false, now += 1ms);
   EXPECT_LE(t.size(), 64u);
   EXPECT_GE(t.evicted(), 5000u - 1 - 64);
