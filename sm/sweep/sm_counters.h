@@ -23,6 +23,7 @@ struct SmCounters {
   uint64_t repair_reroutes_proven = 0;   // ... whose tables were proven from the changed LIDs
   uint64_t repair_sweeps_local = 0;  // repairs whose port stages looked at touched nodes only
   uint64_t qos_waits_cut_short = 0;  // heavy sweeps that ended before their SL2VL/VLArb reads
+  uint64_t qos_waits_timed_out = 0;  // ... because the reads outlasted their bounded wait
   uint64_t traps_received = 0;
   uint64_t traps_malformed = 0;
   uint64_t traps_issuer_mismatch = 0;  // IssuerLID other than the LID the trap came from
@@ -113,6 +114,11 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "ibsm_qos_waits_cut_short_total", "", "",
      "heavy sweeps that logged SUBNET UP before their SL2VL and VLArb reads were in, because "
      "a switch reported a change (its repair does not wait behind optional reads)"},
+    {&SmCounters::qos_waits_timed_out, CounterSection::kStatus, "qos_waits_timed_out",
+     "ibsm_qos_waits_timed_out_total", "", "",
+     "heavy sweeps (qos FALSE) that logged SUBNET UP before their SL2VL and VLArb reads were "
+     "in, because the reads took longer than the sweep itself had (and than 1 s); the records "
+     "reach the SA when the reads end"},
     {&SmCounters::links_damped, CounterSection::kStatus, "links_damped",
      "ibsm_links_damped_total", "", "",
      "cables kept out of the model for flapping (link_flap_threshold downs in link_flap_window)"},

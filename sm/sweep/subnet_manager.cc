@@ -144,6 +144,7 @@ void SubnetManager::Stop() {
   damping_timer_.cancel();
   ha_.Stop();
   recovery_timer_.cancel();
+  qos_wait_timer_.cancel();
   FlushState();
 }
 

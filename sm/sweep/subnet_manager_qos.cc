@@ -68,6 +68,50 @@ void SubnetManager::StartQosReads() {
                   });
 }
 
+// The end of a heavy sweep (FinishHeavySweep): true when it must wait for the optional reads
+// first; it is entered again when they end, when its wait runs out, or when a switch reports.
+bool SubnetManager::WaitsForQosReads() {
+  // SUBNET UP means the SA answers everything, the SL2VL and VLArb records included: their
+  // reads, running beside the sweep since discovery, end first. With qos TRUE the QoS Sets
+  // are made from them, and the end waits for them whole. With qos FALSE they are optional:
+  // the SA serves this sweep's fabric at once, and the end waits for the reads at most as
+  // long as the sweep itself took (kQosWaitFloor at least); past that SUBNET UP is logged and
+  // the records reach the SA when the reads end (a switch answers one SL2VL table per port
+  // pair: 1.3 million reads at 3-tier k=32). Not when a switch reported a change meanwhile:
+  // the fabric is programmed, and its repair does not wait behind optional reads. A repair
+  // sweep never waits for them.
+  const bool reads_running = qos_reader_.running() && !stopped_;
+  if (reads_running && state() == mad::SmState::kMaster && !current_.repair &&
+      repair_pending_.empty() && !qos_wait_over_) {
+    finish_waits_for_qos_ = true;
+    finish_stage_ = "waiting for SL2VL and VLArb reads";
+    if (!options_.qos) {
+      if (discovered_ && sm_port_ != kNoPort) PublishSaSnapshot();
+      const auto waited_for =
+          std::max<std::chrono::steady_clock::duration>(kQosWaitFloor,
+                                                        clock_.Now() - current_.started);
+      qos_wait_timer_.expires_after(waited_for);
+      qos_wait_timer_.async_wait([this, sweep = current_.number,
+                                  waited_for](boost::system::error_code ec) {
+        if (ec || stopped_ || !finish_waits_for_qos_ || current_.number != sweep) return;
+        finish_waits_for_qos_ = false;
+        qos_wait_over_ = true;
+        ++counters_.qos_waits_timed_out;
+        Log(LogName::kSm).info(
+            "heavy sweep {}: the SL2VL and VLArb reads are still running after {:.1f} s (as "
+            "long as the sweep took); the sweep ends without them, and their records reach the "
+            "SA when they are in",
+            sweep, std::chrono::duration<double>(waited_for).count());
+        FinishHeavySweep();
+      });
+    }
+    return true;
+  }
+  qos_wait_timer_.cancel();
+  qos_wait_over_ = false;
+  return false;
+}
+
 void SubnetManager::ProgramQos(std::function<void()> then) {
   // The model the Sets were planned on: a repair may replace discovered_ (and renumber its
   // nodes) before they end.

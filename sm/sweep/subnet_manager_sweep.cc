@@ -73,8 +73,6 @@ bool SameBlock(const routing::SwitchTable& a, const routing::SwitchTable& x, siz
   return LftBlock(a, b).port == LftBlock(x, b).port;
 }
 
-uint8_t ToWire(PortState s) { return static_cast<uint8_t>(s); }
-
 }  // namespace
 
 void SubnetManager::ConfigureLids() {
@@ -703,75 +701,6 @@ void SubnetManager::OnMulticastChange() {
   });
 }
 
-// Link manager: ports whose link is up at both ends go INIT -> ARMED (pass 0), then
-// ARMED -> ACTIVE (pass 1). Switch port 0 has no link.
-void SubnetManager::ActivateLinks(int pass) {
-  PortState from = pass == 0 ? PortState::kInit: PortState::kArmed;
-  PortState to = pass == 0 ? PortState::kArmed: PortState::kActive;
-  if (state() != mad::SmState::kMaster) return;
-  auto next = std::make_shared<PortId>(0);
-  pipeline_.Feed([this, next, from, to]() -> bool {
-    const Fabric& f = discovered_->fabric;
-    while (*next < f.port_count()) {
-      PortId p = (*next)++;
-      const Port& port = f.port(p);
-      if (port.num.value() == 0 || !port.connected() || port.state != from) continue;
-      const DiscoveredNode& dn = discovered_->nodes[port.node];
-      if (!dn.port_info_valid[port.num.value()]) continue;
-      if (f.port(port.peer).state < PortState::kInit) continue;
-      mad::PortInfo want = DesiredPortInfo(p);
-      want.port_state = ToWire(to);
-      std::array<uint8_t, 64> data{};
-      mad::EncodeTo(want, data);
-      uint8_t num = port.num.value();
-      NodeId node = port.node;
-      DrPath path = PortInfoPath(p);
-      pipeline_.Set(path, mad::attr::kPortInfo, PortInfoSetModifier(p), data,
-                    [this, p, node, num, to, path](Result<mad::Smp> r) {
-                      if (r.ok()) {
-                        if (auto pi = mad::Decode<mad::PortInfo>(r->data); pi.ok())
-                          OnPortStateSet(p, node, num, to, *pi);
-                        return;
-                      }
-                      // A port state transition is not idempotent: when the reply of the
-                      // Set that took effect is lost, its retry meets the new state and is
-                      // refused (status 7, as ibsim and the spec have it). Reading the port
-                      // tells whether it got there.
-                      ++current_.port_state_readbacks;
-                      pipeline_.Get(path, mad::attr::kPortInfo, num,
-                                    [this, p, node, num, to, failed = r.status()](
-                                        Result<mad::Smp> g) {
-                                      auto pi = g.ok() ? mad::Decode<mad::PortInfo>(g->data)
-                                                       : Result<mad::PortInfo>(g.status());
-                                      if (pi.ok() && pi->port_state == ToWire(to)) {
-                                        ++counters_.sets_confirmed_by_readback;
-                                        OnPortStateSet(p, node, num, to, *pi);
-                                        return;
-                                      }
-                                      Issue("SM-LINK-001",
-                                            fmt::format("PortInfo Set (state {}) on {} port {} "
-                                                        "failed: {}",
-                                                        ToWire(to),
-                                                        ToString(discovered_->fabric.node(node).guid),
-                                                        num, failed.ToString()));
-                                    });
-                    });
-      return true;
-    }
-    return false;
-  });
-  pipeline_.WhenIdle([this, pass] {
-    if (stopped_) return;
-    if (pass == 0) {
-      ActivateLinks(1);
-    } else if (options_.sharp_enable && discovered_ && state() == mad::SmState::kMaster) {
-      NextStage();
-    } else {
-      JumpTo(Stage::kFinish);
-    }
-  });
-}
-
 // SHARP needs ACTIVE links (class 0x0B MADs are GMPs); it never delays SUBNET UP's verdict:
 // its problems are its own log lines.
 void SubnetManager::RunSharp() {
@@ -780,35 +709,13 @@ void SubnetManager::RunSharp() {
   });
 }
 
-// What a port answered once it reached `to` (ARMED or ACTIVE): the model follows it.
-void SubnetManager::OnPortStateSet(PortId p, NodeId node, uint8_t num, PortState to,
-                                   const mad::PortInfo& pi) {
-  NoteLinkEcho(p, pi);
-  DiscoveryResult& d = MutableDiscovered();
-  d.nodes[node].port_info[num] = pi;
-  d.fabric.mutable_port(p).state = static_cast<PortState>(pi.port_state <= 4 ? pi.port_state: 0);
-  if (to == PortState::kArmed) {
-    ++current_.ports_armed;
-  } else {
-    ++current_.ports_activated;
-  }
-}
-
 void SubnetManager::FinishHeavySweep() {
   EndStage(finish_stage_);
-  // SUBNET UP means the SA answers everything, the SL2VL and VLArb records included: their
-  // reads, running beside the sweep since discovery, end first. Not when a switch reported a
-  // change meanwhile: the fabric is programmed, and its repair does not wait behind optional
-  // reads (they go on, and their records reach the SA when they are in). A repair sweep
-  // never waits for them.
+  // SUBNET UP waits for the optional reads, within bounds (WaitsForQosReads).
+  if (WaitsForQosReads()) return;
   const bool reads_running = qos_reader_.running() && !stopped_;
-  if (reads_running && state() == mad::SmState::kMaster && !current_.repair &&
-      repair_pending_.empty()) {
-    finish_waits_for_qos_ = true;
-    finish_stage_ = "waiting for SL2VL and VLArb reads";
-    return;
-  }
-  if (reads_running && !current_.repair && state() == mad::SmState::kMaster) {
+  if (reads_running && !current_.repair && state() == mad::SmState::kMaster &&
+      !repair_pending_.empty()) {
     ++counters_.qos_waits_cut_short;
     Log(LogName::kSm).info("heavy sweep {}: {} switches reported changes; it ends without "
                            "waiting for the SL2VL and VLArb reads, which go on beside the "
@@ -907,6 +814,8 @@ void SubnetManager::FinishHeavySweep() {
   sweeping_ = false;
   if (on_sweep_) on_sweep_(last_);
   if (stopped_ || options_.once) return;
+  // The callback asked for a heavy sweep: it re-reads the switches that reported too.
+  if (sweeping_) return;
   if (sweep_again_ || !current_.subnet_up) {
     sweep_again_ = false;
     if (!current_.subnet_up) {
