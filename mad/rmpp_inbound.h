@@ -32,7 +32,7 @@ struct RmppInboundLimits {
 // One transfer: TIDs are only unique per requester, so the source is part of the key.
 struct RmppInboundKey {
   uint8_t mgmt_class = 0;
-  uint32_t tid = 0;  // low 32 bits
+  uint64_t tid = 0;  // as the transport matches TIDs: UmadTransport keeps the low 32 bits
   uint16_t lid = 0;
   uint32_t qpn = 0;
   auto operator<=>(const RmppInboundKey&) const = default;
