@@ -185,10 +185,12 @@ void MadDispatcher::Admit() {
   admitting_ = false;
 }
 
-// One attempt: the request (or its RMPP window) written, then its deadline. The medium may
-// deliver the answer at once; it is queued for the io_context, so `p` stays valid here.
+// One attempt: its deadline, then the request (or its RMPP window) written; a write that
+// fails ends the request and leaves the deadline stale. The medium may deliver the answer at
+// once; it is queued for the io_context, so `p` stays valid here.
 void MadDispatcher::Attempt(uint64_t key, Pending& p) {
   if (++p.attempts > 1) ++counters_.retries;
+  SetDeadline(key, p);
   if (p.rmpp) p.rmpp->receiver.reset();  // a resend starts any RMPP response afresh
   Status st;
   if (p.rmpp && p.rmpp->sender) {
@@ -215,8 +217,7 @@ void MadDispatcher::Attempt(uint64_t key, Pending& p) {
       st = wire_.WriteMad(p.request, timeout);
     }
   }
-  if (!st.ok()) return Finish(key, st);
-  SetDeadline(key, p);
+  if (!st.ok()) Finish(key, st);
 }
 
 void MadDispatcher::SetDeadline(uint64_t key, Pending& p) {

@@ -39,20 +39,27 @@ struct MethodMask {
   }
 };
 
-RmppInboundLimits InboundLimits(const UmadOptions& o) {
-  RmppInboundLimits l = o.rmpp_inbound;
-  l.idle = o.rmpp_receive_idle;
-  return l;
+DispatcherOptions Dispatching(const UmadOptions& o) {
+  DispatcherOptions d;
+  d.match_low_tid = true;  // see the top of umad_transport.h
+  d.first_tid = 1;
+  d.kernel_timeouts = true;
+  d.rmpp_stall_waits = false;
+  d.in_flight_budget = true;
+  d.max_in_flight = o.max_in_flight;
+  d.rmpp_post = o.rmpp_post;
+  d.rmpp_inbound = o.rmpp_inbound;
+  d.rmpp_inbound.idle = o.rmpp_receive_idle;
+  d.log_name = LogName::kMad;
+  d.rmpp_log_id = "MAD-RMPP";
+  d.timeout_log_id = "MAD-UMAD-010";
+  return d;
 }
 
 }  // namespace
 
 UmadTransport::UmadTransport(boost::asio::io_context& io, const UmadOptions& options)
-    : io_(io),
-      options_(options),
-      inbound_rmpp_(InboundLimits(options)),
-      rmpp_expiry_(io),
-      flush_timer_(io) {}
+    : io_(io), options_(options), flush_timer_(io), dispatcher_(io, *this, Dispatching(options)) {}
 
 Result<std::unique_ptr<UmadTransport>> UmadTransport::Open(boost::asio::io_context& io,
                                                            const UmadOptions& options) {
@@ -100,7 +107,7 @@ Status UmadTransport::OpenPort() {
   if (wire_mad_size_ != kMadSize)
     Log(LogName::kMad).info("MAD-UMAD-020 ibsim device: RMPP segments carry {} bytes",
                             wire_mad_size_);
-  inbound_rmpp_.set_mad_size(wire_mad_size_);
+  dispatcher_.set_mad_size(wire_mad_size_);
   port_num_ = p.portnum;
   umad_release_port(&p);
 
@@ -239,16 +246,8 @@ void UmadTransport::Close() {
   closed_ = true;
   stop_ = true;
   if (receiver_.joinable()) receiver_.join();
-  auto pending = std::move(pending_);
-  pending_.clear();
-  posts_.clear();
-  inbound_rmpp_.Clear();
-  rmpp_expiry_.cancel();
-  for (auto& q : waiting_) q.clear();
-  started_ = 0;
   backlog_.clear();
-  counters_.backlog = 0;
-  counters_.in_flight = 0;
+  Counters().backlog = 0;
   flush_timer_.cancel();
   if (ibsim_socket_) {
     boost::system::error_code ignored;
@@ -270,14 +269,12 @@ void UmadTransport::Close() {
   issm_fd_ = -1;
   if (port_id_ >= 0) umad_close_port(port_id_);
   port_id_ = -1;
-  for (auto& [key, p] : pending) {
-    p->timer.cancel();
-    if (p->done) p->done(Unavailable("transport closed"));
-  }
+  // Last, as always: a handler that sends again finds the transport closed.
+  dispatcher_.Close(Unavailable("transport closed"), /*deferred=*/false);
 }
 
 void UmadTransport::SetUnsolicitedHandler(UnsolicitedHandler handler) {
-  unsolicited_ = std::move(handler);
+  dispatcher_.SetUnsolicitedHandler(std::move(handler));
 }
 
 Result<LocalPort> UmadTransport::QueryLocalPort() {

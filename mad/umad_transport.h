@@ -5,12 +5,16 @@
 // umad_open_port returns is a fake number (>= 1024) that only the preloaded read/write/poll
 // understand; epoll cannot watch it. So, as OpenSM's vendor layer does, one thread blocks in
 // umad_recv (poll with a 100 ms timeout so Close can stop it) and posts every MAD to the
-// io_context. Everything else (matching, timers, retries, RMPP) runs on the io_context thread.
+// io_context.
 //
-// Timeouts and retries are steady_timers of this class (libumad2sim ignores umad's
-// timeout_ms; agents are registered with rmpp_version 0 so the kernel does no RMPP either).
-// Responses are matched by management class and the low 32 bits of the TID: the kernel's
-// agent (and libumad2sim and ibsim) rewrite the high 32 bits, as OpenSM's get_madw assumes.
+// Matching, timers, retries, RMPP and the in-flight budget are mad::MadDispatcher's, on the
+// io_context thread (ARCHITECTURE.md "The MAD path"); this class is the port, its agents, the
+// receiver thread and the write path. Agents are registered with rmpp_version 0 so the kernel
+// does no RMPP, and libumad2sim ignores umad's timeout_ms, so the dispatcher's timers are
+// authoritative; the kernel is still handed each request's timeout (it keeps the request to
+// match the response). Responses are matched by management class and the low 32 bits of the
+// TID: the kernel's agent (and libumad2sim and ibsim) rewrite the high 32 bits, as OpenSM's
+// get_madw assumes.
 //
 // Writes never block the io thread (README "MAD transport: backpressure"). libumad2sim's
 // write() holds its global lock while it writes the MAD to ibsim's socket, and its own
@@ -19,20 +23,19 @@
 // ibsim to read). So the ibsim data socket is made non-blocking, a refused write waits in a
 // bounded backlog, and the backlog is retried when the socket is writable again (a short
 // timer on hardware, whose umad fd libibumad already opens non-blocking). On top of that
-// one budget (UmadOptions::max_in_flight) bounds the requests outstanding across every user;
-// waiting requests are started by class: SMPs first, then SA, vendor classes, PerfMgt last.
+// one budget (UmadOptions::max_in_flight, kept by the dispatcher) bounds the requests
+// outstanding across every user; waiting requests are started by class: SMPs first, then
+// SA, vendor classes, PerfMgt last.
 #pragma once
 
 #include <atomic>
-#include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
-#include <tuple>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -40,7 +43,7 @@
 
 #include "base/status.h"
 #include "base/types.h"
-#include "mad/rmpp.h"
+#include "mad/mad_dispatcher.h"
 #include "mad/rmpp_inbound.h"
 #include "mad/transport.h"
 
@@ -88,7 +91,7 @@ inline bool InboundAdmitted(size_t queued, bool answers_us, size_t cap) {
   return queued < (answers_us ? cap : cap / 2);
 }
 
-class UmadTransport final : public Transport {
+class UmadTransport final : public Transport, private MadWire {
  public:
   // Opens the port, registers the agents (SMI LID-routed 0x01 and directed 0x81 with
   // Get/Set/Trap/TrapRepress, SA 0x03 with the SA's request methods, PerfMgt 0x04 as client),
@@ -105,19 +108,12 @@ class UmadTransport final : public Transport {
   Status Post(MadMessage message) override;
   void SetUnsolicitedHandler(UnsolicitedHandler handler) override;
   Result<LocalPort> QueryLocalPort() override;
-  const TransportCounters& counters() const override { return counters_; }
+  const TransportCounters& counters() const override { return dispatcher_.counters(); }
   void Close() override;
 
  private:
   struct Inbound;
-  struct Pending;
-  struct OutTransfer;
   struct Outbound;
-  // (mgmt class, low 32 bits of TID): how the kernel and OpenSM match responses.
-  using TidKey = std::pair<uint8_t, uint32_t>;
-  // Outbound RMPP transfers (our RMPP responses) are keyed also by their destination
-  // (LID, QP): an ACK, STOP or ABORT from another host must not drive or end them.
-  using PostKey = std::tuple<uint8_t, uint32_t, uint16_t, uint32_t>;
 
   UmadTransport(boost::asio::io_context& io, const UmadOptions& options);
   Status OpenPort();
@@ -125,25 +121,14 @@ class UmadTransport final : public Transport {
   void OnInbound(Inbound in);
   // A lone RMPP segment whose data runs past wire_mad_size_ (ibsim).
   bool TooBigForTheWire(std::span<const uint8_t> mad) const;
-  void OnRmppInbound(Inbound& in, const MadHeader& hdr, const RmppHeader& rh, size_t hdr_size);
-  Status WriteMad(std::span<const uint8_t> mad, const MadAddress& addr);
+  // MadWire: one MAD to its agent and address, or into the backlog.
+  Status WriteMad(MadMessage mad, std::chrono::milliseconds kernel_timeout) override;
   Status Backlog(Outbound out);
   void FlushBacklog();
   void ArmFlush();
   void FindIbsimSocket();
-  // Requests in flight: started requests plus outbound RMPP transfers.
-  size_t InFlight() const { return started_ + posts_.size(); }
-  void NoteInFlight();
-  void StartRequest(const TidKey& key);
-  void Admit();
-  void ErasePost(const PostKey& key);
-  void SendAttempt(const TidKey& key);
-  void ArmTimer(boost::asio::steady_timer& timer, std::chrono::milliseconds after,
-                std::function<void()> fn);
-  void OnRequestTimeout(const TidKey& key, uint64_t attempt);
-  void FinishPending(const TidKey& key, Result<MadMessage> result);
-  void PumpOutTransfer(const PostKey& key);
-  void ArmRmppExpiry();
+  // The medium's own counters (sent, backlog, inbound drops) live beside the dispatcher's.
+  TransportCounters& Counters() { return dispatcher_.counters(); }
 
   boost::asio::io_context& io_;
   UmadOptions options_;
@@ -158,18 +143,9 @@ class UmadTransport final : public Transport {
   int agent_am_ = -1;  // SHARP aggregation management (class 0x0B); -1 when refused
   std::atomic<bool> stop_{false};
   std::atomic<size_t> inbound_queued_{0};    // handed to the io thread, not yet handled
-  std::atomic<uint64_t> inbound_dropped_{0};  // receiver thread's count (counters_ mirrors it)
+  std::atomic<uint64_t> inbound_dropped_{0};  // receiver thread's count (counters mirror it)
   std::thread receiver_;
   bool closed_ = false;
-
-  uint32_t next_tid_ = 1;
-  TransportCounters counters_;
-  UnsolicitedHandler unsolicited_;
-  std::map<TidKey, std::unique_ptr<Pending>> pending_;
-  std::map<PostKey, std::unique_ptr<OutTransfer>> posts_;
-  RmppInboundSessions inbound_rmpp_;
-  boost::asio::steady_timer rmpp_expiry_;
-  bool rmpp_expiry_armed_ = false;
 
   // Backpressure (see the top of this file).
   std::deque<Outbound> backlog_;
@@ -178,10 +154,8 @@ class UmadTransport final : public Transport {
   bool flush_timer_armed_ = false;
   bool write_wait_armed_ = false;
   uint64_t backlog_full_logged_ = 0;
-  // The in-flight budget: requests not yet started wait here, one queue per priority.
-  std::array<std::deque<TidKey>, 4> waiting_;
-  size_t started_ = 0;
-  bool admitting_ = false;
+
+  MadDispatcher dispatcher_;
 };
 
 }  // namespace ibsm::mad

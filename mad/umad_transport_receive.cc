@@ -1,11 +1,12 @@
-// UmadTransport receive path: the receiver thread, matching what arrives to our requests,
-// RMPP segments and ACKs inbound, and the expiry of inbound RMPP sessions.
+// UmadTransport receive path: the receiver thread, and what arrives handed to the dispatcher
+// on the io thread (mad/mad_dispatcher.h matches it to our requests and reassembles RMPP).
 #include "mad/umad_transport.h"
 
 #include <arpa/inet.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <memory>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -83,208 +84,29 @@ void UmadTransport::ReceiverLoop() {
         OnInbound(std::move(in));
         --inbound_queued_;
       }
-      if (alive.lock()) counters_.inbound_dropped = inbound_dropped_.load();
+      if (alive.lock()) Counters().inbound_dropped = inbound_dropped_.load();
     });
     batch.clear();
   }
 }
 
 void UmadTransport::OnInbound(Inbound in) {
-  ++counters_.received;
   // A peer may send an RMPP last segment short (see SendLength); libumad2sim delivers it at
   // that length, the kernel padded. The missing tail is zeros on the wire.
   if (in.bytes.size() >= rmpp::kRmppHeaderEnd && in.bytes.size() < kMadSize)
     in.bytes.resize(kMadSize, 0);
+  // The dispatcher counts what it drops; the why is logged here, with this medium's IDs.
   if (in.bytes.size() < kMadSize) {
-    ++counters_.malformed;
     Log(LogName::kMad).debug("MAD-UMAD-001 dropped a {}-byte MAD (need {})", in.bytes.size(),
                              kMadSize);
-    return;
-  }
-  auto hdr = Decode<MadHeader>(in.bytes);
-  if (!hdr.ok() || hdr->base_version != 1) {
-    ++counters_.malformed;
+  } else if (auto hdr = Decode<MadHeader>(in.bytes); !hdr.ok() || hdr->base_version != 1) {
     Log(LogName::kMad).debug("MAD-UMAD-002 dropped a MAD with base version {}",
                              hdr.ok() ? hdr->base_version : 0);
-    return;
+  } else {
+    Log(LogName::kMad).trace("recv class {:#04x} method {:#04x} attr {:#06x} tid {:#x} status {}",
+                             hdr->mgmt_class, hdr->method, hdr->attr_id, hdr->tid, in.status);
   }
-  Log(LogName::kMad).trace("recv class {:#04x} method {:#04x} attr {:#06x} tid {:#x} status {}",
-                           hdr->mgmt_class, hdr->method, hdr->attr_id, hdr->tid, in.status);
-  TidKey key{hdr->mgmt_class, static_cast<uint32_t>(hdr->tid)};
-
-  if (in.status != 0) {
-    // Our own send came back: ibsim could not route it (status 110), or the kernel's timeout.
-    auto it = pending_.find(key);
-    if (it != pending_.end() && !hdr->is_response()) {
-      Pending& p = *it->second;
-      p.timer.cancel();
-      OnRequestTimeout(key, p.attempt);
-    } else if (!hdr->is_response() ||
-               posts_.count(PostKey{key.first, key.second, in.from.lid.value(),
-                                    in.from.qpn}) == 0) {
-      ++counters_.unmatched;
-    }
-    return;
-  }
-
-  if (auto hs = RmppHeaderSize(hdr->mgmt_class)) {
-    auto rh = DecodeRmppHeader(in.bytes);
-    if (rh.ok() && (rh->flags & rmpp::kFlagActive) != 0) {
-      OnRmppInbound(in, *hdr, *rh, *hs);
-      return;
-    }
-  }
-
-  if (hdr->is_response()) {
-    auto it = pending_.find(key);
-    if (it == pending_.end()) {
-      ++counters_.unmatched;
-      return;
-    }
-    FinishPending(key, MadMessage{std::move(in.bytes), in.from});
-    return;
-  }
-  ++counters_.unsolicited;
-  if (unsolicited_) unsolicited_(MadMessage{std::move(in.bytes), in.from});
-}
-
-void UmadTransport::OnRmppInbound(Inbound& in, const MadHeader& hdr, const RmppHeader& rh,
-                                  size_t hdr_size) {
-  TidKey key{hdr.mgmt_class, static_cast<uint32_t>(hdr.tid)};
-  MadAddress reply_to = in.from;
-  reply_to.qkey = kGsiQkey;
-
-  if (rh.type == rmpp::kTypeAck || rh.type == rmpp::kTypeStop || rh.type == rmpp::kTypeAbort) {
-    // Answers to a transfer we send carry our method with the response bit flipped.
-    std::optional<MadBytes> abort;
-    if (hdr.is_response()) {
-      auto it = pending_.find(key);
-      if (it == pending_.end() || !it->second->sender) {
-        ++counters_.unmatched;
-        return;
-      }
-      Pending& p = *it->second;
-      Status st = p.sender->OnReply(in.bytes, &abort);
-      if (abort) (void)WriteMad(*abort, p.request.addr);
-      if (!st.ok()) {
-        ++counters_.rmpp_aborted;
-        return FinishPending(key, st);
-      }
-      for (const auto& s : p.sender->NextSegments()) (void)WriteMad(s, p.request.addr);
-      uint64_t attempt = p.attempt;
-      ArmTimer(p.timer, AttemptDeadline(p.options.timeout),
-               [this, key, attempt] { OnRequestTimeout(key, attempt); });
-      return;
-    }
-    const PostKey pkey{key.first, key.second, in.from.lid.value(), in.from.qpn};
-    auto it = posts_.find(pkey);
-    if (it == posts_.end()) {
-      // The final ACK of a one-segment RMPP response we Posted as a plain MAD lands here too,
-      // and so does an answer from a host the transfer is not going to.
-      ++counters_.unmatched;
-      return;
-    }
-    OutTransfer& t = *it->second;
-    Status st = t.sender.OnReply(in.bytes, &abort);
-    if (abort) (void)WriteMad(*abort, t.to);
-    if (!st.ok()) {
-      ++counters_.rmpp_aborted;
-      Log(LogName::kMad).warn("MAD-RMPP-002 RMPP transfer tid {:#x} to lid {} ended: {}",
-                              key.second, t.to.lid, st.ToString());
-      ErasePost(pkey);
-      return;
-    }
-    t.attempts = 0;
-    t.timer.cancel();
-    PumpOutTransfer(pkey);
-    return;
-  }
-
-  if (rh.type != rmpp::kTypeData) {
-    ++counters_.malformed;
-    return;
-  }
-
-  if (hdr.is_response()) {
-    auto it = pending_.find(key);
-    if (it == pending_.end()) {
-      ++counters_.unmatched;
-      return;
-    }
-    Pending& p = *it->second;
-    const bool first = rh.data1 == 1 && (rh.flags & rmpp::kFlagFirst) != 0;
-    if (!p.receiver || (first && (p.receiver->complete() || p.receiver->failed()))) {
-      p.receiver.emplace(hdr_size, 32, 16384, wire_mad_size_);
-    }
-    auto step = p.receiver->Feed(in.bytes);
-    if (step.reply) (void)WriteMad(*step.reply, reply_to);
-    if (p.receiver->failed()) {
-      ++counters_.rmpp_aborted;
-      return FinishPending(key, step.status);
-    }
-    if (!step.status.ok()) {
-      ++counters_.malformed;
-      return;
-    }
-    if (p.receiver->complete()) {
-      ++counters_.rmpp_reassembled;
-      return FinishPending(key, MadMessage{p.receiver->TakeMessage(), in.from});
-    }
-    uint64_t attempt = p.attempt;
-    ArmTimer(p.timer, AttemptDeadline(p.options.timeout),
-             [this, key, attempt] { OnRequestTimeout(key, attempt); });
-    return;
-  }
-
-  const RmppInboundKey ikey{hdr.mgmt_class, static_cast<uint32_t>(hdr.tid), in.from.lid.value(),
-                            in.from.qpn};
-  auto o = inbound_rmpp_.Feed(ikey, hdr_size, in.bytes, std::chrono::steady_clock::now());
-  if (o.step.reply) (void)WriteMad(*o.step.reply, reply_to);
-  ArmRmppExpiry();
-  if (o.refused != RmppRefusal::kNone) {
-    ++counters_.rmpp_refused;
-    if (BacklogLogWorthy(counters_.rmpp_refused)) {
-      static constexpr const char* kWhy[] = {"", "its source holds too many transfers",
-                                             "too many transfers in all",
-                                             "transfers hold too many bytes in all"};
-      Log(LogName::kMad).warn("MAD-RMPP-004 inbound RMPP tid {:#x} from lid {} qp {} refused: "
-                              "{} ({} sessions, {} bytes held; {} refused so far)",
-                              key.second, in.from.lid, in.from.qpn,
-                              kWhy[static_cast<size_t>(o.refused)], inbound_rmpp_.size(),
-                              inbound_rmpp_.bytes(), counters_.rmpp_refused);
-    }
-    return;
-  }
-  if (o.failed) {
-    ++counters_.rmpp_aborted;
-    if (BacklogLogWorthy(counters_.rmpp_aborted)) {
-      Log(LogName::kMad).warn("MAD-RMPP-003 inbound RMPP tid {:#x} from lid {} aborted: {}",
-                              key.second, in.from.lid, o.step.status.ToString());
-    }
-    return;
-  }
-  if (!o.step.status.ok()) {
-    ++counters_.malformed;
-    return;
-  }
-  if (o.message) {
-    ++counters_.rmpp_reassembled;
-    ++counters_.unsolicited;
-    if (unsolicited_) unsolicited_(MadMessage{std::move(*o.message), in.from});
-  }
-}
-
-// One timer for every inbound session: frees the idle and the too old (mad/rmpp_inbound.h).
-void UmadTransport::ArmRmppExpiry() {
-  if (rmpp_expiry_armed_ || closed_ || inbound_rmpp_.size() == 0) return;
-  rmpp_expiry_armed_ = true;
-  const auto every = std::clamp<std::chrono::milliseconds>(
-      inbound_rmpp_.limits().idle / 4, std::chrono::milliseconds(10), std::chrono::seconds(1));
-  ArmTimer(rmpp_expiry_, every, [this] {
-    rmpp_expiry_armed_ = false;
-    counters_.rmpp_aborted += inbound_rmpp_.Expire(std::chrono::steady_clock::now());
-    ArmRmppExpiry();
-  });
+  dispatcher_.OnInbound(MadMessage{std::move(in.bytes), in.from}, in.status != 0);
 }
 
 }  // namespace ibsm::mad

@@ -53,8 +53,10 @@ size_t SendLength(std::span<const uint8_t> mad) {
 
 }  // namespace
 
-Status UmadTransport::WriteMad(std::span<const uint8_t> mad, const MadAddress& addr) {
+Status UmadTransport::WriteMad(MadMessage message, std::chrono::milliseconds kernel_timeout) {
   if (closed_ || port_id_ < 0) return Unavailable("transport closed");
+  const std::span<const uint8_t> mad = message.bytes;
+  const MadAddress& addr = message.addr;
   auto hdr = Decode<MadHeader>(mad);
   if (!hdr.ok()) return hdr.status();
   int agent = -1;
@@ -93,24 +95,20 @@ Status UmadTransport::WriteMad(std::span<const uint8_t> mad, const MadAddress& a
   umad_set_addr(buf.data(), dlid, qpn, addr.sl, qkey);
   umad_set_pkey(buf.data(), addr.pkey_index);
   // A request gets the kernel timeout so the kernel keeps it to match the response (it drops
-  // responses to sends without one); libumad2sim ignores it. Our timer is authoritative.
-  int timeout_ms = 0;
-  if (!hdr->is_response() && hdr->method != method::kTrapRepress) {
-    auto it = pending_.find({hdr->mgmt_class, static_cast<uint32_t>(hdr->tid)});
-    if (it != pending_.end() && !it->second->sender)
-      timeout_ms = static_cast<int>(it->second->options.timeout.count());
-  }
+  // responses to sends without one); libumad2sim ignores it. The dispatcher's timer is
+  // authoritative.
+  const int timeout_ms = static_cast<int>(kernel_timeout.count());
   Outbound out{std::move(buf), agent, static_cast<int>(length), timeout_ms};
   // Order is kept: once anything waits, everything after it waits behind it.
   if (!backlog_.empty()) return Backlog(std::move(out));
   int err = 0;
   int r = UmadSend(port_id_, agent, out.umad.data(), out.length, timeout_ms, &err);
   if (r < 0 && TransientWrite(err)) {
-    ++counters_.write_eagain;
+    ++Counters().write_eagain;
     return Backlog(std::move(out));
   }
   if (r < 0) return IoError("umad_send failed: " + Errno(err));
-  ++counters_.sent;
+  ++Counters().sent;
   Log(LogName::kMad).trace("sent class {:#04x} method {:#04x} attr {:#06x} tid {:#x} to lid {}",
                            hdr->mgmt_class, hdr->method, hdr->attr_id, hdr->tid, dlid);
   return Status::Ok();
@@ -118,17 +116,17 @@ Status UmadTransport::WriteMad(std::span<const uint8_t> mad, const MadAddress& a
 
 Status UmadTransport::Backlog(Outbound out) {
   if (backlog_.size() >= options_.max_backlog) {
-    ++counters_.backlog_dropped;
+    ++Counters().backlog_dropped;
     if (BacklogLogWorthy(++backlog_full_logged_)) {
       Log(LogName::kMad).warn("MAD-UMAD-030 write backlog full ({} MADs): MAD dropped ({} so "
                               "far)",
-                              backlog_.size(), counters_.backlog_dropped);
+                              backlog_.size(), Counters().backlog_dropped);
     }
     return Unavailable("the MAD write backlog is full");
   }
   backlog_.push_back(std::move(out));
-  counters_.backlog = backlog_.size();
-  counters_.backlog_high_water = std::max(counters_.backlog_high_water, counters_.backlog);
+  Counters().backlog = backlog_.size();
+  Counters().backlog_high_water = std::max(Counters().backlog_high_water, Counters().backlog);
   ArmFlush();
   return Status::Ok();
 }
@@ -163,20 +161,20 @@ void UmadTransport::FlushBacklog() {
     int err = 0;
     int r = UmadSend(port_id_, o.agent, o.umad.data(), o.length, o.timeout_ms, &err);
     if (r < 0 && TransientWrite(err)) {
-      ++counters_.write_eagain;
+      ++Counters().write_eagain;
       break;
     }
     if (r < 0) {
       // The request's own timer (or the RMPP window's) sees to what was lost.
-      ++counters_.backlog_dropped;
+      ++Counters().backlog_dropped;
       Log(LogName::kMad).debug("MAD-UMAD-031 a waiting MAD could not be written: {}",
                                Errno(err));
     } else {
-      ++counters_.sent;
+      ++Counters().sent;
     }
     backlog_.pop_front();
   }
-  counters_.backlog = backlog_.size();
+  Counters().backlog = backlog_.size();
   if (!backlog_.empty()) ArmFlush();
 }
 

@@ -10,6 +10,13 @@
 namespace ibsm::sim {
 namespace {
 
+// The management class, read with the codec's table.
+uint8_t MgmtClassOf(std::span<const uint8_t> b) {
+  const auto& f = mad::Layout<mad::MadHeader>::kFields[1];
+  static_assert(mad::Layout<mad::MadHeader>::kFields[1].bit_width == 8);
+  return static_cast<uint8_t>(mad::GetBits(b, f.bit_offset, f.bit_width));
+}
+
 mad::DispatcherOptions Dispatching(PortId port, const SimTransportOptions& o) {
   mad::DispatcherOptions d;
   d.match_low_tid = false;
@@ -69,7 +76,7 @@ void SimTransport::Send(mad::MadMessage request, const mad::SendOptions& options
   }
   if (request.bytes.size() != mad::kMadSize) {
     uint8_t mclass = request.bytes.size() >= mad::Layout<mad::MadHeader>::kSize
-                         ? request.bytes[1]  // the codec's mgmt_class: byte 1, 8 bits
+                         ? MgmtClassOf(request.bytes)
                          : 0;
     auto hs = request.bytes.size() > mad::kMadSize ? mad::RmppHeaderSize(mclass) : std::nullopt;
     if (!hs) {
@@ -127,7 +134,7 @@ Status SimTransport::Post(mad::MadMessage message) {
                            "-byte message is shorter than a MAD");
   }
   if (message.bytes.size() == mad::kMadSize) return dispatcher_.Write(std::move(message));
-  const uint8_t mclass = message.bytes[1];
+  const uint8_t mclass = MgmtClassOf(message.bytes);
   if (!mad::RmppHeaderSize(mclass)) {
     return InvalidArgument("SIM-TRN-002 " + std::to_string(message.bytes.size()) +
                            "-byte message in class " + std::to_string(mclass) +
