@@ -326,6 +326,11 @@ void MadDispatcher::Finish(uint64_t key, Result<MadMessage> result) {
   ResponseHandler done = std::move(it->second.done);
   const bool started = it->second.started;
   pending_.erase(it);  // its deadline entries go stale and are skipped
+  if (pending_.empty() && options_.stop_timer_when_idle) {
+    deadlines_.clear();
+    if (timer_at_ != Clock::time_point::max()) timer_.cancel();
+    timer_at_ = Clock::time_point::max();
+  }
   if (options_.in_flight_budget) {
     if (started && started_ > 0) --started_;
     NoteInFlight();

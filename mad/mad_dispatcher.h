@@ -69,6 +69,11 @@ struct DispatcherOptions {
   // attempt's time (the peer resends its window on its own timer); false resends the
   // request, which restarts the transfer.
   bool rmpp_stall_waits = false;
+  // When the last request ends, the deadline timer is cancelled, so an io_context run to
+  // completion (umad_probe, a one-shot tool) returns as soon as the answer is in, as it did
+  // with a timer per request. Off for the simulator: finishing one request at a time, it
+  // would cancel and re-arm the timer on every round trip.
+  bool stop_timer_when_idle = true;
   // Bytes of a MAD the medium carries intact (RmppSender/RmppReceiver `mad_size`).
   size_t mad_size = kMadSize;
   // The in-flight budget (TransportCounters in_flight, budget_waits): requests and Posted

@@ -91,6 +91,15 @@ TEST_F(DispFixture, ResponsesMatchByClassAndLowTidBitsWhateverTheHighBitsSay) {
   EXPECT_EQ(d->outstanding(), 0u);
 }
 
+TEST_F(DispFixture, AnIoContextRunToCompletionReturnsOnceTheLastAnswerIsIn) {
+  Make({});
+  d->Send(DispSmp(), {10s, 0}, [](Result<MadMessage>) {});
+  d->OnInbound(DispAnswer(wire.written[0]));
+  auto t0 = std::chrono::steady_clock::now();
+  io.run();  // no deadline timer left waiting for the answered request
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
 TEST_F(DispFixture, WithWholeTidMatchingOtherHighBitsAreUnmatched) {
   DispatcherOptions o;
   o.match_low_tid = false;

@@ -23,6 +23,7 @@ mad::DispatcherOptions Dispatching(PortId port, const SimTransportOptions& o) {
   // TIDs unique per port so two transports never hand out the same one.
   d.first_tid = (uint64_t{port} << 32) + 1;
   d.rmpp_stall_waits = true;
+  d.stop_timer_when_idle = false;
   // The simulator keeps no budget of its own: the SM's pipelines bound what it sends.
   d.in_flight_budget = false;
   d.rmpp_post = o.rmpp_post;
