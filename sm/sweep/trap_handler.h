@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "mad/attr/notice.h"
+#include "mad/attr/sm_info.h"
 #include "mad/mad.h"
 #include "mad/transport.h"
 #include "sm/model/discovery.h"
