@@ -74,10 +74,10 @@ bool SubnetManager::WaitsForQosReads() {
   // SUBNET UP means the SA answers everything, the SL2VL and VLArb records included: their
   // reads, running beside the sweep since discovery, end first. With qos TRUE the QoS Sets
   // are made from them, and the end waits for them whole. With qos FALSE they are optional:
-  // the SA serves this sweep's fabric at once, and the end waits for the reads at most as
-  // long as the sweep itself took (kQosWaitFloor at least); past that SUBNET UP is logged and
-  // the records reach the SA when the reads end (a switch answers one SL2VL table per port
-  // pair: 1.3 million reads at 3-tier k=32). Not when a switch reported a change meanwhile:
+  // the SA serves this sweep's fabric at once, and the end waits for the reads at most
+  // kQosWait (1 s); past that SUBNET UP is logged and the records reach the SA when the
+  // reads end (a switch answers one SL2VL table per port pair: 1.49 million reads at 3-tier
+  // k=32). Not when a switch reported a change meanwhile:
   // the fabric is programmed, and its repair does not wait behind optional reads. A repair
   // sweep never waits for them.
   const bool reads_running = qos_reader_.running() && !stopped_;
@@ -87,9 +87,7 @@ bool SubnetManager::WaitsForQosReads() {
     finish_stage_ = "waiting for SL2VL and VLArb reads";
     if (!options_.qos) {
       if (discovered_ && sm_port_ != kNoPort) PublishSaSnapshot();
-      const auto waited_for =
-          std::max<std::chrono::steady_clock::duration>(kQosWaitFloor,
-                                                        clock_.Now() - current_.started);
+      const std::chrono::steady_clock::duration waited_for = kQosWait;
       qos_wait_timer_.expires_after(waited_for);
       qos_wait_timer_.async_wait([this, sweep = current_.number,
                                   waited_for](boost::system::error_code ec) {
@@ -98,9 +96,8 @@ bool SubnetManager::WaitsForQosReads() {
         qos_wait_over_ = true;
         ++counters_.qos_waits_timed_out;
         Log(LogName::kSm).info(
-            "heavy sweep {}: the SL2VL and VLArb reads are still running after {:.1f} s (as "
-            "long as the sweep took); the sweep ends without them, and their records reach the "
-            "SA when they are in",
+            "heavy sweep {}: the SL2VL and VLArb reads are still running after {:.1f} s; the "
+            "sweep ends without them, and their records reach the SA when they are in",
             sweep, std::chrono::duration<double>(waited_for).count());
         FinishHeavySweep();
       });
