@@ -336,6 +336,7 @@ TEST(RepairSweepTest, ACutWhileTheOptionalReadsRunIsRepairedWithoutWaitingForThe
   sim::Simulator sim(*f);
   SubnetManagerOptions o = Quiet();
   o.send.timeout = 1s;
+  o.optional_reads_wait = 30s;  // the cut comes while the heavy sweep waits for the reads
   Harness h(sim, *f, o);
   boost::asio::steady_timer later(h.io);
   bool lfts_seen = false, cut_done = false;
@@ -393,6 +394,45 @@ TEST(RepairSweepTest, ACutWhileTheOptionalReadsRunIsRepairedWithoutWaitingForThe
   Fabric cut_fabric = *f;
   cut_fabric.Disconnect(cut);
   ExpectFabricUp(cut_fabric, sim);
+}
+
+// The same optional reads, no fault: the heavy sweep waits for them only
+// optional_reads_wait (250 ms), ends with SUBNET UP while they still run (the SA already
+// serving its fabric), and their records reach the SA when they are in.
+TEST(RepairSweepTest, TheOptionalReadsDelaySubnetUpByTheirBoundedWaitAtMost) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  SubnetManagerOptions o = Quiet();
+  o.send.timeout = 300ms;  // a silent device's read: 4 tries of 300 ms
+  Harness h(sim, *f, o);
+  std::vector<SweepStats> sweeps;
+  bool reads_running_at_up = false, sa_had_qos_at_up = true;
+  boost::asio::steady_timer poll(h.io);
+  std::function<void()> wait_quiet = [&] {
+    poll.expires_after(50ms);
+    poll.async_wait([&](boost::system::error_code ec) {
+      if (ec) return;
+      if (h.sm.quiescent()) return h.Stop();
+      wait_quiet();
+    });
+  };
+  h.Run([&](const SweepStats& s) {
+    sweeps.push_back(s);
+    reads_running_at_up = !h.sm.quiescent();
+    auto snap = h.sm.sa().snapshot();
+    sa_had_qos_at_up = snap && snap->qos && !snap->qos->empty();
+    wait_quiet();
+  });
+  ASSERT_EQ(sweeps.size(), 1u);
+  EXPECT_TRUE(sweeps[0].subnet_up);
+  EXPECT_TRUE(reads_running_at_up);
+  EXPECT_FALSE(sa_had_qos_at_up);
+  EXPECT_EQ(h.sm.counters().qos_waits_timed_out, 1u);
+  EXPECT_EQ(h.sm.counters().qos_waits_cut_short, 0u);
+  auto snap = h.sm.sa().snapshot();
+  ASSERT_TRUE(snap && snap->qos);
+  EXPECT_FALSE(snap->qos->empty());
 }
 
 TEST(RepairSweepTest, WithIncrementalRepairOffACutCausesAHeavySweep) {

@@ -117,7 +117,7 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
     {&SmCounters::qos_waits_timed_out, CounterSection::kStatus, "qos_waits_timed_out",
      "ibsm_qos_waits_timed_out_total", "", "",
      "heavy sweeps (qos FALSE) that logged SUBNET UP before their SL2VL and VLArb reads were "
-     "in, because the reads took longer than the 1 s the end of a sweep waits for them; the "
+     "in, because the reads took longer than the 250 ms the end of a sweep waits for them; the "
      "records reach the SA when the reads end"},
     {&SmCounters::links_damped, CounterSection::kStatus, "links_damped",
      "ibsm_links_damped_total", "", "",

@@ -103,6 +103,9 @@ struct SubnetManagerOptions {
   std::string routing_engine;  // comma list; empty = minhop
   routing::RoutingOptions routing;
   size_t max_wire_smps = 64;
+  // qos FALSE: the most the end of a heavy sweep waits for the optional SL2VL and VLArb
+  // reads before SUBNET UP (WaitsForQosReads). Not an opensm.conf key.
+  std::chrono::milliseconds optional_reads_wait{250};
   mad::SendOptions send;
   std::chrono::seconds sweep_interval{10};  // 0 = no light sweeps
   bool force_heavy_sweep = false;           // a heavy sweep every sweep_interval, not a light one
@@ -470,8 +473,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   QosSupportMap qos_support_;  // devices found without one of those tables
   bool qos_rerun_ = false;     // a sweep found new nodes while reads were in flight
   bool finish_waits_for_qos_ = false;  // the sweep's end waits for the reads
-  // qos FALSE: the sweep's end waits for them at most kQosWait; `qos_wait_over_` is set when
-  // that wait ran out, until the sweep has ended.
+  // qos FALSE: the sweep's end waits for them at most options_.optional_reads_wait;
+  // `qos_wait_over_` is set when that wait ran out, until the sweep has ended.
   boost::asio::steady_timer qos_wait_timer_{io_};
   bool qos_wait_over_ = false;
   bool qos_program_owed_ = false;  // qos TRUE: a sweep ended before its reads were in
@@ -540,8 +543,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   std::map<std::array<uint8_t, 16>, ha::McGroupRow> saved_mcast_;
   bool mcast_saved_whole_ = false;  // saved_mcast_ is what the file holds
   boost::asio::steady_timer state_flush_timer_{io_};
-  // The most the end of a heavy sweep waits for the optional reads with qos FALSE.
-  static constexpr std::chrono::seconds kQosWait{1};
   bool state_flush_armed_ = false;
   void ScheduleStateFlush();
   Status SaveMulticastChanges();

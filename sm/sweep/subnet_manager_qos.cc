@@ -75,7 +75,7 @@ bool SubnetManager::WaitsForQosReads() {
   // reads, running beside the sweep since discovery, end first. With qos TRUE the QoS Sets
   // are made from them, and the end waits for them whole. With qos FALSE they are optional:
   // the SA serves this sweep's fabric at once, and the end waits for the reads at most
-  // kQosWait (1 s); past that SUBNET UP is logged and the records reach the SA when the
+  // options_.optional_reads_wait (250 ms); past that SUBNET UP is logged and the records reach the SA when the
   // reads end (a switch answers one SL2VL table per port pair: 1.49 million reads at 3-tier
   // k=32). Not when a switch reported a change meanwhile:
   // the fabric is programmed, and its repair does not wait behind optional reads. A repair
@@ -87,7 +87,7 @@ bool SubnetManager::WaitsForQosReads() {
     finish_stage_ = "waiting for SL2VL and VLArb reads";
     if (!options_.qos) {
       if (discovered_ && sm_port_ != kNoPort) PublishSaSnapshot();
-      const std::chrono::steady_clock::duration waited_for = kQosWait;
+      const std::chrono::steady_clock::duration waited_for = options_.optional_reads_wait;
       qos_wait_timer_.expires_after(waited_for);
       qos_wait_timer_.async_wait([this, sweep = current_.number,
                                   waited_for](boost::system::error_code ec) {
@@ -96,7 +96,7 @@ bool SubnetManager::WaitsForQosReads() {
         qos_wait_over_ = true;
         ++counters_.qos_waits_timed_out;
         Log(LogName::kSm).info(
-            "heavy sweep {}: the SL2VL and VLArb reads are still running after {:.1f} s; the "
+            "heavy sweep {}: the SL2VL and VLArb reads are still running after {:.2f} s; the "
             "sweep ends without them, and their records reach the SA when they are in",
             sweep, std::chrono::duration<double>(waited_for).count());
         FinishHeavySweep();
