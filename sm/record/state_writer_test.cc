@@ -119,35 +119,21 @@ TEST_F(StateWriterTest, AFailedWriteIsCountedByItsIdAndASuccessfulOneEndsTheSpel
 // A state directory that takes no writes for a while (a full disk, a read-only mount), on
 // the in-memory twin: each sweep's writes fail and are counted, nothing half-written is
 // left, and the first sweep after the outage writes the sweep's rows and the SM state.
-TEST(StateWriterOutageTest, ASweepDuringAnOutageIsCountedAndTheFirstAfterItWritesEverything) {
-  ManualClock clock;
-  clock.Advance(std::chrono::seconds(1'700'000'000));
-  ha::MemoryStateStore store(clock);
-  uint64_t state_failures = 0, dump_failures = 0;
-  std::map<std::string, uint64_t> issues;
-  StateWriter w(&store, clock, {}, {&state_failures, &dump_failures, &issues});
-  auto f = FatTree2(4);
-  ASSERT_TRUE(f.ok());
-  auto d = std::make_shared<DiscoveryResult>();
-  d->fabric = std::move(*f);
-  SweepRecord r;
-  r.discovered = d;
-  r.sm_lid = Lid{1};
-  r.sm_state = mad::SmState::kMaster;
-  r.nodes = d->fabric.node_count();
+TEST_F(StateWriterTest, ASweepDuringAnOutageIsCountedAndTheFirstAfterItWritesEverything) {
+  ha::MemoryStateStore store(clock_);
+  StateWriter w(&store, clock_, {}, {&state_failures_, &dump_failures_, &issues_});
+  SweepRecord r = Record();
   r.engine = "ftree";
-  r.subnet_up = true;
   const std::unordered_map<Guid, PersistedLid> lids = {{Guid{0x10}, {5, 5}}};
-
   store.RefuseWrites("no space left on device");
   w.RecordSweep(r, lids, [] {});
-  EXPECT_GT(state_failures, 0u);
+  EXPECT_GT(state_failures_, 0u);
   EXPECT_TRUE(store.LoadGuid2Lid()->empty());
   EXPECT_TRUE(store.RecentSweeps(10)->empty());
   EXPECT_FALSE(store.LoadSnapshot(ha::kSnapshotNodes)->has_value());
-  const uint64_t failed = state_failures;
+  const uint64_t failed = state_failures_;
   w.RecordSweep(r, lids, [] {});  // still refused: counted again, not lost
-  EXPECT_GT(state_failures, failed);
+  EXPECT_GT(state_failures_, failed);
 
   store.AcceptWrites();
   w.RecordSweep(r, lids, [] {});

@@ -85,6 +85,22 @@ struct Harness {
   SubnetManager sm;
 };
 
+// Stops `h` once its SM is quiescent (no SMP of the sweep or of the optional reads in
+// flight), looking every 50 ms from Arm() on.
+struct QuietStop {
+  explicit QuietStop(Harness& h) : h(h), poll(h.io) {}
+  void Arm() {
+    poll.expires_after(50ms);
+    poll.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      if (h.sm.quiescent()) return h.Stop();
+      Arm();
+    });
+  }
+  Harness& h;
+  boost::asio::steady_timer poll;
+};
+
 // Brings `f` up, applies `fault` (traps 128 from the switches it touches), waits for the
 // repairs, then asks for one heavy sweep of the changed fabric and stops after it. With
 // `cut`, records which LFT blocks sent LIDs into that cable before the fault.
@@ -355,22 +371,14 @@ TEST(RepairSweepTest, ACutWhileTheOptionalReadsRunIsRepairedWithoutWaitingForThe
   });
   std::vector<SweepStats> sweeps;
   bool reads_in_flight_at_repair = false, sa_had_qos_at_repair = true;
-  boost::asio::steady_timer poll(h.io);
-  std::function<void()> wait_quiet = [&] {
-    poll.expires_after(50ms);
-    poll.async_wait([&](boost::system::error_code ec) {
-      if (ec) return;
-      if (h.sm.quiescent()) return h.Stop();
-      wait_quiet();
-    });
-  };
+  QuietStop quiet(h);
   h.Run([&](const SweepStats& s) {
     sweeps.push_back(s);
     if (!s.repair || sweeps.size() > 2) return;  // the first repair (both ends may report)
     reads_in_flight_at_repair = !h.sm.quiescent();
     auto snap = h.sm.sa().snapshot();
     sa_had_qos_at_repair = snap && snap->qos && !snap->qos->empty();
-    wait_quiet();
+    quiet.Arm();
   });
   sim.SetSmpObserver({});
   ASSERT_TRUE(cut_done);
@@ -408,21 +416,13 @@ TEST(RepairSweepTest, TheOptionalReadsDelaySubnetUpByTheirBoundedWaitAtMost) {
   Harness h(sim, *f, o);
   std::vector<SweepStats> sweeps;
   bool reads_running_at_up = false, sa_had_qos_at_up = true;
-  boost::asio::steady_timer poll(h.io);
-  std::function<void()> wait_quiet = [&] {
-    poll.expires_after(50ms);
-    poll.async_wait([&](boost::system::error_code ec) {
-      if (ec) return;
-      if (h.sm.quiescent()) return h.Stop();
-      wait_quiet();
-    });
-  };
+  QuietStop quiet(h);
   h.Run([&](const SweepStats& s) {
     sweeps.push_back(s);
     reads_running_at_up = !h.sm.quiescent();
     auto snap = h.sm.sa().snapshot();
     sa_had_qos_at_up = snap && snap->qos && !snap->qos->empty();
-    wait_quiet();
+    quiet.Arm();
   });
   ASSERT_EQ(sweeps.size(), 1u);
   EXPECT_TRUE(sweeps[0].subnet_up);
