@@ -114,9 +114,12 @@ class SaOpenSmCompareTest : public ::testing::Test {
         end_ports += fabric->port(fabric->port_id(n, PortNum{p})).connected();
     }
     std::ofstream(root_ + "/fabric.net") << WriteTopology(*fabric);
+    // Asked once: a SharedConf may write files the SMs read (a QoS policy), and writing
+    // them again once ibsmd runs would let it read one half-written.
+    const std::string shared = SharedConf();
     std::ofstream(root_ + "/ibsmd.conf") << "state_db_file " << root_ << "/state.db\nlog_file "
-                                         << root_ << "/ibsmd.log\n" << SharedConf();
-    std::ofstream(root_ + "/opensm.conf") << SharedConf();
+                                         << root_ << "/ibsmd.log\n" << shared;
+    std::ofstream(root_ + "/opensm.conf") << shared;
     for (Side* side : {&ibsm_, &osm_}) {
       auto sim = IbsimInstance::Start(root_ + "/fabric.net");
       ASSERT_TRUE(sim.ok()) << sim.status().ToString();
@@ -126,7 +129,7 @@ class SaOpenSmCompareTest : public ::testing::Test {
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     ibsm_.sm.emplace(std::move(*d));
     std::vector<std::string> osm_argv = {"opensm", "-f", root_ + "/opensm.log"};
-    if (!SharedConf().empty()) {
+    if (!shared.empty()) {
       osm_argv.push_back("-F");
       osm_argv.push_back(root_ + "/opensm.conf");
     }
