@@ -222,27 +222,29 @@ const OptionTarget* FindOptionTarget(std::string_view option) {
   return nullptr;
 }
 
-SubnetManagerOptions SweepOptionsFrom(const conf::SmConfig& c) {
-  SubnetManagerOptions o;
-  std::vector<void (*)(const C&, O&)> applied;
+namespace {
+// Applies the `fn` of every row that has one, once per function (rows that share a function
+// read one value from several options).
+template <typename Options>
+Options Apply(const conf::SmConfig& c, void (*OptionTarget::*fn)(const C&, Options&)) {
+  Options o;
+  std::vector<void (*)(const C&, Options&)> applied;
   for (const OptionTarget& t : kTargets) {
-    if (!t.sweep || std::find(applied.begin(), applied.end(), t.sweep) != applied.end()) continue;
-    applied.push_back(t.sweep);
-    t.sweep(c, o);
+    auto f = t.*fn;
+    if (!f || std::find(applied.begin(), applied.end(), f) != applied.end()) continue;
+    applied.push_back(f);
+    f(c, o);
   }
+  return o;
+}
+}  // namespace
+
+SubnetManagerOptions SweepOptionsFrom(const conf::SmConfig& c) {
+  SubnetManagerOptions o = Apply(c, &OptionTarget::sweep);
   o.routing.threads = std::max(1u, std::thread::hardware_concurrency());
   return o;
 }
 
-PerfManagerOptions PerfOptionsFrom(const conf::SmConfig& c) {
-  PerfManagerOptions o;
-  std::vector<void (*)(const C&, P&)> applied;
-  for (const OptionTarget& t : kTargets) {
-    if (!t.perf || std::find(applied.begin(), applied.end(), t.perf) != applied.end()) continue;
-    applied.push_back(t.perf);
-    t.perf(c, o);
-  }
-  return o;
-}
+PerfManagerOptions PerfOptionsFrom(const conf::SmConfig& c) { return Apply(c, &OptionTarget::perf); }
 
 }  // namespace ibsm::sm

@@ -132,8 +132,17 @@ void SubnetManager::PublishSaSnapshot() {
   // Indexed from the snapshot's own fabric rather than shared with lid_map_: when routing
   // failed and the last good tables are kept, lid_map_ belongs to an earlier fabric whose
   // PortIds need not match this one.
-  s->lids = std::make_shared<const routing::LidMap>(s->fabric());
-  s->port_mtu = LinkMtus(s->fabric(), s->nodes());
+  // Both derive from the discovery alone, which is not changed while shared: a republish of
+  // the same one (the optional reads' records, the end of a sweep that published before
+  // waiting for them) keeps them.
+  const std::shared_ptr<const SaSnapshot> prev = sa_.snapshot();
+  if (prev && prev->discovery == discovered_ && prev->lids) {
+    s->lids = prev->lids;
+    s->port_mtu = prev->port_mtu;
+  } else {
+    s->lids = std::make_shared<const routing::LidMap>(s->fabric());
+    s->port_mtu = LinkMtus(s->fabric(), s->nodes());
+  }
   s->qos = qos_;
   if (options_.qos) s->qos_policy = options_.qos_policy;
   s->qos_enabled = options_.qos;
