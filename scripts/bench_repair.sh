@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench_repair.sh - faults on ibsim (a spine-core cable cut, a spine switch dying, 16 cables
-# at once): time from the fault to the SM's next "SUBNET UP", ibsmd and OpenSM 3.3.23 side by
-# side on the same fabric and settings.
+# at once, a cable or a spine coming back): time from the fault to the SM's next "SUBNET UP",
+# ibsmd and OpenSM 3.3.23 side by side on the same fabric and settings.
 #
 #   scripts/bench_repair.sh [--fabric TYPE:K] [--after "3 20"] [--faults "cable spine cables16"]
 #                           [--engine E] [--ibsmd PATH] [--sms "ibsmd opensm"] [--keep]
@@ -10,7 +10,12 @@
 #   --after LIST      seconds between SUBNET UP and the fault (default "3 20")
 #   --faults LIST     cable: `unlink` of the first core switch's port 1 (a spine-core cable);
 #                     spine: `unlink` of every port of the first spine switch (it dies);
-#                     cables16: port 1 of the first 16 core switches, in one burst
+#                     cables16: port 1 of the first 16 core switches, in one burst;
+#                     cableback: the cable of `cable` cut, and once the SM is up again
+#                     (SUBNET UP, then 2 s) put back with `relink`, timed from the relink;
+#                     spineback: the same with the spine of `spine` (it dies, then returns
+#                     with its cables; ibsim keeps its tables, so this is a switch coming
+#                     back, not the power cycle the in-process repair_bench times)
 #                     (default "cable")
 #   --engine E        routing_engine for both SMs (default ftree,updn)
 #   --ibsmd PATH      ibsmd binary (default build/bin/ibsmd)
@@ -71,7 +76,16 @@ fault_lines() {
         cable) awk -F'"' '/^Switch/ && $2 ~ /^core/ { printf "unlink \"%s\"[1]\n", $2; exit }' "$net" ;;
         spine) awk -F'"' '/^Switch/ && $2 ~ /spine/ { printf "unlink \"%s\"\n", $2; exit }' "$net" ;;
         cables16) awk -F'"' '/^Switch/ && $2 ~ /^core/ && n++ < 16 { printf "unlink \"%s\"[1]\n", $2 }' "$net" ;;
-        *) die "unknown fault $1 (cable, spine, cables16)" ;;
+        cableback) fault_lines cable | sed 's/^unlink/relink/' ;;
+        spineback) fault_lines spine | sed 's/^unlink/relink/' ;;
+        *) die "unknown fault $1 (cable, spine, cables16, cableback, spineback)" ;;
+    esac
+}
+# What fault $1 does first, before the part that is timed (empty: nothing).
+fault_before() {
+    case $1 in
+        cableback) fault_lines cable ;;
+        spineback) fault_lines spine ;;
     esac
 }
 for fault in $faults; do [ -n "$(fault_lines "$fault")" ] || die "fault $fault: no such switch in $fabric"; done
@@ -123,6 +137,13 @@ for pause in $after; do
         pids+=("$sm_pid")
         wait_up "$log" 1 "$kind" 600 || die "$kind never came up ($run_dir)"
         sleep "$pause"
+        before=$(fault_before "$fault")
+        if [ -n "$before" ]; then
+            ups=$(grep -c "SUBNET UP" "$log")
+            echo "$before" >&3
+            wait_up "$log" $((ups + 1)) "$kind" 600 || die "$kind never came up after the first cut ($run_dir)"
+            sleep 2
+        fi
         ups=$(grep -c "SUBNET UP" "$log")
         t0=$(sod)
         fault_lines "$fault" >&3

@@ -27,6 +27,7 @@ void Discovery::Run(std::function<void(DiscoveryResult)> done) {
   done_ = std::move(done);
   start_ = std::chrono::steady_clock::now();
   running_ = true;
+  growing_ = false;
   DrPath root;
   Get(root, mad::attr::kNodeInfo, 0,
       [this, root](Result<mad::Smp> r) { OnNodeInfo(root, kNoNode, 0, std::move(r)); });
@@ -71,6 +72,18 @@ void Discovery::OnNodeInfo(const DrPath& path, NodeId from_node, uint8_t from_po
 
   NodeId id;
   bool is_new = false;
+  // Grow: the cable the walk just crossed, in the model; a cable either end had elsewhere
+  // goes (that end faces another port now).
+  auto cable = [this, &f](NodeId a, uint8_t pa, NodeId b, uint8_t pb) {
+    const PortId x = f.port_id(a, PortNum{pa}), y = f.port_id(b, PortNum{pb});
+    if (f.port(x).connected() && f.port(x).peer == y) return;
+    for (PortId end : {x, y}) {
+      if (!f.port(end).connected()) continue;
+      f.Disconnect(end);
+      ++grow_stats_.cables_moved;
+    }
+    if (f.Connect(a, PortNum{pa}, b, PortNum{pb}).ok()) ++grow_stats_.cables_added;
+  };
   if (auto existing = f.FindNode(guid)) {
     id = *existing;
     const Node& n = f.node(id);
@@ -81,6 +94,11 @@ void Discovery::OnNodeInfo(const DrPath& path, NodeId from_node, uint8_t from_po
                         ToString(guid), PathString(result_.nodes[id].path),
                         NodeKindName(n.kind), n.num_ports, PathString(path),
                         NodeKindName(KindOf(ni->node_type)), ni->num_ports));
+      return;
+    }
+    if (growing_) {
+      if (from_node != kNoNode) cable(from_node, from_port, id, arrival);
+      OnKnownNode(path, id, arrival);
       return;
     }
   } else {
@@ -100,6 +118,12 @@ void Discovery::OnNodeInfo(const DrPath& path, NodeId from_node, uint8_t from_po
     dn.port_info_valid.assign(ni->num_ports + 1u, false);
     result_.nodes.push_back(std::move(dn));
     if (is_switch) (void)f.SetPortGuid(f.port_id(id, PortNum{0}), Guid{ni->port_guid});
+    if (growing_) {
+      met_.resize(f.node_count());
+      met_[id] = Met{.read = true, .all_ports = true, .added = true, .path = path,
+                     .arrival = arrival};
+      ++grow_stats_.nodes_added;
+    }
   }
   if (!is_switch) {
     Status s = f.SetPortGuid(f.port_id(id, PortNum{arrival}), Guid{ni->port_guid});
@@ -110,7 +134,9 @@ void Discovery::OnNodeInfo(const DrPath& path, NodeId from_node, uint8_t from_po
                                        s.message()));
     }
   }
-  if (from_node != kNoNode) {
+  if (from_node != kNoNode && growing_) {
+    cable(from_node, from_port, id, arrival);
+  } else if (from_node != kNoNode) {
     Status s = f.Connect(from_node, PortNum{from_port}, id, PortNum{arrival});
     if (!s.ok()) {
       Issue("SM-DISC-005", fmt::format("link {}[{}] -> {}[{}] contradicts an earlier "
@@ -171,9 +197,24 @@ void Discovery::OnPortInfo(NodeId id, uint8_t port, Result<mad::Smp> r) {
   auto pi = mad::Decode<mad::PortInfo>(r->data);
   if (!pi.ok()) return;
   DiscoveredNode& dn = result_.nodes[id];
+  const PortId pid = f.port_id(id, PortNum{port});
+  // Grow, a node the model held: what the model had at this port.
+  const bool known = growing_ && id < met_.size() && !met_[id].added;
+  const PortState was = f.port(pid).state;
+  if (known && port != 0 && f.port(pid).connected() &&
+      pi->port_state == static_cast<uint8_t>(PortState::kDown)) {
+    // Its cable went: both ends DOWN in the model, as a repair takes a cable out.
+    const Port& peer = f.port(f.port(pid).peer);
+    DiscoveredNode& pn = result_.nodes[peer.node];
+    if (peer.num.value() < pn.port_info.size())
+      pn.port_info[peer.num.value()].port_state = static_cast<uint8_t>(PortState::kDown);
+    f.mutable_port(f.port(pid).peer).state = PortState::kDown;
+    f.Disconnect(pid);
+    ++grow_stats_.cables_down;
+  }
   dn.port_info[port] = *pi;
   dn.port_info_valid[port] = true;
-  Port& fp = f.mutable_port(f.port_id(id, PortNum{port}));
+  Port& fp = f.mutable_port(pid);
   fp.lid = Lid{pi->lid};
   fp.lmc = pi->lmc;
   fp.state = static_cast<PortState>(pi->port_state <= 4 ? pi->port_state : 0);
@@ -193,18 +234,104 @@ void Discovery::OnPortInfo(NodeId id, uint8_t port, Result<mad::Smp> r) {
   // CA's port is followed only from the SM's own node (an empty path).
   bool forwards = n.is_switch() || dn.path.empty();
   if (!forwards || (n.is_switch() && port == 0) || !link_up) return;
-  DrPath next = dn.path;
-  if (next.size() >= mad::kMaxDrHops) {
-    Issue("SM-DISC-009", fmt::format("DR path {} is at the 63-hop limit; port {} not followed",
-                                     PathString(next), port));
+  if (growing_) {
+    const Met& m = met_[id];
+    if (port == m.arrival && !m.path.empty()) return;
+    // A known node's cable that stayed up is the model's; one that trained again (INIT where
+    // the model had it up) may face another port now.
+    const bool retrained = pi->port_state == static_cast<uint8_t>(PortState::kInit) &&
+                           was != PortState::kInit;
+    if (known && fp.connected() && !retrained) return;
+    Follow(m.path, id, port);
     return;
   }
   // Do not walk back out of the port this switch was reached by.
   if (!dn.path.empty() && port == dn.node_info.local_port_num) return;
+  Follow(dn.path, id, port);
+}
+
+void Discovery::Follow(const DrPath& path, NodeId id, uint8_t port) {
+  if (path.size() >= mad::kMaxDrHops) {
+    Issue("SM-DISC-009", fmt::format("DR path {} is at the 63-hop limit; port {} not followed",
+                                     PathString(path), port));
+    return;
+  }
+  DrPath next = path;
   next.push_back(port);
   Get(next, mad::attr::kNodeInfo, 0, [this, next, id, port](Result<mad::Smp> r) {
              OnNodeInfo(next, id, port, std::move(r));
            });
+}
+
+void Discovery::Grow(DiscoveryResult base, const std::vector<GrowFrom>& from,
+                     std::function<void(DiscoveryResult, GrowStats)> done) {
+  result_ = std::move(base);
+  result_.issues.clear();
+  result_.smps_sent = 0;
+  result_.smps_failed = 0;
+  grown_ = std::move(done);
+  start_ = std::chrono::steady_clock::now();
+  running_ = true;
+  growing_ = true;
+  grow_stats_ = GrowStats{};
+  met_.assign(result_.fabric.node_count(), Met{});
+  for (const GrowFrom& g : from) {
+    Met& m = met_[g.node];
+    m.read = m.all_ports = true;
+    m.path = result_.nodes[g.node].path;
+    m.arrival = result_.nodes[g.node].node_info.local_port_num;
+  }
+  for (const GrowFrom& g : from) Follow(met_[g.node].path, g.node, g.port);
+  pipeline_.WhenIdle([this] { Finish(); });
+}
+
+void Discovery::OnKnownNode(const DrPath& path, NodeId id, uint8_t arrival) {
+  Met& m = met_[id];
+  if (m.read) return;
+  m.read = true;
+  m.path = path;
+  m.arrival = arrival;
+  ++grow_stats_.nodes_reread;
+  const Fabric& f = result_.fabric;
+  Get(path, mad::attr::kPortInfo, arrival, [this, id, arrival](Result<mad::Smp> r) {
+    OnPortInfo(id, arrival, std::move(r));
+  });
+  if (!f.node(id).is_switch()) return;
+  // What the model says the switch holds; a switch that answers otherwise rebooted (or
+  // another SM programmed it), and all its ports are read.
+  const uint16_t top = result_.nodes[id].switch_info.linear_fdb_top;
+  const Lid lid = f.port(id, PortNum{0}).lid;
+  Get(path, mad::attr::kSwitchInfo, 0, [this, id, top](Result<mad::Smp> r) {
+    if (!r.ok()) {
+      Issue("SM-DISC-007", fmt::format("SwitchInfo of {} failed: {}",
+                                       ToString(result_.fabric.node(id).guid),
+                                       r.status().ToString()));
+      return;
+    }
+    auto si = mad::Decode<mad::SwitchInfo>(r->data);
+    if (!si.ok()) return;
+    result_.nodes[id].switch_info = *si;
+    if (si->linear_fdb_top != top) ReadAllPorts(id);
+  });
+  Get(path, mad::attr::kPortInfo, 0, [this, id, lid](Result<mad::Smp> r) {
+    const bool ok = r.ok();
+    OnPortInfo(id, 0, std::move(r));
+    if (ok && result_.fabric.port(id, PortNum{0}).lid != lid) ReadAllPorts(id);
+  });
+}
+
+void Discovery::ReadAllPorts(NodeId id) {
+  Met& m = met_[id];
+  if (m.all_ports) return;
+  m.all_ports = true;
+  ++grow_stats_.forgot;
+  const uint32_t ports = result_.fabric.node(id).num_ports;
+  for (uint32_t p = 1; p <= ports; ++p) {
+    if (p == m.arrival) continue;
+    const uint8_t port = static_cast<uint8_t>(p);
+    Get(m.path, mad::attr::kPortInfo, port,
+        [this, id, port](Result<mad::Smp> r) { OnPortInfo(id, port, std::move(r)); });
+  }
 }
 
 std::optional<DrPath> PathToPort(const Fabric& f, const std::vector<DiscoveredNode>& nodes,
@@ -338,6 +465,13 @@ void Discovery::Finish() {
   Canonicalize(result_);
   result_.duration = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - start_);
+  if (growing_) {
+    growing_ = false;
+    met_.clear();
+    auto done = std::move(grown_);
+    done(std::move(result_), grow_stats_);
+    return;
+  }
   auto done = std::move(done_);
   done(std::move(result_));
 }

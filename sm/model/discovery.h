@@ -63,6 +63,27 @@ void CanonicalPaths(DiscoveryResult& r);
 // node are gone, and the paths are CanonicalPaths'. Used by a repair when nodes left.
 void KeepNodes(DiscoveryResult& r, const std::vector<bool>& keep);
 
+// `r` with its nodes renumbered in ascending node GUID order (what a discovery ends with, so
+// NodeIds and routing tie-breaks do not depend on the order answers arrived in), then
+// CanonicalPaths.
+void Canonicalize(DiscoveryResult& r);
+
+// A port of a model to look behind (Discovery::Grow): a NodeId of its fabric and a port.
+struct GrowFrom {
+  NodeId node = kNoNode;
+  uint8_t port = 0;
+};
+
+// What a Grow changed in the model it started from.
+struct GrowStats {
+  size_t nodes_added = 0;    // nodes the model did not hold
+  size_t cables_added = 0;   // cables put in where the model had none, or another
+  size_t cables_moved = 0;   // model cables taken out because an end now faces another port
+  size_t cables_down = 0;    // model cables of re-read nodes whose port is DOWN now
+  size_t nodes_reread = 0;   // nodes the model held, read again
+  size_t forgot = 0;         // of those, switches that no longer hold what the model says
+};
+
 // The DR path an SMP takes to arrive on port `p` itself, for the attributes a CA or router
 // applies to its arrival port whatever the modifier says (SLtoVLMappingTable,
 // VLArbitrationTable, P_KeyTable: IBA 14.2.5.7-9): the node's own path for a switch port or
@@ -82,6 +103,22 @@ class Discovery {
   // traffic until then (the walk waits for the pipeline to drain).
   void Run(std::function<void(DiscoveryResult)> done);
 
+  // Walks on from `base` (a repair's model, the SM's node its root) behind the ports of
+  // `from`, which are up with no cable in the model or trained again (INIT) since it was
+  // made; their nodes are taken as read already. Behind each port:
+  // - A node `base` does not hold is read and walked as Run walks (its other ports followed).
+  // - One it holds is cabled there (a cable either end had elsewhere is taken out) and read
+  //   again by the path the walk came by: a CA its arrival PortInfo; a switch its SwitchInfo
+  //   and the PortInfo of port 0 and of the arrival port, and when those say it no longer
+  //   holds what the model does (a LinearFDBTop or a LID not the model's: it rebooted) every
+  //   PortInfo. Of a known node's ports only those up without a cable in the model, or INIT
+  //   where the model had the cable up, are followed; one now DOWN is taken out.
+  // A NodeInfo behind a port of `from` that is not answered is an issue (SM-DISC-001).
+  // `done` gets the model in GUID order with canonical paths (Canonicalize); the nodes no
+  // longer reached from the root are the caller's to take out. REQUIRES: as for Run.
+  void Grow(DiscoveryResult base, const std::vector<GrowFrom>& from,
+            std::function<void(DiscoveryResult, GrowStats)> done);
+
  private:
   void Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
            std::function<void(Result<mad::Smp>)> cb);
@@ -89,12 +126,30 @@ class Discovery {
                   Result<mad::Smp> r);
   void ExploreNode(NodeId id);
   void OnPortInfo(NodeId id, uint8_t port, Result<mad::Smp> r);
+  // Asks the node behind `port` of `id` (reached by `path`) for its NodeInfo.
+  void Follow(const DrPath& path, NodeId id, uint8_t port);
+  // Grow: a node the model held, met again by `path` arriving on `arrival`.
+  void OnKnownNode(const DrPath& path, NodeId id, uint8_t arrival);
+  void ReadAllPorts(NodeId id);
   void Issue(std::string id, std::string message);
   void Finish();
 
   SmpPipeline& pipeline_;
   DiscoveryResult result_;
   std::function<void(DiscoveryResult)> done_;
+  // Grow only. Per NodeId of result_: read in this walk (added or read again), its ports all
+  // asked, and the path and arrival port the walk met it by.
+  struct Met {
+    bool read = false;
+    bool all_ports = false;
+    bool added = false;
+    DrPath path;
+    uint8_t arrival = 0;
+  };
+  bool growing_ = false;
+  std::vector<Met> met_;
+  GrowStats grow_stats_;
+  std::function<void(DiscoveryResult, GrowStats)> grown_;
   std::chrono::steady_clock::time_point start_;
   bool running_ = false;
 };

@@ -105,10 +105,11 @@ struct QuietStop {
 // repairs, then asks for one heavy sweep of the changed fabric and stops after it. With
 // `cut`, records which LFT blocks sent LIDs into that cable before the fault.
 // `then`, when given, is a second fault, made on the io thread once the first repair sends
-// its first SMP (its traps arrive while that repair reads).
+// its first SMP (its traps arrive while that repair reads). `after`, when given, is one made
+// once the first sweep after `fault` has ended (a cable or a switch coming back).
 CutRun FaultAndCompare(sim::Simulator& sim, const Fabric& f, std::function<void()> fault,
                        SubnetManagerOptions o, PortId cut = kNoPort,
-                       std::function<void()> then = {}) {
+                       std::function<void()> then = {}, std::function<void()> after = {}) {
   Harness h(sim, f, std::move(o));
   boost::asio::steady_timer settle(h.io);
   CutRun run;
@@ -142,6 +143,7 @@ CutRun FaultAndCompare(sim::Simulator& sim, const Fabric& f, std::function<void(
       h.Stop();
       return;
     }
+    if (after) std::exchange(after, {})();
     // Each sweep after the fault pushes the comparison back; once traps stop, compare.
     settle.expires_after(500ms);
     settle.async_wait([&](boost::system::error_code ec) {
@@ -707,6 +709,133 @@ TEST(RepairSweepTest, ATrapWhileAHeavySweepRunsHandsOverToARepairWithoutPushingS
   Fabric cut_fabric = *f;
   cut_fabric.Disconnect(cable);
   ExpectFabricUp(cut_fabric, sim);
+}
+
+// The figures and checks the tests below share: every sweep after the first and before the
+// comparing heavy sweep was a repair (the LIDs each test checks itself: a node that comes back
+// is given its LID again, which the sweep counts as a change), the comparing heavy sweep found the
+// whole fabric and wrote nothing (the repairs left exactly what it computes), and every host
+// reaches every host by what the switches hold.
+void ExpectRepairedWhole(const Fabric& f, const sim::Simulator& sim, const CutRun& run,
+                         const char* what) {
+  ASSERT_GE(run.sweeps.size(), 3u);
+  EXPECT_EQ(run.counters.repair_fallbacks, 0u);
+  uint64_t smps = 0;
+  size_t joined = 0, came_up = 0;
+  for (size_t i = 1; i + 1 < run.sweeps.size(); ++i) {
+    const SweepStats& s = run.sweeps[i];
+    EXPECT_TRUE(s.repair) << "sweep " << s.number << " was a heavy sweep";
+    EXPECT_TRUE(s.subnet_up) << "sweep " << s.number;
+    smps += s.smps;
+    joined += s.repair_nodes_joined;
+    came_up += s.repair_links_up;
+  }
+  const SweepStats& cold = run.sweeps.front();
+  const SweepStats& full = run.sweeps.back();
+  std::printf("[ figure ] 3-tier k=8, %s: cold heavy sweep %lu SMPs, %zu repair sweeps %lu "
+              "SMPs in all (%zu cables came up, %zu nodes joined)\n",
+              what, static_cast<unsigned long>(cold.smps), run.sweeps.size() - 2,
+              static_cast<unsigned long>(smps), came_up, joined);
+  EXPECT_LT(smps * 3, cold.smps) << "the repairs re-read much of the fabric";
+  EXPECT_FALSE(full.repair);
+  EXPECT_TRUE(full.subnet_up);
+  EXPECT_EQ(full.nodes, cold.nodes);
+  EXPECT_EQ(full.links, cold.links);
+  EXPECT_EQ(full.lid_changes, 0u);
+  EXPECT_EQ(full.lft_blocks_sent, 0u) << "the repairs left tables a heavy sweep changes";
+  EXPECT_EQ(full.portinfo_sets, 0u) << "the repairs left ports a heavy sweep sets";
+  EXPECT_EQ(full.pkey_blocks_sent, 0u);
+  ExpectFabricUp(f, sim);
+}
+
+// A cut cable that comes back: its switches report the port up, the repair asks who is
+// behind it (a switch the model holds) and puts the cable back, without a rediscovery; the
+// routes are spread over it again as a heavy sweep spreads them.
+TEST(RepairSweepTest, ACableThatComesBackIsPutBackWithoutAHeavySweep) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  const PortId cable = SpineUplink(*f);
+  ASSERT_NE(cable, kNoPort);
+  CutRun run = FaultAndCompare(
+      sim, *f, [&] { EXPECT_TRUE(sim.LinkDown(cable).ok()); }, Quiet(), kNoPort, {},
+      [&] { EXPECT_TRUE(sim.LinkUp(cable).ok()); });
+  ExpectRepairedWhole(*f, sim, run, "a cut cable comes back");
+  size_t up = 0;
+  for (const SweepStats& s : run.sweeps) up += s.repair ? s.repair_links_up : 0;
+  EXPECT_EQ(up, 1u);
+  EXPECT_GE(run.counters.repair_sweeps_grown, 1u);
+}
+
+// A spine switch that dies and comes back minutes later (its neighbours report their ports
+// down, then up): the repair takes it out, then finds it behind the ports that came up,
+// reads it alone, gives it its old LID, programs it and routes over it again.
+TEST(RepairSweepTest, ASwitchThatDiesAndComesBackIsReadAloneAndProgrammed) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  const NodeId spine = *f->FindNodeByName("pod03-spine-02");
+  std::vector<std::pair<uint64_t, uint16_t>> before;
+  CutRun run = FaultAndCompare(
+      sim, *f,
+      [&] {
+        before = simcheck::PortLids(*f, sim);
+        EXPECT_TRUE(sim.RemoveNode(spine).ok());
+      },
+      Quiet(), kNoPort, {}, [&] { EXPECT_TRUE(sim.AddNode(spine).ok()); });
+  ExpectRepairedWhole(*f, sim, run, "a spine switch dies and comes back");
+  size_t joined = 0;
+  for (const SweepStats& s : run.sweeps) joined += s.repair ? s.repair_nodes_joined : 0;
+  EXPECT_EQ(joined, 1u);
+  EXPECT_EQ(simcheck::PortLids(*f, sim), before) << "the switch came back with another LID";
+  EXPECT_NE(sim.switch_info(spine).linear_fdb_top, 0u) << "the switch was not programmed";
+}
+
+// A leaf switch that dies takes its hosts with it; when it comes back they come back behind
+// it, each with the LID it had, read alone from the leaf's ports (and SA subscribers hear
+// trap 64 for each, as after a heavy sweep).
+TEST(RepairSweepTest, ALeafThatComesBackBringsItsHostsBackWithTheirLids) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  const NodeId leaf = *f->FindNodeByName("pod04-leaf-03");
+  std::vector<std::pair<uint64_t, uint16_t>> before;
+  CutRun run = FaultAndCompare(
+      sim, *f,
+      [&] {
+        before = simcheck::PortLids(*f, sim);
+        EXPECT_TRUE(sim.RemoveNode(leaf).ok());
+      },
+      Quiet(), kNoPort, {}, [&] { EXPECT_TRUE(sim.AddNode(leaf).ok()); });
+  ExpectRepairedWhole(*f, sim, run, "a leaf switch and its hosts leave and come back");
+  size_t joined = 0;
+  for (const SweepStats& s : run.sweeps) joined += s.repair ? s.repair_nodes_joined : 0;
+  size_t hosts = 0;
+  for (uint32_t p = 1; p <= f->node(leaf).num_ports; ++p) {
+    const Port& port = f->port(f->port_id(leaf, PortNum{static_cast<uint8_t>(p)}));
+    hosts += port.connected() && !f->node(f->port(port.peer).node).is_switch();
+  }
+  EXPECT_EQ(joined, 1u + hosts);
+  EXPECT_EQ(simcheck::PortLids(*f, sim), before) << "a node came back with another LID";
+}
+
+// A switch that reboots at once (power cycle: its tables cleared, its ports back to INIT with
+// LID 0; its neighbours see their links bounce and report): the repair finds the bounced
+// links, re-reads the switch behind them, sees a switch that forgot its tables, and programs
+// it whole; nothing else is re-read.
+TEST(RepairSweepTest, ASwitchThatRebootsIsFoundByItsBouncedLinksAndProgrammedWhole) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  const NodeId spine = *f->FindNodeByName("pod02-spine-01");
+  std::vector<std::pair<uint64_t, uint16_t>> before;
+  CutRun run = FaultAndCompare(sim, *f, [&] {
+    before = simcheck::PortLids(*f, sim);
+    EXPECT_TRUE(sim.RebootSwitch(spine).ok());
+  }, Quiet());
+  ExpectRepairedWhole(*f, sim, run, "a spine switch reboots");
+  EXPECT_EQ(simcheck::PortLids(*f, sim), before);
+  EXPECT_NE(sim.switch_info(spine).linear_fdb_top, 0u) << "the switch was not programmed";
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ struct SmCounters {
   uint64_t repair_reroutes_refused = 0;  // ... whose incremental result was refused
   uint64_t repair_reroutes_proven = 0;   // ... whose tables were proven from the changed LIDs
   uint64_t repair_sweeps_local = 0;  // repairs whose port stages looked at touched nodes only
+  uint64_t repair_sweeps_grown = 0;  // repairs that read what is behind ports that came up
   uint64_t qos_waits_cut_short = 0;  // heavy sweeps that ended before their SL2VL/VLArb reads
   uint64_t qos_waits_timed_out = 0;  // ... because the reads outlasted their bounded wait
   uint64_t traps_received = 0;
@@ -110,6 +111,10 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "ibsm_repair_sweeps_local_total", "", "",
      "repair sweeps after a clean sweep whose partition and port stages compared only the "
      "re-read switches and their neighbours (the rest of the fabric kept its settings)"},
+    {&SmCounters::repair_sweeps_grown, CounterSection::kStatus, "repair_sweeps_grown",
+     "ibsm_repair_sweeps_grown_total", "", "",
+     "repair sweeps that found ports up (a cable back, a new link, a switch that came back "
+     "or rebooted) and read only what is behind them, not the whole fabric"},
     {&SmCounters::qos_waits_cut_short, CounterSection::kStatus, "qos_waits_cut_short",
      "ibsm_qos_waits_cut_short_total", "", "",
      "heavy sweeps that logged SUBNET UP before their SL2VL and VLArb reads were in, because "

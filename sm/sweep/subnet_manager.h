@@ -147,6 +147,10 @@ struct SweepStats {
   bool repair = false;
   size_t repair_links_lost = 0;  // cables a repair sweep took out of the model
   size_t repair_nodes_lost = 0;  // nodes a repair sweep found unreachable and took out
+  // Cables a repair sweep found up where the model had none, or bounced (INIT again), and
+  // put (back) into the model; nodes it found behind them that the model did not hold.
+  size_t repair_links_up = 0;
+  size_t repair_nodes_joined = 0;
   std::chrono::steady_clock::time_point started;
   std::chrono::microseconds duration{0};
   uint64_t smps = 0;

@@ -25,9 +25,18 @@ void SubnetManager::StartQosReads() {
     return;
   }
   const Fabric& f = discovered_->fabric;
-  // A device that left is read afresh, and probed again, when it comes back.
+  // A device that left is read afresh, and probed again, when it comes back; so is a switch
+  // that answers a LinearFDBTop not the one the SM set (it rebooted, and its SL2VL and VLArb
+  // tables are its power-on ones again). Only switches the SM has programmed are compared.
   std::unordered_set<Guid> present;
-  for (const Node& n: f.nodes()) present.insert(n.guid);
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    const Node& node = f.node(n);
+    auto sc = switch_cache_.find(node.guid);
+    if (node.is_switch() && sc != switch_cache_.end() &&
+        sc->second.top != discovered_->nodes[n].switch_info.linear_fdb_top)
+      continue;
+    present.insert(node.guid);
+  }
   std::erase_if(qos_support_, [&](const auto& e) { return !present.count(e.first); });
   if (std::any_of(qos_->begin(), qos_->end(), [&](const auto& e) { return !present.count(e.first); })) {
     auto kept = std::make_shared<QosMap>(*qos_);

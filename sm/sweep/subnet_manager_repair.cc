@@ -1,9 +1,10 @@
 // SubnetManager, repair sweeps: a switch that reported a port change (trap 128, or
 // PortStateChange seen by a light sweep) has its ports re-read; cables that went down are
-// taken out of the last sweep's model, with the nodes no longer reachable through the rest,
-// and the sweep's later stages run on it without a rediscovery of the fabric
-// (ARCHITECTURE.md "Repair sweep"). Whatever a re-read cannot account for falls back to a
-// heavy sweep.
+// taken out of the last sweep's model, with the nodes no longer reachable through the rest;
+// behind ports that came up (a cable back, a switch that returned or rebooted) only what is
+// new or changed is read (Discovery::Grow); and the sweep's later stages run on that model
+// without a rediscovery of the fabric (ARCHITECTURE.md "Repair sweep"). Whatever a re-read
+// cannot account for falls back to a heavy sweep.
 #include "sm/sweep/subnet_manager.h"
 
 #include <optional>
@@ -42,6 +43,13 @@ struct RepairReads {
   // PortInfo the repair has new answers for, or whose neighbour's port changed.
   std::unordered_set<Guid> touched;
   size_t damped_ups = 0;  // damped cables found up again, left out of the model
+  // Ports of re-read switches up where the model has no cable, or trained again (INIT where
+  // the model had the cable up): what is behind them is read after the two rounds.
+  std::vector<GrowFrom> grow_from;
+  bool grown = false;
+  GrowStats grow;
+  uint64_t grow_failed = 0;  // SMPs of the growth not answered
+  bool probes_taken = false;
 };
 
 void SubnetManager::RequestRepair(Guid guid, const std::string& reason) {
@@ -107,7 +115,8 @@ void SubnetManager::BeginRepair() {
         reads->switches[i].failed = true;
       }
     });
-    for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
+    // Port 0 too: a switch that rebooted answers with LID 0 there.
+    for (uint32_t p = 0; p <= f.node(n).num_ports; ++p) {
       ++reads->smps;
       pipeline_.Get(path, mad::attr::kPortInfo, p, [reads, i, p](Result<mad::Smp> r) {
         auto pi = r.ok() ? mad::Decode<mad::PortInfo>(r->data) : Result<mad::PortInfo>(r.status());
@@ -191,7 +200,8 @@ void TakeOut(DiscoveryResult& r, PortId id) {
 // never asked, so no read waits for a timeout). Then a node no longer reachable from the
 // SM's has left, and is taken out. A port up where the model has no cable, a switch or a
 // neighbour that did not answer, or one that cannot be reached but through a suspect means
-// the model cannot be patched: a heavy sweep instead.
+// the model cannot be patched: a heavy sweep instead. A port up where the model has no cable,
+// or one trained again, is looked behind (Discovery::Grow) before the nodes cut off leave.
 void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   auto fall_back = [this](const std::string& why) {
     Log(LogName::kSm).info("repair sweep {}: {}; heavy sweep instead", current_.number, why);
@@ -220,8 +230,8 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
       RequestRepair(before.node(sw.node).guid, repair_reason_);
   };
   if (state() != mad::SmState::kMaster) return fall_back("no longer master");
-  const NodeId root = discovered_->fabric.port(sm_port_).node;
   if (!reads->model) {
+    const NodeId root = discovered_->fabric.port(sm_port_).node;
     reads->model.emplace(*discovered_);
     DiscoveryResult& r = *reads->model;
     r.issues.clear();
@@ -234,6 +244,15 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
       DiscoveredNode& dn = r.nodes[sw.node];
       dn.switch_info = sw.switch_info;
       reads->touched.insert(node.guid);
+      {
+        const PortId p0 = f.port_id(sw.node, PortNum{0});
+        if (!dn.port_info.empty()) {
+          dn.port_info[0] = sw.ports[0];
+          if (!dn.port_info_valid.empty()) dn.port_info_valid[0] = true;
+        }
+        f.mutable_port(p0).lid = Lid{sw.ports[0].lid};
+        f.mutable_port(p0).lmc = sw.ports[0].lmc;
+      }
       for (uint32_t p = 1; p <= node.num_ports; ++p) {
         const PortId id = f.port_id(sw.node, PortNum{static_cast<uint8_t>(p)});
         if (f.port(id).connected())
@@ -258,8 +277,13 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
           if (!down) ++reads->damped_ups;
           ArmDampingTimer();
         } else if (!f.port(id).connected() && !down) {
-          return fall_back(fmt::format("{} port {} is up where the model has no cable",
-                                       node.description, p));
+          reads->grow_from.push_back({sw.node, static_cast<uint8_t>(p)});
+        } else if (f.port(id).connected() &&
+                   now.port_state == static_cast<uint8_t>(PortState::kInit) &&
+                   f.port(id).state != PortState::kInit) {
+          // Down and up again since the model was made (a switch that rebooted, a cable
+          // pulled and put back, maybe elsewhere): who is behind it is asked again.
+          reads->grow_from.push_back({sw.node, static_cast<uint8_t>(p)});
         }
         if (p < dn.port_info.size()) {
           dn.port_info[p] = now;
@@ -313,26 +337,66 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   }
   DiscoveryResult& r = *reads->model;
   Fabric& f = r.fabric;
-  for (const RepairReads::Probe& probe : reads->probes) {
-    const Port& nb = f.port(probe.port);
-    if (probe.failed)
-      return restart_or_fall_back(fmt::format("{} did not answer", f.node(nb.node).description));
-    reads->touched.insert(f.node(nb.node).guid);
-    if (nb.connected()) reads->touched.insert(f.node(f.port(nb.peer).node).guid);
-    if (probe.info.port_state != static_cast<uint8_t>(PortState::kDown)) continue;
-    const Port& pp = f.port(nb.peer);
-    Log(LogName::kSm).info("repair sweep {}: cable {} port {} - {} port {} is down (checked "
-                           "from its far end)",
-                           current_.number, f.node(nb.node).description, nb.num.value(),
-                           f.node(pp.node).description, pp.num.value());
-    DiscoveredNode& dn = r.nodes[nb.node];
-    if (nb.num.value() < dn.port_info.size()) dn.port_info[nb.num.value()] = probe.info;
-    NoteCableDown(f, probe.port);
-    TakeOut(r, probe.port);
-    ++reads->lost;
+  if (!reads->probes_taken) {
+    reads->probes_taken = true;
+    for (const RepairReads::Probe& probe : reads->probes) {
+      const Port& nb = f.port(probe.port);
+      if (probe.failed)
+        return restart_or_fall_back(fmt::format("{} did not answer", f.node(nb.node).description));
+      reads->touched.insert(f.node(nb.node).guid);
+      if (nb.connected()) reads->touched.insert(f.node(f.port(nb.peer).node).guid);
+      if (probe.info.port_state != static_cast<uint8_t>(PortState::kDown)) continue;
+      const Port& pp = f.port(nb.peer);
+      Log(LogName::kSm).info("repair sweep {}: cable {} port {} - {} port {} is down (checked "
+                             "from its far end)",
+                             current_.number, f.node(nb.node).description, nb.num.value(),
+                             f.node(pp.node).description, pp.num.value());
+      DiscoveredNode& dn = r.nodes[nb.node];
+      if (nb.num.value() < dn.port_info.size()) dn.port_info[nb.num.value()] = probe.info;
+      NoteCableDown(f, probe.port);
+      TakeOut(r, probe.port);
+      ++reads->lost;
+    }
+  }
+  if (!reads->grown && !reads->grow_from.empty()) {
+    // Behind the ports that came up, before what is cut off leaves: a node met there may be
+    // one the model still holds (a switch that rebooted, the far end of a cable put back).
+    reads->grown = true;
+    discovery_ = std::make_unique<Discovery>(pipeline_);
+    DiscoveryResult base = std::move(r);
+    reads->model.reset();
+    discovery_->Grow(std::move(base), reads->grow_from,
+                     [this, reads](DiscoveryResult grown, GrowStats stats) {
+                       if (stopped_) return;
+                       reads->smps += grown.smps_sent;
+                       reads->grow = stats;
+                       reads->grow_failed = grown.smps_failed;
+                       reads->model.emplace(std::move(grown));
+                       FinishRepairReads(reads);
+                     });
+    return;
+  }
+  if (reads->grow_failed > 0) {
+    return fall_back(fmt::format("{} reads behind the ports that came up were not answered",
+                                 reads->grow_failed));
+  }
+  if (reads->grown) {
+    const GrowStats& g = reads->grow;
+    Log(LogName::kSm).info("repair sweep {}: behind {} ports that came up: {} cables put in "
+                           "({} moved), {} nodes joined, {} read again ({} no longer held what "
+                           "the model said), {} cables found down",
+                           current_.number, reads->grow_from.size(), g.cables_added,
+                           g.cables_moved, g.nodes_added, g.nodes_reread, g.forgot,
+                           g.cables_down);
+    reads->lost += g.cables_down + g.cables_moved;
   }
   repair_restarts_ = 0;
   repair_noted_.clear();
+  // The growth renumbered the nodes (GUID order): the SM's node is the one with no path.
+  NodeId root = kNoNode;
+  for (NodeId n = 0; n < r.nodes.size() && root == kNoNode; ++n)
+    if (r.nodes[n].path.empty()) root = n;
+  if (root == kNoNode) return fall_back("the SM's own node is not in the repaired model");
   // A node the SM can no longer reach left the subnet (a switch that died, a host whose
   // cable was cut, everything behind a leaf that lost its uplinks): it is taken out of the
   // model as a discovery that did not find it would leave it. What follows OnDiscovered
@@ -361,11 +425,16 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
       clock_.Now() - reads->started);
   current_.repair_links_lost = reads->lost;
   current_.repair_nodes_lost = left;
+  current_.repair_links_up = reads->grow.cables_added;
+  current_.repair_nodes_joined = reads->grow.nodes_added;
+  if (reads->grown) ++counters_.repair_sweeps_grown;
   // The later stages may look at these nodes alone (RepairIsLocal) only when the sweep before
   // left nothing to retry: it ended SUBNET UP, and it was not a heavy sweep cut short for
-  // this repair (whose fresh discovery may hold ports no stage has configured yet).
+  // this repair (whose fresh discovery may hold ports no stage has configured yet); and only
+  // when nothing came up (new nodes and cables need every stage, as after a discovery).
   repair_touched_.clear();
-  if (last_.subnet_up && !repair_follows_cut_short_ && !first_master_sweep_ && !ha_.took_over())
+  if (last_.subnet_up && !repair_follows_cut_short_ && !first_master_sweep_ &&
+      !ha_.took_over() && !reads->grown)
     repair_touched_ = std::move(reads->touched);
   if (!repair_touched_.empty()) ++counters_.repair_sweeps_local;
   repair_follows_cut_short_ = false;
@@ -467,7 +536,9 @@ void SubnetManager::ArmDampingTimer() {
     if (!released.empty()) {
       Log(LogName::kSm).info("{} damped cable ends quiet for {} s: back into the model",
                              released.size(), damper_.options().hold.count());
-      RequestHeavySweep("damped cables released");
+      // A repair of their switches looks behind the ports (up with no cable in the model);
+      // an end the model no longer holds makes it a heavy sweep (RequestRepair).
+      for (const LinkDamper::End& end : released) RequestRepair(end.first, "damped cables released");
     }
     ArmDampingTimer();
   });

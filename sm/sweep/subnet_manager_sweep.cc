@@ -202,8 +202,11 @@ void SubnetManager::Route() {
   std::shared_ptr<const routing::RoutingTables> old;
   std::shared_ptr<const Fabric> before;
   std::shared_ptr<const routing::UpDownProof> proof;
+  // A repair that put cables or nodes in routes with the engine, as a heavy sweep does: the
+  // old routes still deliver, and only a new spread uses what came up.
   if (current_.repair && options_.incremental_reroute && tables_ && tables_fabric_ &&
-      tables_->engine != "minhop") {
+      tables_->engine != "minhop" && current_.repair_links_up == 0 &&
+      current_.repair_nodes_joined == 0) {
     old = tables_;
     before = tables_fabric_;
     proof = tables_proof_;
