@@ -838,5 +838,26 @@ TEST(RepairSweepTest, ASwitchThatRebootsIsFoundByItsBouncedLinksAndProgrammedWho
   EXPECT_NE(sim.switch_info(spine).linear_fdb_top, 0u) << "the switch was not programmed";
 }
 
+// The same power cycle with traps ignored (sweep_on_trap FALSE): the light sweep finds the
+// switch's LinearFDBTop is not the one the SM set and repairs it, without a heavy sweep.
+TEST(RepairSweepTest, ASwitchThatRebootsIsFoundByTheLightSweepWhenTrapsAreIgnored) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  const NodeId spine = *f->FindNodeByName("pod05-spine-03");
+  SubnetManagerOptions o = Quiet();
+  o.sweep_on_trap = false;
+  o.sweep_interval = std::chrono::seconds(1);
+  std::vector<std::pair<uint64_t, uint16_t>> before;
+  CutRun run = FaultAndCompare(sim, *f, [&] {
+    before = simcheck::PortLids(*f, sim);
+    EXPECT_TRUE(sim.RebootSwitch(spine).ok());
+  }, o);
+  ExpectRepairedWhole(*f, sim, run, "a spine switch reboots, found by the light sweep");
+  EXPECT_EQ(simcheck::PortLids(*f, sim), before);
+  EXPECT_GE(run.counters.light_sweeps, 1u);
+  EXPECT_NE(sim.switch_info(spine).linear_fdb_top, 0u) << "the switch was not programmed";
+}
+
 }  // namespace
 }  // namespace ibsm::sm

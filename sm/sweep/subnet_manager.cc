@@ -353,9 +353,10 @@ void SubnetManager::ScheduleLightSweep() {
   });
 }
 
-// SwitchInfo of every switch: a LinearFDBTop that is not ours (a reboot) or no answer ->
-// heavy sweep; PortStateChange set -> a repair sweep of those switches
-// (sm/sweep/subnet_manager_repair.cc). Costs one SMP per switch.
+// SwitchInfo of every switch: no answer -> heavy sweep; a LinearFDBTop that is not ours (a
+// reboot, or another SM wrote it) or PortStateChange set -> a repair sweep of those switches
+// (sm/sweep/subnet_manager_repair.cc: it finds what a rebooted switch forgot and reads its
+// neighbours behind the links that trained again). Costs one SMP per switch.
 void SubnetManager::LightSweep() {
   if (!discovered_ || stopped_) return;
   ++counters_.light_sweeps;
@@ -376,9 +377,10 @@ void SubnetManager::LightSweep() {
                     auto si = mad::Decode<mad::SwitchInfo>(r->data);
                     if (!si.ok()) return;
                     if (si->linear_fdb_top != switch_cache_[g].top) {
-                      *change = fmt::format("switch {} LinearFDBTop {} is not ours ({})",
-                                            ToString(g), si->linear_fdb_top,
-                                            switch_cache_[g].top);
+                      Log(LogName::kSm).info("switch {} LinearFDBTop {} is not ours ({})",
+                                             ToString(g), si->linear_fdb_top,
+                                             switch_cache_[g].top);
+                      port_changes->push_back(g);
                     } else if (si->port_state_change) {
                       port_changes->push_back(g);
                     }
@@ -391,7 +393,7 @@ void SubnetManager::LightSweep() {
       RequestHeavySweep(*change);
     } else if (!port_changes->empty()) {
       for (Guid g : *port_changes)
-        RequestRepair(g, fmt::format("port state change on switch {}", ToString(g)));
+        RequestRepair(g, fmt::format("light sweep: switch {} changed", ToString(g)));
     } else {
       ScheduleLightSweep();
     }
