@@ -14,10 +14,16 @@
 #   --keep            keep the temp dir (logs, configs) and print its path
 #
 # Per run: the master (priority 5) runs at the first host and brings the fabric up; the
-# standby (priority 3) starts at the last host and stands by; the master is killed with
-# SIGKILL. Measured:
+# standby (priority 3) starts at the last host and stands by; an ibsmd standby is given
+# until it logs that a takeover starts from its model (its refresh every sweep_interval, 10 s,
+# found the fabric unchanged and read the LFT blocks; at most 300 s); the master is killed
+# with SIGKILL. Measured:
 #   failover_s  from the kill to the standby's "SUBNET UP" after "Entering MASTER state"
 #               (the SMs' own log timestamps; both log local time with microseconds)
+#   after_detect_s  from the standby's "Entering DISCOVERING state" (it gave the master up:
+#               the polling timeout times the retries) to that SUBNET UP
+#   start       ibsmd: "warm" when the takeover started from the standby's model, "cold"
+#               when it discovered the fabric; OpenSM: "-"
 #   smps        SMPs the new master sent from the kill to SUBNET UP: ibsmd: its takeover
 #               sweep's "N SMPs" (the missed polls are counted apart); opensm: the rise of
 #               its SMInfo ActCount, which OpenSM keeps as its count of QP0 MADs sent
@@ -32,7 +38,7 @@ source "$(dirname "$0")/lib/bench.sh"
 fabric=ftree3:8 polling=1000 retries=2 runs=1 ibsmd=$here/build/bin/ibsmd sms="ibsmd opensm"
 keep=0
 
-usage() { usage_lines 2 28; }
+usage() { usage_lines 2 33; }
 while [ $# -gt 0 ]; do
     case $1 in
         --fabric) [ $# -ge 2 ] || usage; fabric=$2; shift ;;
@@ -134,6 +140,10 @@ for kind in $sms; do
         standby_pid=$sm_pid
         wait_log "$run_dir/standby.log" "Entering STANDBY state" 120 ||
             die "standby never stood by ($run_dir)"
+        if [ "$kind" = ibsmd ]; then
+            wait_log "$run_dir/standby.log" "a takeover starts from this model" 300 ||
+                echo "bench_failover: the standby read no LFT blocks in 300 s (a cold takeover)" >&2
+        fi
         sleep 1
         standby_lid=$(on_sim "$last_host" ibstat | sed -n 's/.*Base lid: \([0-9]*\).*/\1/p' | head -1)
         act0=$(actcount "$standby_lid")
@@ -150,8 +160,21 @@ for kind in $sms; do
         t1=$(takeover_up "$run_dir/standby.log" "$kind")
         [ -n "$t1" ] || die "no SUBNET UP after the takeover ($run_dir)"
         failover=$(awk -v a="$t0" -v b="$t1" 'BEGIN { d = b - a; if (d < -43200) d += 86400; printf "%.2f", d }')
+        td=$(awk -v kind="$kind" '
+            /Entering STANDBY state/ { s = 1 }
+            s && /Entering DISCOVERING state/ {
+                ts = (kind == "ibsmd") ? $2 : $3; us = (kind == "ibsmd") ? "" : $4
+                split(ts, a, ":"); t = a[1] * 3600 + a[2] * 60 + a[3]
+                if (us != "") t += us / 1e6
+                printf "%.6f", t; exit
+            }' "$run_dir/standby.log")
+        detect="-"
+        [ -n "$td" ] && detect=$(awk -v a="$td" -v b="$t1" 'BEGIN { d = b - a; if (d < -43200) d += 86400; printf "%.2f", d }')
+        start="-"
         if [ "$kind" = ibsmd ]; then
-            line=$(awk '/Entering MASTER state/ { m = 1 } m && /heavy sweep [0-9]+ done/ { print; exit }' \
+            start=cold
+            grep -q "takeover from the standby's model" "$run_dir/standby.log" && start=warm
+            line=$(awk '/Entering MASTER state/ { m = 1 } m && /(heavy|repair) sweep [0-9]+ done/ { print; exit }' \
                 "$run_dir/standby.log")
             smps=$(echo "$line" | sed -n 's/.* \([0-9]*\) SMPs (.*/\1/p')
             lft=$(echo "$line" | sed -n 's/.* \([0-9]*\) LFT blocks sent.*/\1/p')
@@ -163,12 +186,12 @@ for kind in $sms; do
             lft="-"
         fi
         lid_changes=$(diff <(echo "$lids_before") <(lids) | grep -c '^>')
-        rows+=("| $kind -> $kind | $fabric | ${polling} ms x $retries | $failover | $smps | $lft | $lid_changes |")
+        rows+=("| $kind -> $kind | $fabric | ${polling} ms x $retries | $start | $failover | $detect | $smps | $lft | $lid_changes |")
         kill "$standby_pid" 2>/dev/null; wait "$standby_pid" 2>/dev/null
         kill "$ibsim_pid" 2>/dev/null; wait "$ibsim_pid" 2>/dev/null
     done
 done
 
-echo "| failover | fabric | polling | failover_s | SMPs (kill -> SUBNET UP) | LFT blocks set | LIDs changed |"
-echo "|---|---|---|---|---|---|---|"
+echo "| failover | fabric | polling | start | failover_s | after_detect_s | SMPs (kill -> SUBNET UP) | LFT blocks set | LIDs changed |"
+echo "|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"

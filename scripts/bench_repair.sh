@@ -36,7 +36,7 @@ source "$(dirname "$0")/lib/bench.sh"
 fabric=ftree3:16 after="3 20" faults=cable engine=ftree,updn ibsmd=$here/build/bin/ibsmd sms="ibsmd opensm"
 keep=0
 
-usage() { usage_lines 2 25; }
+usage() { usage_lines 2 31; }
 while [ $# -gt 0 ]; do
     case $1 in
         --fabric) [ $# -ge 2 ] || usage; fabric=$2; shift ;;

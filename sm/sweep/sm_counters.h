@@ -23,6 +23,9 @@ struct SmCounters {
   uint64_t repair_reroutes_proven = 0;   // ... whose tables were proven from the changed LIDs
   uint64_t repair_sweeps_local = 0;  // repairs whose port stages looked at touched nodes only
   uint64_t repair_sweeps_grown = 0;  // repairs that read what is behind ports that came up
+  uint64_t standby_refreshes = 0;      // a standby's discoveries of the fabric (Gets only)
+  uint64_t standby_lft_blocks_read = 0;  // LFT blocks a standby read
+  uint64_t warm_takeovers = 0;  // takeovers that started from the standby's model
   uint64_t qos_waits_cut_short = 0;  // heavy sweeps that ended before their SL2VL/VLArb reads
   uint64_t qos_waits_timed_out = 0;  // ... because the reads outlasted their bounded wait
   uint64_t traps_received = 0;
@@ -115,6 +118,18 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "ibsm_repair_sweeps_grown_total", "", "",
      "repair sweeps that found ports up (a cable back, a new link, a switch that came back "
      "or rebooted) and read only what is behind them, not the whole fabric"},
+    {&SmCounters::standby_refreshes, CounterSection::kStatus, "standby_refreshes",
+     "ibsm_standby_refreshes_total", "", "",
+     "discoveries of the fabric a STANDBY made with Gets alone, to keep a current model for "
+     "a takeover"},
+    {&SmCounters::standby_lft_blocks_read, CounterSection::kStatus, "standby_lft_blocks_read",
+     "ibsm_standby_lft_blocks_read_total", "", "",
+     "LFT blocks a STANDBY read, once the fabric had not changed between two of its "
+     "discoveries"},
+    {&SmCounters::warm_takeovers, CounterSection::kStatus, "warm_takeovers",
+     "ibsm_warm_takeovers_total", "", "",
+     "takeovers that started from the standby's model and the LFT blocks it read, instead of "
+     "a discovery and a read-back of every block"},
     {&SmCounters::qos_waits_cut_short, CounterSection::kStatus, "qos_waits_cut_short",
      "ibsm_qos_waits_cut_short_total", "", "",
      "heavy sweeps that logged SUBNET UP before their SL2VL and VLArb reads were in, because "

@@ -49,6 +49,8 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
       store_(store),
       options_(std::move(options)),
       pipeline_(transport, options_.max_wire_smps, options_.send, options_.m_key),
+      standby_pipeline_(transport, std::max<size_t>(1, options_.max_wire_smps / 4),
+                        options_.send, options_.m_key),
       qos_pipeline_(transport, std::max<size_t>(1, options_.max_wire_smps / 2), options_.send,
                     options_.m_key),
       sa_(transport, SaOptions(options_), clock, store),
@@ -59,6 +61,7 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
       recovery_timer_(io) {
   pipeline_.set_fenced(true);  // nothing is written before the election says MASTER
   qos_pipeline_.set_fenced(true);
+  standby_pipeline_.set_fenced(true);  // Gets only, ever
   // Optional tables: a device that does not answer costs one timed-out request, not two.
   qos_pipeline_.set_rounds(1);
   SharpOptions sharp = options_.sharp;
@@ -142,6 +145,7 @@ void SubnetManager::Stop() {
   qos_reader_.Cancel();
   light_timer_.cancel();
   damping_timer_.cancel();
+  standby_timer_.cancel();
   ha_.Stop();
   recovery_timer_.cancel();
   qos_wait_timer_.cancel();
@@ -247,6 +251,13 @@ void SubnetManager::BeginHeavySweep() {
     return;
   }
   sweeping_ = true;
+  if (ha_.took_over() && first_master_sweep_ && state() == mad::SmState::kDiscovering &&
+      !warm_takeover_ && WarmUsable()) {
+    BeginWarmTakeover();
+    return;
+  }
+  warm_takeover_ = false;  // a warm takeover that fell back to this sweep
+  warm_lfts_.clear();
   repair_pending_.clear();  // the rediscovery sees what they reported
   StartSweepStats(/*repair=*/false);
   ++counters_.heavy_sweeps;
@@ -425,6 +436,9 @@ void SubnetManager::HaStandby() {
   sweeping_ = false;
   sweep_again_ = false;
   light_timer_.cancel();
+  // The model of the discovery that found the master is the first warm model.
+  warm_.reset();
+  ScheduleStandbyRefresh();
 }
 
 void SubnetManager::HaContinueSweep(bool qos_reads) {

@@ -211,7 +211,9 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // No SMP queued or in flight (after Stop: the last answers are in). The daemon waits for
   // this before closing the port: libumad2sim (ibsim) crashes in its own thread when a port
   // is closed with MADs in flight.
-  bool quiescent() const { return pipeline_.idle() && qos_pipeline_.idle(); }
+  bool quiescent() const {
+    return pipeline_.idle() && qos_pipeline_.idle() && standby_pipeline_.idle();
+  }
   // The heavy sweep running now, for progress displays: number, start, SMPs sent so far and
   // nodes found (0 until discovery ends). Empty between sweeps.
   struct SweepProgress {
@@ -299,11 +301,15 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
     const routing::SwitchTable* source_table = nullptr;  // this switch's, in `source`
     std::vector<bool> held;  // per LFT block of 64 LIDs
     uint16_t top = 0;        // LinearFDBTop we set
+    // `held` came from what a standby read before it took over, not from this SM's own
+    // reads or Sets: the next heavy sweep reads the blocks back.
+    bool assumed = false;
     bool empty() const { return held.empty(); }
     void Clear() {
       source.reset();
       source_table = nullptr;
       held.clear();
+      assumed = false;
     }
   };
 
@@ -471,6 +477,9 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   ha::StateFile* store_;
   SubnetManagerOptions options_;
   SmpPipeline pipeline_;
+  // A standby's reads of the fabric (Gets only; always fenced), beside the sweep's pipeline
+  // so a takeover never waits behind them (sm/sweep/subnet_manager_standby.cc).
+  SmpPipeline standby_pipeline_;
   // Optional reads (SL2VL, VLArb) on a pipeline of their own, never the sweep's.
   SmpPipeline qos_pipeline_;
   QosReader qos_reader_{qos_pipeline_};
@@ -506,6 +515,44 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   boost::asio::thread_pool routing_pool_{1};
 
   boost::asio::steady_timer recovery_timer_;
+
+  // --- warm standby (sm/sweep/subnet_manager_standby.cc) ---------------------------------
+  // What a STANDBY keeps of the fabric with Gets alone, refreshed every sweep_interval: the
+  // model its last discovery found, and the LFT blocks every switch held when the model had
+  // not changed since the refresh before (the master had done writing). A takeover starts
+  // from it (BeginWarmTakeover) instead of a discovery and a read-back of every block.
+  struct WarmLft {
+    uint16_t top = 0;  // LinearFDBTop when read
+    std::vector<std::array<uint8_t, 64>> blocks;
+    std::vector<bool> known;  // per block: its Get was answered
+  };
+  struct WarmModel {
+    std::shared_ptr<const DiscoveryResult> model;
+    std::chrono::steady_clock::time_point at;  // when its discovery ended
+    std::string signature;                     // ModelSignature(*model)
+    std::unordered_map<Guid, WarmLft> lfts;    // by switch GUID; read after `at`'s model
+    bool lfts_current = false;                 // `lfts` were read on this model
+    std::chrono::steady_clock::time_point lfts_at;
+  };
+  std::optional<WarmModel> warm_;
+  std::unique_ptr<Discovery> standby_discovery_;
+  boost::asio::steady_timer standby_timer_{io_};
+  bool standby_refreshing_ = false;
+  // The takeover sweep started from warm_ runs (a repair of every switch over its model);
+  // its ProgramSwitches takes warm_lfts_ as what the switches hold.
+  bool warm_takeover_ = false;
+  std::unordered_map<Guid, WarmLft> warm_lfts_;
+  // The takeover sweep ended SUBNET UP: a heavy sweep follows that re-reads what it assumed.
+  bool verify_after_takeover_ = false;
+  void ScheduleStandbyRefresh();
+  void RefreshStandbyModel();
+  void ReadStandbyLfts();
+  bool WarmUsable() const;
+  void BeginWarmTakeover();
+  // Blocks of the switch at `n` the standby saw holding what `table` wants: true per block.
+  // Empty when the standby has nothing current for it.
+  std::vector<bool> WarmHeld(NodeId n, const routing::SwitchTable& table, size_t blocks) const;
+
   bool routing_in_flight_ = false;
   Guid sm_port_guid_{0};
   Lid sm_lid_{0};

@@ -81,7 +81,10 @@ void SubnetManager::BeginRepair() {
   if (stopped_) return;
   std::set<Guid> guids;
   guids.swap(repair_pending_);
-  if (state() != mad::SmState::kMaster || !discovered_ || sm_port_ == kNoPort) {
+  // A takeover from the standby's model runs as a repair before the election says MASTER.
+  const bool may_write = state() == mad::SmState::kMaster ||
+                         (warm_takeover_ && state() == mad::SmState::kDiscovering);
+  if (!may_write || !discovered_ || sm_port_ == kNoPort) {
     sweeping_ = false;
     RequestHeavySweep(repair_reason_);
     return;
@@ -90,7 +93,14 @@ void SubnetManager::BeginRepair() {
   ++counters_.repair_sweeps;
   const Fabric& f = discovered_->fabric;
   std::string names;
-  for (Guid g : guids) names += (names.empty() ? "" : ", ") + f.node(*f.FindNode(g)).description;
+  size_t named = 0;
+  for (Guid g : guids) {
+    if (named++ == 8) {
+      names += fmt::format(", ... ({} switches)", guids.size());
+      break;
+    }
+    names += (names.empty() ? "" : ", ") + f.node(*f.FindNode(g)).description;
+  }
   Log(LogName::kSm).info("Entering repair sweep {} ({}; re-reading {})", current_.number,
                          repair_reason_, names);
   auto reads = std::make_shared<RepairReads>();
@@ -229,7 +239,9 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
     for (const RepairReads::Switch& sw : reads->switches)
       RequestRepair(before.node(sw.node).guid, repair_reason_);
   };
-  if (state() != mad::SmState::kMaster) return fall_back("no longer master");
+  if (state() != mad::SmState::kMaster &&
+      !(warm_takeover_ && state() == mad::SmState::kDiscovering))
+    return fall_back("no longer master");
   if (!reads->model) {
     const NodeId root = discovered_->fabric.port(sm_port_).node;
     reads->model.emplace(*discovered_);
@@ -425,6 +437,13 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
       clock_.Now() - reads->started);
   current_.repair_links_lost = reads->lost;
   current_.repair_nodes_lost = left;
+  if (warm_takeover_ && (reads->lost > 0 || reads->grown) && !warm_lfts_.empty()) {
+    // The fabric changed since the standby's last refresh: the master may have written
+    // blocks since the standby read them. Every block is read back instead.
+    Log(LogName::kHa).info("takeover: the fabric changed since the standby's model; its LFT "
+                           "blocks are read back, not taken from the standby's reads");
+    warm_lfts_.clear();
+  }
   current_.repair_links_up = reads->grow.cables_added;
   current_.repair_nodes_joined = reads->grow.nodes_added;
   if (reads->grown) ++counters_.repair_sweeps_grown;

@@ -206,7 +206,7 @@ void SubnetManager::Route() {
   // old routes still deliver, and only a new spread uses what came up.
   if (current_.repair && options_.incremental_reroute && tables_ && tables_fabric_ &&
       tables_->engine != "minhop" && current_.repair_links_up == 0 &&
-      current_.repair_nodes_joined == 0) {
+      current_.repair_nodes_joined == 0 && !warm_takeover_) {
     old = tables_;
     before = tables_fabric_;
     proof = tables_proof_;
@@ -463,6 +463,19 @@ void SubnetManager::ProgramSwitches() {
     if (cache.top != dn.switch_info.linear_fdb_top) {
       cache.Clear();
       mft_.Forget(f.node(n).guid);
+    }
+    // What a standby read before taking over is read back by the first heavy sweep.
+    if (cache.assumed && !current_.repair) cache.Clear();
+    if (cache.empty() && dn.switch_info.linear_fdb_top != 0 && warm_takeover_) {
+      // The takeover: what the standby read of this switch, compared block by block.
+      size_t blocks = std::min<size_t>(dn.switch_info.linear_fdb_top, top) / 64 + 1;
+      std::vector<bool> held = WarmHeld(n, *tables_->table(n), blocks);
+      if (!held.empty()) {
+        cache.source = tables_;
+        cache.source_table = tables_->table(n);
+        cache.held = std::move(held);
+        cache.assumed = true;
+      }
     }
     if (cache.empty() && dn.switch_info.linear_fdb_top != 0) {
       // Read what it holds, compared with what it should hold: a block that matches needs
@@ -815,10 +828,19 @@ void SubnetManager::FinishHeavySweep() {
   if (mcast_dirty_ && discovered_ && !stopped_ && state() == mad::SmState::kMaster) PushMfts({});
   last_ = current_;
   sweeping_ = false;
+  // A takeover from the standby's model: a heavy sweep follows at once and reads back the
+  // LFT blocks it took on trust (and rediscovers what a refresh may have missed).
+  const bool verify = warm_takeover_ && current_.subnet_up;
+  warm_takeover_ = false;
+  warm_lfts_.clear();
   if (on_sweep_) on_sweep_(last_);
   if (stopped_ || options_.once) return;
   // The callback asked for a heavy sweep: it re-reads the switches that reported too.
   if (sweeping_) return;
+  if (verify) {
+    RequestHeavySweep("takeover: a heavy sweep checks the standby's model");
+    return;
+  }
   if (sweep_again_ || !current_.subnet_up) {
     sweep_again_ = false;
     if (!current_.subnet_up) {

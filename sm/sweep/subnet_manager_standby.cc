@@ -1,0 +1,220 @@
+// SubnetManager, the warm standby: while STANDBY the SM keeps a current model of the fabric
+// with SMP Gets alone (a discovery every sweep_interval, and the LFT blocks of every switch
+// once the fabric held still between two of them), on a pipeline of its own that is always
+// fenced. A takeover then starts from that model: every switch is re-read (SwitchInfo and
+// every PortInfo) as a repair sweep re-reads the switches that report, so a change since the
+// last refresh is taken out or looked behind; the LFT push compares with the blocks the
+// standby read instead of reading every block back; and a heavy sweep after SUBNET UP reads
+// back what that took on trust (ARCHITECTURE.md "Warm standby").
+#include "sm/sweep/subnet_manager.h"
+
+#include <fmt/format.h>
+
+#include "base/log.h"
+
+namespace ibsm::sm {
+namespace {
+
+// What the master would change after a change of the fabric: the cables, the LIDs the end
+// ports hold and each switch's LinearFDBTop. Equal signatures of two refreshes mean the
+// master had nothing new to write between them.
+std::string ModelSignature(const DiscoveryResult& r) {
+  const Fabric& f = r.fabric;
+  std::string out = FormatFabric(f);
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    const Node& node = f.node(n);
+    out += fmt::format("{} {}", ToString(node.guid),
+                       node.is_switch() ? r.nodes[n].switch_info.linear_fdb_top : 0);
+    for (uint32_t p = 0; p <= node.num_ports; ++p) {
+      const Port& port = f.port(f.port_id(n, PortNum{static_cast<uint8_t>(p)}));
+      if (port.lid.value() != 0) out += fmt::format(" {}:{}/{}", p, port.lid.value(), port.lmc);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace
+
+void SubnetManager::ScheduleStandbyRefresh() {
+  if (stopped_ || state() != mad::SmState::kStandby) return;
+  if (!warm_ && discovered_ && discovered_->fabric.FindPort(sm_port_guid_)) {
+    WarmModel w;
+    w.model = discovered_;
+    w.at = clock_.Now();
+    w.signature = ModelSignature(*discovered_);
+    warm_ = std::move(w);
+  }
+  if (options_.sweep_interval.count() == 0) return;
+  standby_timer_.expires_after(options_.sweep_interval);
+  standby_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) RefreshStandbyModel();
+  });
+}
+
+void SubnetManager::RefreshStandbyModel() {
+  if (stopped_ || state() != mad::SmState::kStandby || standby_refreshing_) return;
+  standby_refreshing_ = true;
+  standby_discovery_ = std::make_unique<Discovery>(standby_pipeline_);
+  standby_discovery_->Run([this](DiscoveryResult r) {
+    standby_refreshing_ = false;
+    if (stopped_ || state() != mad::SmState::kStandby) return;
+    ++counters_.standby_refreshes;
+    if (r.smps_failed > 0 || !r.fabric.FindPort(sm_port_guid_)) {
+      // Not a model to take over from; the last one stands until the next refresh.
+      Log(LogName::kHa).info("standby: refresh of the fabric model had {} SMPs unanswered; "
+                             "kept the model of {:.1f} s ago",
+                             r.smps_failed,
+                             warm_ ? std::chrono::duration<double>(clock_.Now() - warm_->at).count()
+                                   : 0.0);
+      ScheduleStandbyRefresh();
+      return;
+    }
+    std::string signature = ModelSignature(r);
+    auto model = std::make_shared<const DiscoveryResult>(std::move(r));
+    if (!warm_ || warm_->signature != signature) {
+      // The master is (or was) changing the fabric: its LFT writes may still be under way,
+      // so the blocks are read once a refresh finds the same fabric again.
+      WarmModel w;
+      w.model = std::move(model);
+      w.at = clock_.Now();
+      w.signature = std::move(signature);
+      Log(LogName::kHa).info("standby: fabric model refreshed ({} nodes, {} links); changed "
+                             "since the last refresh, its LFT blocks are read at the next",
+                             w.model->fabric.node_count(), w.model->fabric.link_count());
+      warm_ = std::move(w);
+      ScheduleStandbyRefresh();
+      return;
+    }
+    warm_->model = std::move(model);
+    warm_->at = clock_.Now();
+    if (!warm_->lfts_current) {
+      ReadStandbyLfts();
+      return;
+    }
+    ScheduleStandbyRefresh();
+  });
+}
+
+// Every block up to each switch's LinearFDBTop, on the standby's pipeline (fed, so 190,000
+// blocks at 3-tier k=32 are not queued at once).
+void SubnetManager::ReadStandbyLfts() {
+  auto model = warm_->model;
+  auto lfts = std::make_shared<std::unordered_map<Guid, WarmLft>>();
+  const Fabric& f = model->fabric;
+  struct Cursor {
+    NodeId node = 0;
+    size_t block = 0;
+  };
+  auto cursor = std::make_shared<Cursor>();
+  auto blocks_of = [model](NodeId n) {
+    return static_cast<size_t>(model->nodes[n].switch_info.linear_fdb_top) / 64 + 1;
+  };
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    if (!f.node(n).is_switch() || model->nodes[n].switch_info.linear_fdb_top == 0) continue;
+    WarmLft& w = (*lfts)[f.node(n).guid];
+    w.top = model->nodes[n].switch_info.linear_fdb_top;
+    w.blocks.assign(blocks_of(n), {});
+    w.known.assign(blocks_of(n), false);
+  }
+  standby_pipeline_.Feed([this, model, lfts, cursor, blocks_of]() {
+    const Fabric& f = model->fabric;
+    while (cursor->node < f.node_count()) {
+      const NodeId n = cursor->node;
+      auto it = lfts->find(f.node(n).guid);
+      if (!f.node(n).is_switch() || it == lfts->end() || cursor->block >= blocks_of(n)) {
+        ++cursor->node;
+        cursor->block = 0;
+        continue;
+      }
+      const size_t b = cursor->block++;
+      ++counters_.standby_lft_blocks_read;
+      standby_pipeline_.Get(model->nodes[n].path, mad::attr::kLinearForwardingTable,
+                            static_cast<uint32_t>(b), [lfts, g = f.node(n).guid, b](Result<mad::Smp> r) {
+                              if (!r.ok()) return;
+                              auto blk = mad::Decode<mad::LinearForwardingTable>(r->data);
+                              auto it = lfts->find(g);
+                              if (!blk.ok() || it == lfts->end() || b >= it->second.known.size())
+                                return;
+                              it->second.blocks[b] = blk->port;
+                              it->second.known[b] = true;
+                            });
+      return true;
+    }
+    return false;
+  });
+  standby_pipeline_.WhenIdle([this, model, lfts] {
+    if (stopped_ || state() != mad::SmState::kStandby) return;
+    // Kept only if the model is still the one they were read on.
+    if (warm_ && warm_->model == model) {
+      size_t known = 0, blocks = 0;
+      for (const auto& [g, w] : *lfts) {
+        blocks += w.known.size();
+        for (bool k : w.known) known += k;
+      }
+      warm_->lfts = std::move(*lfts);
+      warm_->lfts_current = true;
+      warm_->lfts_at = clock_.Now();
+      Log(LogName::kHa).info("standby: read the LFT blocks of {} switches ({} of {} answered); "
+                             "a takeover starts from this model",
+                             warm_->lfts.size(), known, blocks);
+    }
+    ScheduleStandbyRefresh();
+  });
+}
+
+// A model from at most three refreshes ago, with the blocks read on it.
+bool SubnetManager::WarmUsable() const {
+  if (!warm_ || !warm_->lfts_current || !options_.incremental_repair ||
+      options_.sweep_interval.count() == 0)
+    return false;
+  return clock_.Now() - warm_->at <= 3 * options_.sweep_interval + std::chrono::seconds(5);
+}
+
+// The takeover's first sweep: a repair of every switch over the standby's model (it re-reads
+// what a discovery reads of a switch, and takes out, or looks behind, what changed), routed
+// by the engine, its LFT push compared with the blocks the standby read.
+void SubnetManager::BeginWarmTakeover() {
+  WarmModel w = std::move(*warm_);
+  warm_.reset();
+  standby_timer_.cancel();
+  ++counters_.warm_takeovers;
+  const Fabric& f = w.model->fabric;
+  Log(LogName::kHa).info("takeover from the standby's model of {:.1f} s ago ({} nodes, {} "
+                         "links; LFT blocks of {} switches read {:.1f} s ago): every switch is "
+                         "re-read instead of a discovery, and a heavy sweep after SUBNET UP "
+                         "reads back what was taken on trust",
+                         std::chrono::duration<double>(clock_.Now() - w.at).count(),
+                         f.node_count(), f.link_count(), w.lfts.size(),
+                         std::chrono::duration<double>(clock_.Now() - w.lfts_at).count());
+  discovered_ = w.model;
+  sm_port_ = *f.FindPort(sm_port_guid_);
+  warm_lfts_ = std::move(w.lfts);
+  warm_takeover_ = true;
+  repair_pending_.clear();
+  for (const Node& n : f.nodes())
+    if (n.is_switch()) repair_pending_.insert(n.guid);
+  repair_reason_ = "takeover from the standby's model";
+  repair_posted_ = false;
+  BeginRepair();
+}
+
+std::vector<bool> SubnetManager::WarmHeld(NodeId n, const routing::SwitchTable& table,
+                                          size_t blocks) const {
+  const DiscoveredNode& dn = discovered_->nodes[n];
+  auto it = warm_lfts_.find(discovered_->fabric.node(n).guid);
+  if (it == warm_lfts_.end() || it->second.top != dn.switch_info.linear_fdb_top) return {};
+  const WarmLft& w = it->second;
+  std::vector<bool> held(blocks, false);
+  for (size_t b = 0; b < blocks && b < w.known.size(); ++b) {
+    if (!w.known[b]) continue;
+    std::array<uint8_t, 64> want;
+    want.fill(mad::kLftDropPort);
+    for (size_t i = 0; i < 64; ++i)
+      if (b * 64 + i < table.lft.size()) want[i] = table.lft[b * 64 + i];
+    held[b] = want == w.blocks[b];
+  }
+  return held;
+}
+
+}  // namespace ibsm::sm
