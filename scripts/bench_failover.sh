@@ -151,7 +151,7 @@ for kind in $sms; do
         t0=$(sod)
         kill -9 "$master_pid"
         wait "$master_pid" 2>/dev/null
-        wait_log "$run_dir/standby.log" "Entering MASTER state" 120 ||
+        wait_log "$run_dir/standby.log" "Entering MASTER state" 600 ||
             die "standby never took over ($run_dir)"
         for _ in $(seq 600); do
             [ -n "$(takeover_up "$run_dir/standby.log" "$kind")" ] && break

@@ -516,6 +516,13 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
 
   boost::asio::steady_timer recovery_timer_;
 
+  struct PKeyCache {
+    std::vector<uint16_t> keys;
+    std::vector<bool> known;  // per block of 32
+    // Read by this SM as a standby before it took over: read again by the next heavy sweep.
+    bool assumed = false;
+  };
+
   // --- warm standby (sm/sweep/subnet_manager_standby.cc) ---------------------------------
   // What a STANDBY keeps of the fabric with Gets alone, refreshed every sweep_interval: the
   // model its last discovery found, and the LFT blocks every switch held when the model had
@@ -533,6 +540,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
     std::unordered_map<Guid, WarmLft> lfts;    // by switch GUID; read after `at`'s model
     bool lfts_current = false;                 // `lfts` were read on this model
     std::chrono::steady_clock::time_point lfts_at;
+    // The P_Key tables of the ports the partition stage reads, read with the LFT blocks.
+    std::map<std::pair<Guid, uint8_t>, PKeyCache> pkeys;
   };
   std::optional<WarmModel> warm_;
   std::unique_ptr<Discovery> standby_discovery_;
@@ -613,10 +622,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // What each port's P_Key table holds, by (node GUID, port number); a block not known is
   // absent from `known`. Kept across sweeps like the LFT cache; re-read when a port's link
   // restarted (not ACTIVE) or its switch rebooted.
-  struct PKeyCache {
-    std::vector<uint16_t> keys;
-    std::vector<bool> known;  // per block of 32
-  };
   std::map<std::pair<Guid, uint8_t>, PKeyCache> pkey_cache_;
   std::shared_ptr<const PKeyPlan> pkey_plan_;  // of the current sweep
   struct DeviceEcho {

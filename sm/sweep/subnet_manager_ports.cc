@@ -48,14 +48,23 @@ void SubnetManager::ProgramPKeys() {
     if (!target) continue;
     auto key = std::make_pair(node.guid, port.num.value());
     bool stale = port.num.value() != 0 && port.state != PortState::kActive;
-    if (node.is_switch()) {
-      auto sc = switch_cache_.find(node.guid);
-      if (sc == switch_cache_.end() || sc->second.top != dn.switch_info.linear_fdb_top)
-        stale = true;
-    }
     size_t blocks = (cap + mad::kPKeyBlockSize - 1) / mad::kPKeyBlockSize;
     PKeyCache& cache = pkey_cache_[key];
+    if (node.is_switch()) {
+      // A switch that rebooted (its top is not the one written) holds power-on tables. In a
+      // takeover from the standby's model, the top the standby read counts.
+      auto sc = switch_cache_.find(node.guid);
+      bool same = sc != switch_cache_.end() && sc->second.top == dn.switch_info.linear_fdb_top;
+      if (!same && cache.assumed && warm_takeover_) {
+        auto w = warm_lfts_.find(node.guid);
+        same = w != warm_lfts_.end() && w->second.top == dn.switch_info.linear_fdb_top;
+      }
+      if (!same) stale = true;
+    }
+    // What a standby read before it took over is read again by the first heavy sweep.
+    if (cache.assumed && !current_.repair) stale = true;
     if (stale || cache.keys.size() != cap) {
+      cache.assumed = false;
       cache.keys.assign(cap, 0);
       cache.known.assign(blocks, false);
     }

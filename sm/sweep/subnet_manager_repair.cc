@@ -440,9 +440,11 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   if (warm_takeover_ && (reads->lost > 0 || reads->grown) && !warm_lfts_.empty()) {
     // The fabric changed since the standby's last refresh: the master may have written
     // blocks since the standby read them. Every block is read back instead.
-    Log(LogName::kHa).info("takeover: the fabric changed since the standby's model; its LFT "
-                           "blocks are read back, not taken from the standby's reads");
+    Log(LogName::kHa).info("takeover: the fabric changed since the standby's model; LFT "
+                           "blocks and P_Key tables are read back, not taken from the "
+                           "standby's reads");
     warm_lfts_.clear();
+    std::erase_if(pkey_cache_, [](const auto& e) { return e.second.assumed; });
   }
   current_.repair_links_up = reads->grow.cables_added;
   current_.repair_nodes_joined = reads->grow.nodes_added;

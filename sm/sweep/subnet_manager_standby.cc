@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "sm/model/pkey_manager.h"
 
 namespace ibsm::sm {
 namespace {
@@ -97,7 +98,7 @@ void SubnetManager::RefreshStandbyModel() {
 }
 
 // Every block up to each switch's LinearFDBTop, on the standby's pipeline (fed, so 190,000
-// blocks at 3-tier k=32 are not queued at once).
+// blocks at 3-tier k=32 are not queued at once), and the P_Key tables.
 void SubnetManager::ReadStandbyLfts() {
   auto model = warm_->model;
   auto lfts = std::make_shared<std::unordered_map<Guid, WarmLft>>();
@@ -143,10 +144,44 @@ void SubnetManager::ReadStandbyLfts() {
     }
     return false;
   });
-  standby_pipeline_.WhenIdle([this, model, lfts] {
+  // The P_Key tables the partition stage would read (PartitionEndPorts, and the enforcing
+  // switch ports), each by the path ProgramPKeys takes.
+  auto pkeys = std::make_shared<std::map<std::pair<Guid, uint8_t>, PKeyCache>>();
+  std::vector<PortId> ports = PartitionEndPorts(*model);
+  if (options_.partitions.enforce != PartEnforce::kOff)
+    for (PortId p : EnforcingSwitchPorts(*model)) ports.push_back(p);
+  for (PortId p : ports) {
+    const size_t cap = PKeyCapacity(*model, p);
+    auto path = PathToPort(f, model->nodes, p);
+    if (cap == 0 || !path) continue;
+    const Port& port = f.port(p);
+    const auto key = std::make_pair(f.node(port.node).guid, port.num.value());
+    const uint8_t mod_port = f.node(port.node).is_switch() ? port.num.value() : uint8_t{0};
+    PKeyCache& c = (*pkeys)[key];
+    const size_t blocks = (cap + mad::kPKeyBlockSize - 1) / mad::kPKeyBlockSize;
+    c.keys.assign(cap, 0);
+    c.known.assign(blocks, false);
+    for (size_t b = 0; b < blocks; ++b) {
+      standby_pipeline_.Get(*path, mad::attr::kPKeyTable,
+                            mad::PKeyAttrMod(static_cast<uint32_t>(b), mod_port),
+                            [pkeys, key, b](Result<mad::Smp> r) {
+                              if (!r.ok()) return;
+                              auto blk = mad::Decode<mad::PKeyTable>(r->data);
+                              auto it = pkeys->find(key);
+                              if (!blk.ok() || it == pkeys->end()) return;
+                              PKeyCache& c = it->second;
+                              for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
+                                if (b * mad::kPKeyBlockSize + i < c.keys.size())
+                                  c.keys[b * mad::kPKeyBlockSize + i] = blk->pkey[i];
+                              c.known[b] = true;
+                            });
+    }
+  }
+  standby_pipeline_.WhenIdle([this, model, lfts, pkeys] {
     if (stopped_ || state() != mad::SmState::kStandby) return;
     // Kept only if the model is still the one they were read on.
     if (warm_ && warm_->model == model) {
+      warm_->pkeys = std::move(*pkeys);
       size_t known = 0, blocks = 0;
       for (const auto& [g, w] : *lfts) {
         blocks += w.known.size();
@@ -155,9 +190,10 @@ void SubnetManager::ReadStandbyLfts() {
       warm_->lfts = std::move(*lfts);
       warm_->lfts_current = true;
       warm_->lfts_at = clock_.Now();
-      Log(LogName::kHa).info("standby: read the LFT blocks of {} switches ({} of {} answered); "
-                             "a takeover starts from this model",
-                             warm_->lfts.size(), known, blocks);
+      Log(LogName::kHa).info("standby: read the LFT blocks of {} switches ({} of {} answered) "
+                             "and the P_Key tables of {} ports; a takeover starts from this "
+                             "model",
+                             warm_->lfts.size(), known, blocks, warm_->pkeys.size());
     }
     ScheduleStandbyRefresh();
   });
@@ -190,6 +226,11 @@ void SubnetManager::BeginWarmTakeover() {
   discovered_ = w.model;
   sm_port_ = *f.FindPort(sm_port_guid_);
   warm_lfts_ = std::move(w.lfts);
+  // The P_Key tables the standby read stand for what the ports hold, as the blocks do.
+  for (auto& [key, c] : w.pkeys) {
+    c.assumed = true;
+    pkey_cache_[key] = std::move(c);
+  }
   warm_takeover_ = true;
   repair_pending_.clear();
   for (const Node& n : f.nodes())

@@ -109,8 +109,8 @@ TakeoverRun KillMasterAndTakeOver(sim::Simulator& sim, const Fabric& f,
 }
 
 // The fabric did not change: the takeover re-reads the switches (no discovery), changes no
-// LID, writes no LFT block and reads none back; the heavy sweep after it reads every block
-// back and finds nothing to write either.
+// LID, writes no LFT block or P_Key table and reads none back; the heavy sweep after it
+// reads every one back and finds nothing to write either.
 TEST(WarmStandbyTest, ATakeoverOnAnUnchangedFabricStartsFromTheStandbysModel) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
@@ -130,6 +130,8 @@ TEST(WarmStandbyTest, ATakeoverOnAnUnchangedFabricStartsFromTheStandbysModel) {
   EXPECT_EQ(takeover.lid_changes, 0u);
   EXPECT_EQ(takeover.lft_blocks_sent, 0u);
   EXPECT_EQ(takeover.lft_blocks_read, 0u) << "the standby's reads were not used";
+  EXPECT_EQ(takeover.pkey_blocks_read, 0u) << "the standby's P_Key reads were not used";
+  EXPECT_EQ(takeover.pkey_blocks_sent, 0u);
   std::printf("[ figure ] 3-tier k=8 takeover from the standby's model: %lu SMPs (the master's "
               "cold sweep %lu); the heavy sweep after it %lu SMPs, %lu LFT blocks read back\n",
               static_cast<unsigned long>(takeover.smps), static_cast<unsigned long>(cold.smps),
@@ -138,6 +140,8 @@ TEST(WarmStandbyTest, ATakeoverOnAnUnchangedFabricStartsFromTheStandbysModel) {
   EXPECT_FALSE(check.repair);
   EXPECT_TRUE(check.subnet_up);
   EXPECT_GT(check.lft_blocks_read, 0u) << "what the takeover took on trust was not read back";
+  EXPECT_GT(check.pkey_blocks_read, 0u) << "the P_Key tables taken on trust were not read back";
+  EXPECT_EQ(check.pkey_blocks_sent, 0u);
   EXPECT_EQ(check.lft_blocks_sent, 0u);
   EXPECT_EQ(check.lid_changes, 0u);
   simcheck::ExpectFabricUp(*f, sim);
@@ -175,6 +179,7 @@ TEST(WarmStandbyTest, AChangeAfterTheStandbysLastRefreshIsFoundAndItsBlocksReadB
   EXPECT_EQ(takeover.repair_links_lost, 1u);
   EXPECT_EQ(takeover.links, run.master.front().links - 1);
   EXPECT_GT(takeover.lft_blocks_read, 0u) << "the standby's stale blocks were trusted";
+  EXPECT_GT(takeover.pkey_blocks_read, 0u) << "the standby's P_Key tables were trusted";
   EXPECT_EQ(takeover.lid_changes, 0u);
   EXPECT_EQ(run.standby[1].lft_blocks_sent, 0u);
   Fabric cut_fabric = *f;
