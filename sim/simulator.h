@@ -184,6 +184,11 @@ class Simulator {
   // Power-cycles a switch: LFT/MFT cleared, SwitchInfo reset, every port back to INIT
   // with LID 0; neighbours see their links bounce.
   Status RebootSwitch(NodeId node);
+  // Swaps the far ends of the cables at `x` and `y` (a mis-cabling put right, or made):
+  // both cables are pulled (every end DOWN), then x is cabled to y's old peer and y to x's;
+  // the four ends train again to INIT. InvalidArgument for an unknown port, or when the two
+  // cables are one; FailedPrecondition when either port has no cable.
+  Status SwapCables(PortId x, PortId y);
   // Every MAD (request, response, trap) is lost with probability `p` in [0, 1].
   void SetDropRate(double p);
   // Every MAD that enters `node` is lost with probability `p` (1.0: a dead switch).

@@ -67,6 +67,28 @@ Status Simulator::RebootSwitch(NodeId node) {
   return AddNode(node);
 }
 
+Status Simulator::SwapCables(PortId x, PortId y) {
+  if (x >= ports_.size() || y >= ports_.size()) return InvalidArgument("SIM-FLT-001 no such port");
+  const PortId px = ports_[x].peer, py = ports_[y].peer;
+  if (px == kNoPort || py == kNoPort) return FailedPrecondition("SIM-FLT-002 port has no cable");
+  if (x == y || px == y) return InvalidArgument("SIM-FLT-007 the two ports hold one cable");
+  for (PortId p : {x, y}) {
+    ports_[p].cable_ok = false;
+    ports_[ports_[p].peer].cable_ok = false;
+    RefreshLink(p);
+  }
+  ports_[x].peer = py;
+  ports_[py].peer = x;
+  ports_[y].peer = px;
+  ports_[px].peer = y;
+  for (PortId p : {x, y}) {
+    ports_[p].cable_ok = true;
+    ports_[ports_[p].peer].cable_ok = true;
+    RefreshLink(p);
+  }
+  return Status::Ok();
+}
+
 void Simulator::SetDropRate(double p) { drop_rate_ = std::clamp(p, 0.0, 1.0); }
 
 Status Simulator::SetNodeDropRate(NodeId node, double p) {

@@ -369,6 +369,30 @@ TEST_F(SimulatorTest, SwitchRebootClearsLftsAndLids) {
             StatusCode::kTimeout);
 }
 
+// Two cables of s1 swap their far ends: what a DR path out of s1's port 1 reaches changes,
+// and every end of both cables retrained to INIT with s1 flagging PortStateChange.
+TEST_F(SimulatorTest, SwappedCablesLeadWhereTheyArePluggedAndRetrain) {
+  auto ni = [&](std::vector<uint8_t> path) {
+    auto r = Dr(mad::method::kGet, mad::attr::kNodeInfo, 0, std::move(path));
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *mad::Decode<mad::NodeInfo>(r->data) : mad::NodeInfo{};
+  };
+  EXPECT_EQ(ni({1, 1, 1}).node_guid, 0x102u);  // s1 port 1 -> s2
+  ASSERT_TRUE(sim->SwapCables(c.P(c.s[1], 1), c.P(c.s[1], 3)).ok());
+  EXPECT_EQ(sim->port_info(c.P(c.s[1], 1)).port_state, 2);
+  EXPECT_EQ(sim->port_info(c.P(c.s[2], 2)).port_state, 2);
+  EXPECT_EQ(sim->switch_info(c.s[1]).port_state_change, 1);
+  const mad::NodeInfo h2 = ni({1, 1, 1});  // s1 port 1 -> h2 now
+  EXPECT_EQ(h2.node_guid, 0x220u);
+  EXPECT_EQ(h2.local_port_num, 1);
+  const mad::NodeInfo s2 = ni({1, 1, 3});  // s1 port 3 -> s2, arriving on its port 2
+  EXPECT_EQ(s2.node_guid, 0x102u);
+  EXPECT_EQ(s2.local_port_num, 2);
+  EXPECT_EQ(sim->SwapCables(c.P(c.s[1], 1), c.P(c.h[2], 1)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sim->SwapCables(c.P(c.s[1], 5), c.P(c.s[1], 1)).code(),
+            StatusCode::kFailedPrecondition);
+}
+
 TEST_F(SimulatorTest, RemovedNodeIsUnreachableUntilAddedBack) {
   ASSERT_TRUE(sim->RemoveNode(c.s[2]).ok());
   EXPECT_EQ(Dr(mad::method::kGet, mad::attr::kNodeInfo, 0, {1, 1, 1}).status().code(),

@@ -121,7 +121,7 @@ void Discovery::OnNodeInfo(const DrPath& path, NodeId from_node, uint8_t from_po
     if (growing_) {
       met_.resize(f.node_count());
       met_[id] = Met{.read = true, .all_ports = true, .added = true, .path = path,
-                     .arrival = arrival};
+                     .arrival = arrival, .arrivals = {}};
       ++grow_stats_.nodes_added;
     }
   }
@@ -287,7 +287,17 @@ void Discovery::Grow(DiscoveryResult base, const std::vector<GrowFrom>& from,
 
 void Discovery::OnKnownNode(const DrPath& path, NodeId id, uint8_t arrival) {
   Met& m = met_[id];
-  if (m.read) return;
+  if (m.read) {
+    // Met again by another cable: that port trained again too, and is read (unless all were).
+    if (m.all_ports || m.added || std::count(m.arrivals.begin(), m.arrivals.end(), arrival) ||
+        arrival == m.arrival)
+      return;
+    m.arrivals.push_back(arrival);
+    Get(path, mad::attr::kPortInfo, arrival, [this, id, arrival](Result<mad::Smp> r) {
+      OnPortInfo(id, arrival, std::move(r));
+    });
+    return;
+  }
   m.read = true;
   m.path = path;
   m.arrival = arrival;

@@ -145,6 +145,7 @@ class Discovery {
     bool added = false;
     DrPath path;
     uint8_t arrival = 0;
+    std::vector<uint8_t> arrivals;  // known nodes: the ports the walk arrived on, each read
   };
   bool growing_ = false;
   std::vector<Met> met_;

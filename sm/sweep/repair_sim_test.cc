@@ -744,6 +744,7 @@ void ExpectRepairedWhole(const Fabric& f, const sim::Simulator& sim, const CutRu
   EXPECT_EQ(full.lid_changes, 0u);
   EXPECT_EQ(full.lft_blocks_sent, 0u) << "the repairs left tables a heavy sweep changes";
   EXPECT_EQ(full.portinfo_sets, 0u) << "the repairs left ports a heavy sweep sets";
+  EXPECT_EQ(full.ports_armed, 0u) << "the repairs left links a heavy sweep activates";
   EXPECT_EQ(full.pkey_blocks_sent, 0u);
   ExpectFabricUp(f, sim);
 }
@@ -836,6 +837,37 @@ TEST(RepairSweepTest, ASwitchThatRebootsIsFoundByItsBouncedLinksAndProgrammedWho
   ExpectRepairedWhole(*f, sim, run, "a spine switch reboots");
   EXPECT_EQ(simcheck::PortLids(*f, sim), before);
   EXPECT_NE(sim.switch_info(spine).linear_fdb_top, 0u) << "the switch was not programmed";
+}
+
+// Two uplinks of a leaf swapped between its spines (a mis-cabling put right): both cables
+// retrain, the repair asks who is behind each port, moves the cables in the model and routes
+// by the new port numbers, exactly as a heavy sweep of the re-cabled fabric does.
+TEST(RepairSweepTest, SwappedCablesAreFoundBehindTheirPortsAndMovedInTheModel) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  const NodeId leaf = *f->FindNodeByName("pod06-leaf-02");
+  std::vector<PortId> up;
+  for (uint32_t p = 1; p <= f->node(leaf).num_ports; ++p) {
+    const PortId id = f->port_id(leaf, PortNum{static_cast<uint8_t>(p)});
+    if (f->port(id).connected() && f->node(f->port(f->port(id).peer).node).is_switch())
+      up.push_back(id);
+  }
+  ASSERT_GE(up.size(), 2u);
+  Fabric swapped = *f;
+  const PortId a = swapped.port(up[0]).peer, b = swapped.port(up[1]).peer;
+  const Port pa = swapped.port(a), pb = swapped.port(b);
+  swapped.Disconnect(up[0]);
+  swapped.Disconnect(up[1]);
+  ASSERT_TRUE(swapped.Connect(leaf, f->port(up[0]).num, pb.node, pb.num).ok());
+  ASSERT_TRUE(swapped.Connect(leaf, f->port(up[1]).num, pa.node, pa.num).ok());
+  CutRun run = FaultAndCompare(sim, *f, [&] {
+    EXPECT_TRUE(sim.SwapCables(up[0], up[1]).ok());
+  }, Quiet());
+  ExpectRepairedWhole(swapped, sim, run, "two uplinks of a leaf swapped");
+  size_t moved = 0;
+  for (const SweepStats& s : run.sweeps) moved += s.repair ? s.repair_links_up : 0;
+  EXPECT_GE(moved, 2u) << "the cables were not put in at their new ports";
 }
 
 // The same power cycle with traps ignored (sweep_on_trap FALSE): the light sweep finds the
