@@ -109,7 +109,8 @@ class Discovery {
   // - A node `base` does not hold is read and walked as Run walks (its other ports followed).
   // - One it holds is cabled there (a cable either end had elsewhere is taken out) and read
   //   again by the path the walk came by: a CA its arrival PortInfo; a switch its SwitchInfo
-  //   and the PortInfo of port 0 and of the arrival port, and when those say it no longer
+  //   and the PortInfo of port 0 and of the arrival port (and of each further port the walk
+  //   meets it on), and when those say it no longer
   //   holds what the model does (a LinearFDBTop or a LID not the model's: it rebooted) every
   //   PortInfo. Of a known node's ports only those up without a cable in the model, or INIT
   //   where the model had the cable up, are followed; one now DOWN is taken out.

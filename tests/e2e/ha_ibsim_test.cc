@@ -237,11 +237,12 @@ constexpr char kFastPolling[] = "sminfo_polling_timeout 1000\npolling_retry_numb
 auto SubnetUp = [](const std::string& l) { return Has(l, "SUBNET UP"); };
 auto Standby = [](const std::string& l) { return Has(l, "Entering STANDBY state"); };
 
-// The heavy sweep that followed "Entering MASTER state" after `marker`, as logged.
+// The sweep that followed "Entering MASTER state" after `marker`, as logged: a heavy sweep,
+// or the repair sweep of every switch that a takeover from a standby's model runs.
 std::string TakeoverSweepLine(const std::string& log, const std::string& marker) {
   std::string tail = After(log, marker);
   std::smatch m;
-  static const std::regex re(R"(heavy sweep \d+ done .*)");
+  static const std::regex re(R"((heavy|repair) sweep \d+ done .*)");
   return std::regex_search(tail, m, re) ? m[0].str(): "";
 }
 
@@ -348,6 +349,43 @@ std::map<std::string, std::string> SmirByGuid(const std::string& out) {
   if (guids.size() != prios.size() || guids.size() != states.size()) return m;
   for (size_t i = 0; i < guids.size(); ++i) m[guids[i]] = prios[i] + "/" + states[i];
   return m;
+}
+
+// The warm standby on ibsim (ARCHITECTURE.md "Warm standby"): the standby refreshes its model
+// every second with Gets and reads the LFT blocks once the fabric held still; killed, the
+// master is replaced by a repair sweep of every switch over that model: no discovery, no
+// LFT block read back or written, no LID changed; the heavy sweep after it reads the blocks
+// back and writes none. ibnetdiscover sees the same LIDs and links.
+TEST_F(HaIbsimTest, AWarmStandbyTakesOverFromItsModelWithoutReadingTheBlocksBack) {
+  StartFabric(FatTree2(4));
+  const std::string conf = std::string(kFastPolling) + "sweep_interval 1\n";
+  size_t a = StartIbsmd("a", first_host_, "sm_priority 5\n" + conf);
+  ASSERT_TRUE(Has(WaitFor(LogPath("a"), SubnetUp), "SUBNET UP")) << Log("a");
+  StartIbsmd("b", last_host_, "sm_priority 3\n" + conf);
+  std::string log_b = WaitFor(LogPath("b"), [](const std::string& l) {
+    return Has(l, "a takeover starts from this model");
+  });
+  ASSERT_TRUE(Has(log_b, "a takeover starts from this model")) << log_b;
+  std::string before = Topology();
+  Kill9(a);
+  // The takeover's SUBNET UP, then the heavy sweep's.
+  log_b = WaitFor(LogPath("b"), [](const std::string& l) {
+    const std::string t = After(l, "Entering MASTER state");
+    const size_t first = t.find("SUBNET UP");
+    return first != std::string::npos && t.find("SUBNET UP", first + 1) != std::string::npos;
+  });
+  ASSERT_TRUE(Has(log_b, "takeover from the standby's model")) << log_b;
+  const std::string tail = After(log_b, "takeover from the standby's model");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(tail, m, std::regex(R"(repair sweep \d+ done .*)"))) << tail;
+  const std::string takeover = m[0].str();
+  EXPECT_TRUE(Has(takeover, " 0 LID changes")) << takeover;
+  EXPECT_TRUE(Has(takeover, " 0 LFT blocks sent (0 read)")) << takeover;
+  ASSERT_TRUE(std::regex_search(tail, m, std::regex(R"(heavy sweep \d+ done .*)"))) << tail;
+  const std::string check = m[0].str();
+  EXPECT_TRUE(Has(check, " 0 LFT blocks sent")) << check;
+  EXPECT_FALSE(Has(check, "(0 read)")) << "the heavy sweep did not read the blocks back: " << check;
+  EXPECT_EQ(Topology(), before) << "LIDs or links changed over the failover";
 }
 
 TEST_F(HaIbsimTest, ThreeIbsmdShowOneMasterTwoStandbysAndTheBestStandbyTakesOverAfterKill9) {
