@@ -153,6 +153,22 @@ void Discovery::OnNodeInfo(const DrPath& path, NodeId from_node, uint8_t from_po
   }
 }
 
+void Discovery::GetSwitchInfo(const DrPath& path, NodeId id,
+                              std::function<void(const mad::SwitchInfo&)> then) {
+  Get(path, mad::attr::kSwitchInfo, 0, [this, id, then = std::move(then)](Result<mad::Smp> r) {
+    if (!r.ok()) {
+      Issue("SM-DISC-007", fmt::format("SwitchInfo of {} failed: {}",
+                                       ToString(result_.fabric.node(id).guid),
+                                       r.status().ToString()));
+      return;
+    }
+    auto si = mad::Decode<mad::SwitchInfo>(r->data);
+    if (!si.ok()) return;
+    result_.nodes[id].switch_info = *si;
+    then(*si);
+  });
+}
+
 void Discovery::ExploreNode(NodeId id) {
   const DrPath path = result_.nodes[id].path;
   Get(path, mad::attr::kNodeDescription, 0, [this, id](Result<mad::Smp> r) {
@@ -167,16 +183,7 @@ void Discovery::ExploreNode(NodeId id) {
            });
   const mad::NodeInfo& ni = result_.nodes[id].node_info;
   if (ni.node_type == mad::NodeType::kSwitch) {
-    Get(path, mad::attr::kSwitchInfo, 0, [this, id](Result<mad::Smp> r) {
-               if (!r.ok()) {
-                 Issue("SM-DISC-007", fmt::format("SwitchInfo of {} failed: {}",
-                                                  ToString(result_.fabric.node(id).guid),
-                                                  r.status().ToString()));
-                 return;
-               }
-               auto si = mad::Decode<mad::SwitchInfo>(r->data);
-               if (si.ok()) result_.nodes[id].switch_info = *si;
-             });
+    GetSwitchInfo(path, id, [](const mad::SwitchInfo&) {});
     for (uint32_t p = 0; p <= ni.num_ports; ++p) {
       uint8_t port = static_cast<uint8_t>(p);
       Get(path, mad::attr::kPortInfo, port, [this, id, port](Result<mad::Smp> r) { OnPortInfo(id, port, std::move(r)); });
@@ -311,17 +318,8 @@ void Discovery::OnKnownNode(const DrPath& path, NodeId id, uint8_t arrival) {
   // another SM programmed it), and all its ports are read.
   const uint16_t top = result_.nodes[id].switch_info.linear_fdb_top;
   const Lid lid = f.port(id, PortNum{0}).lid;
-  Get(path, mad::attr::kSwitchInfo, 0, [this, id, top](Result<mad::Smp> r) {
-    if (!r.ok()) {
-      Issue("SM-DISC-007", fmt::format("SwitchInfo of {} failed: {}",
-                                       ToString(result_.fabric.node(id).guid),
-                                       r.status().ToString()));
-      return;
-    }
-    auto si = mad::Decode<mad::SwitchInfo>(r->data);
-    if (!si.ok()) return;
-    result_.nodes[id].switch_info = *si;
-    if (si->linear_fdb_top != top) ReadAllPorts(id);
+  GetSwitchInfo(path, id, [this, id, top](const mad::SwitchInfo& si) {
+    if (si.linear_fdb_top != top) ReadAllPorts(id);
   });
   Get(path, mad::attr::kPortInfo, 0, [this, id, lid](Result<mad::Smp> r) {
     const bool ok = r.ok();

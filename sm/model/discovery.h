@@ -126,6 +126,9 @@ class Discovery {
   void OnNodeInfo(const DrPath& path, NodeId from_node, uint8_t from_port,
                   Result<mad::Smp> r);
   void ExploreNode(NodeId id);
+  // SwitchInfo of `id` into the result (SM-DISC-007 when not answered), then `then`.
+  void GetSwitchInfo(const DrPath& path, NodeId id,
+                     std::function<void(const mad::SwitchInfo&)> then);
   void OnPortInfo(NodeId id, uint8_t port, Result<mad::Smp> r);
   // Asks the node behind `port` of `id` (reached by `path`) for its NodeInfo.
   void Follow(const DrPath& path, NodeId id, uint8_t port);
