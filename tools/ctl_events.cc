@@ -84,6 +84,18 @@ std::string FormatHa(const json& r) {
                      Recorded(r, "guid"), Recorded(r, "priority"));
   if (!r.value("polled_master", json()).is_null())
     out += "polling master " + Get(r, "polled_master") + "\n";
+  if (const json m = r.value("standby_model", json()); m.is_object()) {
+    out += fmt::format("standby model: {} nodes, {} links, refreshed {:.1f} s ago; ",
+                       Get(m, "nodes"), Get(m, "links"), m.value("age_s", 0.0));
+    if (m.value("tables_read", false))
+      out += fmt::format("LFT blocks and P_Key tables read {:.1f} s ago; ",
+                         m.value("tables_age_s", 0.0));
+    else
+      out += "LFT blocks not read yet (the fabric was still changing); ";
+    out += m.value("takeover_starts_from_it", false)
+               ? "a takeover starts from it\n"
+               : "a takeover would discover the fabric\n";
+  }
   std::vector<std::vector<std::string>> rows;
   for (const auto& p : r.value("peers", json::array())) {
     std::string state = Get(p, "state");

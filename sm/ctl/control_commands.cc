@@ -497,6 +497,12 @@ Result<json> ControlCommands::Ha(const json&) const {
          {"priority", sm.options().sm_priority},
          {"polled_master", sm.polled_master().value() ? json(GuidText(sm.polled_master())) : json()},
          {"counters", CountersJson(c, CounterSection::kHa)}};
+  j["standby_model"] = json();
+  if (auto m = sm.standby_model()) {
+    j["standby_model"] = {{"age_s", m->age_s},         {"nodes", m->nodes},
+                          {"links", m->links},         {"tables_read", m->tables_read},
+                          {"tables_age_s", m->tables_age_s}, {"takeover_starts_from_it", m->usable}};
+  }
   json peers = json::array();
   if (ctx_.store) {
     if (auto rows = ctx_.store->Peers(); rows.ok())

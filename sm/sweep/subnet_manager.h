@@ -265,6 +265,17 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   mad::SmState state() const { return ha_.state(); }
   // The SM this one polls while STANDBY (port GUID), 0 otherwise.
   Guid polled_master() const { return ha_.polled_master(); }
+  // A STANDBY's model of the fabric (ARCHITECTURE.md "Warm standby"): how old it is, and
+  // whether a takeover now would start from it. nullopt in any other state, or before the
+  // standby has a model.
+  struct StandbyModel {
+    double age_s = 0;  // since its last refresh
+    size_t nodes = 0, links = 0;
+    bool tables_read = false;  // the LFT blocks and P_Key tables were read on this model
+    double tables_age_s = 0;
+    bool usable = false;  // a takeover now would start from it
+  };
+  std::optional<StandbyModel> standby_model() const;
   // Whether each other SM this one asked SMInfo of answered the last time (`ibsmctl ha`).
   const std::map<Guid, PeerLiveness>& peer_liveness() const { return ha_.peer_liveness(); }
   // The SA, answering class 0x03 requests from the snapshot of the last heavy sweep.

@@ -240,6 +240,19 @@ void SubnetManager::BeginWarmTakeover() {
   BeginRepair();
 }
 
+std::optional<SubnetManager::StandbyModel> SubnetManager::standby_model() const {
+  if (state() != mad::SmState::kStandby || !warm_ || !warm_->model) return std::nullopt;
+  StandbyModel m;
+  const auto now = clock_.Now();
+  m.age_s = std::chrono::duration<double>(now - warm_->at).count();
+  m.nodes = warm_->model->fabric.node_count();
+  m.links = warm_->model->fabric.link_count();
+  m.tables_read = warm_->lfts_current;
+  if (m.tables_read) m.tables_age_s = std::chrono::duration<double>(now - warm_->lfts_at).count();
+  m.usable = WarmUsable();
+  return m;
+}
+
 std::vector<bool> SubnetManager::WarmHeld(NodeId n, const routing::SwitchTable& table,
                                           size_t blocks) const {
   const DiscoveredNode& dn = discovered_->nodes[n];

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -36,6 +37,7 @@ SubnetManagerOptions HaOptions(uint8_t priority) {
 }
 
 struct TakeoverRun {
+  std::optional<SubnetManager::StandbyModel> model;  // the standby's, just before the kill
   std::vector<SweepStats> master;   // the first master's sweeps
   std::vector<SweepStats> standby;  // the standby's sweeps as master (the takeover first)
   SmCounters counters;              // the standby's
@@ -72,6 +74,7 @@ TakeoverRun KillMasterAndTakeOver(sim::Simulator& sim, const Fabric& f,
     if (phase == 0 && b.state() == mad::SmState::kStandby &&
         b.counters().standby_lft_blocks_read > 0 && b.quiescent()) {
       phase = 1;
+      run.model = b.standby_model();
       master_sweeps_at_change = run.master.size();
       if (before_kill) before_kill(a);
     }
@@ -123,6 +126,13 @@ TEST(WarmStandbyTest, ATakeoverOnAnUnchangedFabricStartsFromTheStandbysModel) {
   const SweepStats& check = run.standby[1];
   EXPECT_EQ(run.counters.warm_takeovers, 1u);
   EXPECT_GE(run.counters.standby_refreshes, 1u);
+  // What `ibsmctl ha` shows on the standby before the kill.
+  ASSERT_TRUE(run.model.has_value());
+  EXPECT_TRUE(run.model->tables_read);
+  EXPECT_TRUE(run.model->usable);
+  EXPECT_EQ(run.model->nodes, cold.nodes);
+  EXPECT_EQ(run.model->links, cold.links);
+  EXPECT_LT(run.model->age_s, 5.0);
   EXPECT_TRUE(takeover.repair) << "the takeover ran a discovery";
   EXPECT_TRUE(takeover.subnet_up);
   EXPECT_EQ(takeover.nodes, cold.nodes);

@@ -361,11 +361,18 @@ TEST_F(HaIbsimTest, AWarmStandbyTakesOverFromItsModelWithoutReadingTheBlocksBack
   const std::string conf = std::string(kFastPolling) + "sweep_interval 1\n";
   size_t a = StartIbsmd("a", first_host_, "sm_priority 5\n" + conf);
   ASSERT_TRUE(Has(WaitFor(LogPath("a"), SubnetUp), "SUBNET UP")) << Log("a");
-  StartIbsmd("b", last_host_, "sm_priority 3\n" + conf);
+  const std::string sock_b = Dir("b") + "/ctl.sock";
+  StartIbsmd("b", last_host_, "sm_priority 3\ncontrol_socket " + sock_b + "\n" + conf);
   std::string log_b = WaitFor(LogPath("b"), [](const std::string& l) {
     return Has(l, "a takeover starts from this model");
   });
   ASSERT_TRUE(Has(log_b, "a takeover starts from this model")) << log_b;
+  // The operator's view on the standby: its model, and that a takeover starts from it.
+  auto ha = RunCommand({Bin("ibsmctl"), "--socket", sock_b, "ha"}, 30s, root_);
+  ASSERT_TRUE(ha.ok()) << ha.status().ToString();
+  EXPECT_TRUE(Has(ha->out, "standby model: " + std::to_string(fabric_.node_count()) + " nodes"))
+      << ha->out;
+  EXPECT_TRUE(Has(ha->out, "a takeover starts from it")) << ha->out;
   std::string before = Topology();
   Kill9(a);
   // The takeover's SUBNET UP, then the heavy sweep's.
