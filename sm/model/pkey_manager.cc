@@ -72,6 +72,15 @@ std::vector<PortId> PartitionEndPorts(const DiscoveryResult& d) {
   return out;
 }
 
+std::optional<std::pair<DrPath, uint8_t>> PKeyTarget(const DiscoveryResult& d, PortId p) {
+  const Port& port = d.fabric.port(p);
+  auto path = PathToPort(d.fabric, d.nodes, p);
+  if (!path) return std::nullopt;
+  // A switch's table is named by the modifier; a CA answers for its arrival port (port 0).
+  const uint8_t mod_port = d.fabric.node(port.node).is_switch() ? port.num.value() : uint8_t{0};
+  return std::make_pair(std::move(*path), mod_port);
+}
+
 size_t PKeyCapacity(const DiscoveryResult& d, PortId p) {
   const Fabric& f = d.fabric;
   const Port& port = f.port(p);

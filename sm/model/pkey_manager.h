@@ -64,6 +64,10 @@ std::vector<PortId> PartitionEndPorts(const DiscoveryResult& d);
 // Capacity (entries) of `p`'s P_Key table: NodeInfo PartitionCap for end ports, SwitchInfo
 // PartitionEnforcementCap for switch external ports (IBA 14.2.5.3/14.2.5.4).
 size_t PKeyCapacity(const DiscoveryResult& d, PortId p);
+// Where `p`'s P_Key table is read and set: the DR path (PathToPort: a CA answers for its
+// arrival port) and the port the modifier names (a switch's port; 0 for a CA). nullopt when
+// `p` has no such path.
+std::optional<std::pair<DrPath, uint8_t>> PKeyTarget(const DiscoveryResult& d, PortId p);
 // Switch external ports whose tables partition enforcement governs: those facing an end
 // port, on switches with PartitionEnforcementCap > 0.
 std::vector<PortId> EnforcingSwitchPorts(const DiscoveryResult& d);

@@ -27,6 +27,7 @@
 
 #include "base/clock.h"
 #include "ha/sm_state_machine.h"
+#include "mad/attr/pkey_table.h"
 #include "mad/attr/sm_info.h"
 #include "mad/transport.h"
 #include "routing/quality.h"
@@ -388,9 +389,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void ProgramPKeys();
   void SetPKeyTables();
   void SetEnforcement();
-  // The DR path and P_KeyTable port modifier that reach `p`'s table; nullopt when no
-  // discovered path arrives at that port (a CA port we did not come in through).
-  std::optional<std::pair<DrPath, uint8_t>> PKeyTarget(PortId p) const;
   void ConfigureLids();
   void ConfigureSwitchPorts();
   void Route();
@@ -532,6 +530,13 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
     std::vector<bool> known;  // per block of 32
     // Read by this SM as a standby before it took over: read again by the next heavy sweep.
     bool assumed = false;
+    // Block `b` as read.
+    void Store(size_t b, const mad::PKeyTable& blk) {
+      if (b >= known.size()) return;
+      for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
+        if (b * mad::kPKeyBlockSize + i < keys.size()) keys[b * mad::kPKeyBlockSize + i] = blk.pkey[i];
+      known[b] = true;
+    }
   };
 
   // --- warm standby (sm/sweep/subnet_manager_standby.cc) ---------------------------------
@@ -570,7 +575,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   bool WarmUsable() const;
   void BeginWarmTakeover();
   // Blocks of the switch at `n` the standby saw holding what `table` wants: true per block.
-  // Empty when the standby has nothing current for it.
+  // Empty when the standby has nothing current for it. (In subnet_manager_sweep.cc, beside
+  // LftBlock.)
   std::vector<bool> WarmHeld(NodeId n, const routing::SwitchTable& table, size_t blocks) const;
 
   bool routing_in_flight_ = false;

@@ -13,16 +13,6 @@
 
 namespace ibsm::sm {
 
-std::optional<std::pair<DrPath, uint8_t>> SubnetManager::PKeyTarget(PortId p) const {
-  const Fabric& f = discovered_->fabric;
-  const Port& port = f.port(p);
-  auto path = sm::PathToPort(f, discovered_->nodes, p);
-  if (!path) return std::nullopt;
-  // A switch's table is named by the modifier; a CA answers for its arrival port (port 0).
-  const uint8_t mod_port = f.node(port.node).is_switch() ? port.num.value() : uint8_t{0};
-  return std::make_pair(std::move(*path), mod_port);
-}
-
 // Reads the tables the cache does not know (first sweep, a link that restarted, a switch that
 // rebooted), then sets the blocks that differ from the plan, then the switches' enforcement.
 void SubnetManager::ProgramPKeys() {
@@ -44,23 +34,17 @@ void SubnetManager::ProgramPKeys() {
     const DiscoveredNode& dn = discovered_->nodes[port.node];
     size_t cap = PKeyCapacity(*discovered_, p);
     if (cap == 0) continue;
-    auto target = PKeyTarget(p);
+    auto target = sm::PKeyTarget(*discovered_, p);
     if (!target) continue;
     auto key = std::make_pair(node.guid, port.num.value());
     bool stale = port.num.value() != 0 && port.state != PortState::kActive;
+    if (node.is_switch()) {
+      auto sc = switch_cache_.find(node.guid);
+      if (sc == switch_cache_.end() || sc->second.top != dn.switch_info.linear_fdb_top)
+        stale = true;
+    }
     size_t blocks = (cap + mad::kPKeyBlockSize - 1) / mad::kPKeyBlockSize;
     PKeyCache& cache = pkey_cache_[key];
-    if (node.is_switch()) {
-      // A switch that rebooted (its top is not the one written) holds power-on tables. In a
-      // takeover from the standby's model, the top the standby read counts.
-      auto sc = switch_cache_.find(node.guid);
-      bool same = sc != switch_cache_.end() && sc->second.top == dn.switch_info.linear_fdb_top;
-      if (!same && cache.assumed && warm_takeover_) {
-        auto w = warm_lfts_.find(node.guid);
-        same = w != warm_lfts_.end() && w->second.top == dn.switch_info.linear_fdb_top;
-      }
-      if (!same) stale = true;
-    }
     // What a standby read before it took over is read again by the first heavy sweep.
     if (cache.assumed && !current_.repair) stale = true;
     if (stale || cache.keys.size() != cap) {
@@ -78,12 +62,7 @@ void SubnetManager::ProgramPKeys() {
                       auto blk = mad::Decode<mad::PKeyTable>(r->data);
                       auto it = pkey_cache_.find(key);
                       if (!blk.ok() || it == pkey_cache_.end()) return;
-                      PKeyCache& c = it->second;
-                      if (b >= c.known.size()) return;
-                      for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
-                        if (b * mad::kPKeyBlockSize + i < c.keys.size())
-                          c.keys[b * mad::kPKeyBlockSize + i] = blk->pkey[i];
-                      c.known[b] = true;
+                      it->second.Store(b, *blk);
                     });
     }
   }
@@ -110,7 +89,7 @@ void SubnetManager::SetPKeyTables() {
   pkey_plan_ = plan;
   for (const auto& [p, table] : plan->tables) {
     const Port& port = f.port(p);
-    auto target = PKeyTarget(p);
+    auto target = sm::PKeyTarget(*discovered_, p);
     if (!target) continue;
     auto key = std::make_pair(f.node(port.node).guid, port.num.value());
     PKeyCache& cache = pkey_cache_[key];

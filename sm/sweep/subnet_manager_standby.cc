@@ -152,28 +152,22 @@ void SubnetManager::ReadStandbyLfts() {
     for (PortId p : EnforcingSwitchPorts(*model)) ports.push_back(p);
   for (PortId p : ports) {
     const size_t cap = PKeyCapacity(*model, p);
-    auto path = PathToPort(f, model->nodes, p);
-    if (cap == 0 || !path) continue;
+    auto target = PKeyTarget(*model, p);
+    if (cap == 0 || !target) continue;
     const Port& port = f.port(p);
     const auto key = std::make_pair(f.node(port.node).guid, port.num.value());
-    const uint8_t mod_port = f.node(port.node).is_switch() ? port.num.value() : uint8_t{0};
     PKeyCache& c = (*pkeys)[key];
     const size_t blocks = (cap + mad::kPKeyBlockSize - 1) / mad::kPKeyBlockSize;
     c.keys.assign(cap, 0);
     c.known.assign(blocks, false);
     for (size_t b = 0; b < blocks; ++b) {
-      standby_pipeline_.Get(*path, mad::attr::kPKeyTable,
-                            mad::PKeyAttrMod(static_cast<uint32_t>(b), mod_port),
+      standby_pipeline_.Get(target->first, mad::attr::kPKeyTable,
+                            mad::PKeyAttrMod(static_cast<uint32_t>(b), target->second),
                             [pkeys, key, b](Result<mad::Smp> r) {
                               if (!r.ok()) return;
                               auto blk = mad::Decode<mad::PKeyTable>(r->data);
                               auto it = pkeys->find(key);
-                              if (!blk.ok() || it == pkeys->end()) return;
-                              PKeyCache& c = it->second;
-                              for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
-                                if (b * mad::kPKeyBlockSize + i < c.keys.size())
-                                  c.keys[b * mad::kPKeyBlockSize + i] = blk->pkey[i];
-                              c.known[b] = true;
+                              if (blk.ok() && it != pkeys->end()) it->second.Store(b, *blk);
                             });
     }
   }
@@ -226,6 +220,10 @@ void SubnetManager::BeginWarmTakeover() {
   discovered_ = w.model;
   sm_port_ = *f.FindPort(sm_port_guid_);
   warm_lfts_ = std::move(w.lfts);
+  // The LinearFDBTop each switch held when the standby read it stands for the one written,
+  // as for a switch this SM programmed: a switch that answers another (it rebooted) is
+  // known to hold nothing of it.
+  for (const auto& [guid, lft] : warm_lfts_) switch_cache_[guid].top = lft.top;
   // The P_Key tables the standby read stand for what the ports hold, as the blocks do.
   for (auto& [key, c] : w.pkeys) {
     c.assumed = true;
@@ -251,24 +249,6 @@ std::optional<SubnetManager::StandbyModel> SubnetManager::standby_model() const 
   if (m.tables_read) m.tables_age_s = std::chrono::duration<double>(now - warm_->lfts_at).count();
   m.usable = WarmUsable();
   return m;
-}
-
-std::vector<bool> SubnetManager::WarmHeld(NodeId n, const routing::SwitchTable& table,
-                                          size_t blocks) const {
-  const DiscoveredNode& dn = discovered_->nodes[n];
-  auto it = warm_lfts_.find(discovered_->fabric.node(n).guid);
-  if (it == warm_lfts_.end() || it->second.top != dn.switch_info.linear_fdb_top) return {};
-  const WarmLft& w = it->second;
-  std::vector<bool> held(blocks, false);
-  for (size_t b = 0; b < blocks && b < w.known.size(); ++b) {
-    if (!w.known[b]) continue;
-    std::array<uint8_t, 64> want;
-    want.fill(mad::kLftDropPort);
-    for (size_t i = 0; i < 64; ++i)
-      if (b * 64 + i < table.lft.size()) want[i] = table.lft[b * 64 + i];
-    held[b] = want == w.blocks[b];
-  }
-  return held;
 }
 
 }  // namespace ibsm::sm

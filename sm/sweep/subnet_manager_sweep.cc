@@ -448,6 +448,21 @@ void SubnetManager::OnRouted(Routed routed) {
   NextStage();
 }
 
+// Blocks of the switch at `n` that the standby saw holding what `table` wants (a takeover
+// from its model, sm/sweep/subnet_manager_standby.cc): true per block. Empty when the standby
+// read nothing of it, or its LinearFDBTop is no longer the one read.
+std::vector<bool> SubnetManager::WarmHeld(NodeId n, const routing::SwitchTable& table,
+                                          size_t blocks) const {
+  const DiscoveredNode& dn = discovered_->nodes[n];
+  auto it = warm_lfts_.find(discovered_->fabric.node(n).guid);
+  if (it == warm_lfts_.end() || it->second.top != dn.switch_info.linear_fdb_top) return {};
+  const WarmLft& w = it->second;
+  std::vector<bool> held(blocks, false);
+  for (size_t b = 0; b < blocks && b < w.known.size(); ++b)
+    held[b] = w.known[b] && LftBlock(table, b).port == w.blocks[b];
+  return held;
+}
+
 // SwitchInfo first (LinearFDBTop, and clearing PortStateChange), then LFT blocks; blocks are
 // compared with what each switch is known to hold, read back once if unknown.
 void SubnetManager::ProgramSwitches() {
