@@ -35,6 +35,7 @@
 #include "conf/sm_config.h"
 #include "conf/text_file.h"
 #include "fabric/topology_reader.h"
+#include "ha/locked_state_file.h"
 #include "ha/state_store.h"
 #include "mad/umad_transport.h"
 #include "routing/routing_engine.h"
@@ -422,6 +423,10 @@ int Main(int argc, char** argv) {
     }
     store = std::move(*opened);
   }
+  // The state writer's thread and the io thread share the file (SubnetManagerOptions::
+  // state_writer_thread): everything reaches it through one lock.
+  std::unique_ptr<ha::LockedStateFile> shared_store =
+      store ? std::make_unique<ha::LockedStateFile>(*store) : nullptr;
 
   // A state file or log that hits a file-size limit gets EFBIG from write() (reported and
   // retried like a full disk) instead of the default SIGXFSZ, which would kill the SM.
@@ -518,11 +523,12 @@ int Main(int argc, char** argv) {
   int exit_code = 0;
   ReloadStatus last_reload;  // the last SIGHUP's, for `ibsmctl status`
   size_t config_not_honoured = extras.config_not_honoured;  // CONF-030 keys, for `status`
-  SubnetManager sm(io, *transport, clock, store.get(), *options);
+  options->state_writer_thread = true;
+  SubnetManager sm(io, *transport, clock, shared_store.get(), *options);
   // The PerfMgr polls only while this SM is master, from its last heavy sweep.
   std::unique_ptr<PerfManager> perf;
   if (config.perfmgr && !extras.once) {
-    perf = std::make_unique<PerfManager>(io, *transport, clock, store.get(), store.get(), MakePerfOptions(config),
+    perf = std::make_unique<PerfManager>(io, *transport, clock, shared_store.get(), shared_store.get(), MakePerfOptions(config),
                                          [&sm]() -> const DiscoveryResult* {
                                            return sm.state() == mad::SmState::kMaster
                                                       ? sm.discovered()
@@ -551,7 +557,7 @@ int Main(int argc, char** argv) {
       control = std::move(*started);
       ControlContext ctx;
       ctx.sm = &sm;
-      ctx.store = store.get();
+      ctx.store = shared_store.get();
       ctx.perf = perf.get();
       ctx.config_file = extras.config_file;
       ctx.topology = sim_fabric;
@@ -667,7 +673,7 @@ int Main(int argc, char** argv) {
           last_reload.why += (last_reload.why.empty() ? "" : "; ") +
                              ("taking effect when ibsmd restarts: " + restart);
         }
-        if (store) {
+        if (shared_store) {
           ha::EventRow e;
           e.time_us = last_reload.time_us;
           e.kind = std::string(ha::kEventConfigReload);
@@ -680,7 +686,7 @@ int Main(int argc, char** argv) {
                                 last_reload.why
                           : "SIGHUP reload " + last_reload.outcome +
                                 (last_reload.why.empty() ? "" : ": " + last_reload.why);
-          if (Status w = store->RecordEvent(e); !w.ok())
+          if (Status w = shared_store->RecordEvent(e); !w.ok())
             Log(LogName::kConf).warn("SM-STATE-018 the SIGHUP reload event not saved: {}", w.message());
         }
         if (!next.ok()) {

@@ -41,16 +41,16 @@ json NodeJson(const Fabric& f, NodeId n) {
 
 // Calls `each` with every cable of the `links` answer once; returns how many are degraded.
 template <typename Each>
-size_t ForEachLinkJson(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
+size_t ForEachLinkJson(const Fabric& f, const DiscoveryResult* d, const PerfView* perf,
                        Each each) {
   // Error counters (kPerfCounterNames[0..11]) that moved at a port within the health window
   // (PerfManagerOptions::health_window), summed over its PerfMgr sweeps.
   auto errors_at = [&](PortId p) -> json {
     if (!perf) return json();
     const Port& port = f.port(p);
-    auto it = perf->ports().find({f.node(port.node).guid, port.num.value()});
-    if (it == perf->ports().end() || it->second.error_window.empty()) return json::object();
-    const PerfCounters sum = it->second.WindowErrors();
+    auto it = perf->window_errors.find({f.node(port.node).guid, port.num.value()});
+    if (it == perf->window_errors.end()) return json::object();
+    const PerfCounters& sum = it->second;
     json e = json::object();
     for (size_t i = 0; i < kPerfErrorCounters; ++i)
       if (sum[i] != 0) e[std::string(ha::kPerfCounterNames[i])] = sum[i];
@@ -77,6 +77,19 @@ size_t ForEachLinkJson(const Fabric& f, const DiscoveryResult* d, const PerfMana
 
 }  // namespace
 
+std::shared_ptr<const PerfView> ViewOfPerf(const PerfManager* perf) {
+  if (!perf) return nullptr;
+  auto v = std::make_shared<PerfView>();
+  v->sweep_number = perf->sweep_number();
+  for (const auto& [key, pp] : perf->ports())
+    if (!pp.error_window.empty()) v->window_errors.emplace(key, pp.WindowErrors());
+  v->window_findings = perf->window_findings();
+  v->perfmgr = HealthPerfmgrJson(perf);
+  v->perfmgr.erase("last_sweep_age_s");
+  if (perf->last_sweep_end_us()) v->perfmgr["last_sweep_end_us"] = *perf->last_sweep_end_us();
+  return v;
+}
+
 json NodesAnswer(const Fabric& f) {
   json nodes = json::array();
   for (NodeId n = 0; n < f.node_count(); ++n) nodes.push_back(NodeJson(f, n));
@@ -96,14 +109,15 @@ void StreamNodesAnswer(const Fabric& f, const AnswerSink& sink) {
 
 json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf) {
   json links = json::array();
+  const std::shared_ptr<const PerfView> view = ViewOfPerf(perf);
   const size_t degraded =
-      ForEachLinkJson(f, d, perf, [&](json link) { links.push_back(std::move(link)); });
+      ForEachLinkJson(f, d, view.get(), [&](json link) { links.push_back(std::move(link)); });
   return json{{"links", links},
               {"degraded", degraded},
               {"perfmgr_sweep", perf ? json(perf->sweep_number()) : json()}};
 }
 
-void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
+void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfView* perf,
                        bool with_sweep, const AnswerSink& sink) {
   // Keys in order: degraded, links, perfmgr_sweep. The count comes first, so a light pass
   // counts; then the cables go out one by one.
@@ -119,7 +133,7 @@ void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfMana
   });
   sink("]");
   if (with_sweep)
-    sink(std::string(kLinksSweepPiece) + (perf ? std::to_string(perf->sweep_number()) : "null"));
+    sink(std::string(kLinksSweepPiece) + (perf ? std::to_string(perf->sweep_number) : "null"));
   sink("}");
 }
 
@@ -154,11 +168,11 @@ json HealthPerfmgrJson(const PerfManager* perf) {
 }
 
 namespace {
-// The cables `health` reports: those of the PerfMgr's last sweep (not copied), or without
-// it the degraded links.
-void ForEachHealthCable(const DiscoveryResult* d, const PerfManager* perf,
+// The cables `health` reports: those of the PerfMgr's health window (`findings`, not
+// copied), or without the PerfMgr the degraded links.
+void ForEachHealthCable(const DiscoveryResult* d, const std::vector<HealthFinding>* findings,
                         const std::function<void(const CableHealth&)>& visit) {
-  if (perf) return ForEachCable(perf->window_findings(), visit);
+  if (findings) return ForEachCable(*findings, visit);
   if (d) ForEachDegradedCable(*d, visit);
 }
 }  // namespace
@@ -171,24 +185,23 @@ json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf, int64_t sin
       if (h.last_seen_us >= since_us) kept.push_back(h);
     ForEachCable(kept, [&](const CableHealth& c) { cables.push_back(CableHealthJson(c)); });
   } else {
-    ForEachHealthCable(d, perf,
+    ForEachHealthCable(d, perf ? &perf->window_findings() : nullptr,
                        [&](const CableHealth& c) { cables.push_back(CableHealthJson(c)); });
   }
   return json{{"perfmgr", HealthPerfmgrJson(perf)}, {"healthy", cables.empty()}, {"cables", cables}};
 }
 
-void StreamHealthAnswer(const DiscoveryResult* d, const PerfManager* perf, const json& perfmgr,
-                        const AnswerSink& sink) {
+void StreamHealthAnswer(const DiscoveryResult* d, const PerfView* perf, const AnswerSink& sink) {
   // Keys in order: cables, healthy, perfmgr.
   sink("{\"cables\":[");
   bool any = false;
-  ForEachHealthCable(d, perf, [&](const CableHealth& c) {
+  ForEachHealthCable(d, perf ? &perf->window_findings : nullptr, [&](const CableHealth& c) {
     if (any) sink(",");
     sink(DumpJson(CableHealthJson(c)));
     any = true;
   });
   sink(any ? "],\"healthy\":false,\"perfmgr\":" : "],\"healthy\":true,\"perfmgr\":");
-  sink(DumpJson(perfmgr));
+  sink(perf ? DumpJson(perf->perfmgr) : DumpJson(HealthPerfmgrJson(nullptr)));
   sink("}");
 }
 

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,11 +21,28 @@
 #include "fabric/fabric.h"
 #include "ha/state_rows.h"
 #include "sm/answers/answers.h"
+#include "sm/perf/link_health.h"
+#include "sm/perf/perf_manager.h"
 
 namespace ibsm::sm {
 
 struct DiscoveryResult;
-class PerfManager;
+
+// What the links and health answers read of the PerfMgr, copied on the thread that owns it
+// (the io thread) so the state writer renders them on its own thread
+// (sm/record/state_writer.h). Small: only ports whose error counters moved are kept.
+struct PerfView {
+  uint64_t sweep_number = 0;
+  // Per (node GUID, port): the error counters summed over the health window; only ports whose
+  // window holds a sweep (the links answer's "errors" is {} for the others).
+  std::map<std::pair<Guid, uint8_t>, PerfCounters> window_errors;
+  std::vector<HealthFinding> window_findings;
+  // HealthPerfmgrJson, with "last_sweep_end_us" in place of "last_sweep_age_s" (the age is
+  // relative to when it is read; the reader of a snapshot computes it).
+  nlohmann::json perfmgr;
+};
+// Null for a null `perf`.
+std::shared_ptr<const PerfView> ViewOfPerf(const PerfManager* perf);
 
 // `nodes`: {"nodes": [{"guid", "name", "description", "kind", "lids", "ports",
 // "cabled_ports", "vendor_id", "device_id"}]}.
@@ -42,7 +61,7 @@ void StreamNodesAnswer(const Fabric& f, const AnswerSink& sink);
 nlohmann::json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf);
 // LinksAnswer(f, d, perf).dump(), in pieces. Without `with_sweep`, the answer's
 // "perfmgr_sweep" is left out (it changes every PerfMgr sweep even when no cable did).
-void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf,
+void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfView* perf,
                        bool with_sweep, const AnswerSink& sink);
 // How the one piece StreamLinksAnswer leaves out without `with_sweep` begins.
 inline constexpr std::string_view kLinksSweepPiece = ",\"perfmgr_sweep\":";
@@ -55,9 +74,9 @@ nlohmann::json HealthAnswer(const DiscoveryResult* d, const PerfManager* perf,
                             int64_t since_us = 0);
 // Its "perfmgr" part: the PerfMgr's state and counters, or {"enabled": false}.
 nlohmann::json HealthPerfmgrJson(const PerfManager* perf);
-// HealthAnswer(d, perf).dump() with `perfmgr` in place of its "perfmgr" part, built one cable
-// at a time (on ibsim, where every cable is degraded, the tree would be the whole fabric).
-void StreamHealthAnswer(const DiscoveryResult* d, const PerfManager* perf,
-                        const nlohmann::json& perfmgr, const AnswerSink& sink);
+// HealthAnswer(d, perf).dump() with `perf->perfmgr` (or {"enabled": false}) as its "perfmgr"
+// part, built one cable at a time (on ibsim, where every cable is degraded, the tree would be
+// the whole fabric).
+void StreamHealthAnswer(const DiscoveryResult* d, const PerfView* perf, const AnswerSink& sink);
 
 }  // namespace ibsm::sm

@@ -31,7 +31,7 @@ std::string LinksText(const Fabric& f, bool with_sweep = true) {
 
 std::string HealthText(const DiscoveryResult* d) {
   return Collect([&](const AnswerSink& sink) {
-    StreamHealthAnswer(d, nullptr, HealthPerfmgrJson(nullptr), sink);
+    StreamHealthAnswer(d, nullptr, sink);
   });
 }
 

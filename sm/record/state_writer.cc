@@ -19,7 +19,82 @@ namespace ibsm::sm {
 
 StateWriter::StateWriter(ha::StateFile* store, const Clock& clock, StateWriterOptions options,
                          StateWriterCounters counters)
-    : store_(store), clock_(clock), options_(std::move(options)), counters_(counters) {}
+    : store_(store), clock_(clock), counters_(counters), options_(std::move(options)) {}
+
+StateWriter::~StateWriter() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    home_ = nullptr;  // the engine goes: what the last jobs count is dropped
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void StateWriter::StartThread(std::function<void(std::function<void()>)> home) {
+  if (thread_.joinable()) return;
+  home_ = std::move(home);
+  thread_ = std::thread([this] { Run(); });
+}
+
+void StateWriter::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+    if (jobs_.empty()) return;  // stopping, and everything handed over is written
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    job();
+    lock.lock();
+    busy_ = false;
+    if (jobs_.empty()) idle_.notify_all();
+  }
+}
+
+void StateWriter::Hand(std::function<void()> job) {
+  if (!thread_.joinable()) return job();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(std::move(job));
+  }
+  wake_.notify_one();
+}
+
+void StateWriter::Drain() {
+  if (!thread_.joinable()) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_.wait(lock, [this] { return jobs_.empty() && !busy_; });
+}
+
+void StateWriter::Count(std::function<void()> change) {
+  if (!thread_.joinable() || std::this_thread::get_id() != thread_.get_id()) return change();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (home_) home_(std::move(change));
+}
+
+void StateWriter::set_options(StateWriterOptions o) {
+  Hand([this, o = std::move(o)]() mutable { options_ = std::move(o); });
+}
+
+void StateWriter::Publish(SweepPublication p) {
+  Hand([this, p = std::move(p)] {
+    const SweepRecord& r = p.record;
+    WriteDumps(r, p.groups);
+    if (p.after_dumps) p.after_dumps();
+    RecordSweep(r, p.perf.get(), p.guid2lid);
+    if (p.lft_digests) SaveLftDigests(r);
+  });
+}
+
+void StateWriter::SaveSweepSnapshots(std::shared_ptr<const DiscoveryResult> discovered,
+                                     std::shared_ptr<const PerfView> perf) {
+  Hand([this, discovered = std::move(discovered), perf = std::move(perf)] {
+    SaveSnapshots(discovered.get(), perf.get(), /*topology=*/false);
+  });
+}
 
 std::unordered_map<Guid, PersistedLid> StateWriter::LoadLids(const std::string& lidsfile) {
   std::unordered_map<Guid, PersistedLid> lids;
@@ -53,6 +128,7 @@ std::unordered_map<Guid, PersistedLid> StateWriter::LoadLids(const std::string& 
 }
 
 bool StateWriter::NoteStateWrite(const char* id, const Status& s, std::string_view what) {
+  std::lock_guard<std::mutex> lock(note_mu_);
   if (s.ok()) {
     if (state_write_failing_) {
       state_write_failing_ = false;
@@ -62,8 +138,10 @@ bool StateWriter::NoteStateWrite(const char* id, const Status& s, std::string_vi
     }
     return true;
   }
-  ++*counters_.state_write_failures;
-  ++(*counters_.issues_by_id)[id];
+  Count([c = counters_, id = std::string(id)] {
+    ++*c.state_write_failures;
+    ++(*c.issues_by_id)[id];
+  });
   if (!state_write_failing_) {
     state_write_failing_ = true;
     Log(LogName::kSm).error("{} {} not saved: {}; the fabric is still served from memory, and "
@@ -97,7 +175,7 @@ void StateWriter::WriteDumps(const SweepRecord& r, const std::map<mad::Gid, McGr
   // Like the state file: one warning per outage (a full disk fails every sweep), a line
   // when the dumps are written again.
   if (!s.ok()) {
-    ++*counters_.dump_write_failures;
+    Count([c = counters_] { ++*c.dump_write_failures; });
     if (!dump_write_failing_) {
       Log(LogName::kSm).warn("SM-DUMP-001 {}; dumps are tried again each heavy sweep", s.ToString());
     } else {
@@ -109,9 +187,8 @@ void StateWriter::WriteDumps(const SweepRecord& r, const std::map<mad::Gid, McGr
   dump_write_failing_ = !s.ok();
 }
 
-void StateWriter::RecordSweep(const SweepRecord& r,
-                              const std::unordered_map<Guid, PersistedLid>& guid2lid,
-                              const std::function<void()>& flush_sa) {
+void StateWriter::RecordSweep(const SweepRecord& r, const PerfView* perf,
+                              const std::unordered_map<Guid, PersistedLid>& guid2lid) {
   if (store_ && store_->degraded()) {
     // Started on a state directory that took no writes (SM-STATE-015): try it again.
     Status reopened = store_->RetryWritable();
@@ -140,7 +217,6 @@ void StateWriter::RecordSweep(const SweepRecord& r,
       guid2lid_saved = NoteStateWrite("SM-STATE-002", store_->SaveGuid2Lid(upserts, {}),
                                       fmt::format("guid2lid ({} rows)", upserts.size()));
     }
-    flush_sa();  // and what a failed flush left
     ha::SweepRow row;
     row.kind = ha::SweepKind::kHeavy;
     row.ended_us = clock_.UnixMicros();
@@ -160,7 +236,7 @@ void StateWriter::RecordSweep(const SweepRecord& r,
     if (NoteStateWrite("SM-STATE-003", id.status(), "sweep row"))
       NoteStateWrite("SM-STATE-017", store_->Prune(options_.keep_sweeps, options_.keep_events),
                      "history pruning");
-    SaveSnapshots(r.discovered.get(), /*topology=*/true);
+    SaveSnapshots(r.discovered.get(), perf, /*topology=*/true);
   }
   // OpenSM's format beside the other dumps, so a switch back to OpenSM keeps every LID.
   if (!upserts.empty() && !options_.dump_dir.empty()) {
@@ -194,7 +270,8 @@ void StateWriter::SaveLftDigests(const SweepRecord& r) {
   NoteStateWrite("SM-STATE-011", store_->SaveLftDigests(rows, {}), "LFT digests");
 }
 
-void StateWriter::SaveSnapshots(const DiscoveryResult* discovered, bool topology) {
+void StateWriter::SaveSnapshots(const DiscoveryResult* discovered, const PerfView* perf,
+                                bool topology) {
   const Fabric* f = discovered ? &discovered->fabric : nullptr;
   if (!store_ || !f) return;
   if (topology) {
@@ -207,46 +284,47 @@ void StateWriter::SaveSnapshots(const DiscoveryResult* discovered, bool topology
   // Without the degraded-link rule no cable is judged degraded (discovery's PortInfo unused).
   const DiscoveryResult* judged = options_.health_degraded_links ? discovered : nullptr;
   SaveSnapshot(ha::kSnapshotLinks, [&](const AnswerSink& sink, bool for_digest) {
-    StreamLinksAnswer(*f, judged, perf_, /*with_sweep=*/!for_digest, sink);
+    StreamLinksAnswer(*f, judged, perf, /*with_sweep=*/!for_digest, sink);
   });
   // The age of the PerfMgr sweep is relative to now: the snapshot holds when it ended
-  // instead, and the reader computes the age from that.
-  nlohmann::json perfmgr = HealthPerfmgrJson(perf_);
-  perfmgr.erase("last_sweep_age_s");
-  if (perf_ && perf_->last_sweep_end_us()) perfmgr["last_sweep_end_us"] = *perf_->last_sweep_end_us();
+  // instead (PerfView::perfmgr), and the reader computes the age from that.
   SaveSnapshot(ha::kSnapshotHealth, [&](const AnswerSink& sink, bool) {
-    StreamHealthAnswer(judged, perf_, perfmgr, sink);
+    StreamHealthAnswer(judged, perf, sink);
   });
 }
 
-// The answer goes to the state file in parts, never held whole. After the first write it is
-// first produced into a digest (FNV-1a) alone, and written only when that changed.
+// After the first write the answer is first produced into a digest (FNV-1a) alone, and
+// written only when that changed. On the writer's own thread the text is rendered whole
+// before the write, so the store's lock (shared with the io thread) is held for the write
+// alone; without the thread the answer goes to the state file in parts, never held whole.
 void StateWriter::SaveSnapshot(std::string_view name, const SnapshotProducer& produce) {
   uint64_t digest = 0xcbf29ce484222325ull;
   auto into_digest = [&digest](std::string_view piece) {
     for (unsigned char c: piece) digest = (digest ^ c) * 0x100000001b3ull;
   };
-  auto it = snapshot_hashes_.find(name);
-  if (it == snapshot_hashes_.end()) {
-    // The first write: one pass (the io thread answers nothing meanwhile), digesting on the
-    // way all but the piece a digest pass leaves out.
-    Status s = store_->SaveSnapshotStreamed(name, [&](const ha::SnapshotRows::SnapshotSink& sink) {
-      produce(
-          [&](std::string_view piece) {
-            if (!piece.starts_with(kLinksSweepPiece)) into_digest(piece);
-            sink(piece);
-          },
-          false);
-    });
-    if (NoteStateWrite("SM-STATE-013", s, fmt::format("{} snapshot", name)))
-      snapshot_hashes_.insert_or_assign(std::string(name), digest);
-    return;
+  const bool known = snapshot_hashes_.contains(name);
+  if (known) {
+    produce(into_digest, /*for_digest=*/true);
+    if (snapshot_hashes_.find(name)->second == digest) return;
   }
-  produce(into_digest, /*for_digest=*/true);
-  if (it->second == digest) return;
+  // The first write digests on the way all but the piece a digest pass leaves out.
+  auto write_pass = [&](const ha::SnapshotRows::SnapshotSink& sink) {
+    produce(
+        [&](std::string_view piece) {
+          if (!known && !piece.starts_with(kLinksSweepPiece)) into_digest(piece);
+          sink(piece);
+        },
+        false);
+  };
+  Status s;
+  if (threaded()) {
+    std::string text;
+    write_pass([&text](std::string_view piece) { text.append(piece); });
+    s = store_->SaveSnapshot(name, text);
+  } else {
+    s = store_->SaveSnapshotStreamed(name, write_pass);
+  }
   // A failed write keeps the old digest, so the next sweep tries again.
-  Status s = store_->SaveSnapshotStreamed(
-      name, [&](const ha::SnapshotRows::SnapshotSink& sink) { produce(sink, false); });
   if (NoteStateWrite("SM-STATE-013", s, fmt::format("{} snapshot", name)))
     snapshot_hashes_.insert_or_assign(std::string(name), digest);
 }

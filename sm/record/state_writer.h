@@ -1,21 +1,30 @@
 // What a heavy sweep leaves on disk (ARCHITECTURE.md section 5): guid2lid rows and OpenSM's
 // guid2lid file, the sweep row and history pruning, the nodes, links and health snapshots
 // that `ibsmctl --state-db` reads, the LFT digests, and the dump files. The sweep engine hands
-// it what the sweep left (SweepRecord) once the fabric is programmed; the writer reads only
-// that, never the engine. A failed write is counted and logged once per failing spell, and
-// what it did not save is written again at the next sweep.
+// it what the sweep left (SweepPublication: immutable model and tables, copies of the rest)
+// once the fabric is programmed; the writer reads only that, never the engine. A failed write
+// is counted and logged once per failing spell, and what it did not save is written again at
+// the next sweep.
 //
-// Runs on the io thread, as the engine does.
+// Threads: once StartThread is called (the daemon), what is handed over is written on a
+// thread of the writer's own, in the order handed over, so the io thread answers traps, SA
+// queries and the control socket while a large fabric's files are written. The store must
+// then be safe to share (ha::LockedStateFile). Without StartThread (tests in process), the
+// work runs at once on the caller's thread. Every method is called from the io thread.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include "base/clock.h"
@@ -26,10 +35,9 @@
 #include "sm/model/discovery.h"
 #include "sm/model/lid_manager.h"
 #include "sm/model/multicast.h"
+#include "sm/record/control_answers.h"
 
 namespace ibsm::sm {
-
-class PerfManager;
 
 struct StateWriterOptions {
   std::string dump_dir;   // empty: no dump files
@@ -39,7 +47,8 @@ struct StateWriterOptions {
   size_t keep_events = 100000;
 };
 
-// The counters the writer adds to (the engine's, shown in its status answer and metrics).
+// The counters the writer adds to (the engine's, shown in its status answer and metrics). The
+// writer's thread changes them on the io thread (StartThread's `home`).
 struct StateWriterCounters {
   uint64_t* state_write_failures;
   uint64_t* dump_write_failures;
@@ -64,40 +73,72 @@ struct SweepRecord {
   size_t issues = 0;
 };
 
+// Everything one heavy sweep hands to the writer.
+struct SweepPublication {
+  SweepRecord record;
+  // The multicast groups, for opensm.mcfdbs (only read with dump_lfts).
+  std::map<mad::Gid, McGroup> groups;
+  // The LIDs the SM holds after the sweep (the guid2lid rows and file).
+  std::unordered_map<Guid, PersistedLid> guid2lid;
+  // The PerfMgr's part of the links and health snapshots; null: no PerfMgr.
+  std::shared_ptr<const PerfView> perf;
+  // Run once the dump files are written, before the state-file rows (the SUBNET UP line:
+  // a script that waits for it reads this sweep's dumps, as with OpenSM).
+  std::function<void()> after_dumps;
+  // Save the LFT digests (the sweep brought the subnet up).
+  bool lft_digests = false;
+};
+
 class StateWriter {
  public:
-  // REQUIRES: `store` (may be null: only dump files are written), `clock`, the counters'
-  // targets and `perf` (when set) outlive this.
+  // REQUIRES: `store` (may be null: only dump files are written), `clock` and the counters'
+  // targets outlive this.
   StateWriter(ha::StateFile* store, const Clock& clock, StateWriterOptions options,
               StateWriterCounters counters);
+  // Finishes what was handed over, then stops the thread.
+  ~StateWriter();
+  StateWriter(const StateWriter&) = delete;
+  StateWriter& operator=(const StateWriter&) = delete;
 
-  void set_options(StateWriterOptions o) { options_ = std::move(o); }
-  // The PerfMgr whose counters and findings the links and health snapshots carry; null: none.
-  void set_perf(const PerfManager* perf) { perf_ = perf; }
+  // From now on the work runs on a thread of its own; `home` runs a function on the thread
+  // that owns the counters (the io thread). REQUIRES: `store` is safe to share between two
+  // threads (ha::LockedStateFile), and LoadLids has run.
+  void StartThread(std::function<void(std::function<void()>)> home);
+  bool threaded() const { return thread_.joinable(); }
+  // Returns once everything handed over so far is written (shutdown, `--once`, tests).
+  void Drain();
+
+  // Takes effect for what is handed over after it.
+  void set_options(StateWriterOptions o);
 
   // The LIDs the state file (and OpenSM's guid2lid file, `guid2lid_file`, for what the state
-  // file lacks) hold: what the first sweep keeps. Remembered as written.
+  // file lacks) hold: what the first sweep keeps. Remembered as written. Before StartThread.
   std::unordered_map<Guid, PersistedLid> LoadLids(const std::string& guid2lid_file);
 
-  // The dump files of `r` (dump_dir; the multicast routes from `groups`).
-  void WriteDumps(const SweepRecord& r, const std::map<mad::Gid, McGroup>& groups);
-  // The guid2lid rows that changed, then `flush_sa` (SA registrations not yet written), the
-  // sweep row, pruning and the snapshots; OpenSM's guid2lid file in dump_dir.
-  void RecordSweep(const SweepRecord& r, const std::unordered_map<Guid, PersistedLid>& guid2lid,
-                   const std::function<void()>& flush_sa);
-  // What this master programmed, per switch (FNV-1a over the LFT up to the top LID).
-  void SaveLftDigests(const SweepRecord& r);
+  // What a heavy sweep leaves, in this order: the dump files (dump_dir), `after_dumps`, the
+  // guid2lid rows that changed, the sweep row, pruning, the nodes, links and health snapshots,
+  // OpenSM's guid2lid file in dump_dir, and the LFT digests.
+  void Publish(SweepPublication p);
   // The links and health snapshots only (after a PerfMgr sweep), of the fabric `discovered`.
-  void SaveSweepSnapshots(const DiscoveryResult* discovered) {
-    SaveSnapshots(discovered, /*topology=*/false);
-  }
+  void SaveSweepSnapshots(std::shared_ptr<const DiscoveryResult> discovered,
+                          std::shared_ptr<const PerfView> perf);
 
   // Counts and logs a failed state-file write (once per failing spell, at error level) or
-  // notes a successful one (ending a failing spell). Returns s.ok().
+  // notes a successful one (ending a failing spell). Returns s.ok(). Either thread.
   bool NoteStateWrite(const char* id, const Status& s, std::string_view what);
 
  private:
-  void SaveSnapshots(const DiscoveryResult* discovered, bool topology);
+  // Runs `job` on the writer's thread after what was handed over before it, or at once.
+  void Hand(std::function<void()> job);
+  void Run();  // the writer's thread
+  // Changes the counters where they live (home, or here when not threaded).
+  void Count(std::function<void()> change);
+
+  void WriteDumps(const SweepRecord& r, const std::map<mad::Gid, McGroup>& groups);
+  void RecordSweep(const SweepRecord& r, const PerfView* perf,
+                   const std::unordered_map<Guid, PersistedLid>& guid2lid);
+  void SaveLftDigests(const SweepRecord& r);
+  void SaveSnapshots(const DiscoveryResult* discovered, const PerfView* perf, bool topology);
   // Stores a snapshot unless what counts as a change in it digests as it did at the last write
   // of `name`. The producer hands the text to a sink in pieces; with `for_digest` it leaves
   // out what changes without the fabric changing.
@@ -107,13 +148,23 @@ class StateWriter {
 
   ha::StateFile* store_;
   const Clock& clock_;
-  StateWriterOptions options_;
   StateWriterCounters counters_;
-  const PerfManager* perf_ = nullptr;
+  // The writer's own (its thread's once threaded).
+  StateWriterOptions options_;
   std::unordered_map<Guid, PersistedLid> saved_guid2lid_;  // as last written
   std::map<std::string, uint64_t, std::less<>> snapshot_hashes_;
-  bool state_write_failing_ = false;
   bool dump_write_failing_ = false;
+
+  std::mutex note_mu_;  // NoteStateWrite runs on both threads
+  bool state_write_failing_ = false;
+
+  std::thread thread_;
+  std::mutex mu_;  // guards what follows
+  std::condition_variable wake_, idle_;
+  std::deque<std::function<void()>> jobs_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  std::function<void(std::function<void()>)> home_;
 };
 
 }  // namespace ibsm::sm

@@ -4,12 +4,17 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "base/clock.h"
 #include "fabric/generators.h"
+#include "ha/locked_state_file.h"
 #include "ha/memory_state_store.h"
 #include "ha/state_store.h"
 
@@ -29,9 +34,17 @@ class StateWriterTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  StateWriter Writer(StateWriterOptions o = {}) {
-    return StateWriter(store_.get(), clock_, std::move(o),
-                       {&state_failures_, &dump_failures_, &issues_});
+  std::unique_ptr<StateWriter> Writer(StateWriterOptions o = {}) {
+    return std::make_unique<StateWriter>(store_.get(), clock_, std::move(o),
+                                         StateWriterCounters{&state_failures_, &dump_failures_,
+                                                             &issues_});
+  }
+  static SweepPublication Publication(const SweepRecord& r,
+                                      std::unordered_map<Guid, PersistedLid> lids = {}) {
+    SweepPublication p;
+    p.record = r;
+    p.guid2lid = std::move(lids);
+    return p;
   }
   SweepRecord Record() {
     auto f = FatTree2(4);
@@ -56,13 +69,11 @@ class StateWriterTest : public ::testing::Test {
 };
 
 TEST_F(StateWriterTest, ASweepWritesItsRowItsLidsAndItsSnapshotsAndAFreshWriterReadsTheLidsBack) {
-  StateWriter w = Writer();
-  EXPECT_TRUE(w.LoadLids("").empty());
+  std::unique_ptr<StateWriter> w = Writer();
+  EXPECT_TRUE(w->LoadLids("").empty());
   std::unordered_map<Guid, PersistedLid> lids = {{Guid{0x10}, {5, 5}}, {Guid{0x11}, {6, 7}}};
-  int flushes = 0;
   const SweepRecord r = Record();
-  w.RecordSweep(r, lids, [&] { ++flushes; });
-  EXPECT_EQ(flushes, 1);
+  w->Publish(Publication(r, lids));
   auto rows = store_->LoadGuid2Lid();
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), 2u);
@@ -82,9 +93,9 @@ TEST_F(StateWriterTest, ASweepWritesItsRowItsLidsAndItsSnapshotsAndAFreshWriterR
   // every row back.
   lids[Guid{0x11}] = {8, 9};
   lids[Guid{0x12}] = {10, 10};
-  w.RecordSweep(r, lids, [&] { ++flushes; });
-  StateWriter again = Writer();
-  auto loaded = again.LoadLids("");
+  w->Publish(Publication(r, lids));
+  std::unique_ptr<StateWriter> again = Writer();
+  auto loaded = again->LoadLids("");
   ASSERT_EQ(loaded.size(), 3u);
   EXPECT_EQ(loaded.at(Guid{0x11}).min_lid, 8);
   EXPECT_EQ(loaded.at(Guid{0x12}).max_lid, 10);
@@ -94,24 +105,24 @@ TEST_F(StateWriterTest, ASweepWritesItsRowItsLidsAndItsSnapshotsAndAFreshWriterR
 TEST_F(StateWriterTest, DumpFilesThatCannotBeWrittenAreCountedAndTriedAgainEachSweep) {
   StateWriterOptions o;
   o.dump_dir = dir_ + "/no/such/dir";
-  StateWriter w = Writer(o);
+  std::unique_ptr<StateWriter> w = Writer(o);
   const SweepRecord r = Record();
-  w.WriteDumps(r, {});
-  w.WriteDumps(r, {});
+  w->Publish(Publication(r));
+  w->Publish(Publication(r));
   EXPECT_EQ(dump_failures_, 2u);  // each sweep tries again and counts
   o.dump_dir = dir_;
-  w.set_options(o);
-  w.WriteDumps(r, {});
+  w->set_options(o);
+  w->Publish(Publication(r));
   EXPECT_EQ(dump_failures_, 2u);
   std::ifstream lst(dir_ + "/opensm-subnet.lst");
   EXPECT_TRUE(lst.good());
 }
 
 TEST_F(StateWriterTest, AFailedWriteIsCountedByItsIdAndASuccessfulOneEndsTheSpell) {
-  StateWriter w = Writer();
-  EXPECT_FALSE(w.NoteStateWrite("SM-STATE-002", Internal("disk full"), "guid2lid"));
-  EXPECT_FALSE(w.NoteStateWrite("SM-STATE-002", Internal("disk full"), "guid2lid"));
-  EXPECT_TRUE(w.NoteStateWrite("SM-STATE-002", Status::Ok(), "guid2lid"));
+  std::unique_ptr<StateWriter> w = Writer();
+  EXPECT_FALSE(w->NoteStateWrite("SM-STATE-002", Internal("disk full"), "guid2lid"));
+  EXPECT_FALSE(w->NoteStateWrite("SM-STATE-002", Internal("disk full"), "guid2lid"));
+  EXPECT_TRUE(w->NoteStateWrite("SM-STATE-002", Status::Ok(), "guid2lid"));
   EXPECT_EQ(state_failures_, 2u);
   EXPECT_EQ(issues_["SM-STATE-002"], 2u);
 }
@@ -126,23 +137,87 @@ TEST_F(StateWriterTest, ASweepDuringAnOutageIsCountedAndTheFirstAfterItWritesEve
   r.engine = "ftree";
   const std::unordered_map<Guid, PersistedLid> lids = {{Guid{0x10}, {5, 5}}};
   store.RefuseWrites("no space left on device");
-  w.RecordSweep(r, lids, [] {});
+  w.Publish(Publication(r, lids));
   EXPECT_GT(state_failures_, 0u);
   EXPECT_TRUE(store.LoadGuid2Lid()->empty());
   EXPECT_TRUE(store.RecentSweeps(10)->empty());
   EXPECT_FALSE(store.LoadSnapshot(ha::kSnapshotNodes)->has_value());
   const uint64_t failed = state_failures_;
-  w.RecordSweep(r, lids, [] {});  // still refused: counted again, not lost
+  w.Publish(Publication(r, lids));  // still refused: counted again, not lost
   EXPECT_GT(state_failures_, failed);
 
   store.AcceptWrites();
-  w.RecordSweep(r, lids, [] {});
+  w.Publish(Publication(r, lids));
   EXPECT_FALSE(store.degraded());
   ASSERT_EQ(store.LoadGuid2Lid()->size(), 1u);
   ASSERT_EQ(store.RecentSweeps(10)->size(), 1u);
   EXPECT_EQ(store.RecentSweeps(10)->front().engine, "ftree");
   EXPECT_EQ(store.GetValue("sm_state")->value_or(""), ha::SmStateName(mad::SmState::kMaster));
   EXPECT_TRUE(store.LoadSnapshot(ha::kSnapshotNodes)->has_value());
+}
+
+// The daemon's writer: what a sweep hands over is written on the writer's own thread, in
+// order; the line after the dumps comes after the dump files and before the rows; the
+// counters change only where `home` runs them (the io thread in the daemon); Drain waits.
+TEST_F(StateWriterTest, OnItsOwnThreadTheWriterKeepsTheOrderAndCountsAtHome) {
+  ha::MemoryStateStore memory(clock_);
+  ha::LockedStateFile shared(memory);
+  StateWriterOptions o;
+  o.dump_dir = dir_;
+  StateWriter w(&shared, clock_, o, {&state_failures_, &dump_failures_, &issues_});
+  w.LoadLids("");
+  std::mutex home_mu;
+  std::vector<std::function<void()>> at_home;
+  w.StartThread([&](std::function<void()> change) {
+    std::lock_guard<std::mutex> lock(home_mu);
+    at_home.push_back(std::move(change));
+  });
+  ASSERT_TRUE(w.threaded());
+
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> dumps_there{false}, rows_there{true}, on_caller{true};
+  std::atomic<int> lines{0};
+  SweepPublication p = Publication(Record(), {{Guid{0x10}, {5, 5}}});
+  p.lft_digests = true;
+  p.after_dumps = [&] {
+    on_caller = std::this_thread::get_id() == caller;
+    dumps_there = std::filesystem::exists(dir_ + "/opensm-subnet.lst");
+    rows_there = !memory.RecentSweeps(10)->empty();
+    ++lines;
+  };
+  w.Publish(p);
+  w.Drain();
+  memory.RefuseWrites("no space left on device");
+  SweepPublication refused = Publication(Record(), {{Guid{0x11}, {6, 6}}});
+  refused.after_dumps = [&] { ++lines; };
+  w.Publish(std::move(refused));
+  w.Drain();
+  EXPECT_EQ(lines, 2);
+  EXPECT_FALSE(on_caller);
+  EXPECT_TRUE(dumps_there);
+  EXPECT_FALSE(rows_there);  // the line before the rows
+  EXPECT_EQ(memory.RecentSweeps(10)->size(), 1u);
+  EXPECT_EQ(memory.LoadGuid2Lid()->size(), 1u);
+  EXPECT_TRUE(memory.LoadSnapshot(ha::kSnapshotNodes)->has_value());
+
+  // The refused sweep's failures wait for home.
+  EXPECT_EQ(state_failures_, 0u);
+  std::vector<std::function<void()>> changes;
+  {
+    std::lock_guard<std::mutex> lock(home_mu);
+    changes.swap(at_home);
+  }
+  EXPECT_FALSE(changes.empty());
+  for (auto& c : changes) c();
+  EXPECT_GT(state_failures_, 0u);
+  EXPECT_GT(issues_["SM-STATE-002"], 0u);
+
+  // What failed is written by the next sweep once the store takes writes again.
+  memory.AcceptWrites();
+  w.Publish(Publication(Record(), {{Guid{0x11}, {6, 6}}}));
+  w.Drain();
+  // 0x10 from the first sweep and 0x11, which the refused sweep did not save.
+  EXPECT_EQ(memory.LoadGuid2Lid()->size(), 2u);
 }
 
 }  // namespace

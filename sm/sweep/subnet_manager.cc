@@ -91,6 +91,11 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
   }
   WarnAboutDefaultKeys();
   if (!options_.lids.reassign) guid2lid_ = writer_.LoadLids(options_.guid2lid_file);
+  if (options_.state_writer_thread) {
+    writer_.StartThread([this](std::function<void()> change) {
+      boost::asio::post(io_, std::move(change));
+    });
+  }
   // Whether this SM was the subnet's master when it stopped (read before this start
   // records DISCOVERING): only then are the registrations in its state file all there are.
   bool was_master = false;
@@ -150,6 +155,7 @@ void SubnetManager::Stop() {
   recovery_timer_.cancel();
   qos_wait_timer_.cancel();
   FlushState();
+  writer_.Drain();  // the last sweep's files, before the daemon exits
 }
 
 void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {

@@ -126,6 +126,10 @@ struct SubnetManagerOptions {
   // link_flap_hold_time; sm/sweep/link_damping.h).
   LinkDampingOptions link_damping;
   bool once = false;               // one heavy sweep, then report done
+  // The state writer on a thread of its own (the daemon): dumps, sweep rows and snapshots
+  // never hold up the io thread. REQUIRES: the store is safe to share (ha::LockedStateFile).
+  // Off, they are written on the io thread at the end of each sweep (tests in process).
+  bool state_writer_thread = false;
   std::string dump_dir;            // empty = no dump files
   // opensm-lfts.dump as well as opensm-subnet.lst (OpenSM: log_flags routing bit 0x40).
   bool dump_lfts = false;
@@ -298,10 +302,12 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // The PerfMgr whose error counters and findings the state file's links and health
   // snapshots carry (ha::kSnapshot*); null: none (perfmgr FALSE). REQUIRES: outlives this,
   // or is reset to null first.
-  void set_perf(const PerfManager* perf) { writer_.set_perf(perf); }
+  void set_perf(const PerfManager* perf) { perf_ = perf; }
   // After a PerfMgr sweep: stores the health and links answers in the state file when they
   // changed (heavy sweeps store nodes, links and health themselves).
-  void SaveSweepSnapshots() { writer_.SaveSweepSnapshots(discovered_.get()); }
+  void SaveSweepSnapshots() { writer_.SaveSweepSnapshots(discovered_, ViewOfPerf(perf_)); }
+  // Returns once the state writer has written everything handed to it (tests; Stop does it).
+  void DrainStateWriter() { writer_.Drain(); }
 
  private:
   // What a switch's LFT holds, without a copy of it: per block, whether the switch is known
@@ -667,6 +673,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   static StateWriterOptions WriterOptions(const SubnetManagerOptions& o) {
     return {o.dump_dir, o.dump_lfts, o.health_degraded_links, o.keep_sweeps, o.keep_events};
   }
+  const PerfManager* perf_ = nullptr;  // set_perf
   HaAgent ha_{io_, transport_, pipeline_, clock_, store_, store_, options_, counters_, *this};
   TrapHandler traps_{transport_, pipeline_, clock_, options_, counters_, *this};
 };

@@ -822,20 +822,22 @@ void SubnetManager::FinishHeavySweep() {
                            "up yet",
                            current_.number, current_.issues);
   }
-  // After the fabric is programmed: files never delay the fabric. The SA answers from this
-  // sweep and the dump files hold it by the time SUBNET UP is logged (as OpenSM writes its
-  // dumps before it), so a script that waits for the line reads this sweep's files.
-  const bool recorded = discovered_ && sm_port_ != kNoPort;
-  const SweepRecord record = recorded ? RecordOfSweep() : SweepRecord{};
-  if (recorded) {
+  // After the fabric is programmed: files never delay the fabric, nor a trap. The SA answers
+  // from this sweep at once; the state writer (on its own thread in the daemon) writes the
+  // dump files, then logs SUBNET UP, as OpenSM writes its dumps before it, so a script that
+  // waits for the line reads this sweep's files; then the state-file rows and snapshots.
+  if (discovered_ && sm_port_ != kNoPort) {
     PublishSaSnapshot();
     ReportPortChanges(ports_before);
-    writer_.WriteDumps(record, mcast_.groups());
-  }
-  if (current_.subnet_up) Log(LogName::kSm).info("SUBNET UP");
-  if (recorded) {
-    writer_.RecordSweep(record, guid2lid_, [this] { FlushState(); });
-    if (current_.subnet_up) writer_.SaveLftDigests(record);
+    FlushState();  // SA registrations and multicast groups not yet written, and what failed
+    SweepPublication p;
+    p.record = RecordOfSweep();
+    if (options_.dump_lfts && !options_.dump_dir.empty()) p.groups = mcast_.groups();
+    p.guid2lid = guid2lid_;
+    p.perf = ViewOfPerf(perf_);
+    p.lft_digests = current_.subnet_up;
+    if (current_.subnet_up) p.after_dumps = [] { Log(LogName::kSm).info("SUBNET UP"); };
+    writer_.Publish(std::move(p));
   }
   EndStage("publish");
   Log(LogName::kSm).info("sweep {} stages: {}", current_.number, StagesSummary());

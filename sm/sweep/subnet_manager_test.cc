@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fabric/generators.h"
+#include "ha/locked_state_file.h"
 #include "ha/state_store.h"
+#include "sm/record/control_answers.h"
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/testing/sim_test_util.h"
@@ -41,7 +43,7 @@ SubnetManagerOptions OnDemand() {
 // Runs one SubnetManager on `sim` until its first heavy sweep ends (or, with `until`, until
 // `until` says stop after a sweep). Returns the last sweep's figures.
 SweepStats RunSm(boost::asio::io_context& io, sim::Simulator& sim, PortId at,
-                 SubnetManagerOptions o, ha::StateStore* store = nullptr,
+                 SubnetManagerOptions o, ha::StateFile* store = nullptr,
                  std::function<bool(SubnetManager&, const SweepStats&)> until = {}) {
   sim::SimTransport t(io, sim, at);
   EXPECT_TRUE(t.bind_status().ok());
@@ -156,6 +158,60 @@ TEST(SubnetManagerTest, StateFileGivesEveryPortItsLidBackOnAFreshFabric) {
   SweepStats s = RunSm(io, sim, at, o, store->get());
   EXPECT_TRUE(s.subnet_up);
   EXPECT_EQ(SimCaLids(*f, sim), first_lids);
+  std::filesystem::remove_all(dir);
+}
+
+// The daemon's state writer, on its own thread: a heavy sweep and the repair of a cut cable
+// each leave their sweep row, and the links snapshot is the links answer after the repair,
+// once Stop has drained the writer; the dump file is there too.
+TEST(SubnetManagerTest, WithTheStateWriterOnItsOwnThreadEverySweepReachesTheStateFile) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  auto dir = std::filesystem::temp_directory_path() /
+             ("ibsm-sm-writer-test-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  SystemClock clock;
+  auto store = ha::StateStore::Open((dir / "state.db").string(), clock);
+  ASSERT_TRUE(store.ok());
+  ha::LockedStateFile shared(**store);
+  boost::asio::io_context io;
+  sim::Simulator sim(*f);
+  SubnetManagerOptions o = OnDemand();
+  o.state_writer_thread = true;
+  o.dump_dir = dir.string();
+  PortId cut = kNoPort;
+  for (PortId p = 0; p < f->port_count() && cut == kNoPort; ++p) {
+    const Port& port = f->port(p);
+    if (port.connected() && f->node(port.node).is_switch() &&
+        f->node(f->port(port.peer).node).is_switch())
+      cut = p;
+  }
+  ASSERT_NE(cut, kNoPort);
+  std::vector<SweepStats> sweeps;
+  nlohmann::json links_after;
+  RunSm(io, sim, FirstCaPort(*f), o, &shared, [&](SubnetManager& sm, const SweepStats& s) {
+    sweeps.push_back(s);
+    if (sweeps.size() == 1) {
+      EXPECT_TRUE(sim.LinkDown(cut).ok());
+      return false;
+    }
+    links_after = LinksAnswer(*sm.fabric(), nullptr, nullptr);
+    return true;
+  });
+  ASSERT_EQ(sweeps.size(), 2u);
+  EXPECT_TRUE(sweeps[0].subnet_up);
+  EXPECT_TRUE(sweeps[1].subnet_up);
+  EXPECT_TRUE(sweeps[1].repair);
+  auto rows = (*store)->RecentSweeps(10);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->size(), 2u);
+  auto links = (*store)->LoadSnapshot(ha::kSnapshotLinks);
+  ASSERT_TRUE(links.ok() && links->has_value());
+  const nlohmann::json stored = nlohmann::json::parse((*links)->json);
+  EXPECT_EQ(stored["links"].size(), f->link_count() - 1) << "the cut cable is gone";
+  EXPECT_EQ(stored["links"], links_after["links"]);
+  EXPECT_TRUE(std::filesystem::exists(dir / "opensm-subnet.lst"));
   std::filesystem::remove_all(dir);
 }
 
