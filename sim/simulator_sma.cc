@@ -265,8 +265,10 @@ uint16_t Simulator::SmaPortInfo(PortId arrival, uint8_t method, uint32_t mod,
       pi.link_speed_ext_enabled = req.link_speed_ext_enabled == 31 ? pi.link_speed_ext_supported
                                                                    : req.link_speed_ext_enabled;
     }
-    pi.local_phy_errors = req.local_phy_errors;
-    pi.overrun_errors = req.overrun_errors;
+    if (!(sn.quirks.drops_error_thresholds && sn.sw != kNoSwitch && mod != 0)) {
+      pi.local_phy_errors = req.local_phy_errors;
+      pi.overrun_errors = req.overrun_errors;
+    }
     if (req.neighbor_mtu) pi.neighbor_mtu = req.neighbor_mtu;
     if (req.operational_vls) pi.operational_vls = req.operational_vls;
     pi.vl_high_limit = req.vl_high_limit;

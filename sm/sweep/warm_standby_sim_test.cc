@@ -142,6 +142,25 @@ TEST(WarmStandbyTest, ATakeoverOnAnUnchangedFabricStartsFromTheStandbysModel) {
   EXPECT_EQ(takeover.lft_blocks_read, 0u) << "the standby's reads were not used";
   EXPECT_EQ(takeover.pkey_blocks_read, 0u) << "the standby's P_Key reads were not used";
   EXPECT_EQ(takeover.pkey_blocks_sent, 0u);
+  // PortInfo Sets: the takeover writes the new MasterSMLID into every end port (each CA port
+  // and switch port 0) and nothing else; the switch ports of the switches that keep no error
+  // thresholds (which read 0 whatever the old master wrote) wait for the heavy sweep after.
+  size_t end_ports = 0, threshold_ports = 0;
+  for (NodeId n = 0; n < f->node_count(); ++n) {
+    const Node& node = f->node(n);
+    if (!node.is_switch()) {
+      for (uint8_t p = 1; p <= node.num_ports; ++p)
+        if (f->port(f->port_id(n, PortNum{p})).connected()) ++end_ports;
+      continue;
+    }
+    ++end_ports;
+    if (!sim.quirks(n).drops_error_thresholds) continue;
+    for (uint8_t p = 1; p <= node.num_ports; ++p)
+      if (f->port(f->port_id(n, PortNum{p})).connected()) ++threshold_ports;
+  }
+  ASSERT_GT(threshold_ports, 0u) << "no simulated switch drops its error thresholds";
+  EXPECT_EQ(takeover.portinfo_sets, end_ports);
+  EXPECT_EQ(check.portinfo_sets, threshold_ports);
   std::printf("[ figure ] 3-tier k=8 takeover from the standby's model: %lu SMPs (the master's "
               "cold sweep %lu); the heavy sweep after it %lu SMPs, %lu LFT blocks read back\n",
               static_cast<unsigned long>(takeover.smps), static_cast<unsigned long>(cold.smps),
