@@ -15,7 +15,7 @@ DeviceQuirks QuirksFor(SimProfile profile, uint64_t seed, Guid node_guid, NodeKi
   const uint32_t desc = rng.Below(5);
   if (kind == NodeKind::kSwitch) {
     if (qos < 5) q.vlarb = OptionalAnswer::kSilent;
-    q.drops_error_thresholds = rng.Below(3) == 0;
+    q.drops_port_tuning = rng.Below(3) == 0;
     return q;
   }
   if (qos < 6) {

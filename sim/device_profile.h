@@ -39,15 +39,16 @@ struct DeviceQuirks {
   // The NodeDescription is the topology's text followed by hostile bytes (not UTF-8,
   // control and escape bytes, markup, quotes) to the full 64 bytes, with no NUL.
   bool hostile_description = false;
-  // A switch whose external ports keep no LocalPhyErrors and OverrunErrors thresholds: a Set
-  // takes the other fields and these read back 0, as on ibsim's switches.
-  bool drops_error_thresholds = false;
+  // A switch whose external ports keep no LocalPhyErrors and OverrunErrors thresholds and no
+  // VLStallCount: a Set takes the other fields and these read back as at power-on (0), as on
+  // ibsim's switches (which keep fewer still: NeighborMTU and LinkDownDefaultState too).
+  bool drops_port_tuning = false;
 };
 
 // The strict profile's mix, per CA: 1 in 5 silent on SL2VL and VLArb, 1 in 5 answer both
 // "unsupported", 1 in 3 without PortCountersExtended, 1 in 5 with a hostile description;
-// per switch: 1 in 6 silent on VLArb, 1 in 3 keeping no error thresholds. The kind profile:
-// nothing.
+// per switch: 1 in 6 silent on VLArb, 1 in 3 keeping no error thresholds or VLStallCount.
+// The kind profile: nothing.
 DeviceQuirks QuirksFor(SimProfile profile, uint64_t seed, Guid node_guid, NodeKind kind);
 
 // `base` with hostile bytes after it, exactly 64 bytes, no NUL. `salt` varies the bytes.

@@ -265,7 +265,8 @@ uint16_t Simulator::SmaPortInfo(PortId arrival, uint8_t method, uint32_t mod,
       pi.link_speed_ext_enabled = req.link_speed_ext_enabled == 31 ? pi.link_speed_ext_supported
                                                                    : req.link_speed_ext_enabled;
     }
-    if (!(sn.quirks.drops_error_thresholds && sn.sw != kNoSwitch && mod != 0)) {
+    const bool keeps_tuning = !(sn.quirks.drops_port_tuning && sn.sw != kNoSwitch && mod != 0);
+    if (keeps_tuning) {
       pi.local_phy_errors = req.local_phy_errors;
       pi.overrun_errors = req.overrun_errors;
     }
@@ -273,7 +274,7 @@ uint16_t Simulator::SmaPortInfo(PortId arrival, uint8_t method, uint32_t mod,
     if (req.operational_vls) pi.operational_vls = req.operational_vls;
     pi.vl_high_limit = req.vl_high_limit;
     pi.hoq_life = req.hoq_life;
-    pi.vl_stall_count = req.vl_stall_count;
+    if (keeps_tuning) pi.vl_stall_count = req.vl_stall_count;
     pi.subnet_timeout = req.subnet_timeout;
     pi.partition_enforcement_inbound = req.partition_enforcement_inbound;
     pi.partition_enforcement_outbound = req.partition_enforcement_outbound;

@@ -321,15 +321,16 @@ void SubnetManager::NoteLinkEcho(PortId p, const mad::PortInfo& answered) {
 // HOQLife and VLStallCount of switch external ports that hold other values; ports still
 // coming up get them with their ARMED Set (ActivateLinks).
 //
-// A warm takeover leaves a port whose only difference is its error thresholds
-// (LocalPhyErrors, OverrunErrors) to the heavy sweep that follows SUBNET UP. They decide when
-// a port reports link errors, not how it forwards; and a device that keeps none (ibsim's
-// switch ports) reads back 0 after every Set, which the old master knew from its own Sets and
-// a new master cannot know yet: at 3-tier k=32 that is 40,960 Sets before SUBNET UP.
+// A warm takeover leaves the ACTIVE ports to the heavy sweep that follows SUBNET UP: their
+// links carry traffic under what the old master set a moment ago, and what differs is either
+// that master's other settings or a field the device does not keep (ibsim's switch ports keep
+// no VLStallCount, NeighborMTU, LinkDownDefaultState or error thresholds; they read back what
+// they held at power-on), which the old master knew from the echo of its own Sets and a new
+// master cannot know yet: at 3-tier k=32 that was 40,960 Sets before SUBNET UP.
 void SubnetManager::ConfigureSwitchPorts() {
   const Fabric& f = discovered_->fabric;
   const std::vector<bool> local = LocalNodes();
-  size_t thresholds_left = 0;
+  size_t left_for_later = 0;
   for (PortId p = 0; p < f.port_count(); ++p) {
     const Port& port = f.port(p);
     if (port.num.value() == 0 || !port.connected() || !f.node(port.node).is_switch()) continue;
@@ -341,14 +342,9 @@ void SubnetManager::ConfigureSwitchPorts() {
     const mad::PortInfo& now = dn.port_info[num];
     mad::PortInfo want = DesiredPortInfo(p);
     if (!LinkFieldsDiffer(p, now, want)) continue;
-    if (warm_takeover_) {
-      mad::PortInfo as_they_are = want;
-      as_they_are.local_phy_errors = now.local_phy_errors;
-      as_they_are.overrun_errors = now.overrun_errors;
-      if (!LinkFieldsDiffer(p, now, as_they_are)) {
-        ++thresholds_left;
-        continue;
-      }
+    if (warm_takeover_ && port.state == PortState::kActive) {
+      ++left_for_later;
+      continue;
     }
     std::array<uint8_t, 64> data{};
     mad::EncodeTo(want, data);
@@ -369,10 +365,11 @@ void SubnetManager::ConfigureSwitchPorts() {
                     NoteLinkEcho(p, *pi);
                   });
   }
-  if (thresholds_left > 0) {
-    Log(LogName::kSm).info("takeover: {} switch ports differ only in their error thresholds; "
-                           "the heavy sweep after SUBNET UP sets them",
-                           thresholds_left);
+  if (left_for_later > 0) {
+    Log(LogName::kSm).info("takeover: {} active switch ports hold other link settings "
+                           "(HOQLife, VLStallCount, NeighborMTU, thresholds); the heavy sweep "
+                           "that follows the takeover sets them",
+                           left_for_later);
   }
 }
 

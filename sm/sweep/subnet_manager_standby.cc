@@ -212,8 +212,8 @@ void SubnetManager::BeginWarmTakeover() {
   const Fabric& f = w.model->fabric;
   Log(LogName::kHa).info("takeover from the standby's model of {:.1f} s ago ({} nodes, {} "
                          "links; LFT blocks of {} switches read {:.1f} s ago): every switch is "
-                         "re-read instead of a discovery, and a heavy sweep after SUBNET UP "
-                         "reads back what was taken on trust",
+                         "re-read instead of a discovery, and a heavy sweep once the subnet "
+                         "is up reads back what was taken on trust",
                          std::chrono::duration<double>(clock_.Now() - w.at).count(),
                          f.node_count(), f.link_count(), w.lfts.size(),
                          std::chrono::duration<double>(clock_.Now() - w.lfts_at).count());

@@ -143,8 +143,9 @@ TEST(WarmStandbyTest, ATakeoverOnAnUnchangedFabricStartsFromTheStandbysModel) {
   EXPECT_EQ(takeover.pkey_blocks_read, 0u) << "the standby's P_Key reads were not used";
   EXPECT_EQ(takeover.pkey_blocks_sent, 0u);
   // PortInfo Sets: the takeover writes the new MasterSMLID into every end port (each CA port
-  // and switch port 0) and nothing else; the switch ports of the switches that keep no error
-  // thresholds (which read 0 whatever the old master wrote) wait for the heavy sweep after.
+  // and switch port 0) and nothing else; the active ports of the switches that keep no error
+  // thresholds or VLStallCount (which read 0 whatever the old master wrote) wait for the
+  // heavy sweep after.
   size_t end_ports = 0, threshold_ports = 0;
   for (NodeId n = 0; n < f->node_count(); ++n) {
     const Node& node = f->node(n);
@@ -154,7 +155,7 @@ TEST(WarmStandbyTest, ATakeoverOnAnUnchangedFabricStartsFromTheStandbysModel) {
       continue;
     }
     ++end_ports;
-    if (!sim.quirks(n).drops_error_thresholds) continue;
+    if (!sim.quirks(n).drops_port_tuning) continue;
     for (uint8_t p = 1; p <= node.num_ports; ++p)
       if (f->port(f->port_id(n, PortNum{p})).connected()) ++threshold_ports;
   }

@@ -388,10 +388,26 @@ TEST_F(HaIbsimTest, AWarmStandbyTakesOverFromItsModelWithoutReadingTheBlocksBack
   const std::string takeover = m[0].str();
   EXPECT_TRUE(Has(takeover, " 0 LID changes")) << takeover;
   EXPECT_TRUE(Has(takeover, " 0 LFT blocks sent (0 read)")) << takeover;
+  // The takeover Sets PortInfo on the end ports alone (one per node here: the new
+  // MasterSMLID); ibsim's switch ports, which keep no VLStallCount or thresholds, are left to
+  // the heavy sweep after it.
+  std::smatch counts;
+  ASSERT_TRUE(std::regex_search(takeover, counts,
+                                std::regex(R"((\d+) nodes .* (\d+) PortInfo Sets)")))
+      << takeover;
+  EXPECT_EQ(counts[2].str(), counts[1].str()) << takeover;
   ASSERT_TRUE(std::regex_search(tail, m, std::regex(R"(heavy sweep \d+ done .*)"))) << tail;
   const std::string check = m[0].str();
   EXPECT_TRUE(Has(check, " 0 LFT blocks sent")) << check;
   EXPECT_FALSE(Has(check, "(0 read)")) << "the heavy sweep did not read the blocks back: " << check;
+  EXPECT_FALSE(Has(check, " 0 PortInfo Sets")) << "the switch ports were not set after: " << check;
+  // Scripts wait for "SUBNET UP": no other line may carry those words.
+  std::istringstream lines(log_b);
+  for (std::string l; std::getline(lines, l);) {
+    if (Has(l, "SUBNET UP")) {
+      EXPECT_TRUE(l.ends_with("] info: SUBNET UP")) << l;
+    }
+  }
   EXPECT_EQ(Topology(), before) << "LIDs or links changed over the failover";
 }
 
