@@ -41,24 +41,25 @@ void StateWriter::StartThread(std::function<void(std::function<void()>)> home) {
 void StateWriter::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-    if (jobs_.empty()) return;  // stopping, and everything handed over is written
-    std::function<void()> job = std::move(jobs_.front());
-    jobs_.pop_front();
+    wake_.wait(lock, [this] { return stopping_ || !urgent_.empty() || !jobs_.empty(); });
+    std::deque<std::function<void()>>& from = !urgent_.empty() ? urgent_ : jobs_;
+    if (from.empty()) return;  // stopping, and everything handed over is written
+    std::function<void()> job = std::move(from.front());
+    from.pop_front();
     busy_ = true;
     lock.unlock();
     job();
     lock.lock();
     busy_ = false;
-    if (jobs_.empty()) idle_.notify_all();
+    if (urgent_.empty() && jobs_.empty()) idle_.notify_all();
   }
 }
 
-void StateWriter::Hand(std::function<void()> job) {
+void StateWriter::Hand(std::function<void()> job, bool urgent) {
   if (!thread_.joinable()) return job();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back(std::move(job));
+    (urgent ? urgent_ : jobs_).push_back(std::move(job));
   }
   wake_.notify_one();
 }
@@ -66,7 +67,7 @@ void StateWriter::Hand(std::function<void()> job) {
 void StateWriter::Drain() {
   if (!thread_.joinable()) return;
   std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [this] { return jobs_.empty() && !busy_; });
+  idle_.wait(lock, [this] { return urgent_.empty() && jobs_.empty() && !busy_; });
 }
 
 void StateWriter::Count(std::function<void()> change) {
@@ -76,23 +77,35 @@ void StateWriter::Count(std::function<void()> change) {
 }
 
 void StateWriter::set_options(StateWriterOptions o) {
-  Hand([this, o = std::move(o)]() mutable { options_ = std::move(o); });
+  Hand([this, o = std::move(o)]() mutable { options_ = std::move(o); }, /*urgent=*/true);
 }
 
+// The dump files and the SUBNET UP line go ahead of the rows and snapshots of earlier sweeps
+// still waiting: a repair right after a large fabric's first sweep (whose first snapshots take
+// a while to write) is announced when its dumps are written. The rows keep their order; a
+// snapshot is rendered only from the newest sweep handed over (an older one's is skipped).
 void StateWriter::Publish(SweepPublication p) {
-  Hand([this, p = std::move(p)] {
-    const SweepRecord& r = p.record;
-    WriteDumps(r, p.groups);
-    if (p.after_dumps) p.after_dumps();
-    RecordSweep(r, p.perf.get(), p.guid2lid);
-    if (p.lft_digests) SaveLftDigests(r);
+  auto shared = std::make_shared<const SweepPublication>(std::move(p));
+  const uint64_t nodes_gen = ++nodes_handed_, links_gen = ++links_handed_;
+  Hand(
+      [this, shared] {
+        WriteDumps(shared->record, shared->groups);
+        if (shared->after_dumps) shared->after_dumps();
+      },
+      /*urgent=*/true);
+  Hand([this, shared, nodes_gen, links_gen] {
+    const SweepRecord& r = shared->record;
+    RecordSweep(r, shared->guid2lid);
+    SaveSnapshots(r.discovered.get(), shared->perf.get(), nodes_gen, links_gen);
+    if (shared->lft_digests) SaveLftDigests(r);
   });
 }
 
 void StateWriter::SaveSweepSnapshots(std::shared_ptr<const DiscoveryResult> discovered,
                                      std::shared_ptr<const PerfView> perf) {
-  Hand([this, discovered = std::move(discovered), perf = std::move(perf)] {
-    SaveSnapshots(discovered.get(), perf.get(), /*topology=*/false);
+  const uint64_t links_gen = ++links_handed_;
+  Hand([this, discovered = std::move(discovered), perf = std::move(perf), links_gen] {
+    SaveSnapshots(discovered.get(), perf.get(), /*nodes_gen=*/0, links_gen);
   });
 }
 
@@ -187,7 +200,7 @@ void StateWriter::WriteDumps(const SweepRecord& r, const std::map<mad::Gid, McGr
   dump_write_failing_ = !s.ok();
 }
 
-void StateWriter::RecordSweep(const SweepRecord& r, const PerfView* perf,
+void StateWriter::RecordSweep(const SweepRecord& r,
                               const std::unordered_map<Guid, PersistedLid>& guid2lid) {
   if (store_ && store_->degraded()) {
     // Started on a state directory that took no writes (SM-STATE-015): try it again.
@@ -236,7 +249,6 @@ void StateWriter::RecordSweep(const SweepRecord& r, const PerfView* perf,
     if (NoteStateWrite("SM-STATE-003", id.status(), "sweep row"))
       NoteStateWrite("SM-STATE-017", store_->Prune(options_.keep_sweeps, options_.keep_events),
                      "history pruning");
-    SaveSnapshots(r.discovered.get(), perf, /*topology=*/true);
   }
   // OpenSM's format beside the other dumps, so a switch back to OpenSM keeps every LID.
   if (!upserts.empty() && !options_.dump_dir.empty()) {
@@ -271,10 +283,10 @@ void StateWriter::SaveLftDigests(const SweepRecord& r) {
 }
 
 void StateWriter::SaveSnapshots(const DiscoveryResult* discovered, const PerfView* perf,
-                                bool topology) {
+                                uint64_t nodes_gen, uint64_t links_gen) {
   const Fabric* f = discovered ? &discovered->fabric : nullptr;
   if (!store_ || !f) return;
-  if (topology) {
+  if (nodes_gen != 0 && nodes_gen == nodes_handed_) {
     SaveSnapshot(ha::kSnapshotNodes,
                  [f](const AnswerSink& sink, bool) { StreamNodesAnswer(*f, sink); });
   }
@@ -282,6 +294,7 @@ void StateWriter::SaveSnapshots(const DiscoveryResult* discovered, const PerfVie
   // when a cable or its error counters did, so a quiet fabric costs no write. The stored
   // "perfmgr_sweep" is then that of the last write.
   // Without the degraded-link rule no cable is judged degraded (discovery's PortInfo unused).
+  if (links_gen != links_handed_) return;  // a newer sweep's snapshots follow
   const DiscoveryResult* judged = options_.health_degraded_links ? discovered : nullptr;
   SaveSnapshot(ha::kSnapshotLinks, [&](const AnswerSink& sink, bool for_digest) {
     StreamLinksAnswer(*f, judged, perf, /*with_sweep=*/!for_digest, sink);

@@ -13,6 +13,7 @@
 // work runs at once on the caller's thread. Every method is called from the io thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -115,9 +116,10 @@ class StateWriter {
   // file lacks) hold: what the first sweep keeps. Remembered as written. Before StartThread.
   std::unordered_map<Guid, PersistedLid> LoadLids(const std::string& guid2lid_file);
 
-  // What a heavy sweep leaves, in this order: the dump files (dump_dir), `after_dumps`, the
-  // guid2lid rows that changed, the sweep row, pruning, the nodes, links and health snapshots,
-  // OpenSM's guid2lid file in dump_dir, and the LFT digests.
+  // What a heavy sweep leaves: the dump files (dump_dir) and then `after_dumps`, ahead of
+  // what earlier sweeps still have to write; then, after those, the guid2lid rows that
+  // changed, the sweep row, pruning, OpenSM's guid2lid file in dump_dir, the nodes, links and
+  // health snapshots (unless a newer sweep's follow) and the LFT digests.
   void Publish(SweepPublication p);
   // The links and health snapshots only (after a PerfMgr sweep), of the fabric `discovered`.
   void SaveSweepSnapshots(std::shared_ptr<const DiscoveryResult> discovered,
@@ -128,17 +130,20 @@ class StateWriter {
   bool NoteStateWrite(const char* id, const Status& s, std::string_view what);
 
  private:
-  // Runs `job` on the writer's thread after what was handed over before it, or at once.
-  void Hand(std::function<void()> job);
+  // Runs `job` on the writer's thread after what was handed over before it (an `urgent` one
+  // after the urgent ones only), or at once.
+  void Hand(std::function<void()> job, bool urgent = false);
   void Run();  // the writer's thread
   // Changes the counters where they live (home, or here when not threaded).
   void Count(std::function<void()> change);
 
   void WriteDumps(const SweepRecord& r, const std::map<mad::Gid, McGroup>& groups);
-  void RecordSweep(const SweepRecord& r, const PerfView* perf,
-                   const std::unordered_map<Guid, PersistedLid>& guid2lid);
+  void RecordSweep(const SweepRecord& r, const std::unordered_map<Guid, PersistedLid>& guid2lid);
   void SaveLftDigests(const SweepRecord& r);
-  void SaveSnapshots(const DiscoveryResult* discovered, const PerfView* perf, bool topology);
+  // The nodes snapshot when `nodes_gen` is the newest handed over (0: not this time), and the
+  // links and health snapshots when `links_gen` is.
+  void SaveSnapshots(const DiscoveryResult* discovered, const PerfView* perf, uint64_t nodes_gen,
+                     uint64_t links_gen);
   // Stores a snapshot unless what counts as a change in it digests as it did at the last write
   // of `name`. The producer hands the text to a sink in pieces; with `for_digest` it leaves
   // out what changes without the fabric changing.
@@ -161,10 +166,12 @@ class StateWriter {
   std::thread thread_;
   std::mutex mu_;  // guards what follows
   std::condition_variable wake_, idle_;
-  std::deque<std::function<void()>> jobs_;
+  std::deque<std::function<void()>> urgent_, jobs_;
   bool busy_ = false;
   bool stopping_ = false;
   std::function<void(std::function<void()>)> home_;
+  // How many sweeps (nodes) and sweeps or PerfMgr sweeps (links, health) were handed over.
+  std::atomic<uint64_t> nodes_handed_{0}, links_handed_{0};
 };
 
 }  // namespace ibsm::sm

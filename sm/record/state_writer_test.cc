@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/clock.h"
 #include "fabric/generators.h"
 #include "ha/locked_state_file.h"
@@ -218,6 +220,59 @@ TEST_F(StateWriterTest, OnItsOwnThreadTheWriterKeepsTheOrderAndCountsAtHome) {
   w.Drain();
   // 0x10 from the first sweep and 0x11, which the refused sweep did not save.
   EXPECT_EQ(memory.LoadGuid2Lid()->size(), 2u);
+}
+
+// Behind a long write (here: a line that waits), later sweeps' dumps and lines go ahead of the
+// earlier sweeps' rows; every sweep row is written, in order, and the snapshots are rendered
+// once, from the newest sweep.
+TEST_F(StateWriterTest, OnItsOwnThreadLaterDumpsGoAheadOfEarlierRowsAndOnlyTheNewestSnapshotIsWritten) {
+  ha::MemoryStateStore memory(clock_);
+  ha::LockedStateFile shared(memory);
+  StateWriterOptions o;
+  o.dump_dir = dir_;
+  StateWriter w(&shared, clock_, o, {&state_failures_, &dump_failures_, &issues_});
+  w.LoadLids("");
+  w.StartThread([](std::function<void()> change) { change(); });
+  std::mutex gate;
+  gate.lock();  // the first sweep's line waits on it
+  std::vector<std::string> seen;  // on the writer's thread only
+  auto at_line = [&](std::string name) {
+    seen.push_back(name + " line, " + std::to_string(memory.RecentSweeps(10)->size()) + " rows");
+  };
+  SweepPublication first = Publication(Record());
+  first.record.engine = "first";
+  first.after_dumps = [&] {
+    std::lock_guard<std::mutex> wait(gate);
+    at_line("first");
+  };
+  w.Publish(std::move(first));
+  SweepPublication second = Publication(Record());
+  second.record.engine = "second";
+  second.after_dumps = [&] { at_line("second"); };
+  w.Publish(std::move(second));
+  auto f = FatTree2(8);  // the newest sweep finds a larger fabric
+  ASSERT_TRUE(f.ok());
+  auto bigger = std::make_shared<DiscoveryResult>();
+  bigger->fabric = std::move(*f);
+  SweepPublication third = Publication(Record());
+  third.record.discovered = bigger;
+  third.record.engine = "third";
+  third.after_dumps = [&] { at_line("third"); };
+  w.Publish(std::move(third));
+  const uint64_t before = memory.transactions();
+  gate.unlock();
+  w.Drain();
+  EXPECT_EQ(seen, (std::vector<std::string>{"first line, 0 rows", "second line, 0 rows",
+                                            "third line, 0 rows"}));
+  auto rows = memory.RecentSweeps(10);
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[0].engine, "third");  // newest first
+  EXPECT_EQ((*rows)[2].engine, "first");
+  auto nodes = memory.LoadSnapshot(ha::kSnapshotNodes);
+  ASSERT_TRUE(nodes->has_value());
+  EXPECT_EQ(nlohmann::json::parse((*nodes)->json)["nodes"].size(), bigger->fabric.node_count());
+  // Three sweep rows (and their pruning), one write of each of the three snapshots.
+  EXPECT_EQ(memory.transactions() - before, 3u * 2u + 3u);
 }
 
 }  // namespace
