@@ -46,6 +46,7 @@ void StateWriter::Run() {
     if (from.empty()) return;  // stopping, and everything handed over is written
     std::function<void()> job = std::move(from.front());
     from.pop_front();
+    if (&from == &urgent_) --urgent_queued_;
     busy_ = true;
     lock.unlock();
     job();
@@ -60,6 +61,7 @@ void StateWriter::Hand(std::function<void()> job, bool urgent) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     (urgent ? urgent_ : jobs_).push_back(std::move(job));
+    if (urgent) ++urgent_queued_;
   }
   wake_.notify_one();
 }
@@ -93,19 +95,25 @@ void StateWriter::Publish(SweepPublication p) {
         if (shared->after_dumps) shared->after_dumps();
       },
       /*urgent=*/true);
-  Hand([this, shared, nodes_gen, links_gen] {
-    const SweepRecord& r = shared->record;
-    RecordSweep(r, shared->guid2lid);
-    SaveSnapshots(r.discovered.get(), shared->perf.get(), nodes_gen, links_gen);
-    if (shared->lft_digests) SaveLftDigests(r);
-  });
+  // In steps, so a later sweep's dumps wait for one step at most.
+  Hand([this, shared] { RecordSweep(shared->record, shared->guid2lid); });
+  SnapshotStep(shared->record.discovered, shared->perf, nodes_gen, 0);
+  SnapshotStep(shared->record.discovered, shared->perf, 0, links_gen);
+  if (shared->lft_digests) Hand([this, shared] { SaveLftDigests(shared->record); });
 }
 
 void StateWriter::SaveSweepSnapshots(std::shared_ptr<const DiscoveryResult> discovered,
                                      std::shared_ptr<const PerfView> perf) {
-  const uint64_t links_gen = ++links_handed_;
-  Hand([this, discovered = std::move(discovered), perf = std::move(perf), links_gen] {
-    SaveSnapshots(discovered.get(), perf.get(), /*nodes_gen=*/0, links_gen);
+  SnapshotStep(std::move(discovered), std::move(perf), /*nodes_gen=*/0, ++links_handed_);
+}
+
+void StateWriter::SnapshotStep(std::shared_ptr<const DiscoveryResult> discovered,
+                               std::shared_ptr<const PerfView> perf, uint64_t nodes_gen,
+                               uint64_t links_gen) {
+  Hand([this, discovered, perf, nodes_gen, links_gen] {
+    // Given way to a sweep's dumps: rendered again after them (unless a newer one follows).
+    if (!SaveSnapshots(discovered.get(), perf.get(), nodes_gen, links_gen))
+      SnapshotStep(discovered, perf, nodes_gen, links_gen);
   });
 }
 
@@ -282,44 +290,52 @@ void StateWriter::SaveLftDigests(const SweepRecord& r) {
   NoteStateWrite("SM-STATE-011", store_->SaveLftDigests(rows, {}), "LFT digests");
 }
 
-void StateWriter::SaveSnapshots(const DiscoveryResult* discovered, const PerfView* perf,
+bool StateWriter::SaveSnapshots(const DiscoveryResult* discovered, const PerfView* perf,
                                 uint64_t nodes_gen, uint64_t links_gen) {
   const Fabric* f = discovered ? &discovered->fabric : nullptr;
-  if (!store_ || !f) return;
-  if (nodes_gen != 0 && nodes_gen == nodes_handed_) {
-    SaveSnapshot(ha::kSnapshotNodes,
-                 [f](const AnswerSink& sink, bool) { StreamNodesAnswer(*f, sink); });
-  }
+  if (!store_ || !f) return true;
+  if (nodes_gen != 0 && nodes_gen == nodes_handed_ &&
+      !SaveSnapshot(ha::kSnapshotNodes,
+                    [f](const AnswerSink& sink, bool) { StreamNodesAnswer(*f, sink); }))
+    return false;
   // The PerfMgr sweep number changes every sweep; the links answer counts as changed only
   // when a cable or its error counters did, so a quiet fabric costs no write. The stored
   // "perfmgr_sweep" is then that of the last write.
   // Without the degraded-link rule no cable is judged degraded (discovery's PortInfo unused).
-  if (links_gen != links_handed_) return;  // a newer sweep's snapshots follow
+  if (links_gen != links_handed_) return true;  // 0, or a newer sweep's snapshots follow
   const DiscoveryResult* judged = options_.health_degraded_links ? discovered : nullptr;
-  SaveSnapshot(ha::kSnapshotLinks, [&](const AnswerSink& sink, bool for_digest) {
-    StreamLinksAnswer(*f, judged, perf, /*with_sweep=*/!for_digest, sink);
-  });
+  if (!SaveSnapshot(ha::kSnapshotLinks, [&](const AnswerSink& sink, bool for_digest) {
+        StreamLinksAnswer(*f, judged, perf, /*with_sweep=*/!for_digest, sink);
+      }))
+    return false;
   // The age of the PerfMgr sweep is relative to now: the snapshot holds when it ended
   // instead (PerfView::perfmgr), and the reader computes the age from that.
-  SaveSnapshot(ha::kSnapshotHealth, [&](const AnswerSink& sink, bool) {
+  return SaveSnapshot(ha::kSnapshotHealth, [&](const AnswerSink& sink, bool) {
     StreamHealthAnswer(judged, perf, sink);
   });
 }
 
+namespace {
+// Thrown from a snapshot's sink when a sweep's dumps wait: the render stops where it is.
+struct GiveWay {};
+}  // namespace
+
 // After the first write the answer is first produced into a digest (FNV-1a) alone, and
 // written only when that changed. On the writer's own thread the text is rendered whole
 // before the write, so the store's lock (shared with the io thread) is held for the write
-// alone; without the thread the answer goes to the state file in parts, never held whole.
-void StateWriter::SaveSnapshot(std::string_view name, const SnapshotProducer& produce) {
+// alone, and the render gives way (returns false, nothing written) as soon as a sweep's dumps
+// are handed over; without the thread the answer goes to the state file in parts, never held
+// whole.
+bool StateWriter::SaveSnapshot(std::string_view name, const SnapshotProducer& produce) {
   uint64_t digest = 0xcbf29ce484222325ull;
   auto into_digest = [&digest](std::string_view piece) {
     for (unsigned char c: piece) digest = (digest ^ c) * 0x100000001b3ull;
   };
+  const bool threaded_now = threaded();
+  auto give_way = [&] {
+    if (threaded_now && urgent_queued_.load(std::memory_order_relaxed) > 0) throw GiveWay{};
+  };
   const bool known = snapshot_hashes_.contains(name);
-  if (known) {
-    produce(into_digest, /*for_digest=*/true);
-    if (snapshot_hashes_.find(name)->second == digest) return;
-  }
   // The first write digests on the way all but the piece a digest pass leaves out.
   auto write_pass = [&](const ha::SnapshotRows::SnapshotSink& sink) {
     produce(
@@ -330,16 +346,33 @@ void StateWriter::SaveSnapshot(std::string_view name, const SnapshotProducer& pr
         false);
   };
   Status s;
-  if (threaded()) {
-    std::string text;
-    write_pass([&text](std::string_view piece) { text.append(piece); });
-    s = store_->SaveSnapshot(name, text);
-  } else {
-    s = store_->SaveSnapshotStreamed(name, write_pass);
+  try {
+    if (known) {
+      produce(
+          [&](std::string_view piece) {
+            give_way();
+            into_digest(piece);
+          },
+          /*for_digest=*/true);
+      if (snapshot_hashes_.find(name)->second == digest) return true;
+    }
+    if (threaded_now) {
+      std::string text;
+      write_pass([&](std::string_view piece) {
+        give_way();
+        text.append(piece);
+      });
+      s = store_->SaveSnapshot(name, text);
+    } else {
+      s = store_->SaveSnapshotStreamed(name, write_pass);
+    }
+  } catch (const GiveWay&) {
+    return false;
   }
   // A failed write keeps the old digest, so the next sweep tries again.
   if (NoteStateWrite("SM-STATE-013", s, fmt::format("{} snapshot", name)))
     snapshot_hashes_.insert_or_assign(std::string(name), digest);
+  return true;
 }
 
 }  // namespace ibsm::sm

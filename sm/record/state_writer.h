@@ -140,16 +140,21 @@ class StateWriter {
   void WriteDumps(const SweepRecord& r, const std::map<mad::Gid, McGroup>& groups);
   void RecordSweep(const SweepRecord& r, const std::unordered_map<Guid, PersistedLid>& guid2lid);
   void SaveLftDigests(const SweepRecord& r);
-  // The nodes snapshot when `nodes_gen` is the newest handed over (0: not this time), and the
-  // links and health snapshots when `links_gen` is.
-  void SaveSnapshots(const DiscoveryResult* discovered, const PerfView* perf, uint64_t nodes_gen,
+  // The nodes snapshot when `nodes_gen` is the newest handed over, and the links and health
+  // snapshots when `links_gen` is (0: not these).
+  // Returns false when it gave way to a sweep's dumps before it was done.
+  bool SaveSnapshots(const DiscoveryResult* discovered, const PerfView* perf, uint64_t nodes_gen,
                      uint64_t links_gen);
+  // Hands SaveSnapshots over as a step of its own, again after the dumps it gave way to.
+  void SnapshotStep(std::shared_ptr<const DiscoveryResult> discovered,
+                    std::shared_ptr<const PerfView> perf, uint64_t nodes_gen, uint64_t links_gen);
   // Stores a snapshot unless what counts as a change in it digests as it did at the last write
   // of `name`. The producer hands the text to a sink in pieces; with `for_digest` it leaves
-  // out what changes without the fabric changing.
+  // out what changes without the fabric changing. False: it gave way to a sweep's dumps
+  // (threaded only) and wrote nothing.
   using SnapshotProducer =
       std::function<void(const std::function<void(std::string_view)>& sink, bool for_digest)>;
-  void SaveSnapshot(std::string_view name, const SnapshotProducer& produce);
+  bool SaveSnapshot(std::string_view name, const SnapshotProducer& produce);
 
   ha::StateFile* store_;
   const Clock& clock_;
@@ -172,6 +177,7 @@ class StateWriter {
   std::function<void(std::function<void()>)> home_;
   // How many sweeps (nodes) and sweeps or PerfMgr sweeps (links, health) were handed over.
   std::atomic<uint64_t> nodes_handed_{0}, links_handed_{0};
+  std::atomic<size_t> urgent_queued_{0};  // urgent_.size(), read without the lock
 };
 
 }  // namespace ibsm::sm
