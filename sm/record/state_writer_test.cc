@@ -41,6 +41,17 @@ class StateWriterTest : public ::testing::Test {
                                          StateWriterCounters{&state_failures_, &dump_failures_,
                                                              &issues_});
   }
+  // As the daemon has it: a shared store, dump files in dir_, the LIDs loaded (its thread is
+  // the test's to start).
+  std::unique_ptr<StateWriter> DaemonWriter(ha::LockedStateFile& shared) {
+    StateWriterOptions o;
+    o.dump_dir = dir_;
+    auto w = std::make_unique<StateWriter>(&shared, clock_, o,
+                                           StateWriterCounters{&state_failures_, &dump_failures_,
+                                                               &issues_});
+    w->LoadLids("");
+    return w;
+  }
   static SweepPublication Publication(const SweepRecord& r,
                                       std::unordered_map<Guid, PersistedLid> lids = {}) {
     SweepPublication p;
@@ -164,10 +175,8 @@ TEST_F(StateWriterTest, ASweepDuringAnOutageIsCountedAndTheFirstAfterItWritesEve
 TEST_F(StateWriterTest, OnItsOwnThreadTheWriterKeepsTheOrderAndCountsAtHome) {
   ha::MemoryStateStore memory(clock_);
   ha::LockedStateFile shared(memory);
-  StateWriterOptions o;
-  o.dump_dir = dir_;
-  StateWriter w(&shared, clock_, o, {&state_failures_, &dump_failures_, &issues_});
-  w.LoadLids("");
+  std::unique_ptr<StateWriter> writer = DaemonWriter(shared);
+  StateWriter& w = *writer;
   std::mutex home_mu;
   std::vector<std::function<void()>> at_home;
   w.StartThread([&](std::function<void()> change) {
@@ -228,10 +237,8 @@ TEST_F(StateWriterTest, OnItsOwnThreadTheWriterKeepsTheOrderAndCountsAtHome) {
 TEST_F(StateWriterTest, OnItsOwnThreadLaterDumpsGoAheadOfEarlierRowsAndOnlyTheNewestSnapshotIsWritten) {
   ha::MemoryStateStore memory(clock_);
   ha::LockedStateFile shared(memory);
-  StateWriterOptions o;
-  o.dump_dir = dir_;
-  StateWriter w(&shared, clock_, o, {&state_failures_, &dump_failures_, &issues_});
-  w.LoadLids("");
+  std::unique_ptr<StateWriter> writer = DaemonWriter(shared);
+  StateWriter& w = *writer;
   w.StartThread([](std::function<void()> change) { change(); });
   std::mutex gate;
   gate.lock();  // the first sweep's line waits on it
