@@ -537,6 +537,7 @@ int Main(int argc, char** argv) {
     // The state file's health (and links) snapshot follows each PerfMgr sweep.
     sm.set_perf(perf.get());
     perf->set_on_sweep([&sm] { sm.SaveSweepSnapshots(); });
+    perf->set_store_runner([&sm](std::function<void()> job) { sm.RunOnStateWriter(std::move(job)); });
     perf->Start();
   }
   // The control socket (not for -o runs). A socket that cannot be served (another daemon on

@@ -4,6 +4,7 @@
 #include <set>
 #include <tuple>
 
+#include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
 #include "base/log.h"
@@ -599,14 +600,28 @@ void PerfManager::FinishSweep() {
       events.push_back(std::move(e));
     }
   }
+  const size_t moving = rows.size();
   if (store_ || events_) {
-    Status st = rows.empty() || !store_ ? Status()
-                                        : store_->RecordPerfHistory(rows, options_.history_sweeps);
-    if (st.ok() && !events.empty() && events_) st = events_->RecordEvents(events);
-    if (!st.ok()) {
+    // Counted and logged where the counters live (the io thread).
+    auto note = [this, alive = alive_, sweep = sweep_number_](const Status& st) {
+      if (!*alive || st.ok()) return;
       ++counters_.history_errors;
-      Log(LogName::kSm).warn("SM-PERF-014 PerfMgr sweep {} not stored: {}", sweep_number_,
+      Log(LogName::kSm).warn("SM-PERF-014 PerfMgr sweep {} not stored: {}", sweep,
                              st.ToString());
+    };
+    auto write = [store = store_, event_store = events_, keep = options_.history_sweeps,
+                  rows = std::move(rows), events = std::move(events)]() {
+      Status st = rows.empty() || !store ? Status() : store->RecordPerfHistory(rows, keep);
+      if (st.ok() && !events.empty() && event_store) st = event_store->RecordEvents(events);
+      return st;
+    };
+    if (!store_runner_) {
+      note(write());
+    } else {
+      store_runner_([write = std::move(write), note = std::move(note), &io = io_]() {
+        Status st = write();
+        if (!st.ok()) boost::asio::post(io, [note, st] { note(st); });
+      });
     }
   }
   findings_ = std::move(findings);
@@ -614,7 +629,7 @@ void PerfManager::FinishSweep() {
   last_end_us_ = clock_.UnixMicros();
   Log(LogName::kSm).info("PerfMgr sweep {} done: {} ports read, {} without an answer, {} with "
                          "moving counters, {} health findings",
-                         sweep_number_, sweep_ports_read_, sweep_timeouts_, rows.size(),
+                         sweep_number_, sweep_ports_read_, sweep_timeouts_, moving,
                          findings_.size());
   if (on_sweep_) on_sweep_();
   auto waiters = std::move(waiters_);

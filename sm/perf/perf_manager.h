@@ -151,6 +151,11 @@ class PerfManager {
   // Runs after every completed sweep, once findings() are the new ones (the daemon stores
   // the health answer then). May be empty.
   void set_on_sweep(std::function<void()> on_sweep) { on_sweep_ = std::move(on_sweep); }
+  // Where a sweep's history rows and events are written: the daemon hands them to the state
+  // writer's thread (SubnetManager::RunOnStateWriter), so a large fabric's rows do not hold
+  // up the io thread; a failure is counted back on the io thread. Unset: written at once.
+  using StoreRunner = std::function<void(std::function<void()>)>;
+  void set_store_runner(StoreRunner run) { store_runner_ = std::move(run); }
   // No query in flight (the daemon waits for this before closing the port).
   bool idle() const { return in_flight_ == 0; }
 
@@ -204,6 +209,7 @@ class PerfManager {
   FabricSource fabric_;
   boost::asio::steady_timer timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  StoreRunner store_runner_;
 
   bool started_ = false;
   bool stopped_ = false;

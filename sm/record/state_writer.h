@@ -125,6 +125,10 @@ class StateWriter {
   void SaveSweepSnapshots(std::shared_ptr<const DiscoveryResult> discovered,
                           std::shared_ptr<const PerfView> perf);
 
+  // Another part of the SM's write (the PerfMgr's history rows), run in order after what was
+  // handed over before it; `job` must touch only the store and what it owns.
+  void Write(std::function<void()> job) { Hand(std::move(job)); }
+
   // Counts and logs a failed state-file write (once per failing spell, at error level) or
   // notes a successful one (ending a failing spell). Returns s.ok(). Either thread.
   bool NoteStateWrite(const char* id, const Status& s, std::string_view what);

@@ -308,6 +308,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void SaveSweepSnapshots() { writer_.SaveSweepSnapshots(discovered_, ViewOfPerf(perf_)); }
   // Returns once the state writer has written everything handed to it (tests; Stop does it).
   void DrainStateWriter() { writer_.Drain(); }
+  // Runs a write of another part of the SM on the state writer (its thread in the daemon).
+  void RunOnStateWriter(std::function<void()> job) { writer_.Write(std::move(job)); }
 
  private:
   // What a switch's LFT holds, without a copy of it: per block, whether the switch is known

@@ -230,6 +230,27 @@ TEST_F(PerfIbsimTest, PlantedErrorsAreExactlyTheTwoCablesHealthListsWorstFirstAs
   std::string pq_down = perfquery(down["at"]);
   EXPECT_EQ(PerfqueryField(pq_down, "LinkDownedCounter"), down["value"].get<uint64_t>()) << pq_down;
 
+  // Each finding is an event naming the other end. The daemon writes a PerfMgr sweep's
+  // history and then its events on the state writer's thread, after the sweep's log line:
+  // once both events are there, so is the history.
+  json ev;
+  size_t health_events = 0;
+  for (int tries = 0; tries < 100 && health_events < 2; ++tries) {
+    if (tries > 0) std::this_thread::sleep_for(100ms);
+    CommandResult events = Ctl({"--json", "events"});
+    ASSERT_EQ(events.exit_code, 0);
+    ev = json::parse(events.out);
+    health_events = 0;
+    for (const auto& e: ev["events"])
+      if (e["kind"] == "health") ++health_events;
+  }
+  EXPECT_EQ(health_events, 2u) << ev.dump().substr(0, 1500);
+  for (const auto& e: ev["events"]) {
+    if (e["kind"] == "health") {
+      EXPECT_NE(e["message"].get<std::string>().find("other end"), std::string::npos);
+    }
+  }
+
   // And the stored history holds those deltas for those ports.
   auto store = ha::StateStore::OpenReadOnly(state_);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -243,18 +264,6 @@ TEST_F(PerfIbsimTest, PlantedErrorsAreExactlyTheTwoCablesHealthListsWorstFirstAs
   }
   EXPECT_EQ(stored_sym, *PerfqueryField(pq_sym, "SymbolErrorCounter"));
   EXPECT_EQ(stored_down, *PerfqueryField(pq_down, "LinkDownedCounter"));
-
-  // Each finding is an event naming the other end.
-  CommandResult events = Ctl({"--json", "events"});
-  ASSERT_EQ(events.exit_code, 0);
-  size_t health_events = 0;
-  const json ev = json::parse(events.out);
-  for (const auto& e: ev["events"])
-    if (e["kind"] == "health") {
-      ++health_events;
-      EXPECT_NE(e["message"].get<std::string>().find("other end"), std::string::npos);
-    }
-  EXPECT_EQ(health_events, 2u) << events.out.substr(0, 1500);
 }
 
 }  // namespace
