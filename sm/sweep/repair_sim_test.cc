@@ -657,10 +657,11 @@ TEST(RepairSweepTest, AFlappingCableIsDampedAndComesBackOnceQuiet) {
 }
 
 // A cable cut while a heavy sweep is under way, after its discovery: the trap names a switch
-// of the model, so when the sweep's routing comes back its tables (for the fabric before the
-// cut) are not pushed; a repair sweep takes over at once and leaves the fabric routed around
-// the cut. The heavy sweep is made to wait for an SMInfo answer from a port claiming IsSM;
-// the cable is cut when that Get arrives, so the trap lands between discovery and routing.
+// of the model, so the sweep neither routes nor pushes tables for the fabric before the cut
+// (a trap that comes while it routes drops what the routing returns: the same hand-over); a
+// repair sweep takes over at once and leaves the fabric routed around the cut. The heavy
+// sweep is made to wait for an SMInfo answer from a port claiming IsSM; the cable is cut when
+// that Get arrives, so the trap lands between discovery and routing.
 TEST(RepairSweepTest, ATrapWhileAHeavySweepRunsHandsOverToARepairWithoutPushingStaleTables) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());

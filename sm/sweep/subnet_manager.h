@@ -420,6 +420,9 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
     size_t verified_lids = 0;
     std::string proof_refused;
   };
+  // Abandons this heavy sweep for a repair of the switches that reported meanwhile; false
+  // when it may not (see the definition).
+  bool HandHeavySweepToRepair(const char* when);
   void OnRouted(Routed routed);
   void ProgramSwitches();
   void PushLfts();

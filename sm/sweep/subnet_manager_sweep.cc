@@ -181,6 +181,7 @@ void SubnetManager::ConfigureLids() {
 }
 
 void SubnetManager::Route() {
+  if (HandHeavySweepToRepair("before it routed")) return;
   auto snapshot = std::make_shared<const Fabric>(discovered_->fabric);
   std::string chain = options_.routing_engine.empty() ? std::string(routing::kDefaultChain)
                                                       : options_.routing_engine;
@@ -314,24 +315,30 @@ void SubnetManager::Route() {
   });
 }
 
+// Switches reported link changes during this heavy sweep, before it routed (`when`: "before
+// it routed") or while it routed: its tables would be for a fabric that is gone. Routing them,
+// or pushing them first, would delay the repair by the routing or the whole push (and write
+// blocks the repair rewrites); the repair sweep starts now instead, on this sweep's model, and
+// does everything the rest of this sweep would have. Not on the first sweep as master (its
+// ClientReregister decisions are made once), nor before any tables exist.
+bool SubnetManager::HandHeavySweepToRepair(const char* when) {
+  if (current_.repair || repair_pending_.empty() || !options_.incremental_repair ||
+      first_master_sweep_ || !tables_ || repair_posted_ ||
+      state() != mad::SmState::kMaster)
+    return false;
+  ++counters_.heavy_sweeps_cut_short;
+  Log(LogName::kSm).info("heavy sweep {}: {} switches reported link changes {}; its tables "
+                         "are not pushed, a repair sweep takes over",
+                         current_.number, repair_pending_.size(), when);
+  repair_posted_ = true;
+  repair_follows_cut_short_ = true;
+  boost::asio::post(io_, [this] { BeginRepair(); });
+  return true;
+}
+
 void SubnetManager::OnRouted(Routed routed) {
   if (state() != mad::SmState::kMaster) return;  // stepped down while routing: no writes
-  // Switches reported link changes while this heavy sweep routed: its tables are for a
-  // fabric that is gone. Pushing them first would delay the repair by the whole push (and
-  // write blocks the repair rewrites); the repair sweep starts now instead, on this sweep's
-  // model, and does everything the rest of this sweep would have. Not on the first sweep as
-  // master (its ClientReregister decisions are made once), nor before any tables exist.
-  if (!current_.repair && !repair_pending_.empty() && options_.incremental_repair &&
-      !first_master_sweep_ && tables_ && !repair_posted_) {
-    ++counters_.heavy_sweeps_cut_short;
-    Log(LogName::kSm).info("heavy sweep {}: {} switches reported link changes while it routed; "
-                           "its tables are not pushed, a repair sweep takes over",
-                           current_.number, repair_pending_.size());
-    repair_posted_ = true;
-    repair_follows_cut_short_ = true;
-    boost::asio::post(io_, [this] { BeginRepair(); });
-    return;
-  }
+  if (HandHeavySweepToRepair("while it routed")) return;
   if (!routed.reroute_refused.empty()) {
     ++counters_.repair_reroutes_refused;
     Log(LogName::kRouting)
