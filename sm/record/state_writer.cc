@@ -88,7 +88,6 @@ void StateWriter::set_options(StateWriterOptions o) {
 // snapshot is rendered only from the newest sweep handed over (an older one's is skipped).
 void StateWriter::Publish(SweepPublication p) {
   auto shared = std::make_shared<const SweepPublication>(std::move(p));
-  const uint64_t nodes_gen = ++nodes_handed_, links_gen = ++links_handed_;
   Hand(
       [this, shared] {
         WriteDumps(shared->record, shared->groups);
@@ -97,23 +96,26 @@ void StateWriter::Publish(SweepPublication p) {
       /*urgent=*/true);
   // In steps, so a later sweep's dumps wait for one step at most.
   Hand([this, shared] { RecordSweep(shared->record, shared->guid2lid); });
-  SnapshotStep(shared->record.discovered, shared->perf, nodes_gen, 0);
-  SnapshotStep(shared->record.discovered, shared->perf, 0, links_gen);
-  if (shared->lft_digests) Hand([this, shared] { SaveLftDigests(shared->record); });
+  SnapshotStep(Snapshots::kNodes, ++nodes_handed_, shared->record.discovered, shared->perf);
+  SnapshotStep(Snapshots::kLinksAndHealth, ++links_handed_, shared->record.discovered,
+               shared->perf);
+  // What this master programmed, once the sweep brought the subnet up.
+  if (shared->record.subnet_up) Hand([this, shared] { SaveLftDigests(shared->record); });
 }
 
 void StateWriter::SaveSweepSnapshots(std::shared_ptr<const DiscoveryResult> discovered,
                                      std::shared_ptr<const PerfView> perf) {
-  SnapshotStep(std::move(discovered), std::move(perf), /*nodes_gen=*/0, ++links_handed_);
+  SnapshotStep(Snapshots::kLinksAndHealth, ++links_handed_, std::move(discovered),
+               std::move(perf));
 }
 
-void StateWriter::SnapshotStep(std::shared_ptr<const DiscoveryResult> discovered,
-                               std::shared_ptr<const PerfView> perf, uint64_t nodes_gen,
-                               uint64_t links_gen) {
-  Hand([this, discovered, perf, nodes_gen, links_gen] {
+void StateWriter::SnapshotStep(Snapshots which, uint64_t gen,
+                               std::shared_ptr<const DiscoveryResult> discovered,
+                               std::shared_ptr<const PerfView> perf) {
+  Hand([this, which, gen, discovered, perf] {
     // Given way to a sweep's dumps: rendered again after them (unless a newer one follows).
-    if (!SaveSnapshots(discovered.get(), perf.get(), nodes_gen, links_gen))
-      SnapshotStep(discovered, perf, nodes_gen, links_gen);
+    if (!SaveSnapshots(which, gen, discovered.get(), perf.get()))
+      SnapshotStep(which, gen, discovered, perf);
   });
 }
 
@@ -290,19 +292,19 @@ void StateWriter::SaveLftDigests(const SweepRecord& r) {
   NoteStateWrite("SM-STATE-011", store_->SaveLftDigests(rows, {}), "LFT digests");
 }
 
-bool StateWriter::SaveSnapshots(const DiscoveryResult* discovered, const PerfView* perf,
-                                uint64_t nodes_gen, uint64_t links_gen) {
+bool StateWriter::SaveSnapshots(Snapshots which, uint64_t gen, const DiscoveryResult* discovered,
+                                const PerfView* perf) {
   const Fabric* f = discovered ? &discovered->fabric : nullptr;
   if (!store_ || !f) return true;
-  if (nodes_gen != 0 && nodes_gen == nodes_handed_ &&
-      !SaveSnapshot(ha::kSnapshotNodes,
-                    [f](const AnswerSink& sink, bool) { StreamNodesAnswer(*f, sink); }))
-    return false;
+  if (gen != (which == Snapshots::kNodes ? nodes_handed_ : links_handed_)) return true;
+  if (which == Snapshots::kNodes) {
+    return SaveSnapshot(ha::kSnapshotNodes,
+                        [f](const AnswerSink& sink, bool) { StreamNodesAnswer(*f, sink); });
+  }
   // The PerfMgr sweep number changes every sweep; the links answer counts as changed only
   // when a cable or its error counters did, so a quiet fabric costs no write. The stored
   // "perfmgr_sweep" is then that of the last write.
   // Without the degraded-link rule no cable is judged degraded (discovery's PortInfo unused).
-  if (links_gen != links_handed_) return true;  // 0, or a newer sweep's snapshots follow
   const DiscoveryResult* judged = options_.health_degraded_links ? discovered : nullptr;
   if (!SaveSnapshot(ha::kSnapshotLinks, [&](const AnswerSink& sink, bool for_digest) {
         StreamLinksAnswer(*f, judged, perf, /*with_sweep=*/!for_digest, sink);

@@ -86,8 +86,6 @@ struct SweepPublication {
   // Run once the dump files are written, before the state-file rows (the SUBNET UP line:
   // a script that waits for it reads this sweep's dumps, as with OpenSM).
   std::function<void()> after_dumps;
-  // Save the LFT digests (the sweep brought the subnet up).
-  bool lft_digests = false;
 };
 
 class StateWriter {
@@ -119,7 +117,8 @@ class StateWriter {
   // What a heavy sweep leaves: the dump files (dump_dir) and then `after_dumps`, ahead of
   // what earlier sweeps still have to write; then, after those, the guid2lid rows that
   // changed, the sweep row, pruning, OpenSM's guid2lid file in dump_dir, the nodes, links and
-  // health snapshots (unless a newer sweep's follow) and the LFT digests.
+  // health snapshots (unless a newer sweep's follow) and the LFT digests (when the sweep
+  // brought the subnet up).
   void Publish(SweepPublication p);
   // The links and health snapshots only (after a PerfMgr sweep), of the fabric `discovered`.
   void SaveSweepSnapshots(std::shared_ptr<const DiscoveryResult> discovered,
@@ -144,14 +143,18 @@ class StateWriter {
   void WriteDumps(const SweepRecord& r, const std::map<mad::Gid, McGroup>& groups);
   void RecordSweep(const SweepRecord& r, const std::unordered_map<Guid, PersistedLid>& guid2lid);
   void SaveLftDigests(const SweepRecord& r);
-  // The nodes snapshot when `nodes_gen` is the newest handed over, and the links and health
-  // snapshots when `links_gen` is (0: not these).
-  // Returns false when it gave way to a sweep's dumps before it was done.
-  bool SaveSnapshots(const DiscoveryResult* discovered, const PerfView* perf, uint64_t nodes_gen,
-                     uint64_t links_gen);
+  // The snapshots a step writes: nodes (heavy sweeps), or links and health (heavy sweeps and
+  // PerfMgr sweeps). Each kind counts what was handed over (nodes_handed_, links_handed_).
+  enum class Snapshots { kNodes, kLinksAndHealth };
+  // Those snapshots of `discovered`, unless `gen` is no longer the newest of its kind handed
+  // over (a newer sweep's follow). Returns false when it gave way to a sweep's dumps before it
+  // was done.
+  bool SaveSnapshots(Snapshots which, uint64_t gen, const DiscoveryResult* discovered,
+                     const PerfView* perf);
   // Hands SaveSnapshots over as a step of its own, again after the dumps it gave way to.
-  void SnapshotStep(std::shared_ptr<const DiscoveryResult> discovered,
-                    std::shared_ptr<const PerfView> perf, uint64_t nodes_gen, uint64_t links_gen);
+  void SnapshotStep(Snapshots which, uint64_t gen,
+                    std::shared_ptr<const DiscoveryResult> discovered,
+                    std::shared_ptr<const PerfView> perf);
   // Stores a snapshot unless what counts as a change in it digests as it did at the last write
   // of `name`. The producer hands the text to a sink in pieces; with `for_digest` it leaves
   // out what changes without the fabric changing. False: it gave way to a sweep's dumps

@@ -189,7 +189,6 @@ TEST_F(StateWriterTest, OnItsOwnThreadTheWriterKeepsTheOrderAndCountsAtHome) {
   std::atomic<bool> dumps_there{false}, rows_there{true}, on_caller{true};
   std::atomic<int> lines{0};
   SweepPublication p = Publication(Record(), {{Guid{0x10}, {5, 5}}});
-  p.lft_digests = true;
   p.after_dumps = [&] {
     on_caller = std::this_thread::get_id() == caller;
     dumps_there = std::filesystem::exists(dir_ + "/opensm-subnet.lst");

@@ -306,8 +306,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // After a PerfMgr sweep: stores the health and links answers in the state file when they
   // changed (heavy sweeps store nodes, links and health themselves).
   void SaveSweepSnapshots() { writer_.SaveSweepSnapshots(discovered_, ViewOfPerf(perf_)); }
-  // Returns once the state writer has written everything handed to it (tests; Stop does it).
-  void DrainStateWriter() { writer_.Drain(); }
   // Runs a write of another part of the SM on the state writer (its thread in the daemon).
   void RunOnStateWriter(std::function<void()> job) { writer_.Write(std::move(job)); }
 

@@ -842,7 +842,6 @@ void SubnetManager::FinishHeavySweep() {
     if (options_.dump_lfts && !options_.dump_dir.empty()) p.groups = mcast_.groups();
     p.guid2lid = guid2lid_;
     p.perf = ViewOfPerf(perf_);
-    p.lft_digests = current_.subnet_up;
     if (current_.subnet_up) p.after_dumps = [] { Log(LogName::kSm).info("SUBNET UP"); };
     writer_.Publish(std::move(p));
   }
