@@ -16,6 +16,7 @@ DeviceQuirks QuirksFor(SimProfile profile, uint64_t seed, Guid node_guid, NodeKi
   if (kind == NodeKind::kSwitch) {
     if (qos < 5) q.vlarb = OptionalAnswer::kSilent;
     q.drops_port_tuning = rng.Below(3) == 0;
+    q.drops_partition_enforcement = rng.Below(4) == 0;
     return q;
   }
   if (qos < 6) {

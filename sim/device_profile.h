@@ -43,11 +43,16 @@ struct DeviceQuirks {
   // VLStallCount: a Set takes the other fields and these read back as at power-on (0), as on
   // ibsim's switches (which keep fewer still: NeighborMTU and LinkDownDefaultState too).
   bool drops_port_tuning = false;
+  // A switch that reports partition enforcement (SwitchInfo PartitionEnforcementCap) but whose
+  // external ports keep no PartitionEnforcementInbound/Outbound or FilterRaw bits: a Set takes
+  // the other fields and these read back 0, as on ibsim's switches.
+  bool drops_partition_enforcement = false;
 };
 
 // The strict profile's mix, per CA: 1 in 5 silent on SL2VL and VLArb, 1 in 5 answer both
 // "unsupported", 1 in 3 without PortCountersExtended, 1 in 5 with a hostile description;
-// per switch: 1 in 6 silent on VLArb, 1 in 3 keeping no error thresholds or VLStallCount.
+// per switch: 1 in 6 silent on VLArb, 1 in 3 keeping no error thresholds or VLStallCount,
+// 1 in 4 keeping no partition enforcement bits.
 // The kind profile: nothing.
 DeviceQuirks QuirksFor(SimProfile profile, uint64_t seed, Guid node_guid, NodeKind kind);
 

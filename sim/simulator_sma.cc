@@ -276,10 +276,12 @@ uint16_t Simulator::SmaPortInfo(PortId arrival, uint8_t method, uint32_t mod,
     pi.hoq_life = req.hoq_life;
     if (keeps_tuning) pi.vl_stall_count = req.vl_stall_count;
     pi.subnet_timeout = req.subnet_timeout;
-    pi.partition_enforcement_inbound = req.partition_enforcement_inbound;
-    pi.partition_enforcement_outbound = req.partition_enforcement_outbound;
-    pi.filter_raw_inbound = req.filter_raw_inbound;
-    pi.filter_raw_outbound = req.filter_raw_outbound;
+    if (!(sn.quirks.drops_partition_enforcement && sn.sw != kNoSwitch && mod != 0)) {
+      pi.partition_enforcement_inbound = req.partition_enforcement_inbound;
+      pi.partition_enforcement_outbound = req.partition_enforcement_outbound;
+      pi.filter_raw_inbound = req.filter_raw_inbound;
+      pi.filter_raw_outbound = req.filter_raw_outbound;
+    }
     pi.multicast_pkey_trap_suppression = req.multicast_pkey_trap_suppression;
     if (req.link_down_default_state) pi.link_down_default_state = req.link_down_default_state;
     // ClientReregister is an event to the CA's clients, not state; Get reads 0.

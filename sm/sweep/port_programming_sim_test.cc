@@ -128,6 +128,64 @@ TEST(PortProgrammingSimTest, MaxOpVlsCapsOperationalVlsAndASecondSweepWritesNoPo
   EXPECT_EQ(s.switchinfo_sets, 0u);
 }
 
+// A switch that reports partition enforcement but keeps none (as ibsim's switches: the bits
+// read back 0 after the Set) is told once, counted and logged (SM-PKEY-004), and not Set
+// again by every sweep while it answers the same; the switches that keep it hold it.
+TEST(PortProgrammingSimTest, ASwitchThatKeepsNoPartitionEnforcementIsNotSetAgainEverySweep) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  size_t facing_cas = 0, dropping = 0;
+  for (PortId p = 0; p < f->port_count(); ++p) {
+    const Port& port = f->port(p);
+    if (!f->node(port.node).is_switch() || port.num.value() == 0 || !port.connected()) continue;
+    if (f->node(f->port(port.peer).node).is_switch()) continue;
+    ++facing_cas;
+    if (sim.quirks(port.node).drops_partition_enforcement) ++dropping;
+  }
+  ASSERT_GT(dropping, 0u) << "the seed gives some leaf that keeps no enforcement";
+  ASSERT_LT(dropping, facing_cas);
+
+  boost::asio::io_context io;
+  SystemClock clock;
+  sim::SimTransport transport(io, sim, FirstCaPort(*f));
+  SubnetManager sm(io, transport, clock, nullptr, LinkOptions());
+  std::vector<SweepStats> sweeps;
+  uint64_t not_kept_after_first = 0;
+  sm.Start([&](const SweepStats& s) {
+    sweeps.push_back(s);
+    if (sweeps.size() == 1) not_kept_after_first = sm.counters().enforcement_not_kept;
+    if (sweeps.size() >= 3) {
+      sm.Stop();
+      io.stop();
+    } else {
+      sm.RequestHeavySweep("test");
+    }
+  });
+  io.run();
+  ASSERT_EQ(sweeps.size(), 3u);
+  for (const SweepStats& s : sweeps) EXPECT_TRUE(s.subnet_up) << s.number;
+  // part_enforce both by default: every port facing a CA is told once...
+  EXPECT_EQ(sweeps[0].enforcement_sets, facing_cas);
+  EXPECT_EQ(not_kept_after_first, dropping);
+  // ...and no later sweep tells them again: neither those that hold it nor those that
+  // answer without it.
+  EXPECT_EQ(sweeps[1].enforcement_sets, 0u);
+  EXPECT_EQ(sweeps[2].enforcement_sets, 0u);
+  EXPECT_EQ(sm.counters().enforcement_not_kept, dropping);
+  auto id = sm.counters().issues_by_id.find("SM-PKEY-004");
+  ASSERT_NE(id, sm.counters().issues_by_id.end());
+  EXPECT_EQ(id->second, 1u) << "logged by the sweep that found them";
+  for (PortId p = 0; p < f->port_count(); ++p) {
+    const Port& port = f->port(p);
+    if (!f->node(port.node).is_switch() || port.num.value() == 0 || !port.connected()) continue;
+    if (f->node(f->port(port.peer).node).is_switch()) continue;
+    const uint8_t want = sim.quirks(port.node).drops_partition_enforcement ? 0 : 1;
+    EXPECT_EQ(sim.port_info(p).partition_enforcement_inbound, want) << p;
+    EXPECT_EQ(sim.port_info(p).partition_enforcement_outbound, want) << p;
+  }
+}
+
 // force_link_width 0 and force_link_speed 0 leave the Enabled fields as the ports have them;
 // the default (255, 15) sets them to what each port supports.
 TEST(PortProgrammingSimTest, ForcedLinkWidthAndSpeedFollowTheOptions) {

@@ -61,6 +61,9 @@ struct SmCounters {
   // Port state Sets that failed (a lost reply, the retry refused) but whose port, read back,
   // holds the state asked for.
   uint64_t sets_confirmed_by_readback = 0;
+  // Switch ports that answered a partition enforcement Set without the bits asked for
+  // (SM-PKEY-004): the device keeps no enforcement there.
+  uint64_t enforcement_not_kept = 0;
   // Every problem a sweep reported and went on past, by stable log ID ("SM-DISC-003").
   std::map<std::string, uint64_t> issues_by_id;
 };
@@ -179,6 +182,9 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
     {&SmCounters::sets_confirmed_by_readback, CounterSection::kStatus,
      "sets_confirmed_by_readback", "ibsm_sets_confirmed_by_readback_total", "", "",
      "port state Sets that failed but whose port, read back, holds the state asked for"},
+    {&SmCounters::enforcement_not_kept, CounterSection::kStatus, "enforcement_not_kept",
+     "ibsm_enforcement_not_kept_total", "", "",
+     "switch ports that answered a partition enforcement Set without it (SM-PKEY-004)"},
     {&SmCounters::handovers_sent, CounterSection::kHa, "handovers_sent", "ibsm_ha_events_total",
      "event", "handover_sent", "SMInfo protocol events, by kind"},
     {&SmCounters::handovers_received, CounterSection::kHa, "handovers_received",

@@ -660,6 +660,14 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // error thresholds): an answer that still holds counts as in sync, or every sweep would
   // Set the port again.
   std::map<std::pair<Guid, uint8_t>, mad::PortInfo> link_echo_;
+  // The same for partition enforcement: a switch port that answered our enforcement Set
+  // without the bits asked for (ibsim's switches keep none) is not Set again while the plan
+  // asks the same and the port answers the same (SM-PKEY-004).
+  struct EnforcementEcho {
+    bool asked_inbound = false, asked_outbound = false;
+    uint8_t got_inbound = 0, got_outbound = 0;
+  };
+  std::map<std::pair<Guid, uint8_t>, EnforcementEcho> enforcement_echo_;
   std::vector<Guid> known_ports_;  // port GUIDs seen in earlier sweeps (client rereg)
   SweepStats current_;
   SweepStats last_;

@@ -6,7 +6,9 @@
 //   fault 0: one spine-core cable cut; fault 1: a spine (aggregation) switch dead, every
 //   cable of it down at once; fault 2: every cable up from that spine cut at once; fault 3:
 //   that spine reboots (power cycle: its tables and LIDs cleared, its links bounce; the
-//   neighbours' traps report it, the SM finds it behind them and programs it whole).
+//   neighbours' traps report it, the SM finds it behind them and programs it whole);
+//   fault 4: the cable of fault 0 comes back once its cut is repaired (timed from the relink;
+//   blocks and smps are the come-back's alone).
 //
 //   repair_bench --benchmark_filter='k:48'
 //
@@ -59,6 +61,7 @@ void BM_RepairInProcess(benchmark::State& state) {
   const bool dead_spine = state.range(1) == 1;
   const bool uplinks = state.range(1) == 2;
   const bool reboot = state.range(1) == 3;
+  const bool comeback = state.range(1) == 4;
   auto f = FatTree3(k);
   if (!f.ok()) {
     state.SkipWithError(f.status().ToString().c_str());
@@ -85,6 +88,7 @@ void BM_RepairInProcess(benchmark::State& state) {
     std::chrono::microseconds repair_time{0};
     uint64_t blocks = 0, smps = 0, sweeps = 0;
     bool all_repairs = true;
+    bool relinked = false;  // fault 4: the cut's repair is done and the cable is back
     auto stop = [&] {
       sm.Stop();
       transport.Close();
@@ -97,8 +101,19 @@ void BM_RepairInProcess(benchmark::State& state) {
       quiet.expires_after(std::chrono::milliseconds(300));
       quiet.async_wait([&](boost::system::error_code ec) {
         if (ec) return;
-        if (!sm.sweep_in_progress()) return stop();
-        arm();
+        if (sm.sweep_in_progress()) return arm();
+        if (comeback && !relinked) {
+          // The cut is repaired: what follows is the come-back's alone.
+          relinked = true;
+          fault_at = Clock::now();
+          last_block = fault_at;
+          repair_time = std::chrono::microseconds{0};
+          blocks = smps = sweeps = 0;
+          all_repairs = true;
+          (void)sim.LinkUp(cut);
+          return arm();
+        }
+        stop();
       });
     };
     sm.Start([&](const SweepStats& s) {
@@ -164,6 +179,9 @@ BENCHMARK(BM_RepairInProcess)
     ->Args({32, 3})
     ->Args({48, 3})
     ->Args({56, 3})
+    ->Args({16, 4})
+    ->Args({32, 4})
+    ->Args({48, 4})
     ->Iterations(1)
     ->Unit(benchmark::kSecond)
     ->UseRealTime();
