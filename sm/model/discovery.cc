@@ -28,19 +28,37 @@ void Discovery::Run(std::function<void(DiscoveryResult)> done) {
   start_ = std::chrono::steady_clock::now();
   running_ = true;
   growing_ = false;
+  const uint64_t walk = ++walk_;
   DrPath root;
   Get(root, mad::attr::kNodeInfo, 0,
       [this, root](Result<mad::Smp> r) { OnNodeInfo(root, kNoNode, 0, std::move(r)); });
-  pipeline_.WhenIdle([this] { Finish(); });
+  pipeline_.WhenIdle([this, walk] {
+    if (walk == walk_) Finish();
+  });
 }
 
 void Discovery::Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
                     std::function<void(Result<mad::Smp>)> cb) {
   ++result_.smps_sent;
-  pipeline_.Get(path, attr_id, attr_mod, [this, cb = std::move(cb)](Result<mad::Smp> r) {
-    if (!r.ok()) ++result_.smps_failed;
-    cb(std::move(r));
-  });
+  pipeline_.Get(
+      path, attr_id, attr_mod,
+      [this, walk = walk_, cb = std::move(cb)](Result<mad::Smp> r) {
+        if (walk != walk_) return;  // a cancelled walk's answer
+        if (!r.ok()) ++result_.smps_failed;
+        cb(std::move(r));
+      },
+      this);
+}
+
+void Discovery::Cancel() {
+  if (!running_) return;
+  ++walk_;
+  running_ = false;
+  growing_ = false;
+  done_ = nullptr;
+  grown_ = nullptr;
+  met_.clear();
+  pipeline_.DropQueued(this);
 }
 
 void Discovery::Issue(std::string id, std::string message) {
@@ -280,6 +298,7 @@ void Discovery::Grow(DiscoveryResult base, const std::vector<GrowFrom>& from,
   start_ = std::chrono::steady_clock::now();
   running_ = true;
   growing_ = true;
+  const uint64_t walk = ++walk_;
   grow_stats_ = GrowStats{};
   met_.assign(result_.fabric.node_count(), Met{});
   for (const GrowFrom& g : from) {
@@ -289,7 +308,9 @@ void Discovery::Grow(DiscoveryResult base, const std::vector<GrowFrom>& from,
     m.arrival = result_.nodes[g.node].node_info.local_port_num;
   }
   for (const GrowFrom& g : from) Follow(met_[g.node].path, g.node, g.port);
-  pipeline_.WhenIdle([this] { Finish(); });
+  pipeline_.WhenIdle([this, walk] {
+    if (walk == walk_) Finish();
+  });
 }
 
 void Discovery::OnKnownNode(const DrPath& path, NodeId id, uint8_t arrival) {

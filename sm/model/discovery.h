@@ -120,6 +120,12 @@ class Discovery {
   void Grow(DiscoveryResult base, const std::vector<GrowFrom>& from,
             std::function<void(DiscoveryResult, GrowStats)> done);
 
+  // Stops a walk (Run or Grow) where it is: what it has not sent is taken back from the
+  // pipeline, answers still in flight are ignored when they come, and `done` never runs.
+  // The Discovery can Run or Grow again at once. No effect when nothing runs.
+  void Cancel();
+  bool running() const { return running_; }
+
  private:
   void Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
            std::function<void(Result<mad::Smp>)> cb);
@@ -157,6 +163,8 @@ class Discovery {
   std::function<void(DiscoveryResult, GrowStats)> grown_;
   std::chrono::steady_clock::time_point start_;
   bool running_ = false;
+  // Bumped by Run, Grow and Cancel: an answer or an idle call of an earlier walk is ignored.
+  uint64_t walk_ = 0;
 };
 
 // A canonical, order-independent text listing of a fabric: nodes sorted by GUID, then each

@@ -81,6 +81,58 @@ TEST(DiscoveryTest, ThreeTierAndIrregularFabricsComeOutAsBuilt) {
   EXPECT_EQ(FormatFabric(wr.result.fabric), FormatFabric(wr.reported));
 }
 
+// A walk cancelled part way: what it had not sent is taken back from the pipeline (not sent,
+// not counted), its answers in flight are ignored, its `done` never runs, and the same
+// Discovery walks again at once to the same fabric as a fresh one.
+TEST(DiscoveryTest, ACancelledWalkSendsNoMoreAndTheNextWalkIsWhole) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  boost::asio::io_context io;
+  sim::Simulator simulator(*f);
+  size_t node_infos = 0;
+  bool cancelled = false;
+  size_t sent_after_cancel = 0;
+  sim::SimTransport transport(io, simulator, FirstCabledCaPort(*f));
+  mad::SendOptions send;
+  send.timeout = std::chrono::milliseconds(5);
+  SmpPipeline pipeline(transport, 8, send, 0);
+  Discovery d(pipeline);
+  simulator.SetSmpObserver([&](NodeId, uint8_t, uint16_t attr, uint32_t) {
+    if (cancelled) ++sent_after_cancel;
+    if (attr == mad::attr::kNodeInfo && ++node_infos == 20 && !cancelled) {
+      cancelled = true;
+      // Inside an SMP's delivery: the walk is stopped from where a trap would stop it.
+      boost::asio::post(io, [&] {
+        d.Cancel();
+        EXPECT_FALSE(d.running());
+      });
+    }
+  });
+  bool first_done = false;
+  d.Run([&](DiscoveryResult) { first_done = true; });
+  io.run();
+  io.restart();
+  EXPECT_TRUE(cancelled);
+  EXPECT_FALSE(first_done) << "a cancelled walk's done ran";
+  EXPECT_TRUE(pipeline.idle());
+  EXPECT_LE(sent_after_cancel, 8u) << "more than the window in flight went out after Cancel";
+  const uint64_t gets = pipeline.counters().gets;
+  EXPECT_LT(gets, 20u + 8u + 8u * 16u) << "the taken-back requests were counted as sent";
+  simulator.SetSmpObserver({});
+  DiscoveryResult again;
+  bool second_done = false;
+  d.Run([&](DiscoveryResult r) {
+    again = std::move(r);
+    second_done = true;
+  });
+  io.run();
+  ASSERT_TRUE(second_done);
+  EXPECT_TRUE(again.issues.empty());
+  EXPECT_TRUE(FormatFabric(again.fabric) ==
+              FormatFabric(simcheck::AsDevicesReportIt(*f, simulator)))
+      << "the walk after the cancelled one did not find the fabric as built";
+}
+
 TEST(DiscoveryTest, OneSmpInFlightFindsTheSameFabricAsMany) {
   auto f = FatTree2(8);
   ASSERT_TRUE(f.ok());

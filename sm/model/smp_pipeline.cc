@@ -17,9 +17,11 @@ SmpPipeline::SmpPipeline(mad::Transport& transport, size_t max_in_flight,
       send_(send),
       m_key_(m_key) {}
 
-void SmpPipeline::Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod, Callback cb) {
+void SmpPipeline::Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod, Callback cb,
+                      const void* group) {
   ++counters_.gets;
-  Enqueue(mad::MakeDrSmp(mad::method::kGet, attr_id, attr_mod, path, m_key_), std::move(cb));
+  Enqueue(mad::MakeDrSmp(mad::method::kGet, attr_id, attr_mod, path, m_key_), std::move(cb),
+          group);
 }
 
 void SmpPipeline::Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
@@ -35,8 +37,8 @@ void SmpPipeline::Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
   Enqueue(std::move(smp), std::move(cb));
 }
 
-void SmpPipeline::Enqueue(mad::Smp smp, Callback cb) {
-  queue_.push_back({std::move(smp), std::move(cb)});
+void SmpPipeline::Enqueue(mad::Smp smp, Callback cb, const void* group) {
+  queue_.push_back({std::move(smp), std::move(cb), 0, group});
   Pump();
 }
 
@@ -99,6 +101,22 @@ void SmpPipeline::Send(Request req) {
         Pump();
         CheckIdle();
       });
+}
+
+size_t SmpPipeline::DropQueued(const void* group) {
+  if (group == nullptr) return 0;
+  std::vector<Callback> dropped;
+  std::erase_if(queue_, [&](Request& r) {
+    if (r.group != group) return false;
+    dropped.push_back(std::move(r.cb));
+    return true;
+  });
+  // The gets were counted when queued; they never left.
+  counters_.gets -= std::min<uint64_t>(counters_.gets, dropped.size());
+  for (auto& cb : dropped)
+    if (cb) cb(Status(StatusCode::kUnavailable, "dropped before it was sent"));
+  CheckIdle();
+  return dropped.size();
 }
 
 void SmpPipeline::WhenIdle(std::function<void()> fn) {

@@ -61,7 +61,9 @@ class SmpPipeline {
   // DR Get/Set of `attr_id` at `path`. `data` (Set) is the 64-byte attribute payload.
   // The callback sees the decoded response, or an error: kTimeout, kCorrupt (undecodable or
   // wrong attribute), kFailedPrecondition (MAD status non-zero; message has the status).
-  void Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod, Callback cb);
+  // `group` names the requests one owner may take back with DropQueued (nullptr: none).
+  void Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod, Callback cb,
+           const void* group = nullptr);
   void Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
            std::span<const uint8_t> data, Callback cb);
 
@@ -74,6 +76,10 @@ class SmpPipeline {
   // a time; a second call replaces the first.
   void WhenIdle(std::function<void()> fn);
   bool idle() const { return queue_.empty() && in_flight_ == 0 && !feeder_; }
+  // Takes back the requests of `group` not sent yet: each callback runs once, at once, with
+  // kUnavailable ("dropped"), and none is counted as failed. Those in flight complete as
+  // usual. Returns how many were dropped.
+  size_t DropQueued(const void* group);
 
   void set_m_key(uint64_t k) { m_key_ = k; }
   // Fencing (HA): while fenced, every Set except SMInfo (the SM protocol itself) fails at
@@ -92,8 +98,9 @@ class SmpPipeline {
     mad::Smp smp;
     Callback cb;
     int round = 0;
+    const void* group = nullptr;
   };
-  void Enqueue(mad::Smp smp, Callback cb);
+  void Enqueue(mad::Smp smp, Callback cb, const void* group = nullptr);
   void Pump();
   void Send(Request req);
   void CheckIdle();

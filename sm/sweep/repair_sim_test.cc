@@ -712,6 +712,62 @@ TEST(RepairSweepTest, ATrapWhileAHeavySweepRunsHandsOverToARepairWithoutPushingS
   ExpectFabricUp(cut_fabric, sim);
 }
 
+// A cut while a heavy sweep walks the fabric: the walk stops (what it had not sent is taken
+// back), the repair runs at once on the last model, and the heavy sweep runs again after it.
+TEST(RepairSweepTest, ATrapDuringAHeavySweepsDiscoveryStopsTheWalkForARepair) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  const PortId cable = SpineUplink(*f);
+  ASSERT_NE(cable, kNoPort);
+  Harness h(sim, *f, Quiet());
+  std::vector<SweepStats> sweeps;
+  bool second = false, cut = false, repaired = false;
+  size_t node_infos = 0, node_infos_after_cut = 0;
+  sim.SetSmpObserver([&](NodeId, uint8_t method, uint16_t attr, uint32_t) {
+    if (!second || method != mad::method::kGet || attr != mad::attr::kNodeInfo) return;
+    if (cut && !repaired) ++node_infos_after_cut;
+    // A few nodes into the walk: most of the fabric is still to be read.
+    if (!cut && ++node_infos == 12) {
+      cut = true;
+      EXPECT_TRUE(sim.LinkDown(cable).ok());
+    }
+  });
+  h.Run([&](const SweepStats& s) {
+    sweeps.push_back(s);
+    if (sweeps.size() == 1) {
+      EXPECT_TRUE(s.subnet_up);
+      second = true;
+      h.sm.RequestHeavySweep("test: a heavy sweep the cut lands in");
+      return;
+    }
+    if (s.repair) repaired = true;
+    if (sweeps.size() == 3) h.Stop();
+  });
+  sim.SetSmpObserver({});
+  ASSERT_TRUE(cut);
+  ASSERT_EQ(sweeps.size(), 3u);
+  const SweepStats& repair = sweeps[1];
+  EXPECT_TRUE(repair.repair) << "the cut waited for the heavy sweep";
+  EXPECT_TRUE(repair.subnet_up);
+  EXPECT_EQ(repair.repair_links_lost, 1u);
+  EXPECT_EQ(repair.links, sweeps.front().links - 1);
+  EXPECT_EQ(h.sm.counters().heavy_sweeps_cut_short, 1u);
+  // The walk went no further than what was in flight: the repair did not wait for it.
+  EXPECT_LT(node_infos_after_cut, f->node_count() / 2)
+      << "the heavy sweep's discovery went on after the cut";
+  // The heavy sweep the operator asked for ran after the repair, on the cut fabric.
+  const SweepStats& heavy = sweeps[2];
+  EXPECT_FALSE(heavy.repair);
+  EXPECT_TRUE(heavy.subnet_up);
+  EXPECT_EQ(heavy.nodes, sweeps.front().nodes);
+  EXPECT_EQ(heavy.links, sweeps.front().links - 1);
+  EXPECT_EQ(heavy.lid_changes, 0u);
+  Fabric cut_fabric = *f;
+  cut_fabric.Disconnect(cable);
+  ExpectFabricUp(cut_fabric, sim);
+}
+
 // The figures and checks the tests below share: every sweep after the first and before the
 // comparing heavy sweep was a repair (the LIDs each test checks itself: a node that comes back
 // is given its LID again, which the sweep counts as a change), the comparing heavy sweep found the

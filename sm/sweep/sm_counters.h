@@ -17,7 +17,7 @@ struct SmCounters {
   uint64_t repair_fallbacks = 0;  // repairs that found what only a heavy sweep handles
   uint64_t repair_restarts = 0;   // repairs begun again with switches that reported meanwhile
   uint64_t links_damped = 0;      // cables damped for flapping (sm/sweep/link_damping.h)
-  uint64_t heavy_sweeps_cut_short = 0;  // heavy sweeps handed to a repair after routing
+  uint64_t heavy_sweeps_cut_short = 0;  // heavy sweeps that gave way to a repair
   uint64_t repair_reroutes = 0;          // repairs routed incrementally
   uint64_t repair_reroutes_refused = 0;  // ... whose incremental result was refused
   uint64_t repair_reroutes_proven = 0;   // ... whose tables were proven from the changed LIDs
@@ -99,8 +99,8 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "check took a path over a cable those reports name"},
     {&SmCounters::heavy_sweeps_cut_short, CounterSection::kStatus, "heavy_sweeps_cut_short",
      "ibsm_heavy_sweeps_cut_short_total", "", "",
-     "heavy sweeps whose tables were not pushed: a trap came in while they routed, and a "
-     "repair sweep took over"},
+     "heavy sweeps that gave way to a repair sweep: a trap came in during their discovery "
+     "(they run again after it) or before their tables were pushed (the repair took over)"},
     {&SmCounters::repair_reroutes, CounterSection::kStatus, "repair_reroutes",
      "ibsm_repair_reroutes_total", "", "",
      "repair sweeps that kept every intact route and re-routed only what the fault broke "

@@ -419,7 +419,9 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
     std::string proof_refused;
   };
   // Abandons this heavy sweep for a repair of the switches that reported meanwhile; false
-  // when it may not (see the definition).
+  // when it may not (see the definitions). CutDiscoveryShort: during its discovery (the
+  // heavy sweep runs again after the repair); HandHeavySweepToRepair: after it.
+  bool CutDiscoveryShort();
   bool HandHeavySweepToRepair(const char* when);
   void OnRouted(Routed routed);
   void ProgramSwitches();

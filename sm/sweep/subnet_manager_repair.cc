@@ -70,10 +70,37 @@ void SubnetManager::RequestRepair(Guid guid, const std::string& reason) {
     });
     return;
   }
-  if (sweeping_ || repair_posted_) return;
+  if (repair_posted_) return;
+  if (sweeping_) {
+    CutDiscoveryShort();
+    return;
+  }
   repair_posted_ = true;
   sweeping_ = true;
   boost::asio::post(io_, [this] { BeginRepair(); });
+}
+
+// A switch reported while a heavy sweep walks the fabric: the rest of the walk (about half a
+// second at 3-tier k=32) would delay the repair, and its model is not routed yet. The walk
+// stops, the repair runs now on the last model (the one the programmed tables are for), and
+// the heavy sweep runs again after it (RequestHeavySweep while sweeping queues it). Not on
+// the first sweep as master nor before any tables exist: there is no model to repair.
+bool SubnetManager::CutDiscoveryShort() {
+  if (current_.repair || stage_ != Stage::kDiscovery || sweep_posted_ || !discovery_ ||
+      !discovery_->running() || first_master_sweep_ || !tables_ || !discovered_ ||
+      warm_takeover_ || state() != mad::SmState::kMaster)
+    return false;
+  discovery_->Cancel();
+  ++counters_.heavy_sweeps_cut_short;
+  Log(LogName::kSm).info("heavy sweep {}: {} switches reported link changes during its "
+                         "discovery; the walk stops, a repair sweep runs on the last model, "
+                         "and the heavy sweep runs again after it",
+                         current_.number, repair_pending_.size());
+  const std::string reason = pending_reason_;
+  repair_posted_ = true;
+  boost::asio::post(io_, [this] { BeginRepair(); });
+  RequestHeavySweep(reason);  // queued: sweeping_ stays true through the repair
+  return true;
 }
 
 void SubnetManager::BeginRepair() {
