@@ -129,6 +129,12 @@ inline constexpr std::string_view kDefaultChain = "ftree,updn";
 // chose shortest paths over deadlock freedom, and a credit loop is reported, not refused.
 bool ChainNamesMinHop(std::string_view chain);
 
+// True when `a` and `b` give every engine the same input: the same nodes (kind, ports, node
+// and system image GUIDs) at the same NodeIds, the same port GUIDs, cables, LIDs and LMC.
+// What routing does not read (port states, link width and speed, names) may differ: tables
+// made and checked for one are the tables any engine makes, and passes, for the other.
+bool SameRoutingInputs(const Fabric& a, const Fabric& b);
+
 // Runs `chain` in order; minhop is appended as the last resort unless `chain` contains
 // "no_fallback". InvalidArgument for an unknown engine name, and for a chain of no engine
 // with "no_fallback" (nothing may route); the last engine's Status if every engine declined.

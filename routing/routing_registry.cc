@@ -49,6 +49,25 @@ std::unique_ptr<RoutingEngine> MakeEngine(std::string_view name) {
   return nullptr;
 }
 
+bool SameRoutingInputs(const Fabric& a, const Fabric& b) {
+  if (a.node_count() != b.node_count() || a.port_count() != b.port_count()) return false;
+  for (NodeId n = 0; n < a.node_count(); ++n) {
+    const Node& x = a.node(n);
+    const Node& y = b.node(n);
+    if (x.kind != y.kind || x.num_ports != y.num_ports || x.guid != y.guid ||
+        x.system_image_guid != y.system_image_guid || x.first_port != y.first_port)
+      return false;
+  }
+  for (PortId p = 0; p < a.port_count(); ++p) {
+    const Port& x = a.port(p);
+    const Port& y = b.port(p);
+    if (x.node != y.node || x.num != y.num || x.guid != y.guid || x.peer != y.peer ||
+        x.lid != y.lid || x.lmc != y.lmc)
+      return false;
+  }
+  return true;
+}
+
 bool ChainNamesMinHop(std::string_view chain) {
   while (true) {
     const size_t comma = chain.find(',');

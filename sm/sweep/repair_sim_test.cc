@@ -823,6 +823,11 @@ TEST(RepairSweepTest, ACableThatComesBackIsPutBackWithoutAHeavySweep) {
   for (const SweepStats& s : run.sweeps) up += s.repair ? s.repair_links_up : 0;
   EXPECT_EQ(up, 1u);
   EXPECT_GE(run.counters.repair_sweeps_grown, 1u);
+  // The model is the first sweep's again: its tables are taken, not routed anew, and the
+  // come-back writes back exactly the blocks the cut's repair changed.
+  EXPECT_EQ(run.counters.engine_tables_reused, 1u);
+  ASSERT_GE(run.sweeps.size(), 4u);
+  EXPECT_EQ(run.sweeps[2].lft_blocks_sent, run.sweeps[1].lft_blocks_sent);
 }
 
 // `name` leaves the fabric (RemoveNode) and comes back fresh with its cables (AddNode) once
@@ -856,6 +861,7 @@ TEST(RepairSweepTest, ASwitchThatDiesAndComesBackIsReadAloneAndProgrammed) {
   CutRun run = LeaveAndComeBack(sim, *f, "pod03-spine-02", &before);
   ExpectRepairedWhole(*f, sim, run, "a spine switch dies and comes back");
   EXPECT_EQ(NodesJoined(run), 1u);
+  EXPECT_GE(run.counters.engine_tables_reused, 1u) << "it came back as it was";
   EXPECT_EQ(simcheck::PortLids(*f, sim), before) << "the switch came back with another LID";
   EXPECT_NE(sim.switch_info(*f->FindNodeByName("pod03-spine-02")).linear_fdb_top, 0u)
       << "the switch was not programmed";

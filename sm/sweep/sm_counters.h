@@ -23,6 +23,7 @@ struct SmCounters {
   uint64_t repair_reroutes_proven = 0;   // ... whose tables were proven from the changed LIDs
   uint64_t repair_sweeps_local = 0;  // repairs whose port stages looked at touched nodes only
   uint64_t repair_sweeps_grown = 0;  // repairs that read what is behind ports that came up
+  uint64_t engine_tables_reused = 0;  // repairs that took the engine's tables for their model again
   uint64_t standby_refreshes = 0;      // a standby's discoveries of the fabric (Gets only)
   uint64_t standby_lft_blocks_read = 0;  // LFT blocks a standby read
   uint64_t warm_takeovers = 0;  // takeovers that started from the standby's model
@@ -121,6 +122,10 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "ibsm_repair_sweeps_grown_total", "", "",
      "repair sweeps that found ports up (a cable back, a new link, a switch that came back "
      "or rebooted) and read only what is behind them, not the whole fabric"},
+    {&SmCounters::engine_tables_reused, CounterSection::kStatus, "engine_tables_reused",
+     "ibsm_engine_tables_reused_total", "", "",
+     "repair sweeps whose model had the routing inputs of the last tables an engine made "
+     "(what was lost came back as it was): those tables were taken again, not routed anew"},
     {&SmCounters::standby_refreshes, CounterSection::kStatus, "standby_refreshes",
      "ibsm_standby_refreshes_total", "", "",
      "discoveries of the fabric a STANDBY made with Gets alone, to keep a current model for "

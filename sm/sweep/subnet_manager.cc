@@ -161,6 +161,7 @@ void SubnetManager::Stop() {
 void SubnetManager::Reconfigure(const SubnetManagerOptions& o) {
   options_.routing_engine = o.routing_engine;
   options_.routing = o.routing;
+  engine_tables_.reset();  // made under the old routing options
   options_.sweep_interval = o.sweep_interval;
   options_.force_heavy_sweep = o.force_heavy_sweep;
   options_.keep_sweeps = o.keep_sweeps;

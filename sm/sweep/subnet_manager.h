@@ -406,6 +406,11 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
     routing::CreditLoopReport loops;
     double route_s = 0, verify_s = 0, loops_s = 0;
     std::shared_ptr<const Fabric> fabric;  // the model the tables are for
+    std::string chain;                     // the engines asked
+    // Tables taken again from engine_tables_ (`result` then holds none): made, verified and
+    // proven at sweep `reused_from` for a model with the same routing inputs.
+    std::shared_ptr<const routing::RoutingTables> reused;
+    uint64_t reused_from = 0;
     // A repair's incremental re-route (routing::RerouteAround): used, or why not.
     bool rerouted = false;
     routing::RerouteStats reroute;
@@ -639,6 +644,21 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // They passed verification on tables_fabric_, and have no credit loop by this proof (null
   // when none was had): a repair's re-route then needs only its changed LIDs checked.
   std::shared_ptr<const routing::UpDownProof> tables_proof_;
+  // The last tables a routing engine made that passed (not a re-route's), with the model they
+  // were made for and their checks. A repair whose model has the same routing inputs again
+  // (routing::SameRoutingInputs: a cable or a switch came back as it was) takes them instead
+  // of routing: they passed on exactly those inputs. While the tables in force are a
+  // re-route's this is a second set (about 12 MB at 3-tier k=32). Reconfigure drops it.
+  struct EngineTables {
+    std::shared_ptr<const Fabric> fabric;
+    std::shared_ptr<const routing::RoutingTables> tables;
+    std::shared_ptr<const routing::UpDownProof> proof;
+    std::string chain;
+    routing::VerifyReport verify;
+    routing::CreditLoopReport loops;
+    uint64_t sweep = 0;
+  };
+  std::optional<EngineTables> engine_tables_;
   // A copy of spare_of_ (the last good tables, when made), made on the worker while it is
   // idle, for the next repair's re-route to build in instead of copying them then. Touched
   // only on routing_pool_ (one thread).

@@ -212,6 +212,28 @@ void SubnetManager::Route() {
     before = tables_fabric_;
     proof = tables_proof_;
   }
+  // A repair that brought the model back to the inputs of the engine's last tables (a cable
+  // or a switch came back as it was) takes those tables: the engine would route the same
+  // inputs again, and they passed verification and the credit-loop check on them. Only the
+  // blocks the fault's repair changed are written back.
+  if (!old && current_.repair && !warm_takeover_ && engine_tables_ &&
+      engine_tables_->chain == chain &&
+      routing::SameRoutingInputs(*engine_tables_->fabric, *snapshot)) {
+    auto routed = std::make_shared<Routed>();
+    routed->fabric = snapshot;
+    routed->chain = chain;
+    routed->lids = std::make_unique<routing::LidMap>(*snapshot);
+    routed->result = routing::ChainResult{};
+    routed->reused = engine_tables_->tables;
+    routed->reused_from = engine_tables_->sweep;
+    routed->verify = engine_tables_->verify;
+    routed->loops = engine_tables_->loops;
+    routed->proof = engine_tables_->proof;
+    boost::asio::post(io_, [this, routed]() mutable {
+      if (!stopped_) OnRouted(std::move(*routed));
+    });
+    return;
+  }
   // The proof is for a later repair's re-route: without repair sweeps nothing would read it.
   const bool want_proof = options_.incremental_repair && options_.incremental_reroute;
   // Routing, verification and the deadlock proof all run off the io thread, on the snapshot.
@@ -220,6 +242,7 @@ void SubnetManager::Route() {
                                     want_proof] {
     auto routed = std::make_shared<Routed>();
     routed->fabric = snapshot;
+    routed->chain = chain;
     auto t0 = std::chrono::steady_clock::now();
     // Verification and the deadlock proof, the same for an engine's tables and a repair's
     // re-route; route_s runs from t0. True when both pass. `changed`: a re-route's examined
@@ -358,7 +381,8 @@ void SubnetManager::OnRouted(Routed routed) {
     current_.declined.push_back(name + ": " + why.message());
     Log(LogName::kRouting).info("routing engine {} declined: {}", name, why.message());
   }
-  const std::string& engine = result->tables.engine;
+  const routing::RoutingTables& made = routed.reused ? *routed.reused : result->tables;
+  const std::string& engine = made.engine;
   const routing::VerifyReport& report = routed.verify;
   const routing::CreditLoopReport& loops = routed.loops;
   last_check_ = RoutingCheck{engine,          false,          report,        loops,
@@ -409,19 +433,26 @@ void SubnetManager::OnRouted(Routed routed) {
   }
   current_.engine = engine;
   last_check_->accepted = true;
-  if (routed.loops_proven) {
+  if (routed.reused) {
+    ++counters_.engine_tables_reused;
+    Log(LogName::kRouting)
+        .info("{} tables configured: {} switches, max LID {}; the tables of sweep {} taken "
+              "again (this model has the routing inputs they were made, verified and checked "
+              "for credit loops on)",
+              engine, made.switches.size(), routed.lids->max_lid(), routed.reused_from);
+  } else if (routed.loops_proven) {
     Log(LogName::kRouting)
         .info("{} tables configured: {} switches, max LID {}; re-routed in {:.3f} s, the {} "
               "LIDs it changed verified in {:.3f} s, proven free of credit loops from them in "
               "{:.3f} s ({} down-then-up turns, none closing a loop)",
-              engine, result->tables.switches.size(), routed.lids->max_lid(), routed.route_s,
+              engine, made.switches.size(), routed.lids->max_lid(), routed.route_s,
               routed.verified_lids, routed.verify_s, routed.loops_s,
               routed.proof ? routed.proof->turns.size() : 0);
   } else {
     Log(LogName::kRouting)
         .info("{} tables configured: {} switches, max LID {}; routed in {:.3f} s, verified in "
               "{:.3f} s, credit loops checked in {:.3f} s ({} channels, {} dependencies, {})",
-              engine, result->tables.switches.size(), routed.lids->max_lid(), routed.route_s,
+              engine, made.switches.size(), routed.lids->max_lid(), routed.route_s,
               routed.verify_s, routed.loops_s, loops.channels, loops.dependencies,
               loops.acyclic ? "acyclic" : "CYCLE");
   }
@@ -440,9 +471,14 @@ void SubnetManager::OnRouted(Routed routed) {
               current_.number, routed.reroute.lids_rerouted, routed.reroute.lids_examined,
               routed.reroute.entries_changed);
   }
-  tables_ = std::make_shared<const routing::RoutingTables>(std::move(result->tables));
+  tables_ = routed.reused ? routed.reused
+                          : std::make_shared<const routing::RoutingTables>(std::move(result->tables));
   tables_fabric_ = std::move(routed.fabric);
   tables_proof_ = std::move(routed.proof);
+  if (!routed.rerouted && !routed.reused && report.ok && loops.acyclic) {
+    engine_tables_ = EngineTables{tables_fabric_, tables_,     tables_proof_, routed.chain,
+                                  report,         loops,       current_.number};
+  }
   lid_map_ = std::move(routed.lids);
   if (options_.incremental_repair && options_.incremental_reroute && tables_->engine != "minhop") {
     // The next repair starts from a copy of these tables: made now, while the worker is idle.
