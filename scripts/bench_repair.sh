@@ -15,8 +15,12 @@
 #                     (SUBNET UP, then 2 s) put back with `relink`, timed from the relink;
 #                     spineback: the same with the spine of `spine` (it dies, then returns
 #                     with its cables; ibsim keeps its tables, so this is a switch coming
-#                     back, not the power cycle the in-process repair_bench times)
-#                     (default "cable")
+#                     back, not the power cycle the in-process repair_bench times);
+#                     heavycable: the cable of `cable` cut while a heavy sweep walks the
+#                     fabric (SIGHUP, as an operator's reload, then --heavy-delay); ibsmd only:
+#                     OpenSM's next SUBNET UP may be that heavy sweep's, which did not see
+#                     the cut (default "cable")
+#   --heavy-delay S   heavycable: seconds from the SIGHUP to the cut (default 0.2)
 #   --engine E        routing_engine for both SMs (default ftree,updn)
 #   --ibsmd PATH      ibsmd binary (default build/bin/ibsmd)
 #   --sms LIST        which SMs to run (default "ibsmd opensm")
@@ -34,9 +38,9 @@ set -uo pipefail
 script=bench_repair
 source "$(dirname "$0")/lib/bench.sh"
 fabric=ftree3:16 after="3 20" faults=cable engine=ftree,updn ibsmd=$here/build/bin/ibsmd sms="ibsmd opensm"
-keep=0
+keep=0 heavy_delay=0.2
 
-usage() { usage_lines 2 31; }
+usage() { usage_lines 2 35; }
 while [ $# -gt 0 ]; do
     case $1 in
         --fabric) [ $# -ge 2 ] || usage; fabric=$2; shift ;;
@@ -45,6 +49,7 @@ while [ $# -gt 0 ]; do
         --engine) [ $# -ge 2 ] || usage; engine=$2; shift ;;
         --ibsmd) [ $# -ge 2 ] || usage; ibsmd=$2; shift ;;
         --sms) [ $# -ge 2 ] || usage; sms=$2; shift ;;
+        --heavy-delay) [ $# -ge 2 ] || usage; heavy_delay=$2; shift ;;
         --keep) keep=1 ;;
         -h|--help) usage ;;
         *) die "unknown argument $1 (try --help)" ;;
@@ -77,8 +82,9 @@ fault_lines() {
         spine) awk -F'"' '/^Switch/ && $2 ~ /spine/ { printf "unlink \"%s\"\n", $2; exit }' "$net" ;;
         cables16) awk -F'"' '/^Switch/ && $2 ~ /^core/ && n++ < 16 { printf "unlink \"%s\"[1]\n", $2 }' "$net" ;;
         cableback) fault_lines cable | sed 's/^unlink/relink/' ;;
+        heavycable) fault_lines cable ;;
         spineback) fault_lines spine | sed 's/^unlink/relink/' ;;
-        *) die "unknown fault $1 (cable, spine, cables16, cableback, spineback)" ;;
+        *) die "unknown fault $1 (cable, spine, cables16, cableback, spineback, heavycable)" ;;
     esac
 }
 # What fault $1 does first, before the part that is timed (empty: nothing).
@@ -112,6 +118,10 @@ rows=()
 for fault in $faults; do
 for pause in $after; do
     for kind in $sms; do
+        if [ "$fault" = heavycable ] && [ "$kind" != ibsmd ]; then
+            echo "$script: $kind skipped for heavycable (its next SUBNET UP may be the heavy sweep's)" >&2
+            continue
+        fi
         run_dir=$tmp/$kind-$fault-$pause
         mkdir -p "$run_dir/state"
         echo "$script: $kind on $fabric, $fault ${pause} s after SUBNET UP" >&2
@@ -145,6 +155,10 @@ for pause in $after; do
             sleep 2
         fi
         ups=$(grep -c "SUBNET UP" "$log")
+        if [ "$fault" = heavycable ]; then
+            kill -HUP "$sm_pid"
+            sleep "$heavy_delay"
+        fi
         t0=$(sod)
         fault_lines "$fault" >&3
         wait_up "$log" $((ups + 1)) "$kind" 600 || die "$kind never came up after the cut ($run_dir)"
@@ -152,7 +166,9 @@ for pause in $after; do
         repair=$(awk -v a="$t0" -v b="$t1" 'BEGIN { d = b - a; if (d < -43200) d += 86400; printf "%.2f", d }')
         sweep="-"
         if [ "$kind" = ibsmd ]; then
-            line=$(awk -v n="$ups" '/SUBNET UP/ { seen++ } seen >= n && / sweep [0-9]+ done in / { l = $0 } END { print l }' "$log")
+            # The first sweep to end after the fault's count of SUBNET UP lines: sweeps end, and
+            # the state writer logs their SUBNET UP, in order.
+            line=$(awk -v n="$ups" '/SUBNET UP/ { seen++ } seen >= n && / sweep [0-9]+ done in / { print; exit }' "$log")
             sweep=$(echo "$line" | sed -n 's/.* \(repair\|heavy\) sweep [0-9]* done in .* \([0-9][0-9]*\) SMPs (.*/\1, \2 SMPs/p')
         fi
         rows+=("| $kind | $fabric | $fault | ${pause} s | $repair | ${sweep:--} |")

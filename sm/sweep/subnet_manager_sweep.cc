@@ -914,7 +914,12 @@ void SubnetManager::FinishHeavySweep() {
       });
       return;
     }
-    RequestHeavySweep("change during the last sweep");
+    // Named by the first request that came while the sweep ran (a SIGHUP, a resweep, a heavy
+    // sweep cut short for a repair).
+    const std::string why = queued_reason_.empty() ? std::string("change during the last sweep")
+                                                   : "queued: " + queued_reason_;
+    queued_reason_.clear();
+    RequestHeavySweep(why);
     return;
   }
   if (!repair_pending_.empty() && state() == mad::SmState::kMaster) {
