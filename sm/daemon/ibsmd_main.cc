@@ -528,12 +528,12 @@ int Main(int argc, char** argv) {
   // The PerfMgr polls only while this SM is master, from its last heavy sweep.
   std::unique_ptr<PerfManager> perf;
   if (config.perfmgr && !extras.once) {
-    perf = std::make_unique<PerfManager>(io, *transport, clock, shared_store.get(), shared_store.get(), MakePerfOptions(config),
-                                         [&sm]() -> const DiscoveryResult* {
-                                           return sm.state() == mad::SmState::kMaster
-                                                      ? sm.discovered()
-                                                      : nullptr;
-                                         });
+    perf = std::make_unique<PerfManager>(io, *transport, clock, shared_store.get(),
+                                         shared_store.get(), MakePerfOptions(config));
+    // It polls the model the SM publishes as master, never the engine's own.
+    sm.AddModelObserver([p = perf.get()](std::shared_ptr<const DiscoveryResult> model) {
+      p->SetModel(std::move(model));
+    });
     // The state file's health (and links) snapshot follows each PerfMgr sweep.
     sm.set_perf(perf.get());
     perf->set_on_sweep([&sm] { sm.SaveSweepSnapshots(); });

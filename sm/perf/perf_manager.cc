@@ -141,14 +141,13 @@ PerfDelta ComputeDelta(const PerfCounters& before, const PerfCounters& now,
 
 PerfManager::PerfManager(boost::asio::io_context& io, mad::Transport& transport,
                          const Clock& clock, ha::PerfRows* history, ha::HistoryRows* events,
-                         PerfManagerOptions options, FabricSource fabric)
+                         PerfManagerOptions options)
     : io_(io),
       transport_(transport),
       clock_(clock),
       store_(history),
       events_(events),
       options_(std::move(options)),
-      fabric_(std::move(fabric)),
       timer_(io) {
   if (options_.max_outstanding == 0) options_.max_outstanding = 1;
 }
@@ -209,7 +208,7 @@ void PerfManager::ScheduleNext() {
 
 void PerfManager::BeginSweep() {
   timer_.cancel();
-  const DiscoveryResult* d = fabric_ ? fabric_() : nullptr;
+  const DiscoveryResult* d = model_.get();
   if (!d || stopped_) {
     Log(LogName::kSm).debug("PerfMgr sweep skipped: {}", stopped_ ? "stopped" : "no fabric (not master, or no sweep yet)");
     auto waiters = std::move(waiters_);

@@ -124,19 +124,19 @@ struct PortPerf {
 
 class PerfManager {
  public:
-  // The fabric to poll: the last heavy sweep's discovery, or null (not master, no sweep yet).
-  using FabricSource = std::function<const DiscoveryResult*()>;
-
   // `history` keeps the counter deltas, `events` the health findings; either may be null
   // (no state file), and usually both are the one state file.
   // REQUIRES: io, transport, clock and (if not null) history and events outlive this.
   PerfManager(boost::asio::io_context& io, mad::Transport& transport, const Clock& clock,
-              ha::PerfRows* history, ha::HistoryRows* events, PerfManagerOptions options,
-              FabricSource fabric);
+              ha::PerfRows* history, ha::HistoryRows* events, PerfManagerOptions options);
   ~PerfManager();
   PerfManager(const PerfManager&) = delete;
   PerfManager& operator=(const PerfManager&) = delete;
 
+  // The fabric to poll from the next sweep on: the model the SM published with its last sweep
+  // as master (SubnetManager::AddModelObserver), immutable; null: none (not master, or no
+  // sweep yet), and sweeps are skipped. A sweep running goes on with the model it began with.
+  void SetModel(std::shared_ptr<const DiscoveryResult> model) { model_ = std::move(model); }
   // Arms the periodic sweep. The first sweep waits for OnSubnetUp.
   void Start();
   // A heavy sweep brought the subnet up: the first one starts a PerfMgr sweep now.
@@ -206,7 +206,7 @@ class PerfManager {
   ha::PerfRows* store_;
   ha::HistoryRows* events_;
   PerfManagerOptions options_;
-  FabricSource fabric_;
+  std::shared_ptr<const DiscoveryResult> model_;
   boost::asio::steady_timer timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   StoreRunner store_runner_;

@@ -123,6 +123,11 @@ class PerfManagerSimTest : public ::testing::Test {
 
     SubnetManagerOptions o = SmOptions();
     sm_ = std::make_unique<SubnetManager>(io_, *transport_, clock_, store_.get(), o);
+    // As the daemon wires them: the PerfMgr polls the model the SM publishes as master.
+    sm_->AddModelObserver([this](std::shared_ptr<const DiscoveryResult> m) {
+      model_ = m;
+      if (perf_) perf_->SetModel(std::move(m));
+    });
     sm_->Start([this](const SweepStats& s) {
       up_ = s.subnet_up;
       io_.stop();
@@ -148,8 +153,8 @@ class PerfManagerSimTest : public ::testing::Test {
     return o;
   }
   void MakePerf(PerfManagerOptions o = Options()) {
-    perf_ = std::make_unique<PerfManager>(io_, *transport_, clock_, store_.get(), store_.get(), o,
-                                          [this] { return sm_->discovered(); });
+    perf_ = std::make_unique<PerfManager>(io_, *transport_, clock_, store_.get(), store_.get(), o);
+    perf_->SetModel(model_);
   }
   static PerfManagerOptions Options() {
     PerfManagerOptions o;
@@ -205,6 +210,7 @@ class PerfManagerSimTest : public ::testing::Test {
   std::string dir_;
   std::unique_ptr<ha::MemoryStateStore> store_;
   std::unique_ptr<SubnetManager> sm_;
+  std::shared_ptr<const DiscoveryResult> model_;  // the last one the SM published
   std::unique_ptr<PerfManager> perf_;
   bool up_ = false;
 };

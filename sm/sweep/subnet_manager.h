@@ -303,6 +303,12 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // snapshots carry (ha::kSnapshot*); null: none (perfmgr FALSE). REQUIRES: outlives this,
   // or is reset to null first.
   void set_perf(const PerfManager* perf) { perf_ = perf; }
+  // Told the model each time the SM publishes one to the SA as master (the end of a sweep,
+  // the optional reads' records), and null when the SM leaves MASTER or publishes while not
+  // master: the immutable model an observer such as the PerfMgr works from, without asking
+  // the engine. On the io thread; add before Start.
+  using ModelObserver = std::function<void(std::shared_ptr<const DiscoveryResult>)>;
+  void AddModelObserver(ModelObserver o) { model_observers_.push_back(std::move(o)); }
   // After a PerfMgr sweep: stores the health and links answers in the state file when they
   // changed (heavy sweeps store nodes, links and health themselves).
   void SaveSweepSnapshots() { writer_.SaveSweepSnapshots(discovered_, ViewOfPerf(perf_)); }
@@ -451,7 +457,10 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   bool HaStopped() const override { return stopped_; }
   void HaFence(bool fenced) override;
   void HaApplyActions(uint32_t actions, const std::string& why) override;
-  void HaLeftMaster() override { sa_state_complete_ = false; }
+  void HaLeftMaster() override {
+    sa_state_complete_ = false;
+    for (const auto& o : model_observers_) o(nullptr);
+  }
   void HaFlushState() override { FlushState(); }
   void HaStandby() override;
   void HaContinueSweep(bool qos_reads) override;
@@ -627,6 +636,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // until the SM changes it: every change goes through MutableDiscovered(), which copies it
   // first when anyone else holds it.
   std::shared_ptr<const DiscoveryResult> discovered_;
+  std::vector<ModelObserver> model_observers_;
   DiscoveryResult& MutableDiscovered();
   PortId sm_port_ = kNoPort;
   LidAssignment lids_;

@@ -157,6 +157,8 @@ void SubnetManager::PublishSaSnapshot() {
   s->partitioned = options_.partitions.config != nullptr;
   sa_.Publish(std::move(s));
   ha_.PublishKnownSms();  // their LIDs as this sweep left them
+  const bool master = state() == mad::SmState::kMaster;
+  for (const auto& o : model_observers_) o(master ? discovered_ : nullptr);
 }
 
 }  // namespace ibsm::sm
