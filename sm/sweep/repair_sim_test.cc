@@ -662,6 +662,41 @@ TEST(RepairSweepTest, AFlappingCableIsDampedAndComesBackOnceQuiet) {
 // repair sweep takes over at once and leaves the fabric routed around the cut. The heavy
 // sweep is made to wait for an SMInfo answer from a port claiming IsSM; the cable is cut when
 // that Get arrives, so the trap lands between discovery and routing.
+// A first sweep, then a heavy sweep asked for: `during` sees each SMP the simulator takes
+// in from then on (node, method, attribute, sweeps ended so far) and cuts the cable when it
+// chooses. Ends after `sweeps` sweeps in all.
+std::vector<SweepStats> CutDuringAHeavySweep(
+    Harness& h, sim::Simulator& sim, size_t sweeps,
+    const std::function<void(NodeId, uint8_t, uint16_t, size_t)>& during) {
+  std::vector<SweepStats> out;
+  bool second = false;
+  sim.SetSmpObserver([&](NodeId node, uint8_t method, uint16_t attr, uint32_t) {
+    if (second) during(node, method, attr, out.size());
+  });
+  h.Run([&](const SweepStats& s) {
+    out.push_back(s);
+    if (out.size() == 1) {
+      EXPECT_TRUE(s.subnet_up);
+      second = true;
+      h.sm.RequestHeavySweep("test: a heavy sweep the cut lands in");
+      return;
+    }
+    if (out.size() == sweeps) h.Stop();
+  });
+  sim.SetSmpObserver({});
+  return out;
+}
+
+// The sweep after the cut repaired it: one cable out, SUBNET UP, the heavy sweep cut short.
+void ExpectTheCutRepaired(const SweepStats& repair, const SweepStats& first,
+                          const SmCounters& counters) {
+  EXPECT_TRUE(repair.repair) << "the sweep that reported after the cut was not the repair";
+  EXPECT_TRUE(repair.subnet_up);
+  EXPECT_EQ(repair.repair_links_lost, 1u);
+  EXPECT_EQ(repair.links, first.links - 1);
+  EXPECT_EQ(counters.heavy_sweeps_cut_short, 1u);
+}
+
 TEST(RepairSweepTest, ATrapWhileAHeavySweepRunsHandsOverToARepairWithoutPushingStaleTables) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
@@ -674,11 +709,11 @@ TEST(RepairSweepTest, ATrapWhileAHeavySweepRunsHandsOverToARepairWithoutPushingS
   ASSERT_NE(decoy, FirstCaPort(*f));
   ASSERT_TRUE(sim.SetIsSm(decoy, true).ok());
   Harness h(sim, *f, Quiet());
-  std::vector<SweepStats> sweeps;
-  bool second = false, cut = false;
+  bool cut = false;
   size_t lft_sets_after_cut = 0;
-  sim.SetSmpObserver([&](NodeId node, uint8_t method, uint16_t attr, uint32_t) {
-    if (second && !cut && method == mad::method::kGet && attr == mad::attr::kSmInfo &&
+  auto sweeps = CutDuringAHeavySweep(h, sim, 2, [&](NodeId node, uint8_t method, uint16_t attr,
+                                                    size_t) {
+    if (!cut && method == mad::method::kGet && attr == mad::attr::kSmInfo &&
         node == f->port(decoy).node) {
       cut = true;
       EXPECT_TRUE(sim.LinkDown(cable).ok());
@@ -686,25 +721,10 @@ TEST(RepairSweepTest, ATrapWhileAHeavySweepRunsHandsOverToARepairWithoutPushingS
     if (cut && method == mad::method::kSet && attr == mad::attr::kLinearForwardingTable)
       ++lft_sets_after_cut;
   });
-  h.Run([&](const SweepStats& s) {
-    sweeps.push_back(s);
-    if (sweeps.size() == 1) {
-      EXPECT_TRUE(s.subnet_up);
-      second = true;
-      h.sm.RequestHeavySweep("test: a heavy sweep the cut lands in");
-      return;
-    }
-    h.Stop();
-  });
-  sim.SetSmpObserver({});
   ASSERT_TRUE(cut) << "the heavy sweep sent no SMInfo Get to the port claiming IsSM";
   ASSERT_EQ(sweeps.size(), 2u);
   const SweepStats& s = sweeps.back();
-  EXPECT_TRUE(s.repair) << "the sweep that reported after the cut was not the repair";
-  EXPECT_TRUE(s.subnet_up);
-  EXPECT_EQ(s.repair_links_lost, 1u);
-  EXPECT_EQ(s.links, sweeps.front().links - 1);
-  EXPECT_EQ(h.sm.counters().heavy_sweeps_cut_short, 1u);
+  ExpectTheCutRepaired(s, sweeps.front(), h.sm.counters());
   // Only the repair's blocks went out after the cut: the heavy sweep pushed none of its own.
   EXPECT_EQ(lft_sets_after_cut, s.lft_blocks_sent);
   Fabric cut_fabric = *f;
@@ -721,41 +741,23 @@ TEST(RepairSweepTest, ATrapDuringAHeavySweepsDiscoveryStopsTheWalkForARepair) {
   const PortId cable = SpineUplink(*f);
   ASSERT_NE(cable, kNoPort);
   Harness h(sim, *f, Quiet());
-  std::vector<SweepStats> sweeps;
-  bool second = false, cut = false, repaired = false;
+  bool cut = false;
   size_t node_infos = 0, node_infos_after_cut = 0;
-  sim.SetSmpObserver([&](NodeId, uint8_t method, uint16_t attr, uint32_t) {
-    if (!second || method != mad::method::kGet || attr != mad::attr::kNodeInfo) return;
-    if (cut && !repaired) ++node_infos_after_cut;
+  auto sweeps = CutDuringAHeavySweep(h, sim, 3, [&](NodeId, uint8_t method, uint16_t attr,
+                                                    size_t ended) {
+    if (method != mad::method::kGet || attr != mad::attr::kNodeInfo) return;
+    // After the cut and before the repair ended: the stopped walk's (the repair reads no
+    // NodeInfo: nothing came up).
+    if (cut && ended == 1) ++node_infos_after_cut;
     // A few nodes into the walk: most of the fabric is still to be read.
     if (!cut && ++node_infos == 12) {
       cut = true;
       EXPECT_TRUE(sim.LinkDown(cable).ok());
     }
   });
-  h.Run([&](const SweepStats& s) {
-    sweeps.push_back(s);
-    if (sweeps.size() == 1) {
-      EXPECT_TRUE(s.subnet_up);
-      second = true;
-      h.sm.RequestHeavySweep("test: a heavy sweep the cut lands in");
-      return;
-    }
-    if (s.repair) repaired = true;
-    if (sweeps.size() == 3) h.Stop();
-  });
-  sim.SetSmpObserver({});
   ASSERT_TRUE(cut);
   ASSERT_EQ(sweeps.size(), 3u);
-  const SweepStats& repair = sweeps[1];
-  EXPECT_TRUE(repair.repair) << "the cut waited for the heavy sweep";
-  EXPECT_TRUE(repair.subnet_up);
-  EXPECT_EQ(repair.repair_links_lost, 1u);
-  EXPECT_EQ(repair.links, sweeps.front().links - 1);
-  EXPECT_EQ(h.sm.counters().heavy_sweeps_cut_short, 1u);
-  // The walk went no further than what was in flight: the repair did not wait for it.
-  EXPECT_LT(node_infos_after_cut, f->node_count() / 2)
-      << "the heavy sweep's discovery went on after the cut";
+  ExpectTheCutRepaired(sweeps[1], sweeps.front(), h.sm.counters());
   // The heavy sweep the operator asked for ran after the repair, on the cut fabric.
   const SweepStats& heavy = sweeps[2];
   EXPECT_FALSE(heavy.repair);
@@ -763,6 +765,9 @@ TEST(RepairSweepTest, ATrapDuringAHeavySweepsDiscoveryStopsTheWalkForARepair) {
   EXPECT_EQ(heavy.nodes, sweeps.front().nodes);
   EXPECT_EQ(heavy.links, sweeps.front().links - 1);
   EXPECT_EQ(heavy.lid_changes, 0u);
+  // The stopped walk went no further than what was in flight: the repair did not wait for it.
+  EXPECT_LT(node_infos_after_cut, f->node_count() / 2)
+      << "the heavy sweep's discovery went on after the cut";
   Fabric cut_fabric = *f;
   cut_fabric.Disconnect(cable);
   ExpectFabricUp(cut_fabric, sim);
