@@ -146,7 +146,9 @@ TEST(WarmStandbyTest, ATakeoverOnAnUnchangedFabricStartsFromTheStandbysModel) {
   // and switch port 0) and nothing else; the active ports of the switches that keep no error
   // thresholds or VLStallCount (which read 0 whatever the old master wrote) wait for the
   // heavy sweep after.
-  size_t end_ports = 0, threshold_ports = 0;
+  // Likewise the partition enforcement of the ports facing CAs on switches that keep none
+  // (they read 0 whatever the old master wrote): the heavy sweep after sets it, once.
+  size_t end_ports = 0, threshold_ports = 0, enforcement_ports = 0;
   for (NodeId n = 0; n < f->node_count(); ++n) {
     const Node& node = f->node(n);
     if (!node.is_switch()) {
@@ -155,6 +157,13 @@ TEST(WarmStandbyTest, ATakeoverOnAnUnchangedFabricStartsFromTheStandbysModel) {
       continue;
     }
     ++end_ports;
+    if (sim.quirks(n).drops_partition_enforcement) {
+      for (uint8_t p = 1; p <= node.num_ports; ++p) {
+        const Port& port = f->port(f->port_id(n, PortNum{p}));
+        if (port.connected() && !f->node(f->port(port.peer).node).is_switch())
+          ++enforcement_ports;
+      }
+    }
     if (!sim.quirks(n).drops_port_tuning) continue;
     for (uint8_t p = 1; p <= node.num_ports; ++p)
       if (f->port(f->port_id(n, PortNum{p})).connected()) ++threshold_ports;
@@ -162,6 +171,9 @@ TEST(WarmStandbyTest, ATakeoverOnAnUnchangedFabricStartsFromTheStandbysModel) {
   ASSERT_GT(threshold_ports, 0u) << "no simulated switch drops its error thresholds";
   EXPECT_EQ(takeover.portinfo_sets, end_ports);
   EXPECT_EQ(check.portinfo_sets, threshold_ports);
+  ASSERT_GT(enforcement_ports, 0u) << "no simulated leaf drops its partition enforcement";
+  EXPECT_EQ(takeover.enforcement_sets, 0u);
+  EXPECT_EQ(check.enforcement_sets, enforcement_ports);
   std::printf("[ figure ] 3-tier k=8 takeover from the standby's model: %lu SMPs (the master's "
               "cold sweep %lu); the heavy sweep after it %lu SMPs, %lu LFT blocks read back\n",
               static_cast<unsigned long>(takeover.smps), static_cast<unsigned long>(cold.smps),
