@@ -403,7 +403,16 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void SetEnforcement();
   void ConfigureLids();
   void ConfigureSwitchPorts();
+  // The engines a sweep asks (routing_engine, updn added as OpenSM adds minhop) and their
+  // options.
+  std::string RoutingChain() const;
+  routing::RoutingOptions RoutingOpts() const;
   void Route();
+  // A standby routes its model once the blocks are read on it (on the worker, as a sweep
+  // does) into engine_tables_, so a takeover whose model has the same routing inputs does
+  // not route (sm/sweep/subnet_manager_standby.cc).
+  void RouteStandbyModel();
+  bool standby_routing_ = false;
   // What the routing pool hands back to the io thread.
   struct Routed {
     Result<routing::ChainResult> result = Status(StatusCode::kInternal, "not routed");
@@ -658,7 +667,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // were made for and their checks. A repair whose model has the same routing inputs again
   // (routing::SameRoutingInputs: a cable or a switch came back as it was) takes them instead
   // of routing: they passed on exactly those inputs. While the tables in force are a
-  // re-route's this is a second set (about 12 MB at 3-tier k=32). Reconfigure drops it.
+  // re-route's this is a second set (about 12 MB at 3-tier k=32). A standby fills it for its
+  // model (RouteStandbyModel; `sweep` 0). Reconfigure drops it.
   struct EngineTables {
     std::shared_ptr<const Fabric> fabric;
     std::shared_ptr<const routing::RoutingTables> tables;

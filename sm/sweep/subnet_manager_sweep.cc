@@ -180,9 +180,7 @@ void SubnetManager::ConfigureLids() {
   });
 }
 
-void SubnetManager::Route() {
-  if (HandHeavySweepToRepair("before it routed")) return;
-  auto snapshot = std::make_shared<const Fabric>(discovered_->fabric);
+std::string SubnetManager::RoutingChain() const {
   std::string chain = options_.routing_engine.empty() ? std::string(routing::kDefaultChain)
                                                       : options_.routing_engine;
   // OpenSM falls back to minhop when the chain declines; ibsm tries updn first, which routes
@@ -192,8 +190,20 @@ void SubnetManager::Route() {
       chain.find("updn") == std::string::npos) {
     chain += ",updn";
   }
+  return chain;
+}
+
+routing::RoutingOptions SubnetManager::RoutingOpts() const {
   routing::RoutingOptions ro = options_.routing;
   ro.lmc = options_.lids.lmc;
+  return ro;
+}
+
+void SubnetManager::Route() {
+  if (HandHeavySweepToRepair("before it routed")) return;
+  auto snapshot = std::make_shared<const Fabric>(discovered_->fabric);
+  const std::string chain = RoutingChain();
+  const routing::RoutingOptions ro = RoutingOpts();
   // The io_context has nothing else to do while routing runs: keep it from returning.
   auto work = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       io_.get_executor());
@@ -213,10 +223,11 @@ void SubnetManager::Route() {
     proof = tables_proof_;
   }
   // A repair that brought the model back to the inputs of the engine's last tables (a cable
-  // or a switch came back as it was) takes those tables: the engine would route the same
+  // or a switch came back as it was), or a takeover from the standby's model that its
+  // standby routed (RouteStandbyModel), takes those tables: the engine would route the same
   // inputs again, and they passed verification and the credit-loop check on them. Only the
-  // blocks the fault's repair changed are written back.
-  if (!old && current_.repair && !warm_takeover_ && engine_tables_ &&
+  // blocks that differ from what the switches hold are written.
+  if (!old && current_.repair && engine_tables_ &&
       engine_tables_->chain == chain &&
       routing::SameRoutingInputs(*engine_tables_->fabric, *snapshot)) {
     auto routed = std::make_shared<Routed>();
@@ -436,10 +447,12 @@ void SubnetManager::OnRouted(Routed routed) {
   if (routed.reused) {
     ++counters_.engine_tables_reused;
     Log(LogName::kRouting)
-        .info("{} tables configured: {} switches, max LID {}; the tables of sweep {} taken "
-              "again (this model has the routing inputs they were made, verified and checked "
-              "for credit loops on)",
-              engine, made.switches.size(), routed.lids->max_lid(), routed.reused_from);
+        .info("{} tables configured: {} switches, max LID {}; {} taken again (this model has "
+              "the routing inputs they were made, verified and checked for credit loops on)",
+              engine, made.switches.size(), routed.lids->max_lid(),
+              routed.reused_from == 0 ? std::string("the tables the standby made for its model")
+                                      : fmt::format("the tables of sweep {}",
+                                                    routed.reused_from));
   } else if (routed.loops_proven) {
     Log(LogName::kRouting)
         .info("{} tables configured: {} switches, max LID {}; re-routed in {:.3f} s, the {} "

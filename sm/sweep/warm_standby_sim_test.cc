@@ -140,6 +140,9 @@ TEST(WarmStandbyTest, ATakeoverOnAnUnchangedFabricStartsFromTheStandbysModel) {
   EXPECT_EQ(takeover.lid_changes, 0u);
   EXPECT_EQ(takeover.lft_blocks_sent, 0u);
   EXPECT_EQ(takeover.lft_blocks_read, 0u) << "the standby's reads were not used";
+  // The standby routed its model once the blocks were read; the takeover, finding the fabric
+  // unchanged, took those tables instead of routing.
+  EXPECT_EQ(run.counters.engine_tables_reused, 1u) << "the takeover routed anew";
   EXPECT_EQ(takeover.pkey_blocks_read, 0u) << "the standby's P_Key reads were not used";
   EXPECT_EQ(takeover.pkey_blocks_sent, 0u);
   // PortInfo Sets: the takeover writes the new MasterSMLID into every end port (each CA port
