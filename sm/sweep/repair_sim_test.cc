@@ -20,6 +20,7 @@
 #include "sim/sim_transport.h"
 #include "sim/simulator.h"
 #include "sm/testing/sim_test_util.h"
+#include "sm/testing/test_util.h"
 #include "routing/quality.h"
 #include "routing/verify.h"
 #include "sm/sweep/subnet_manager.h"
@@ -61,6 +62,8 @@ struct CutRun {
   // What every switch held (LIDs 1-1023) when the repairs were over, before the heavy sweep
   // that compares.
   std::map<NodeId, std::vector<uint8_t>> repaired;
+  // The P_Key plan the SA answered from after each sweep (null before the first).
+  std::vector<std::shared_ptr<const PKeyPlan>> pkey_plans;
 };
 
 // The SM on the first host of `f`, driven by the in-process simulator `sim`.
@@ -125,6 +128,8 @@ CutRun FaultAndCompare(sim::Simulator& sim, const Fabric& f, std::function<void(
   });
   h.Run([&](const SweepStats& s) {
     run.sweeps.push_back(s);
+    const auto published = h.sm.sa().snapshot();
+    run.pkey_plans.push_back(published ? published->pkeys : nullptr);
     if (run.sweeps.size() == 1) {
       EXPECT_TRUE(s.subnet_up);
       for (PortId end : {cut, cut == kNoPort ? kNoPort : f.port(cut).peer}) {
@@ -551,6 +556,64 @@ TEST(RepairSweepTest, ADeadSpineSwitchIsRepairedFromItsNeighboursAlone) {
       EXPECT_NE(sim.lft_entry(nb.node, Lid{static_cast<uint16_t>(lid)}), nb.num.value())
           << f->node(nb.node).name << " still sends LID " << lid << " to the dead spine";
   }
+}
+
+// With partitions naming every switch (so the dead spine's port 0 holds a table in the plan)
+// and enforcement on, a dead spine's repair neither reads nor writes a P_Key table, and the
+// SA answers from the plan a heavy sweep of the changed fabric makes: the plan of the sweep
+// before, without the spine.
+TEST(RepairSweepTest, ADeadSpineLeavesThePartitionPlanAsAHeavySweepMakesIt) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  NodeId spine = kNoNode;
+  std::vector<Guid> hosts;
+  for (NodeId n = 0; n < f->node_count(); ++n) {
+    if (spine == kNoNode && f->node(n).name.find("-spine-") != std::string::npos) spine = n;
+    if (!f->node(n).is_switch()) hosts.push_back(f->port(f->port_id(n, PortNum{1})).guid);
+  }
+  ASSERT_NE(spine, kNoNode);
+  ASSERT_GE(hosts.size(), 3u);
+  SubnetManagerOptions o = Quiet();
+  o.partitions.enforce = PartEnforce::kBoth;
+  o.partitions.config = testutil::ParsePartitionsText(
+      "Default=0x7fff, ipoib : ALL=full ;\n"
+      "fabric=0x0010 : ALL_SWITCHES=full, " + ToString(hosts[1]) + "=full ;\n"
+      "red=0x0001 : " + ToString(hosts[1]) + "=full, " + ToString(hosts[2]) + "=limited ;\n");
+  CutRun run = FaultAndCompare(
+      sim, *f, [&] { EXPECT_TRUE(sim.RemoveNode(spine).ok()); }, std::move(o));
+  ASSERT_GE(run.sweeps.size(), 3u);
+  const PortId spine_port0 = f->port_id(spine, PortNum{0});
+  ASSERT_TRUE(run.pkey_plans.front());
+  ASSERT_TRUE(run.pkey_plans.front()->tables.count(spine_port0));
+  EXPECT_FALSE(run.pkey_plans.front()->enforcement.empty());
+  size_t repairs = 0;
+  for (size_t i = 1; i + 1 < run.sweeps.size(); ++i) {
+    const SweepStats& s = run.sweeps[i];
+    ASSERT_TRUE(s.repair) << "sweep " << s.number << " was a heavy sweep";
+    ++repairs;
+    EXPECT_EQ(s.pkey_blocks_read, 0u) << "sweep " << s.number;
+    EXPECT_EQ(s.pkey_blocks_sent, 0u) << "sweep " << s.number;
+    EXPECT_EQ(s.enforcement_sets, 0u) << "sweep " << s.number;
+  }
+  EXPECT_GE(repairs, 1u);
+  EXPECT_EQ(run.counters.repair_fallbacks, 0u);
+  // The heavy sweep numbers the nodes as the repair left them (GUID order, the spine gone).
+  const PKeyPlan& repaired = *run.pkey_plans[run.pkey_plans.size() - 2];
+  const PKeyPlan& heavy = *run.pkey_plans.back();
+  EXPECT_FALSE(run.sweeps.back().repair);
+  EXPECT_EQ(run.sweeps.back().nodes, run.sweeps.front().nodes - 1);
+  EXPECT_EQ(repaired.tables, heavy.tables);
+  EXPECT_EQ(repaired.members, heavy.members);
+  EXPECT_EQ(repaired.sl_by_pkey, heavy.sl_by_pkey);
+  ASSERT_EQ(repaired.enforcement.size(), heavy.enforcement.size());
+  for (const auto& [p, e] : heavy.enforcement) {
+    auto it = repaired.enforcement.find(p);
+    ASSERT_NE(it, repaired.enforcement.end()) << "port " << p;
+    EXPECT_EQ(it->second.inbound, e.inbound);
+    EXPECT_EQ(it->second.outbound, e.outbound);
+  }
+  EXPECT_EQ(heavy.tables.size() + 1, run.pkey_plans.front()->tables.size());
 }
 
 // A spine-core cable flapping at 10 Hz for 2 s (link_flap_threshold 3 within 10 s, hold

@@ -306,6 +306,7 @@ void SubnetManager::StartSweepStats(bool repair) {
   stage_mark_ = current_.started;
   stage_ = Stage::kDiscovery;
   repair_touched_.clear();
+  repair_renumbered_ = {};
   if (!repair) repair_follows_cut_short_ = false;
   smps_at_start_ = pipeline_.counters().gets + pipeline_.counters().sets;
   failed_at_start_ = pipeline_.counters().failed;

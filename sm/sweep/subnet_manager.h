@@ -399,6 +399,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void ArmDampingTimer();
   void OnDiscovered(DiscoveryResult r);
   void ProgramPKeys();
+  std::shared_ptr<const PKeyPlan> PKeyPlanRenumbered() const;
   void SetPKeyTables();
   void SetEnforcement();
   void ConfigureLids();
@@ -541,6 +542,14 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // A repair sweep's nodes whose ports may need new settings (sm/sweep/subnet_manager_repair.cc);
   // empty when every stage must look at the whole fabric.
   std::unordered_set<Guid> repair_touched_;
+  // How a repair that took nodes out renumbered the model's ports (old PortId -> new, kNoPort
+  // for a port of a node taken out); empty when it took none out. Stages that keep per-port
+  // plans across a local repair carry them over with it (PKeyPlanRenumbered).
+  struct RepairRenumbering {
+    std::vector<PortId> ports;
+    bool switches_only = true;  // every node taken out was a switch
+  };
+  RepairRenumbering repair_renumbered_;
   bool repair_follows_cut_short_ = false;  // a heavy sweep handed its model to the repair
   std::shared_ptr<const QosMap> qos_ = std::make_shared<QosMap>();  // by node GUID
   QosProgrammer qos_programmer_{qos_pipeline_};

@@ -23,6 +23,14 @@ void SubnetManager::ProgramPKeys() {
     NextStage();
     return;
   }
+  // One that took out switches alone (a dead spine): the same, by the ports' new numbers.
+  if (RepairIsLocal() && pkey_plan_) {
+    if (auto plan = PKeyPlanRenumbered()) {
+      pkey_plan_ = std::move(plan);
+      NextStage();
+      return;
+    }
+  }
   const Fabric& f = discovered_->fabric;
   std::vector<PortId> ports = PartitionEndPorts(*discovered_);
   if (options_.partitions.enforce != PartEnforce::kOff) {
@@ -69,6 +77,33 @@ void SubnetManager::ProgramPKeys() {
   pipeline_.WhenIdle([this] {
     if (!stopped_) SetPKeyTables();
   });
+}
+
+// The plan of the sweep before, for the model a repair left after taking out switches that
+// faced no end port. A port's memberships and table follow from its own node, the policy and
+// (for a switch port facing an end port) its neighbour's table; the end ports and the switch
+// ports facing them are all still there, cabled as before, so the plan for them stands: only
+// the entries of the switches taken out (their port 0) leave. On the 3-tier k=48 fat tree,
+// planning again took 77 ms of a dead spine's repair. nullptr where that does not hold.
+std::shared_ptr<const PKeyPlan> SubnetManager::PKeyPlanRenumbered() const {
+  const std::vector<PortId>& to = repair_renumbered_.ports;
+  if (to.empty() || !repair_renumbered_.switches_only) return nullptr;
+  auto renumbered = [&to](PortId p) { return p < to.size() ? to[p] : kNoPort; };
+  auto plan = std::make_shared<PKeyPlan>();
+  // The renumbering keeps the order of the ports left: each map is built in order.
+  for (const auto& [p, e] : pkey_plan_->enforcement) {
+    const PortId q = renumbered(p);
+    if (q == kNoPort) return nullptr;  // a switch taken out faced an end port
+    plan->enforcement.emplace_hint(plan->enforcement.end(), q, e);
+  }
+  for (const auto& [p, table] : pkey_plan_->tables)
+    if (const PortId q = renumbered(p); q != kNoPort)
+      plan->tables.emplace_hint(plan->tables.end(), q, table);
+  for (const auto& [p, m] : pkey_plan_->members)
+    if (const PortId q = renumbered(p); q != kNoPort)
+      plan->members.emplace_hint(plan->members.end(), q, m);
+  plan->sl_by_pkey = pkey_plan_->sl_by_pkey;
+  return plan;
 }
 
 void SubnetManager::SetPKeyTables() {

@@ -455,7 +455,18 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
     Log(LogName::kSm).info("repair sweep {}: {} nodes no longer reachable, taken out of the "
                            "model ({}{})",
                            current_.number, left, names, left > 8 ? ", ..." : "");
+    // KeepNodes keeps the nodes left in their order, each with its ports in a row.
+    std::vector<std::pair<PortId, uint32_t>> kept;  // old first port, port count
+    kept.reserve(f.node_count() - left);
+    for (NodeId n = 0; n < f.node_count(); ++n) {
+      if (seen[n]) kept.emplace_back(f.node(n).first_port, f.node(n).num_ports);
+      else if (!f.node(n).is_switch()) repair_renumbered_.switches_only = false;
+    }
+    repair_renumbered_.ports.assign(f.port_count(), kNoPort);
     KeepNodes(r, seen);
+    for (NodeId n = 0; n < kept.size(); ++n)
+      for (uint32_t i = 0; i <= kept[n].second; ++i)
+        repair_renumbered_.ports[kept[n].first + i] = r.fabric.node(n).first_port + i;
   } else {
     CanonicalPaths(r);
   }
