@@ -77,7 +77,7 @@ SubnetManager::SubnetManager(boost::asio::io_context& io, mad::Transport& transp
 SubnetManager::~SubnetManager() {
   stopped_ = true;
   FlushState();  // what clients were told is in the file when the SM goes
-  routing_pool_.join();
+  route_worker_.Join();
 }
 
 void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {

@@ -38,6 +38,7 @@
 #include "sm/model/discovery.h"
 #include "sm/model/lid_manager.h"
 #include "sm/sweep/link_damping.h"
+#include "sm/sweep/route_worker.h"
 #include "sm/model/pkey_manager.h"
 #include "sm/sweep/mft_programmer.h"
 #include "sm/model/multicast.h"
@@ -415,30 +416,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void RouteStandbyModel();
   bool standby_routing_ = false;
   // What the routing pool hands back to the io thread.
-  struct Routed {
-    Result<routing::ChainResult> result = Status(StatusCode::kInternal, "not routed");
-    std::unique_ptr<routing::LidMap> lids;
-    routing::VerifyReport verify;
-    routing::CreditLoopReport loops;
-    double route_s = 0, verify_s = 0, loops_s = 0;
-    std::shared_ptr<const Fabric> fabric;  // the model the tables are for
-    std::string chain;                     // the engines asked
-    // Tables taken again from engine_tables_ (`result` then holds none): made, verified and
-    // proven at sweep `reused_from` for a model with the same routing inputs.
-    std::shared_ptr<const routing::RoutingTables> reused;
-    uint64_t reused_from = 0;
-    // A repair's incremental re-route (routing::RerouteAround): used, or why not.
-    bool rerouted = false;
-    routing::RerouteStats reroute;
-    std::string reroute_refused;
-    // The proof that the tables have no credit loop (routing/updown_proof.h), when one was
-    // had; loops_proven: it stood in for CheckCreditLoops. verified_lids: the LIDs verified
-    // when only a re-route's changed ones were (0: every LID).
-    std::shared_ptr<const routing::UpDownProof> proof;
-    bool loops_proven = false;
-    size_t verified_lids = 0;
-    std::string proof_refused;
-  };
   // Abandons this heavy sweep for a repair of the switches that reported meanwhile; false
   // when it may not (see the definitions). CutDiscoveryShort: during its discovery (the
   // heavy sweep runs again after the repair); HandHeavySweepToRepair: after it.
@@ -564,7 +541,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   boost::asio::steady_timer light_timer_;
   LinkDamper damper_;
   boost::asio::steady_timer damping_timer_;  // the next damped cable's release
-  boost::asio::thread_pool routing_pool_{1};
+  RouteWorker route_worker_;  // routing, off the io thread
 
   boost::asio::steady_timer recovery_timer_;
 
@@ -688,11 +665,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
     uint64_t sweep = 0;
   };
   std::optional<EngineTables> engine_tables_;
-  // A copy of spare_of_ (the last good tables, when made), made on the worker while it is
-  // idle, for the next repair's re-route to build in instead of copying them then. Touched
-  // only on routing_pool_ (one thread).
-  std::unique_ptr<routing::RoutingTables> spare_;
-  std::shared_ptr<const routing::RoutingTables> spare_of_;
   std::unique_ptr<routing::LidMap> lid_map_;
   std::optional<RoutingCheck> last_check_;
   std::unordered_map<Guid, SwitchCache> switch_cache_;

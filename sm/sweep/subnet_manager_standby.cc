@@ -110,45 +110,27 @@ void SubnetManager::RouteStandbyModel() {
   const std::shared_ptr<const DiscoveryResult> model = warm_->model;
   if (engine_tables_ && routing::SameRoutingInputs(*engine_tables_->fabric, model->fabric)) return;
   standby_routing_ = true;
-  auto fabric = std::shared_ptr<const Fabric>(model, &model->fabric);
-  const std::string chain = RoutingChain();
-  const routing::RoutingOptions ro = RoutingOpts();
-  const bool want_proof = options_.incremental_repair && options_.incremental_reroute;
-  boost::asio::post(routing_pool_, [this, fabric, chain, ro, want_proof] {
-    auto made = std::make_shared<std::optional<EngineTables>>();
-    try {
-      routing::LidMap lids(*fabric);
-      auto result = routing::RouteChain(chain, *fabric, lids, ro);
-      if (result.ok()) {
-        EngineTables e;
-        e.fabric = fabric;
-        e.chain = chain;
-        e.verify = routing::VerifyTables(*fabric, lids, result->tables, /*max_problems=*/20,
-                                         ro.threads);
-        e.loops = routing::CheckCreditLoops(*fabric, lids, result->tables, ro.threads);
-        if (e.verify.ok && e.loops.acyclic) {
-          if (want_proof && result->tables.engine != "minhop") {
-            auto p = routing::ProveUpDown(*fabric, lids, result->tables,
-                                          routing::UpDownRanks(*fabric, ro.root_guids),
-                                          ro.threads);
-            if (p.ok()) e.proof = std::make_shared<const routing::UpDownProof>(std::move(*p));
-          }
-          e.tables = std::make_shared<const routing::RoutingTables>(std::move(result->tables));
-          *made = std::move(e);
-        }
-      }
-    } catch (const std::exception&) {
-      // Nothing kept: a takeover routes as it would have.
-    }
-    boost::asio::post(io_, [this, made] {
-      standby_routing_ = false;
-      if (stopped_ || !made->has_value()) return;
-      // Kept whatever the state now: the tables passed on exactly these inputs.
-      Log(LogName::kHa).info("standby: routed its model ({} engine); a takeover that finds "
-                             "the fabric unchanged takes these tables",
-                             (*made)->tables->engine);
-      engine_tables_ = std::move(**made);
-    });
+  RouteRequest request;
+  request.fabric = std::shared_ptr<const Fabric>(model, &model->fabric);
+  request.chain = RoutingChain();
+  request.options = RoutingOpts();
+  request.want_proof = options_.incremental_repair && options_.incremental_reroute;
+  route_worker_.Route(std::move(request), io_, [this](Routed routed) {
+    standby_routing_ = false;
+    // Nothing kept when the tables did not pass: a takeover routes as it would have.
+    if (stopped_ || !routed.passed()) return;
+    // Kept whatever the state now: the tables passed on exactly these inputs.
+    Log(LogName::kHa).info("standby: routed its model ({} engine); a takeover that finds "
+                           "the fabric unchanged takes these tables",
+                           routed.result->tables.engine);
+    EngineTables e;
+    e.fabric = std::move(routed.fabric);
+    e.chain = std::move(routed.chain);
+    e.verify = std::move(routed.verify);
+    e.loops = std::move(routed.loops);
+    e.proof = std::move(routed.proof);
+    e.tables = std::make_shared<const routing::RoutingTables>(std::move(routed.result->tables));
+    engine_tables_ = std::move(e);
   });
 }
 

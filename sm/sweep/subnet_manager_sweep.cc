@@ -7,7 +7,6 @@
 #include <tuple>
 #include <unordered_set>
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
@@ -203,10 +202,6 @@ void SubnetManager::Route() {
   if (HandHeavySweepToRepair("before it routed")) return;
   auto snapshot = std::make_shared<const Fabric>(discovered_->fabric);
   const std::string chain = RoutingChain();
-  const routing::RoutingOptions ro = RoutingOpts();
-  // The io_context has nothing else to do while routing runs: keep it from returning.
-  auto work = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
-      io_.get_executor());
   // A repair first keeps what still delivers and re-routes only what the fault broke
   // (routing/reroute.h), from the last good tables and the model they were routed on; not
   // from minhop's, whose routes it would mostly rebuild.
@@ -245,107 +240,21 @@ void SubnetManager::Route() {
     });
     return;
   }
-  // The proof is for a later repair's re-route: without repair sweeps nothing would read it.
-  const bool want_proof = options_.incremental_repair && options_.incremental_reroute;
-  // Routing, verification and the deadlock proof all run off the io thread, on the snapshot.
+  // Routing, verification and the deadlock proof all run off the io thread, on the snapshot
+  // (sm/sweep/route_worker.h). The proof is for a later repair's re-route: without repair
+  // sweeps nothing would read it.
+  RouteRequest request;
+  request.fabric = snapshot;
+  request.chain = chain;
+  request.options = RoutingOpts();
+  request.want_proof = options_.incremental_repair && options_.incremental_reroute;
+  request.old = std::move(old);
+  request.before = std::move(before);
+  request.proof = std::move(proof);
   routing_in_flight_ = true;
-  boost::asio::post(routing_pool_, [this, snapshot, chain, ro, work, old, before, proof,
-                                    want_proof] {
-    auto routed = std::make_shared<Routed>();
-    routed->fabric = snapshot;
-    routed->chain = chain;
-    auto t0 = std::chrono::steady_clock::now();
-    // Verification and the deadlock proof, the same for an engine's tables and a repair's
-    // re-route; route_s runs from t0. True when both pass. `changed`: a re-route's examined
-    // LIDs, when the old tables carry a proof: every other LID's routes are the old ones, over
-    // cables still there, so only those are verified, and the proof is renewed from them
-    // (routing/updown_proof.h) instead of a whole-fabric credit-loop check; `changes` says, LID by
-    // LID, which switches' entries the re-route can have changed, and both read only those.
-    auto check = [&](const routing::RoutingTables& tables, const std::vector<uint32_t>* changed,
-                     const routing::EntryChanges* changes) {
-      auto t1 = std::chrono::steady_clock::now();
-      routed->route_s = std::chrono::duration<double>(t1 - t0).count();
-      routed->verify = routing::VerifyTables(*snapshot, *routed->lids, tables,
-                                             /*max_problems=*/20, ro.threads, changed, changes);
-      routed->verified_lids = changed ? changed->size() : 0;
-      auto t2 = std::chrono::steady_clock::now();
-      routed->verify_s = std::chrono::duration<double>(t2 - t1).count();
-      routed->proof.reset();
-      routed->proof_refused.clear();
-      routed->loops_proven = false;
-      routed->loops = routing::CreditLoopReport{};
-      if (changed && routed->verify.ok) {
-        auto p = routing::ReproveUpDown(*snapshot, *routed->lids, tables, *before, *proof,
-                                        *changed, ro.threads, changes);
-        if (p.ok()) {
-          routed->proof = std::make_shared<const routing::UpDownProof>(std::move(*p));
-          routed->loops_proven = true;
-        } else {
-          routed->proof_refused = p.status().message();
-        }
-      }
-      if (!routed->loops_proven) {
-        routed->loops = routing::CheckCreditLoops(*snapshot, *routed->lids, tables, ro.threads);
-      }
-      routed->loops_s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
-      return routed->verify.ok && routed->loops.acyclic;
-    };
-    // An exception here would end the process (the pool's thread has no handler): it
-    // becomes a routing failure, and the last good tables stay.
-    try {
-      routed->lids = std::make_unique<routing::LidMap>(*snapshot);
-      if (old) {
-        std::unique_ptr<routing::RoutingTables> start;
-        if (spare_of_ == old) start = std::move(spare_);
-        spare_.reset();
-        spare_of_.reset();
-        auto rr = routing::RerouteAround(*snapshot, *routed->lids, *before, *old, ro,
-                                         /*examine_all=*/false, proof.get(), start.get());
-        if (!rr.ok()) {
-          routed->reroute_refused = rr.status().message();
-        } else if (!check(rr->tables, proof ? &rr->examined : nullptr,
-                          proof ? &rr->changes : nullptr)) {
-          routed->reroute_refused =
-              !routed->verify.ok ? "its tables failed verification" : "it has a credit loop";
-        } else {
-          routed->rerouted = true;
-          routed->reroute = rr->stats;
-          routing::ChainResult chosen;
-          chosen.tables = std::move(rr->tables);
-          routed->result = std::move(chosen);
-        }
-        t0 = std::chrono::steady_clock::now();
-      }
-      if (!routed->rerouted) {
-        routed->result = routing::RouteChain(chain, *snapshot, *routed->lids, ro);
-        if (routed->result.ok()) {
-          check(routed->result->tables, nullptr, nullptr);
-        } else {
-          routed->route_s =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        }
-      }
-      // Tables that passed both checks without a proof get one now, for the next repair
-      // (whole-fabric, once, here on the worker: a repair never waits for it). minhop's
-      // tables are never a re-route's start.
-      const bool passed = routed->result.ok() && routed->verify.ok && routed->loops.acyclic &&
-                          routed->verified_lids == 0;
-      if (want_proof && passed && !routed->proof && routed->result->tables.engine != "minhop") {
-        auto p = routing::ProveUpDown(*snapshot, *routed->lids, routed->result->tables,
-                                      routing::UpDownRanks(*snapshot, ro.root_guids),
-                                      ro.threads);
-        if (p.ok()) routed->proof = std::make_shared<const routing::UpDownProof>(std::move(*p));
-        else routed->proof_refused = p.status().message();
-      }
-    } catch (const std::exception& e) {
-      routed->result = Status(StatusCode::kInternal, std::string("routing threw: ") + e.what());
-    }
-    boost::asio::post(io_, [this, work, routed]() mutable {
-      work->reset();
-      routing_in_flight_ = false;
-      if (!stopped_) OnRouted(std::move(*routed));
-    });
+  route_worker_.Route(std::move(request), io_, [this](Routed routed) {
+    routing_in_flight_ = false;
+    if (!stopped_) OnRouted(std::move(routed));
   });
 }
 
@@ -495,11 +404,7 @@ void SubnetManager::OnRouted(Routed routed) {
   lid_map_ = std::move(routed.lids);
   if (options_.incremental_repair && options_.incremental_reroute && tables_->engine != "minhop") {
     // The next repair starts from a copy of these tables: made now, while the worker is idle.
-    boost::asio::post(routing_pool_, [this, src = tables_, threads = options_.routing.threads] {
-      auto copy = std::make_unique<routing::RoutingTables>(routing::CopyTables(*src, threads));
-      spare_ = std::move(copy);
-      spare_of_ = src;
-    });
+    route_worker_.KeepSpare(tables_, options_.routing.threads);
   }
   NextStage();
 }
