@@ -307,6 +307,7 @@ void SubnetManager::StartSweepStats(bool repair) {
   stage_ = Stage::kDiscovery;
   repair_touched_.clear();
   repair_renumbered_ = {};
+  lfts_.BeginSweep();
   if (!repair) repair_follows_cut_short_ = false;
   smps_at_start_ = pipeline_.counters().gets + pipeline_.counters().sets;
   failed_at_start_ = pipeline_.counters().failed;
@@ -395,10 +396,10 @@ void SubnetManager::LightSweep() {
                     }
                     auto si = mad::Decode<mad::SwitchInfo>(r->data);
                     if (!si.ok()) return;
-                    if (si->linear_fdb_top != switch_cache_[g].top) {
+                    const uint16_t ours = lfts_.top(g).value_or(0);
+                    if (si->linear_fdb_top != ours) {
                       Log(LogName::kSm).info("switch {} LinearFDBTop {} is not ours ({})",
-                                             ToString(g), si->linear_fdb_top,
-                                             switch_cache_[g].top);
+                                             ToString(g), si->linear_fdb_top, ours);
                       port_changes->push_back(g);
                     } else if (si->port_state_change) {
                       port_changes->push_back(g);
@@ -429,7 +430,7 @@ void SubnetManager::HaFence(bool fenced) {
 void SubnetManager::HaApplyActions(uint32_t actions, const std::string& why) {
   if (actions & ha::sm_action::kFence) {
     // Another SM writes the switches from now on: what we knew of them is stale.
-    switch_cache_.clear();
+    lfts_.ForgetAll();
     mft_.ForgetAll();
     light_timer_.cancel();
     sweeping_ = false;
@@ -440,7 +441,7 @@ void SubnetManager::HaApplyActions(uint32_t actions, const std::string& why) {
 }
 
 void SubnetManager::HaStandby() {
-  switch_cache_.clear();
+  lfts_.ForgetAll();
   sweeping_ = false;
   sweep_again_ = false;
   light_timer_.cancel();

@@ -37,6 +37,7 @@
 #include "sm/vendor/ar_manager.h"
 #include "sm/model/discovery.h"
 #include "sm/model/lid_manager.h"
+#include "sm/sweep/lft_programmer.h"
 #include "sm/sweep/link_damping.h"
 #include "sm/sweep/route_worker.h"
 #include "sm/model/pkey_manager.h"
@@ -317,26 +318,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void RunOnStateWriter(std::function<void()> job) { writer_.Write(std::move(job)); }
 
  private:
-  // What a switch's LFT holds, without a copy of it: per block, whether the switch is known
-  // to hold that block of `source` (the tables it was last programmed from or compared
-  // with, kept alive here; the SM keeps them anyway). A block read or set that does not
-  // match, or whose Set failed, is unknown and is written by the next push.
-  struct SwitchCache {
-    std::shared_ptr<const routing::RoutingTables> source;
-    const routing::SwitchTable* source_table = nullptr;  // this switch's, in `source`
-    std::vector<bool> held;  // per LFT block of 64 LIDs
-    uint16_t top = 0;        // LinearFDBTop we set
-    // `held` came from what a standby read before it took over, not from this SM's own
-    // reads or Sets: the next heavy sweep reads the blocks back.
-    bool assumed = false;
-    bool empty() const { return held.empty(); }
-    void Clear() {
-      source.reset();
-      source_table = nullptr;
-      held.clear();
-      assumed = false;
-    }
-  };
 
   void WarnAboutDefaultKeys();
   void BeginHeavySweep();
@@ -535,6 +516,9 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   SaServer sa_;
   MulticastManager mcast_;
   MftProgrammer mft_{pipeline_};
+  LftProgrammer lfts_{pipeline_, [this](std::string_view id, std::string message) {
+                        Issue(std::string(id), message);
+                      }};
   ArManager ar_{pipeline_, store_};
   std::unique_ptr<SharpManager> sharp_;
   bool mcast_dirty_ = false;  // groups changed since the MFTs were last planned
@@ -667,7 +651,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   std::optional<EngineTables> engine_tables_;
   std::unique_ptr<routing::LidMap> lid_map_;
   std::optional<RoutingCheck> last_check_;
-  std::unordered_map<Guid, SwitchCache> switch_cache_;
   // What each port's P_Key table holds, by (node GUID, port number); a block not known is
   // absent from `known`. Kept across sweeps like the LFT cache; re-read when a port's link
   // restarted (not ACTIVE) or its switch rebooted.

@@ -47,9 +47,8 @@ void SubnetManager::ProgramPKeys() {
     auto key = std::make_pair(node.guid, port.num.value());
     bool stale = port.num.value() != 0 && port.state != PortState::kActive;
     if (node.is_switch()) {
-      auto sc = switch_cache_.find(node.guid);
-      if (sc == switch_cache_.end() || sc->second.top != dn.switch_info.linear_fdb_top)
-        stale = true;
+      const std::optional<uint16_t> ours = lfts_.top(node.guid);
+      if (!ours || *ours != dn.switch_info.linear_fdb_top) stale = true;
     }
     size_t blocks = (cap + mad::kPKeyBlockSize - 1) / mad::kPKeyBlockSize;
     PKeyCache& cache = pkey_cache_[key];

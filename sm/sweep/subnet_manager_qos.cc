@@ -31,9 +31,8 @@ void SubnetManager::StartQosReads() {
   std::unordered_set<Guid> present;
   for (NodeId n = 0; n < f.node_count(); ++n) {
     const Node& node = f.node(n);
-    auto sc = switch_cache_.find(node.guid);
-    if (node.is_switch() && sc != switch_cache_.end() &&
-        sc->second.top != discovered_->nodes[n].switch_info.linear_fdb_top)
+    const std::optional<uint16_t> ours = lfts_.top(node.guid);
+    if (node.is_switch() && ours && *ours != discovered_->nodes[n].switch_info.linear_fdb_top)
       continue;
     present.insert(node.guid);
   }

@@ -261,7 +261,7 @@ void SubnetManager::BeginWarmTakeover() {
   // The LinearFDBTop each switch held when the standby read it stands for the one written,
   // as for a switch this SM programmed: a switch that answers another (it rebooted) is
   // known to hold nothing of it.
-  for (const auto& [guid, lft] : warm_lfts_) switch_cache_[guid].top = lft.top;
+  for (const auto& [guid, lft] : warm_lfts_) lfts_.set_top(guid, lft.top);
   // The P_Key tables the standby read stand for what the ports hold, as the blocks do.
   for (auto& [key, c] : w.pkeys) {
     c.assumed = true;

@@ -52,27 +52,6 @@ void SubnetManager::JumpTo(Stage next) {
   const auto run = kStages[static_cast<size_t>(next)].run;
   (this->*run)();
 }
-namespace {
-
-// LFT block `b` as a switch programmed from `t` holds it: entries past the table drop.
-mad::LinearForwardingTable LftBlock(const routing::SwitchTable& t, size_t b) {
-  mad::LinearForwardingTable blk;
-  blk.port.fill(mad::kLftDropPort);
-  for (size_t i = 0; i < 64; ++i)
-    if (b * 64 + i < t.lft.size()) blk.port[i] = t.lft[b * 64 + i];
-  return blk;
-}
-
-// LftBlock(a, b) == LftBlock(x, b), without building either where both hold the whole block
-// (a heavy sweep's rebase compares every block of every switch: 1.4 million at k=48).
-bool SameBlock(const routing::SwitchTable& a, const routing::SwitchTable& x, size_t b) {
-  const size_t end = b * 64 + 64;
-  if (a.lft.size() >= end && x.lft.size() >= end)
-    return std::equal(a.lft.begin() + b * 64, a.lft.begin() + end, x.lft.begin() + b * 64);
-  return LftBlock(a, b).port == LftBlock(x, b).port;
-}
-
-}  // namespace
 
 void SubnetManager::ConfigureLids() {
   const Fabric& f = discovered_->fabric;
@@ -433,48 +412,13 @@ void SubnetManager::ProgramSwitches() {
   for (NodeId n = 0; n < f.node_count(); ++n) {
     if (!f.node(n).is_switch() || !tables_->table(n)) continue;
     const DiscoveredNode& dn = discovered_->nodes[n];
-    SwitchCache& cache = switch_cache_[f.node(n).guid];
-    // A switch whose top is not what we set (rebooted, or programmed by another SM) holds
-    // tables we do not know.
-    if (cache.top != dn.switch_info.linear_fdb_top) {
-      cache.Clear();
-      mft_.Forget(f.node(n).guid);
-    }
     // What a standby read before taking over is read back by the first heavy sweep.
-    if (cache.assumed && !current_.repair) cache.Clear();
-    if (cache.empty() && dn.switch_info.linear_fdb_top != 0 && warm_takeover_) {
-      // The takeover: what the standby read of this switch, compared block by block.
-      size_t blocks = std::min<size_t>(dn.switch_info.linear_fdb_top, top) / 64 + 1;
-      std::vector<bool> held = WarmHeld(n, *tables_->table(n), blocks);
-      if (!held.empty()) {
-        cache.source = tables_;
-        cache.source_table = tables_->table(n);
-        cache.held = std::move(held);
-        cache.assumed = true;
-      }
-    }
-    if (cache.empty() && dn.switch_info.linear_fdb_top != 0) {
-      // Read what it holds, compared with what it should hold: a block that matches needs
-      // no Set (a second SM, or a restart, on a programmed fabric writes nothing).
-      size_t blocks = std::min<size_t>(dn.switch_info.linear_fdb_top, top) / 64 + 1;
-      cache.source = tables_;
-      cache.source_table = tables_->table(n);
-      cache.held.assign(blocks, false);
-      for (size_t b = 0; b < blocks; ++b) {
-        ++current_.lft_blocks_read;
-        Guid g = f.node(n).guid;
-        pipeline_.Get(dn.path, mad::attr::kLinearForwardingTable, static_cast<uint32_t>(b),
-                      [this, g, b](Result<mad::Smp> r) {
-                        if (!r.ok()) return;  // stays unknown: the block will be written
-                        auto blk = mad::Decode<mad::LinearForwardingTable>(r->data);
-                        auto it = switch_cache_.find(g);
-                        if (!blk.ok() || it == switch_cache_.end()) return;
-                        SwitchCache& c = it->second;
-                        if (b >= c.held.size() || !c.source_table) return;
-                        c.held[b] = blk->port == LftBlock(*c.source_table, b).port;
-                      });
-      }
-    }
+    std::function<std::vector<bool>(size_t)> warm_held;
+    if (warm_takeover_)
+      warm_held = [this, n](size_t blocks) { return WarmHeld(n, *tables_->table(n), blocks); };
+    if (lfts_.Compare(f.node(n).guid, n, dn.path, dn.switch_info.linear_fdb_top, top, tables_,
+                      /*reread_assumed=*/!current_.repair, warm_held))
+      mft_.Forget(f.node(n).guid);  // a switch that holds tables nobody knows
     // LinearFDBTop, and LifeTimeValue from packet_life_time as OpenSM's unicast manager
     // writes it.
     if (dn.switch_info.linear_fdb_top != top || dn.switch_info.port_state_change ||
@@ -500,119 +444,18 @@ void SubnetManager::ProgramSwitches() {
     }
   }
   pipeline_.WhenIdle([this] {
+    current_.lft_blocks_read = lfts_.run().read;
     if (!stopped_) NextStage();
   });
 }
 
 void SubnetManager::PushLfts() {
   if (state() != mad::SmState::kMaster) return;
-  const Fabric& f = discovered_->fabric;
-  uint16_t top = lid_map_->max_lid();
-  struct Cursor {
-    size_t blocks = 0;
-    // First the urgent blocks, switch by switch: those whose old entries send a LID to a
-    // port that lost its cable (a repair after a cut), so the traffic being dropped there is
-    // moved first; then every other block that differs, block-major across switches as
-    // OpenSM does, so every switch gets its first blocks early. Only blocks a switch does
-    // not hold are listed: a repair walks its few thousand, not every block of the fabric.
-    std::vector<std::pair<NodeId, size_t>> urgent;
-    std::vector<std::pair<NodeId, size_t>> rest;
-    size_t u = 0;
-    size_t r = 0;
-  };
-  auto c = std::make_shared<Cursor>();
-  c->blocks = top / 64 + 1;
-  std::vector<NodeId> switches;
-  for (NodeId n = 0; n < f.node_count(); ++n)
-    if (f.node(n).is_switch() && tables_->table(n)) switches.push_back(n);
-  // The blocks each switch lacks, bucketed by block number (a counting sort into
-  // block-major order, switches in NodeId order within a block).
-  std::vector<std::vector<size_t>> lacking(switches.size());
-  std::vector<size_t> per_block(c->blocks + 1, 0);
-  for (size_t si = 0; si < switches.size(); ++si) {
-    const NodeId n = switches[si];
-    SwitchCache& cache = switch_cache_[f.node(n).guid];
-    cache.top = top;
-    // Rebase on the new tables: a block the switch holds of the old ones stays held only
-    // where the new tables have the same entries.
-    const routing::SwitchTable* now = tables_->table(n);
-    std::vector<bool> held(c->blocks, false);
-    for (size_t b = 0; b < held.size() && b < cache.held.size(); ++b)
-      held[b] = cache.held[b] && cache.source_table && SameBlock(*cache.source_table, *now, b);
-    std::vector<bool> dead;
-    if (cache.source_table) {
-      const uint8_t ports = f.node(n).num_ports;
-      dead.assign(size_t{ports} + 1, false);
-      bool any = false;
-      for (uint32_t p = 1; p <= ports; ++p) {
-        dead[p] = !f.port(f.port_id(n, PortNum{static_cast<uint8_t>(p)})).connected();
-        any = any || dead[p];
-      }
-      if (!any) dead.clear();
-    }
-    for (size_t b = 0; b < held.size(); ++b) {
-      if (held[b]) continue;
-      bool urgent = false;
-      if (!dead.empty() && b < cache.held.size() && cache.held[b]) {
-        const mad::LinearForwardingTable old = LftBlock(*cache.source_table, b);
-        urgent = std::any_of(old.port.begin(), old.port.end(), [&](uint8_t e) {
-          return e >= 1 && e < dead.size() && dead[e];
-        });
-      }
-      if (urgent) {
-        c->urgent.emplace_back(n, b);
-      } else {
-        lacking[si].push_back(b);
-        ++per_block[b + 1];
-      }
-    }
-    cache.source = tables_;
-    cache.source_table = now;
-    cache.held = std::move(held);
-  }
-  for (size_t b = 1; b < per_block.size(); ++b) per_block[b] += per_block[b - 1];
-  c->rest.resize(per_block.back());
-  for (size_t si = 0; si < switches.size(); ++si)
-    for (size_t b : lacking[si]) c->rest[per_block[b]++] = {switches[si], b};
-  // A switch this sweep did not route (gone, or unreachable) must not keep old tables
-  // alive: it forgets what it held, and is read again if it comes back with our top.
-  for (auto& [guid, cache] : switch_cache_)
-    if (cache.source && cache.source != tables_) cache.Clear();
-  // Blocks are produced as the SMP window frees up: at 3-tier k=32 there are 190,000.
-  pipeline_.Feed([this, c]() -> bool {
-    const Fabric& f = discovered_->fabric;
-    while (c->u < c->urgent.size() || c->r < c->rest.size()) {
-      const bool urgent = c->u < c->urgent.size();
-      const auto [n, b] = urgent ? c->urgent[c->u++] : c->rest[c->r++];
-      Guid g = f.node(n).guid;
-      SwitchCache& cache = switch_cache_[g];
-      if (b < cache.held.size() && cache.held[b]) continue;
-      const mad::LinearForwardingTable blk = LftBlock(*tables_->table(n), b);
-      std::array<uint8_t, 64> data{};
-      mad::EncodeTo(blk, data);
-      ++current_.lft_blocks_sent;
-      if (urgent) ++current_.lft_blocks_urgent;
-      pipeline_.Set(discovered_->nodes[n].path, mad::attr::kLinearForwardingTable,
-                    static_cast<uint32_t>(b), data, [this, g, b](Result<mad::Smp> r) {
-                      auto& cache = switch_cache_[g];
-                      if (b >= cache.held.size() || !cache.source_table) return;
-                      if (!r.ok()) {
-                        Issue("SM-LFT-002",
-                              fmt::format("LFT block {} Set on {} failed: {}", b, ToString(g),
-                                          r.status().ToString()));
-                        cache.held[b] = false;
-                        return;
-                      }
-                      // What the switch answered is what it holds (it may refuse entries).
-                      auto blk = mad::Decode<mad::LinearForwardingTable>(r->data);
-                      cache.held[b] = blk.ok() &&
-                                      blk->port == LftBlock(*cache.source_table, b).port;
-                    });
-      return true;
-    }
-    return false;
-  });
+  lfts_.Push(discovered_->fabric, tables_, lid_map_->max_lid(),
+             [this](NodeId n) -> const DrPath& { return discovered_->nodes[n].path; });
   pipeline_.WhenIdle([this] {
+    current_.lft_blocks_sent = lfts_.run().sent;
+    current_.lft_blocks_urgent = lfts_.run().urgent;
     if (stopped_) return;
     if (current_.lft_blocks_urgent > 0)
       Log(LogName::kSm).info("sweep {}: {} LFT blocks that sent LIDs to ports without a cable "
