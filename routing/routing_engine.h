@@ -135,6 +135,15 @@ bool ChainNamesMinHop(std::string_view chain);
 // made and checked for one are the tables any engine makes, and passes, for the other.
 bool SameRoutingInputs(const Fabric& a, const Fabric& b);
 
+// True when `a` and `b` hold the same nodes (by node GUID) at the same NodeIds: tables of
+// one index the switches of the other.
+bool SameNodeIds(const Fabric& a, const Fabric& b);
+
+// `tables`, made for `from`, indexed by `to`'s NodeIds: each switch of `to` gets the table
+// of the switch of `from` with its node GUID (the entries are its own ports, unchanged);
+// a switch of `to` that `from` did not hold gets none.
+RoutingTables TablesForNodeIds(const RoutingTables& tables, const Fabric& from, const Fabric& to);
+
 // Runs `chain` in order; minhop is appended as the last resort unless `chain` contains
 // "no_fallback". InvalidArgument for an unknown engine name, and for a chain of no engine
 // with "no_fallback" (nothing may route); the last engine's Status if every engine declined.

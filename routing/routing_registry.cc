@@ -68,6 +68,28 @@ bool SameRoutingInputs(const Fabric& a, const Fabric& b) {
   return true;
 }
 
+bool SameNodeIds(const Fabric& a, const Fabric& b) {
+  if (a.node_count() != b.node_count()) return false;
+  for (NodeId n = 0; n < a.node_count(); ++n)
+    if (a.node(n).guid != b.node(n).guid) return false;
+  return true;
+}
+
+RoutingTables TablesForNodeIds(const RoutingTables& tables, const Fabric& from, const Fabric& to) {
+  RoutingTables out;
+  out.engine = tables.engine;
+  out.switch_index.assign(to.node_count(), SIZE_MAX);
+  for (NodeId n = 0; n < to.node_count(); ++n) {
+    if (!to.node(n).is_switch()) continue;
+    const std::optional<NodeId> was = from.FindNode(to.node(n).guid);
+    const SwitchTable* t = was ? tables.table(*was) : nullptr;
+    if (!t) continue;
+    out.switch_index[n] = out.switches.size();
+    out.switches.push_back(SwitchTable{n, t->lft});
+  }
+  return out;
+}
+
 bool ChainNamesMinHop(std::string_view chain) {
   while (true) {
     const size_t comma = chain.find(',');

@@ -72,6 +72,18 @@ const Fabric* NeedFabric(const SubnetManager& sm, Status* why) {
   return sm.fabric();
 }
 
+// What the SM last published for the SA: one sweep's model with the tables its switches
+// hold, indexed by that model's NodeIds (even when routing failed and older tables stayed).
+// Routes and tables are read from it, never from the engine's model in the middle of a sweep.
+std::shared_ptr<const SaSnapshot> Programmed(const SubnetManager& sm, Status* why) {
+  auto s = sm.sa().snapshot();
+  if (!s || !s->discovery || !s->tables) {
+    *why = Unavailable("no routing has been programmed yet");
+    return nullptr;
+  }
+  return s;
+}
+
 }  // namespace
 
 namespace {
@@ -436,10 +448,10 @@ Result<json> ControlCommands::Health(const json& args) const {
 
 Result<json> ControlCommands::Route(const json& args) const {
   ibsm::Status why;
-  const Fabric* f = NeedFabric(*ctx_.sm, &why);
-  if (!f) return why;
-  const routing::RoutingTables* tables = ctx_.sm->tables();
-  if (!tables) return Unavailable("no routing has been programmed yet");
+  const auto programmed = Programmed(*ctx_.sm, &why);
+  if (!programmed) return why;
+  const Fabric* f = &programmed->fabric();
+  const routing::RoutingTables* tables = programmed->tables.get();
   IBSM_ASSIGN_OR_RETURN(std::string from_text, Arg<std::string>(args, "from", ""));
   IBSM_ASSIGN_OR_RETURN(std::string to_text, Arg<std::string>(args, "to", ""));
   IBSM_ASSIGN_OR_RETURN(PortId from, ResolveEndpoint(*f, from_text, ctx_.topology.get()));
@@ -452,10 +464,10 @@ Result<json> ControlCommands::Route(const json& args) const {
 
 Result<json> ControlCommands::Lft(const json& args) const {
   ibsm::Status why;
-  const Fabric* f = NeedFabric(*ctx_.sm, &why);
-  if (!f) return why;
-  const routing::RoutingTables* tables = ctx_.sm->tables();
-  if (!tables) return Unavailable("no routing has been programmed yet");
+  const auto programmed = Programmed(*ctx_.sm, &why);
+  if (!programmed) return why;
+  const Fabric* f = &programmed->fabric();
+  const routing::RoutingTables* tables = programmed->tables.get();
   IBSM_ASSIGN_OR_RETURN(std::string which, Arg<std::string>(args, "switch", ""));
   IBSM_ASSIGN_OR_RETURN(PortId p, ResolveEndpoint(*f, which, ctx_.topology.get()));
   NodeId n = f->port(p).node;
@@ -551,12 +563,14 @@ json CheckAnswer(const Fabric& fabric, const routing::RoutingTables& tables,
 // copy of the fabric and the shared tables, so the daemon keeps serving meanwhile.
 void ControlCommands::Check(const json& args, ControlServer::Reply reply) {
   const SubnetManager& sm = *ctx_.sm;
-  auto tables = sm.tables_snapshot();
+  ibsm::Status why;
+  const auto programmed = Programmed(sm, &why);
   const auto& last = sm.last_routing_check();
-  if (!sm.fabric() || !tables || !last) {
+  if (!programmed || !last) {
     reply(Unavailable("no routing has been programmed yet"));
     return;
   }
+  std::shared_ptr<const routing::RoutingTables> tables = programmed->tables;
   auto perms = Arg<uint32_t>(args, "permutations", 100);
   auto seed = Arg<uint64_t>(args, "seed", 1);
   if (!perms.ok() || !seed.ok()) {
@@ -582,12 +596,13 @@ void ControlCommands::Check(const json& args, ControlServer::Reply reply) {
               {"cycle", last->loops.cycle}}},
             {"seconds",
              {{"route", last->route_s}, {"verify", last->verify_s}, {"loops", last->loops_s}}}};
-  // Before the copy of the fabric: a refused request must cost the io thread nothing.
+  // A refused request costs the io thread nothing.
   if (check_running_) {
     reply(Unavailable("a check is already running; ask again when it has answered"));
     return;
   }
-  auto fabric = std::make_shared<const Fabric>(*sm.fabric());
+  // The published model, shared: nothing is copied on the io thread.
+  auto fabric = std::shared_ptr<const Fabric>(programmed, &programmed->fabric());
   routing::QualityOptions qo;
   qo.random_permutations = std::min<uint32_t>(*perms, 100000);
   qo.seed = *seed;

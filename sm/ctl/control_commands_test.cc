@@ -261,6 +261,41 @@ TEST_F(ControlCommandsTest, LftListsAnEntryForEveryLid) {
     EXPECT_EQ(e["port"], sim_->lft_entry(*node, Lid{e["lid"].get<uint16_t>()})) << e.dump();
 }
 
+// After a switch left and routing then failed, the switches keep the last good tables,
+// routed on the model before, where every switch of a higher GUID had another NodeId: lft
+// answers for each switch the table that switch holds.
+TEST_F(ControlCommandsTest, AfterARoutingFailureLftShowsWhatEachSwitchHolds) {
+  auto f = FatTree3(4);
+  ASSERT_TRUE(f.ok());
+  Bring(std::move(*f));
+  NodeId spine = kNoNode;
+  for (NodeId n = 0; n < fabric_->node_count(); ++n)
+    if (fabric_->node(n).name.find("-spine-") != std::string::npos &&
+        (spine == kNoNode || fabric_->node(n).guid < fabric_->node(spine).guid))
+      spine = n;
+  ASSERT_NE(spine, kNoNode);
+  SubnetManagerOptions o = sm_->options();
+  o.routing_engine = "no_fallback";  // nothing may route
+  o.incremental_repair = false;
+  sm_->Reconfigure(o);
+  ASSERT_TRUE(sim_->RemoveNode(spine).ok());
+  sm_->RequestHeavySweep("test: a spine left");
+  io_.restart();
+  io_.run_for(std::chrono::seconds(5));
+  ASSERT_GE(sm_->counters().routing_failures, 1u);
+  size_t switches = 0;
+  for (NodeId n = 0; n < fabric_->node_count(); ++n) {
+    if (!fabric_->node(n).is_switch() || n == spine) continue;
+    json r = Result("lft", {{"switch", fabric_->node(n).description}});
+    ASSERT_FALSE(r["entries"].empty()) << fabric_->node(n).description;
+    for (const auto& e : r["entries"])
+      ASSERT_EQ(e["port"], sim_->lft_entry(n, Lid{e["lid"].get<uint16_t>()}))
+          << fabric_->node(n).description << " " << e.dump();
+    ++switches;
+  }
+  EXPECT_EQ(switches, fabric_->switch_count() - 1);
+}
+
 TEST_F(ControlCommandsTest, ADegradedCableIsNamedWithBothEnds) {
   auto f = FatTree2(4);
   ASSERT_TRUE(f.ok());

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -128,6 +129,74 @@ TEST(SaConsistencyTest, EverySnapshotTheSaHoldsDuringARepairIsOneSweepsWhole) {
   ASSERT_TRUE(spine);
   EXPECT_FALSE(last->fabric().port(last->fabric().port_id(*spine, f->port(cut).num)).connected());
   EXPECT_EQ(RoutesOverMissingCables(*last, &first_bad), 0u) << first_bad;
+}
+
+// When routing fails after the fabric changed, the last good tables stay in the switches,
+// and they are for the model they were routed on, whose NodeIds are not the new model's (a
+// switch left: every switch with a higher GUID is numbered one lower). The SA answers, for each
+// switch of the new model, the table that switch holds, never another switch's.
+TEST(SaConsistencyTest, AfterARoutingFailureTheSaAnswersEachSwitchsOwnTable) {
+  auto f = FatTree3(4);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  // The spine of lowest GUID: the switches above it in GUID order are renumbered when it goes.
+  NodeId spine = kNoNode;
+  for (NodeId n = 0; n < f->node_count(); ++n)
+    if (f->node(n).name.find("-spine-") != std::string::npos &&
+        (spine == kNoNode || f->node(n).guid < f->node(spine).guid))
+      spine = n;
+  ASSERT_NE(spine, kNoNode);
+  size_t above = 0;
+  for (NodeId n = 0; n < f->node_count(); ++n)
+    above += f->node(n).is_switch() && f->node(n).guid > f->node(spine).guid;
+  ASSERT_GT(above, 1u);
+  boost::asio::io_context io;
+  sim::SimTransport t(io, sim, testutil::FirstCaPort(*f));
+  ASSERT_TRUE(t.bind_status().ok());
+  SystemClock clock;
+  SubnetManagerOptions o;
+  o.send.timeout = std::chrono::milliseconds(200);
+  o.sweep_interval = std::chrono::seconds(0);
+  o.incremental_repair = false;  // the engine routes after the change, and fails
+  SubnetManager sm(io, t, clock, nullptr, o);
+  std::vector<SweepStats> sweeps;
+  sm.Start([&](const SweepStats& s) {
+    sweeps.push_back(s);
+    if (sweeps.size() == 1) {
+      ASSERT_TRUE(s.subnet_up);
+      SubnetManagerOptions fails = o;
+      fails.routing_engine = "no_fallback";  // no engine: nothing may route
+      sm.Reconfigure(fails);
+      EXPECT_TRUE(sim.RemoveNode(spine).ok());
+      sm.RequestHeavySweep("test: the spine left");
+      return;
+    }
+    if (s.number < 2) return;
+    sm.Stop();
+    t.Close();
+    io.stop();
+  });
+  io.run();
+  ASSERT_GE(sweeps.size(), 2u);
+  EXPECT_FALSE(sweeps.back().subnet_up);
+  EXPECT_GE(sm.counters().routing_failures, 1u);
+  auto snap = sm.sa().snapshot();
+  ASSERT_TRUE(snap && snap->tables);
+  const Fabric& model = snap->fabric();
+  EXPECT_EQ(model.node_count(), f->node_count() - 1);
+  size_t compared = 0;
+  for (NodeId n = 0; n < model.node_count(); ++n) {
+    if (!model.node(n).is_switch()) continue;
+    const routing::SwitchTable* table = snap->tables->table(n);
+    ASSERT_NE(table, nullptr) << model.node(n).name;
+    EXPECT_EQ(table->node, n);
+    const NodeId held_by = *f->FindNode(model.node(n).guid);
+    for (uint32_t lid = 1; lid < table->lft.size(); ++lid)
+      ASSERT_EQ(table->lft[lid], sim.lft_entry(held_by, Lid{static_cast<uint16_t>(lid)}))
+          << model.node(n).name << " LID " << lid;
+    ++compared;
+  }
+  EXPECT_EQ(compared, f->switch_count() - 1);
 }
 
 }  // namespace

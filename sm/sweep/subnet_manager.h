@@ -451,6 +451,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void PublishSmNotice(uint16_t trap, const std::array<uint8_t, 16>& gid);
   void ReportPortChanges(const std::vector<Guid>& before);
   void PublishSaSnapshot();
+  std::shared_ptr<const routing::RoutingTables> TablesOfModel() const;
   // What this heavy sweep left, for the state writer (writer_).
   SweepRecord RecordOfSweep() const;
   // A state-file write's outcome, counted and logged by the writer. Returns s.ok().

@@ -90,8 +90,6 @@ bool SubnetManager::LoadMulticastGroups() {
   return true;
 }
 
-// What this master programmed, per switch (FNV-1a over the LFT up to LinearFDBTop), so the
-// state file tells which tables the fabric should hold after this sweep.
 DiscoveryResult& SubnetManager::MutableDiscovered() {
   // Every DiscoveryResult here is made non-const (make_shared<DiscoveryResult>), so casting
   // the constness away from the only owner is sound.
@@ -99,10 +97,24 @@ DiscoveryResult& SubnetManager::MutableDiscovered() {
   return const_cast<DiscoveryResult&>(*discovered_);
 }
 
+// The last good tables kept after a routing failure are for the model they were routed on;
+// where a node came or went since, they are indexed by the current model's NodeIds, so each
+// switch's records (SA, state file, ibsmctl) show the table it holds.
+std::shared_ptr<const routing::RoutingTables> SubnetManager::TablesOfModel() const {
+  if (!tables_ || !tables_fabric_ || !discovered_ ||
+      routing::SameNodeIds(*tables_fabric_, discovered_->fabric))
+    return tables_;
+  return std::make_shared<const routing::RoutingTables>(
+      routing::TablesForNodeIds(*tables_, *tables_fabric_, discovered_->fabric));
+}
+
+// What this sweep left for the state writer, with the tables the switches hold (it writes a
+// digest per switch, FNV-1a over the LFT up to LinearFDBTop, so the state file tells which
+// tables the fabric should hold after this sweep).
 SweepRecord SubnetManager::RecordOfSweep() const {
   SweepRecord r;
   r.discovered = discovered_;
-  r.tables = tables_;
+  r.tables = TablesOfModel();
   if (lid_map_) r.max_lid = lid_map_->max_lid();
   r.sm_lid = sm_lid_;
   r.sm_state = state();
@@ -128,7 +140,7 @@ void SubnetManager::PublishSaSnapshot() {
   s->sweep = current_.number;
   s->discovery = discovered_;
   ar_.ShareFabric(std::shared_ptr<const Fabric>(discovered_, &discovered_->fabric));
-  s->tables = tables_;
+  s->tables = TablesOfModel();
   // Indexed from the snapshot's own fabric rather than shared with lid_map_: when routing
   // failed and the last good tables are kept, lid_map_ belongs to an earlier fabric whose
   // PortIds need not match this one.
