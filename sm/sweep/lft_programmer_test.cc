@@ -26,8 +26,8 @@ namespace {
 
 using simcheck::FirstCaPort;
 
-struct Bed {
-  Bed()
+struct LftBed {
+  LftBed()
       : built(FatTree3(4).value()), sim(built), t(io, sim, FirstCaPort(built)),
         pipeline(t, 16, mad::SendOptions{std::chrono::milliseconds(20), 3}, 0),
         lfts(pipeline, [this](std::string_view id, std::string message) {
@@ -99,7 +99,7 @@ struct Bed {
 size_t Switches(const routing::RoutingTables& t) { return t.switches.size(); }
 
 TEST(LftProgrammerTest, AFirstPushWritesEveryBlockAndASecondWritesNothing) {
-  Bed b;
+  LftBed b;
   const uint16_t top = b.Top(*b.tables);
   const size_t blocks = top / 64 + 1;
   // Power-on switches report LinearFDBTop 0: nothing to read, every block to write.
@@ -121,7 +121,7 @@ TEST(LftProgrammerTest, AFirstPushWritesEveryBlockAndASecondWritesNothing) {
 // A switch whose top is not the one set (it rebooted) is forgotten, said so, and written
 // whole; a switch of another SM's top is read first and only what differs is written.
 TEST(LftProgrammerTest, ASwitchWithAnotherTopIsForgottenAndReadBeforeItIsWritten) {
-  Bed b;
+  LftBed b;
   const uint16_t top = b.Top(*b.tables);
   const size_t blocks = top / 64 + 1;
   b.Sweep(*b.model, b.tables, [](Guid) -> uint16_t { return 0; });
@@ -141,7 +141,7 @@ TEST(LftProgrammerTest, ASwitchWithAnotherTopIsForgottenAndReadBeforeItIsWritten
 // After a cut, the blocks whose old entries sent LIDs to a port that lost its cable are
 // written before any other, and no entry of the cut switches points at the dead ports.
 TEST(LftProgrammerTest, AfterACutTheBlocksIntoTheDeadCableGoFirst) {
-  Bed b;
+  LftBed b;
   const uint16_t top = b.Top(*b.tables);
   b.Sweep(*b.model, b.tables, [](Guid) -> uint16_t { return 0; });
   // A cable between two switches, cut in the model. (The simulator keeps it: the stage reads
@@ -156,7 +156,7 @@ TEST(LftProgrammerTest, AfterACutTheBlocksIntoTheDeadCableGoFirst) {
   ASSERT_NE(cut, kNoPort);
   Fabric after = *b.model;
   after.Disconnect(cut);
-  const auto rerouted = Bed::Route(after);
+  const auto rerouted = LftBed::Route(after);
   // Which (switch, block) held an entry into the cable before.
   std::set<std::pair<NodeId, uint32_t>> into;
   for (PortId e : {cut, b.model->port(cut).peer}) {

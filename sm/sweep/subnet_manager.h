@@ -39,6 +39,7 @@
 #include "sm/model/lid_manager.h"
 #include "sm/sweep/lft_programmer.h"
 #include "sm/sweep/link_damping.h"
+#include "sm/sweep/partition_programmer.h"
 #include "sm/sweep/route_worker.h"
 #include "sm/model/pkey_manager.h"
 #include "sm/sweep/mft_programmer.h"
@@ -381,9 +382,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void ArmDampingTimer();
   void OnDiscovered(DiscoveryResult r);
   void ProgramPKeys();
-  std::shared_ptr<const PKeyPlan> PKeyPlanRenumbered() const;
-  void SetPKeyTables();
-  void SetEnforcement();
   void ConfigureLids();
   void ConfigureSwitchPorts();
   // The engines a sweep asks (routing_engine, updn added as OpenSM adds minhop) and their
@@ -503,7 +501,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   std::unordered_set<Guid> repair_touched_;
   // How a repair that took nodes out renumbered the model's ports (old PortId -> new, kNoPort
   // for a port of a node taken out); empty when it took none out. Stages that keep per-port
-  // plans across a local repair carry them over with it (PKeyPlanRenumbered).
+  // plans across a local repair carry them over with it
+  // (PartitionProgrammer::KeepPlanRenumbered).
   struct RepairRenumbering {
     std::vector<PortId> ports;
     bool switches_only = true;  // every node taken out was a switch
@@ -520,6 +519,15 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   LftProgrammer lfts_{pipeline_, [this](std::string_view id, std::string message) {
                         Issue(std::string(id), message);
                       }};
+  PartitionProgrammer partitions_{
+      pipeline_, counters_,
+      {[this]() -> const DiscoveryResult& { return *discovered_; },
+       [this](std::string_view id, std::string message) { Issue(std::string(id), message); },
+       [this](PortId p) { return DesiredPortInfo(p); },
+       [this](NodeId n, uint8_t port, const mad::PortInfo& pi) {
+         MutableDiscovered().nodes[n].port_info[port] = pi;
+       },
+       [this] { return stopped_; }}};
   ArManager ar_{pipeline_, store_};
   std::unique_ptr<SharpManager> sharp_;
   bool mcast_dirty_ = false;  // groups changed since the MFTs were last planned
@@ -530,19 +538,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
 
   boost::asio::steady_timer recovery_timer_;
 
-  struct PKeyCache {
-    std::vector<uint16_t> keys;
-    std::vector<bool> known;  // per block of 32
-    // Read by this SM as a standby before it took over: read again by the next heavy sweep.
-    bool assumed = false;
-    // Block `b` as read.
-    void Store(size_t b, const mad::PKeyTable& blk) {
-      if (b >= known.size()) return;
-      for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
-        if (b * mad::kPKeyBlockSize + i < keys.size()) keys[b * mad::kPKeyBlockSize + i] = blk.pkey[i];
-      known[b] = true;
-    }
-  };
 
   // --- warm standby (sm/sweep/subnet_manager_standby.cc) ---------------------------------
   // What a STANDBY keeps of the fabric with Gets alone, refreshed every sweep_interval: the
@@ -652,11 +647,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   std::optional<EngineTables> engine_tables_;
   std::unique_ptr<routing::LidMap> lid_map_;
   std::optional<RoutingCheck> last_check_;
-  // What each port's P_Key table holds, by (node GUID, port number); a block not known is
-  // absent from `known`. Kept across sweeps like the LFT cache; re-read when a port's link
-  // restarted (not ACTIVE) or its switch rebooted.
-  std::map<std::pair<Guid, uint8_t>, PKeyCache> pkey_cache_;
-  std::shared_ptr<const PKeyPlan> pkey_plan_;  // of the current sweep
   struct DeviceEcho {
     uint8_t subnet_timeout = 0;
     uint16_t m_key_lease = 0;
@@ -667,14 +657,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // error thresholds): an answer that still holds counts as in sync, or every sweep would
   // Set the port again.
   std::map<std::pair<Guid, uint8_t>, mad::PortInfo> link_echo_;
-  // The same for partition enforcement: a switch port that answered our enforcement Set
-  // without the bits asked for (ibsim's switches keep none) is not Set again while the plan
-  // asks the same and the port answers the same (SM-PKEY-004).
-  struct EnforcementEcho {
-    bool asked_inbound = false, asked_outbound = false;
-    uint8_t got_inbound = 0, got_outbound = 0;
-  };
-  std::map<std::pair<Guid, uint8_t>, EnforcementEcho> enforcement_echo_;
   std::vector<Guid> known_ports_;  // port GUIDs seen in earlier sweeps (client rereg)
   SweepStats current_;
   SweepStats last_;

@@ -13,257 +13,31 @@
 
 namespace ibsm::sm {
 
-// Reads the tables the cache does not know (first sweep, a link that restarted, a switch that
-// rebooted), then sets the blocks that differ from the plan, then the switches' enforcement.
+// The partition stage (sm/sweep/partition_programmer.h): reads the tables not known, sets the
+// blocks that differ from the plan, then the switches' enforcement.
 void SubnetManager::ProgramPKeys() {
   // A repair that took out cables and no node: every port the plan names is still there
   // with the table and enforcement the last (clean) sweep wrote, so the plan and the caches
-  // stand as they are.
-  if (RepairIsLocal() && current_.repair_nodes_lost == 0 && pkey_plan_) {
+  // stand as they are. One that took out switches alone (a dead spine): the same, by the
+  // ports' new numbers.
+  if (RepairIsLocal() && partitions_.plan() &&
+      (current_.repair_nodes_lost == 0 ||
+       partitions_.KeepPlanRenumbered(repair_renumbered_.ports,
+                                      repair_renumbered_.switches_only))) {
     NextStage();
     return;
   }
-  // One that took out switches alone (a dead spine): the same, by the ports' new numbers.
-  if (RepairIsLocal() && pkey_plan_) {
-    if (auto plan = PKeyPlanRenumbered()) {
-      pkey_plan_ = std::move(plan);
-      NextStage();
-      return;
-    }
-  }
-  const Fabric& f = discovered_->fabric;
-  std::vector<PortId> ports = PartitionEndPorts(*discovered_);
-  if (options_.partitions.enforce != PartEnforce::kOff) {
-    for (PortId p: EnforcingSwitchPorts(*discovered_)) ports.push_back(p);
-  }
-  for (PortId p: ports) {
-    const Port& port = f.port(p);
-    const Node& node = f.node(port.node);
-    const DiscoveredNode& dn = discovered_->nodes[port.node];
-    size_t cap = PKeyCapacity(*discovered_, p);
-    if (cap == 0) continue;
-    auto target = sm::PKeyTarget(*discovered_, p);
-    if (!target) continue;
-    auto key = std::make_pair(node.guid, port.num.value());
-    bool stale = port.num.value() != 0 && port.state != PortState::kActive;
-    if (node.is_switch()) {
-      const std::optional<uint16_t> ours = lfts_.top(node.guid);
-      if (!ours || *ours != dn.switch_info.linear_fdb_top) stale = true;
-    }
-    size_t blocks = (cap + mad::kPKeyBlockSize - 1) / mad::kPKeyBlockSize;
-    PKeyCache& cache = pkey_cache_[key];
-    // What a standby read before it took over is read again by the first heavy sweep.
-    if (cache.assumed && !current_.repair) stale = true;
-    if (stale || cache.keys.size() != cap) {
-      cache.assumed = false;
-      cache.keys.assign(cap, 0);
-      cache.known.assign(blocks, false);
-    }
-    for (size_t b = 0; b < blocks; ++b) {
-      if (cache.known[b]) continue;
-      ++current_.pkey_blocks_read;
-      pipeline_.Get(target->first, mad::attr::kPKeyTable,
-                    mad::PKeyAttrMod(static_cast<uint32_t>(b), target->second),
-                    [this, key, b](Result<mad::Smp> r) {
-                      if (!r.ok()) return;  // stays unknown: the block will be written
-                      auto blk = mad::Decode<mad::PKeyTable>(r->data);
-                      auto it = pkey_cache_.find(key);
-                      if (!blk.ok() || it == pkey_cache_.end()) return;
-                      it->second.Store(b, *blk);
-                    });
-    }
-  }
-  pipeline_.WhenIdle([this] {
-    if (!stopped_) SetPKeyTables();
-  });
-}
-
-// The plan of the sweep before, for the model a repair left after taking out switches that
-// faced no end port. A port's memberships and table follow from its own node, the policy and
-// (for a switch port facing an end port) its neighbour's table; the end ports and the switch
-// ports facing them are all still there, cabled as before, so the plan for them stands: only
-// the entries of the switches taken out (their port 0) leave. On the 3-tier k=48 fat tree,
-// planning again took 77 ms of a dead spine's repair. nullptr where that does not hold.
-std::shared_ptr<const PKeyPlan> SubnetManager::PKeyPlanRenumbered() const {
-  const std::vector<PortId>& to = repair_renumbered_.ports;
-  if (to.empty() || !repair_renumbered_.switches_only) return nullptr;
-  auto renumbered = [&to](PortId p) { return p < to.size() ? to[p] : kNoPort; };
-  auto plan = std::make_shared<PKeyPlan>();
-  // The renumbering keeps the order of the ports left: each map is built in order.
-  for (const auto& [p, e] : pkey_plan_->enforcement) {
-    const PortId q = renumbered(p);
-    if (q == kNoPort) return nullptr;  // a switch taken out faced an end port
-    plan->enforcement.emplace_hint(plan->enforcement.end(), q, e);
-  }
-  for (const auto& [p, table] : pkey_plan_->tables)
-    if (const PortId q = renumbered(p); q != kNoPort)
-      plan->tables.emplace_hint(plan->tables.end(), q, table);
-  for (const auto& [p, m] : pkey_plan_->members)
-    if (const PortId q = renumbered(p); q != kNoPort)
-      plan->members.emplace_hint(plan->members.end(), q, m);
-  plan->sl_by_pkey = pkey_plan_->sl_by_pkey;
-  return plan;
-}
-
-void SubnetManager::SetPKeyTables() {
-  const Fabric& f = discovered_->fabric;
-  auto current = [this, &f](PortId p) -> const std::vector<uint16_t>* {
-    const Port& port = f.port(p);
-    auto it = pkey_cache_.find({f.node(port.node).guid, port.num.value()});
-    return it == pkey_cache_.end() ? nullptr: &it->second.keys;
-  };
-  auto plan = std::make_shared<PKeyPlan>(
-      PlanPKeys(*discovered_, sm_port_, options_.partitions, current));
-  // A partition set larger than a port's table is the configuration's problem, not the
-  // fabric's: logged and counted, but the subnet still comes up (OpenSM does the same).
-  for (const auto& i: plan->issues) {
-    ++counters_.issues_by_id[i.id];
-    Log(LogName::kSm).warn("{} {}", i.id, i.message);
-  }
-  pkey_plan_ = plan;
-  for (const auto& [p, table] : plan->tables) {
-    const Port& port = f.port(p);
-    auto target = sm::PKeyTarget(*discovered_, p);
-    if (!target) continue;
-    auto key = std::make_pair(f.node(port.node).guid, port.num.value());
-    PKeyCache& cache = pkey_cache_[key];
-    size_t blocks = (table.size() + mad::kPKeyBlockSize - 1) / mad::kPKeyBlockSize;
-    if (cache.keys.size() != table.size()) {
-      cache.keys.assign(table.size(), 0);
-      cache.known.assign(blocks, false);
-    }
-    for (size_t b = 0; b < blocks; ++b) {
-      mad::PKeyTable blk;
-      for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
-        if (b * mad::kPKeyBlockSize + i < table.size()) blk.pkey[i] = table[b * mad::kPKeyBlockSize + i];
-      bool same = cache.known[b];
-      for (size_t i = 0; same && i < mad::kPKeyBlockSize; ++i)
-        if (b * mad::kPKeyBlockSize + i < table.size() &&
-            cache.keys[b * mad::kPKeyBlockSize + i] != blk.pkey[i])
-          same = false;
-      if (same) continue;
-      std::array<uint8_t, 64> data{};
-      mad::EncodeTo(blk, data);
-      ++current_.pkey_blocks_sent;
-      pipeline_.Set(target->first, mad::attr::kPKeyTable,
-                    mad::PKeyAttrMod(static_cast<uint32_t>(b), target->second), data,
-                    [this, key, b](Result<mad::Smp> r) {
-                      auto it = pkey_cache_.find(key);
-                      if (it == pkey_cache_.end() || b >= it->second.known.size()) return;
-                      PKeyCache& c = it->second;
-                      if (!r.ok()) {
-                        c.known[b] = false;
-                        Issue("SM-PKEY-002",
-                              fmt::format("P_KeyTable block {} Set on {} port {} failed: {}", b,
-                                          ToString(key.first), key.second,
-                                          r.status().ToString()));
-                        return;
-                      }
-                      auto got = mad::Decode<mad::PKeyTable>(r->data);
-                      if (!got.ok()) {
-                        c.known[b] = false;
-                        return;
-                      }
-                      // What the port answered is what it holds (it may refuse entries).
-                      for (size_t i = 0; i < mad::kPKeyBlockSize; ++i)
-                        if (b * mad::kPKeyBlockSize + i < c.keys.size())
-                          c.keys[b * mad::kPKeyBlockSize + i] = got->pkey[i];
-                      c.known[b] = true;
-                    });
-    }
-  }
-  pipeline_.WhenIdle([this] {
-    if (!stopped_) SetEnforcement();
-  });
-}
-
-// PortInfo PartitionEnforcementInbound/Outbound on switch ports facing end ports
-// (OpenSM pkey_mgr_enforce_partition), only where they differ.
-void SubnetManager::SetEnforcement() {
-  const Fabric& f = discovered_->fabric;
-  // Ports of this sweep that answered without the enforcement asked for.
-  struct NotKept {
-    size_t ports = 0;
-    std::string first;
-  };
-  auto not_kept = std::make_shared<NotKept>();
-  size_t left_for_later = 0;
-  for (const auto& [p, e] : pkey_plan_->enforcement) {
-    const Port& port = f.port(p);
-    const DiscoveredNode& dn = discovered_->nodes[port.node];
-    uint8_t num = port.num.value();
-    const mad::PortInfo& now = dn.port_info[num];
-    if (now.partition_enforcement_inbound == e.inbound &&
-        now.partition_enforcement_outbound == e.outbound)
-      continue;
-    // A warm takeover leaves an ACTIVE port as the old master left it to the heavy sweep
-    // that follows, as it does its link settings (ConfigureSwitchPorts): what differs is that
-    // master's choice or a device that keeps no enforcement (ibsim's switches: 8,192 Sets
-    // at 3-tier k=32), which the old master knew from the answers to its Sets and a new one
-    // cannot know yet.
-    if (warm_takeover_ && port.state == PortState::kActive) {
-      ++left_for_later;
-      continue;
-    }
-    // The port answered this very request with what it holds now: another Set would change
-    // nothing (on ibsim, 8,192 Sets per sweep at 3-tier k=32).
-    const auto key = std::make_pair(f.node(port.node).guid, num);
-    if (auto echo = enforcement_echo_.find(key);
-        echo != enforcement_echo_.end() && echo->second.asked_inbound == e.inbound &&
-        echo->second.asked_outbound == e.outbound &&
-        echo->second.got_inbound == now.partition_enforcement_inbound &&
-        echo->second.got_outbound == now.partition_enforcement_outbound)
-      continue;
-    mad::PortInfo want = DesiredPortInfo(p);
-    want.partition_enforcement_inbound = e.inbound;
-    want.partition_enforcement_outbound = e.outbound;
-    std::array<uint8_t, 64> data{};
-    mad::EncodeTo(want, data);
-    ++current_.enforcement_sets;
-    NodeId node = port.node;
-    pipeline_.Set(dn.path, mad::attr::kPortInfo, num, data,
-                  [this, node, num, key, e = e, not_kept](Result<mad::Smp> r) {
-                    if (!r.ok()) {
-                      Issue("SM-PKEY-003",
-                            fmt::format("PortInfo Set (partition enforcement) on {} port {} "
-                                        "failed: {}",
-                                        ToString(discovered_->fabric.node(node).guid), num,
-                                        r.status().ToString()));
-                      return;
-                    }
-                    auto pi = mad::Decode<mad::PortInfo>(r->data);
-                    if (!pi.ok()) return;
-                    MutableDiscovered().nodes[node].port_info[num] = *pi;
-                    if (pi->partition_enforcement_inbound == e.inbound &&
-                        pi->partition_enforcement_outbound == e.outbound) {
-                      enforcement_echo_.erase(key);
-                      return;
-                    }
-                    enforcement_echo_[key] = {e.inbound, e.outbound,
-                                              pi->partition_enforcement_inbound,
-                                              pi->partition_enforcement_outbound};
-                    ++counters_.enforcement_not_kept;
-                    if (not_kept->ports++ == 0)
-                      not_kept->first = fmt::format("{} port {}", ToString(key.first), num);
-                  });
-  }
-  if (left_for_later > 0) {
-    Log(LogName::kSm).info("takeover: {} active switch ports do not hold the partition "
-                           "enforcement the plan asks; the heavy sweep that follows the "
-                           "takeover sets it",
-                           left_for_later);
-  }
-  pipeline_.WhenIdle([this, not_kept] {
-    if (stopped_) return;
-    // A warning, not a failed sweep: the fabric works, without the switch-side check there.
-    if (not_kept->ports > 0) {
-      ++counters_.issues_by_id["SM-PKEY-004"];
-      Log(LogName::kSm).warn("SM-PKEY-004 sweep {}: {} switch ports answered their partition "
-                             "enforcement Set without it (first: {}); those devices keep no "
-                             "enforcement, so isolation there rests on the end ports' P_Key "
-                             "tables; they are not Set again while they answer the same",
-                             current_.number, not_kept->ports, not_kept->first);
-    }
+  PartitionProgrammer::Sweep sweep;
+  sweep.number = current_.number;
+  sweep.sm_port = sm_port_;
+  sweep.policy = options_.partitions;
+  sweep.reread_assumed = !current_.repair;
+  sweep.leave_active_enforcement = warm_takeover_;
+  sweep.top = [this](Guid g) { return lfts_.top(g); };
+  partitions_.Run(std::move(sweep), [this] {
+    current_.pkey_blocks_read = partitions_.run().read;
+    current_.pkey_blocks_sent = partitions_.run().sent;
+    current_.enforcement_sets = partitions_.run().enforcement_sets;
     NextStage();
   });
 }

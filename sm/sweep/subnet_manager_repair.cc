@@ -482,7 +482,7 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
                            "blocks and P_Key tables are read back, not taken from the "
                            "standby's reads");
     warm_lfts_.clear();
-    std::erase_if(pkey_cache_, [](const auto& e) { return e.second.assumed; });
+    partitions_.ForgetAssumed();
   }
   current_.repair_links_up = reads->grow.cables_added;
   current_.repair_nodes_joined = reads->grow.nodes_added;

@@ -263,10 +263,7 @@ void SubnetManager::BeginWarmTakeover() {
   // known to hold nothing of it.
   for (const auto& [guid, lft] : warm_lfts_) lfts_.set_top(guid, lft.top);
   // The P_Key tables the standby read stand for what the ports hold, as the blocks do.
-  for (auto& [key, c] : w.pkeys) {
-    c.assumed = true;
-    pkey_cache_[key] = std::move(c);
-  }
+  partitions_.Assume(std::move(w.pkeys));
   warm_takeover_ = true;
   repair_pending_.clear();
   for (const Node& n : f.nodes())

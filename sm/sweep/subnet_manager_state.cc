@@ -165,7 +165,7 @@ void SubnetManager::PublishSaSnapshot() {
   s->act_count = ha_.act_count();
   s->sm_priority = options_.sm_priority;
   s->sm_state = state();
-  s->pkeys = pkey_plan_;
+  s->pkeys = partitions_.plan();
   s->partitioned = options_.partitions.config != nullptr;
   sa_.Publish(std::move(s));
   ha_.PublishKnownSms();  // their LIDs as this sweep left them
