@@ -96,9 +96,10 @@ void StateWriter::Publish(SweepPublication p) {
       /*urgent=*/true);
   // In steps, so a later sweep's dumps wait for one step at most.
   Hand([this, shared] { RecordSweep(shared->record, shared->guid2lid); });
-  SnapshotStep(Snapshots::kNodes, ++nodes_handed_, shared->record.discovered, shared->perf);
-  SnapshotStep(Snapshots::kLinksAndHealth, ++links_handed_, shared->record.discovered,
-               shared->perf);
+  const std::shared_ptr<const DiscoveryResult> model =
+      shared->record.snapshot ? shared->record.snapshot->discovery : nullptr;
+  SnapshotStep(Snapshots::kNodes, ++nodes_handed_, model, shared->perf);
+  SnapshotStep(Snapshots::kLinksAndHealth, ++links_handed_, model, shared->perf);
   // What this master programmed, once the sweep brought the subnet up.
   if (shared->record.subnet_up) Hand([this, shared] { SaveLftDigests(shared->record); });
 }
@@ -178,17 +179,17 @@ bool StateWriter::NoteStateWrite(const char* id, const Status& s, std::string_vi
 }
 
 void StateWriter::WriteDumps(const SweepRecord& r, const std::map<mad::Gid, McGroup>& groups) {
-  if (options_.dump_dir.empty() || !r.discovered) return;
-  const Fabric& f = r.discovered->fabric;
+  if (options_.dump_dir.empty() || !r.discovered()) return;
+  const Fabric& f = r.discovered()->fabric;
   Status s = WriteDumpFile(options_.dump_dir + "/opensm-subnet.lst",
-                           [&](std::FILE* out) { WriteSubnetLst(f, r.sm_lid, out); });
-  if (s.ok() && r.tables && options_.dump_lfts) {
+                           [&](std::FILE* out) { WriteSubnetLst(f, r.snapshot->sm_lid, out); });
+  if (s.ok() && r.tables() && options_.dump_lfts) {
     s = WriteDumpFile(options_.dump_dir + "/opensm-lfts.dump",
-                      [&](std::FILE* out) { WriteLftsDump(f, *r.tables, out); });
+                      [&](std::FILE* out) { WriteLftsDump(f, *r.tables(), out); });
     // What `opensm -D 0x43` writes for ibdmchk: routes with hop counts, multicast routes.
     if (s.ok())
       s = WriteDumpFile(options_.dump_dir + "/opensm.fdbs",
-                        [&](std::FILE* out) { WriteFdbsDump(f, *r.tables, out); });
+                        [&](std::FILE* out) { WriteFdbsDump(f, *r.tables(), out); });
     if (s.ok())
       s = WriteDumpFile(options_.dump_dir + "/opensm.mcfdbs",
                         [&](std::FILE* out) {
@@ -219,7 +220,7 @@ void StateWriter::RecordSweep(const SweepRecord& r,
       Log(LogName::kSm).info("SM-STATE-016 state file {} is open for writing; what this SM "
                              "holds in memory is written now",
                              store_->path());
-      NoteStateWrite("SM-STATE-010", store_->SetValue("sm_state", ha::SmStateName(r.sm_state)),
+      NoteStateWrite("SM-STATE-010", store_->SetValue("sm_state", ha::SmStateName(r.sm_state())),
                      "SM state");
     } else {
       Log(LogName::kSm).debug("SM-STATE-015 state file still not writable: {}",
@@ -275,13 +276,14 @@ void StateWriter::RecordSweep(const SweepRecord& r,
 }
 
 void StateWriter::SaveLftDigests(const SweepRecord& r) {
-  if (!store_ || !r.tables || !r.max_lid || !r.discovered) return;
-  const Fabric& f = r.discovered->fabric;
+  if (!store_ || !r.tables() || !r.max_lid || !r.discovered()) return;
+  const Fabric& f = r.discovered()->fabric;
+  const routing::RoutingTables& tables = *r.tables();
   std::vector<ha::LftDigestEntry> rows;
   uint16_t top = *r.max_lid;
   for (NodeId n = 0; n < f.node_count(); ++n) {
-    if (!f.node(n).is_switch() || !r.tables->table(n)) continue;
-    const auto& lft = r.tables->table(n)->lft;
+    if (!f.node(n).is_switch() || !tables.table(n)) continue;
+    const auto& lft = tables.table(n)->lft;
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i <= top; ++i) {
       h ^= i < lft.size() ? lft[i] : mad::kLftDropPort;

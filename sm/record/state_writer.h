@@ -36,6 +36,7 @@
 #include "sm/model/discovery.h"
 #include "sm/model/lid_manager.h"
 #include "sm/model/multicast.h"
+#include "sm/model/subnet_snapshot.h"
 #include "sm/record/control_answers.h"
 
 namespace ibsm::sm {
@@ -56,13 +57,17 @@ struct StateWriterCounters {
   std::map<std::string, uint64_t>* issues_by_id;
 };
 
-// What one heavy sweep left, as the writer needs it.
+// What one heavy sweep left, as the writer needs it: the snapshot the sweep published (its
+// model, the tables its switches hold, the SM's LID and state), and the sweep's figures.
 struct SweepRecord {
-  std::shared_ptr<const DiscoveryResult> discovered;
-  std::shared_ptr<const routing::RoutingTables> tables;  // null: routing failed
+  std::shared_ptr<const SubnetSnapshot> snapshot;  // null: the sweep published none
   std::optional<uint16_t> max_lid;  // of the LIDs the tables were built for; none: no LIDs
-  Lid sm_lid{0};
-  mad::SmState sm_state = mad::SmState::kNotActive;
+  // The snapshot's model and tables (null where it has none).
+  const DiscoveryResult* discovered() const { return snapshot ? snapshot->discovery.get() : nullptr; }
+  const routing::RoutingTables* tables() const { return snapshot ? snapshot->tables.get() : nullptr; }
+  mad::SmState sm_state() const {
+    return snapshot ? snapshot->sm_state : mad::SmState::kNotActive;
+  }
   // The sweep row.
   std::chrono::microseconds duration{0};
   uint64_t smps = 0, smps_failed = 0;

@@ -64,10 +64,12 @@ class StateWriterTest : public ::testing::Test {
     EXPECT_TRUE(f.ok());
     auto d = std::make_shared<DiscoveryResult>();
     d->fabric = std::move(*f);
+    auto published = std::make_shared<SubnetSnapshot>();
+    published->discovery = d;
+    published->sm_lid = Lid{1};
+    published->sm_state = mad::SmState::kMaster;
     SweepRecord r;
-    r.discovered = d;
-    r.sm_lid = Lid{1};
-    r.sm_state = mad::SmState::kMaster;
+    r.snapshot = published;
     r.nodes = d->fabric.node_count();
     r.engine = "minhop";
     r.subnet_up = true;
@@ -99,7 +101,7 @@ TEST_F(StateWriterTest, ASweepWritesItsRowItsLidsAndItsSnapshotsAndAFreshWriterR
   auto nodes = store_->LoadSnapshot(ha::kSnapshotNodes);
   ASSERT_TRUE(nodes.ok());
   ASSERT_TRUE(nodes->has_value());  // the topology, for ibsmctl --state-db
-  EXPECT_NE((*nodes)->json.find(ToString(r.discovered->fabric.node(0).guid).substr(2)),
+  EXPECT_NE((*nodes)->json.find(ToString(r.discovered()->fabric.node(0).guid).substr(2)),
             std::string::npos);
 
   // A second sweep: one LID moved, one port came. A fresh writer over the same file reads
@@ -261,7 +263,9 @@ TEST_F(StateWriterTest, OnItsOwnThreadLaterDumpsGoAheadOfEarlierRowsAndOnlyTheNe
   auto bigger = std::make_shared<DiscoveryResult>();
   bigger->fabric = std::move(*f);
   SweepPublication third = Publication(Record());
-  third.record.discovered = bigger;
+  auto bigger_snapshot = std::make_shared<SubnetSnapshot>(*third.record.snapshot);
+  bigger_snapshot->discovery = bigger;
+  third.record.snapshot = bigger_snapshot;
   third.record.engine = "third";
   third.after_dumps = [&] { at_line("third"); };
   w.Publish(std::move(third));

@@ -200,38 +200,6 @@ uint8_t RespTimeValueFor(std::chrono::milliseconds transaction_timeout) {
   return v;
 }
 
-bool SaSnapshot::SharePartition(PortId a, PortId b) const {
-  if (!partitioned || !pkeys || a == b) return true;
-  auto x = pkeys->members.find(a);
-  auto y = pkeys->members.find(b);
-  if (x == pkeys->members.end() || y == pkeys->members.end()) return false;
-  return SharedPKey(x->second, y->second, std::nullopt).has_value();
-}
-
-bool SaSnapshot::HoldsPKey(PortId p, uint16_t pkey) const {
-  if (!partitioned || !pkeys) return true;
-  auto x = pkeys->members.find(p);
-  return x != pkeys->members.end() && x->second.count(pkey & 0x7FFF) > 0;
-}
-
-const Fabric& SaSnapshot::fabric() const {
-  static const Fabric* const kEmpty = new Fabric();  // never destroyed: read by workers
-  return discovery ? discovery->fabric : *kEmpty;
-}
-
-const std::vector<DiscoveredNode>& SaSnapshot::nodes() const {
-  static const auto* const kEmpty = new std::vector<DiscoveredNode>();
-  return discovery ? discovery->nodes : *kEmpty;
-}
-
-uint16_t SaSnapshot::RecordLid(NodeId n, PortNum port) const {
-  if (n >= fabric().node_count()) return 0;
-  const Node& node = fabric().node(n);
-  if (node.is_switch()) return fabric().port(n, PortNum{0}).lid.value();
-  if (port.value() == 0 || port.value() > node.num_ports) return 0;
-  return fabric().port(n, port).lid.value();
-}
-
 std::optional<mad::MadMessage> PackRecords(mad::MadMessage out, bool get,
                                            std::vector<uint8_t> payload, SaCounters& counters) {
   if (get) {

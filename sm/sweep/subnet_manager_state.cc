@@ -108,16 +108,13 @@ std::shared_ptr<const routing::RoutingTables> SubnetManager::TablesOfModel() con
       routing::TablesForNodeIds(*tables_, *tables_fabric_, discovered_->fabric));
 }
 
-// What this sweep left for the state writer, with the tables the switches hold (it writes a
-// digest per switch, FNV-1a over the LFT up to LinearFDBTop, so the state file tells which
-// tables the fabric should hold after this sweep).
+// What this sweep left for the state writer: the snapshot it just published (the writer
+// writes a digest per switch of its tables, FNV-1a over the LFT up to LinearFDBTop, so the
+// state file tells which tables the fabric should hold after this sweep) and its figures.
 SweepRecord SubnetManager::RecordOfSweep() const {
   SweepRecord r;
-  r.discovered = discovered_;
-  r.tables = TablesOfModel();
+  r.snapshot = sa_.snapshot();
   if (lid_map_) r.max_lid = lid_map_->max_lid();
-  r.sm_lid = sm_lid_;
-  r.sm_state = state();
   r.duration = current_.duration;
   r.smps = current_.smps;
   r.smps_failed = current_.smps_failed;
