@@ -21,6 +21,7 @@
 #include "sim/simulator.h"
 #include "sm/testing/sim_test_util.h"
 #include "sm/testing/test_util.h"
+#include "sm/testing/sm_on_sim.h"
 #include "routing/quality.h"
 #include "routing/verify.h"
 #include "sm/sweep/subnet_manager.h"
@@ -32,12 +33,7 @@ using namespace std::chrono_literals;
 using simcheck::ExpectFabricUp;
 using simcheck::FirstCaPort;
 
-SubnetManagerOptions Quiet() {
-  SubnetManagerOptions o;
-  o.send.timeout = std::chrono::milliseconds(200);
-  o.sweep_interval = std::chrono::seconds(0);  // only traps (and the test) start sweeps
-  return o;
-}
+SubnetManagerOptions Quiet() { return testutil::QuietOptions(); }
 
 // A core-facing cable of a spine of a 3-tier fat tree: redundant, so every host keeps a path.
 PortId SpineUplink(const Fabric& f) {
@@ -67,26 +63,7 @@ struct CutRun {
 };
 
 // The SM on the first host of `f`, driven by the in-process simulator `sim`.
-struct Harness {
-  Harness(sim::Simulator& sim, const Fabric& f, SubnetManagerOptions o)
-      : t(io, sim, FirstCaPort(f)), sm(io, t, clock, nullptr, std::move(o)) {
-    EXPECT_TRUE(t.bind_status().ok());
-  }
-  // Runs until Stop(); `on_sweep` sees every sweep's figures.
-  void Run(std::function<void(const SweepStats&)> on_sweep) {
-    sm.Start(std::move(on_sweep));
-    io.run();
-  }
-  void Stop() {
-    sm.Stop();
-    t.Close();
-    io.stop();
-  }
-  boost::asio::io_context io;
-  sim::SimTransport t;
-  SystemClock clock;
-  SubnetManager sm;
-};
+using Harness = testutil::SmOnSim;
 
 // Stops `h` once its SM is quiescent (no SMP of the sweep or of the optional reads in
 // flight), looking every 50 ms from Arm() on.

@@ -45,6 +45,28 @@ std::pair<PortId, std::shared_ptr<const Fabric>> Cut(const Fabric& f) {
   return {kNoPort, nullptr};
 }
 
+// A repair's request: the engine's proven tables of a tree, and the tree without one of its
+// switch-to-switch cables (`cut`).
+struct Repair {
+  RouteRequest q;
+  PortId cut = kNoPort;
+};
+Repair CutAfterAnEngineRun() {
+  Repair r;
+  const auto before = Tree();
+  Routed engine = RouteSnapshot(Request(before));
+  EXPECT_TRUE(engine.passed() && engine.proof);
+  if (!engine.passed() || !engine.proof) return r;
+  auto [cut, after] = Cut(*before);
+  EXPECT_NE(cut, kNoPort);
+  r.cut = cut;
+  r.q = Request(std::move(after));
+  r.q.old = std::make_shared<const routing::RoutingTables>(std::move(engine.result->tables));
+  r.q.before = before;
+  r.q.proof = engine.proof;
+  return r;
+}
+
 TEST(RouteWorkerTest, AnEngineRunIsVerifiedCheckedAndProven) {
   const Routed r = RouteSnapshot(Request(Tree()));
   ASSERT_TRUE(r.result.ok()) << r.result.status().ToString();
@@ -60,15 +82,11 @@ TEST(RouteWorkerTest, AnEngineRunIsVerifiedCheckedAndProven) {
 // From proven tables, a cut is re-routed, only the LIDs it touched are verified, and the
 // proof is renewed from them; no entry of the result sends a LID into the cut cable.
 TEST(RouteWorkerTest, ARepairReroutesFromProvenTablesAndRenewsTheProof) {
-  const auto before = Tree();
-  Routed engine = RouteSnapshot(Request(before));
-  ASSERT_TRUE(engine.passed() && engine.proof);
-  const auto [cut, after] = Cut(*before);
-  ASSERT_NE(cut, kNoPort);
-  RouteRequest q = Request(after);
-  q.old = std::make_shared<const routing::RoutingTables>(std::move(engine.result->tables));
-  q.before = before;
-  q.proof = engine.proof;
+  const Repair repair = CutAfterAnEngineRun();
+  ASSERT_TRUE(repair.q.old && repair.q.proof);
+  const RouteRequest& q = repair.q;
+  const PortId cut = repair.cut;
+  const std::shared_ptr<const Fabric>& before = repair.q.before;
   const Routed r = RouteSnapshot(q);
   ASSERT_TRUE(r.result.ok()) << r.result.status().ToString();
   EXPECT_TRUE(r.rerouted) << r.reroute_refused;
@@ -87,15 +105,9 @@ TEST(RouteWorkerTest, ARepairReroutesFromProvenTablesAndRenewsTheProof) {
 // The worker answers on the io_context, and a re-route that builds in the spare copy it kept
 // of the old tables makes the same tables as one that copies them then.
 TEST(RouteWorkerTest, TheSpareCopyChangesNothingButWhereTheRerouteBuilds) {
-  const auto before = Tree();
-  Routed engine = RouteSnapshot(Request(before));
-  ASSERT_TRUE(engine.passed() && engine.proof);
-  const auto [cut, after] = Cut(*before);
-  ASSERT_NE(cut, kNoPort);
-  RouteRequest q = Request(after);
-  q.old = std::make_shared<const routing::RoutingTables>(std::move(engine.result->tables));
-  q.before = before;
-  q.proof = engine.proof;
+  const Repair repair = CutAfterAnEngineRun();
+  ASSERT_TRUE(repair.q.old && repair.q.proof);
+  const RouteRequest& q = repair.q;
   const Routed copied = RouteSnapshot(q);
   ASSERT_TRUE(copied.rerouted);
 

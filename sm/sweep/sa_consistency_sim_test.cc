@@ -17,11 +17,15 @@
 #include "sim/simulator.h"
 #include "sm/sweep/subnet_manager.h"
 #include "sm/testing/sim_test_util.h"
+#include "sm/testing/sm_on_sim.h"
 
 namespace ibsm::sm {
 namespace {
 
 using namespace std::chrono_literals;
+
+using testutil::QuietOptions;
+using testutil::SmOnSim;
 
 // Counts the routes of `s` that leave a switch by a port that is not cabled in `s`'s own
 // fabric: zero for a snapshot whose tables and fabric are of one sweep.
@@ -52,14 +56,9 @@ TEST(SaConsistencyTest, EverySnapshotTheSaHoldsDuringARepairIsOneSweepsWhole) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
   sim::Simulator sim(*f);
-  boost::asio::io_context io;
-  sim::SimTransport t(io, sim, testutil::FirstCaPort(*f));
-  ASSERT_TRUE(t.bind_status().ok());
-  SystemClock clock;
-  SubnetManagerOptions o;
-  o.send.timeout = std::chrono::milliseconds(200);
-  o.sweep_interval = std::chrono::seconds(0);
-  SubnetManager sm(io, t, clock, nullptr, o);
+  SmOnSim on(sim, *f, QuietOptions());
+  SubnetManager& sm = on.sm;
+  boost::asio::io_context& io = on.io;
 
   // A spine's core-facing cable: redundant, every host keeps a path.
   PortId cut = kNoPort;
@@ -105,9 +104,7 @@ TEST(SaConsistencyTest, EverySnapshotTheSaHoldsDuringARepairIsOneSweepsWhole) {
     settle.async_wait([&](boost::system::error_code ec) {
       if (ec) return;
       repaired = true;
-      sm.Stop();
-      t.Close();
-      io.stop();
+      on.Stop();
     });
   });
   io.run();
@@ -150,15 +147,10 @@ TEST(SaConsistencyTest, AfterARoutingFailureTheSaAnswersEachSwitchsOwnTable) {
   for (NodeId n = 0; n < f->node_count(); ++n)
     above += f->node(n).is_switch() && f->node(n).guid > f->node(spine).guid;
   ASSERT_GT(above, 1u);
-  boost::asio::io_context io;
-  sim::SimTransport t(io, sim, testutil::FirstCaPort(*f));
-  ASSERT_TRUE(t.bind_status().ok());
-  SystemClock clock;
-  SubnetManagerOptions o;
-  o.send.timeout = std::chrono::milliseconds(200);
-  o.sweep_interval = std::chrono::seconds(0);
+  SubnetManagerOptions o = QuietOptions();
   o.incremental_repair = false;  // the engine routes after the change, and fails
-  SubnetManager sm(io, t, clock, nullptr, o);
+  SmOnSim on(sim, *f, o);
+  SubnetManager& sm = on.sm;
   std::vector<SweepStats> sweeps;
   sm.Start([&](const SweepStats& s) {
     sweeps.push_back(s);
@@ -172,11 +164,9 @@ TEST(SaConsistencyTest, AfterARoutingFailureTheSaAnswersEachSwitchsOwnTable) {
       return;
     }
     if (s.number < 2) return;
-    sm.Stop();
-    t.Close();
-    io.stop();
+    on.Stop();
   });
-  io.run();
+  on.io.run();
   ASSERT_GE(sweeps.size(), 2u);
   EXPECT_FALSE(sweeps.back().subnet_up);
   EXPECT_GE(sm.counters().routing_failures, 1u);
