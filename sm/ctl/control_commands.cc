@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "base/json.h"
 #include "base/log.h"
 #include "base/text.h"
 #include "ha/sm_state_machine.h"
@@ -256,11 +257,15 @@ ControlCommands::ControlCommands(boost::asio::io_context& io, ControlServer& ser
   using A = ControlAccess;
   server.Register("status", A::kRead, "SM state, identity, last sweep, counts, counters",
                   [this](const json& a) { return Status(a); });
-  server.Register("nodes", A::kRead, "every node with its GUID, kind, LIDs and ports",
-                  [this](const json& a) { return Nodes(a); });
-  server.Register("links", A::kRead,
-                  "every cable with both ends; args: degraded (bool), errors (bool)",
-                  [this](const json& a) { return Links(a); });
+  server.RegisterAsyncText("nodes", A::kRead, "every node with its GUID, kind, LIDs and ports",
+                           [this](const json& a, ControlServer::TextReply r) {
+                             Nodes(a, std::move(r));
+                           });
+  server.RegisterAsyncText("links", A::kRead,
+                           "every cable with both ends; args: degraded (bool), errors (bool)",
+                           [this](const json& a, ControlServer::TextReply r) {
+                             Links(a, std::move(r));
+                           });
   server.Register("health", A::kRead,
                   "cables with PerfMgr or link findings of the health window, worst first, "
                   "with both ends; args: window_s (a shorter window), history (bool: the "
@@ -305,6 +310,7 @@ ControlCommands::~ControlCommands() {
   *alive_ = false;
   stopping_ = true;
   if (check_worker_.joinable()) check_worker_.join();
+  answers_.join();
 }
 
 Result<json> ControlCommands::Status(const json&) const {
@@ -408,21 +414,62 @@ Result<json> ControlCommands::Status(const json&) const {
   return j;
 }
 
-Result<json> ControlCommands::Nodes(const json&) const {
-  ibsm::Status why;
-  const Fabric* f = NeedFabric(*ctx_.sm, &why);
-  if (!f) return why;
-  return NodesAnswer(*f);
+void ControlCommands::Render(std::function<Result<std::string>()> render,
+                             ControlServer::TextReply reply) {
+  boost::asio::post(answers_, [this, alive = alive_, render = std::move(render),
+                               reply = std::move(reply)]() mutable {
+    // An exception on this thread would end the daemon: it becomes the request's error.
+    Result<std::string> text = ibsm::Status(StatusCode::kInternal, "the answer failed");
+    try {
+      text = render();
+    } catch (const std::exception& e) {
+      text = ibsm::Status(StatusCode::kInternal, std::string("the answer failed: ") + e.what());
+    }
+    boost::asio::post(io_, [alive, reply = std::move(reply), text = std::move(text)]() mutable {
+      if (*alive) reply(std::move(text));
+    });
+  });
 }
 
-Result<json> ControlCommands::Links(const json& args) const {
-  ibsm::Status why;
-  const Fabric* f = NeedFabric(*ctx_.sm, &why);
-  if (!f) return why;
-  IBSM_ASSIGN_OR_RETURN(bool only_degraded, Arg<bool>(args, "degraded", false));
-  IBSM_ASSIGN_OR_RETURN(bool only_errors, Arg<bool>(args, "errors", false));
-  return FilterLinks(LinksAnswer(*f, Judged(*ctx_.sm), ctx_.perf), only_degraded,
-                     only_errors);
+void ControlCommands::Nodes(const json&, ControlServer::TextReply reply) {
+  std::shared_ptr<const DiscoveryResult> model = ctx_.sm->model();
+  if (!model) return reply(Unavailable("no sweep has completed yet"));
+  Render(
+      [model]() -> Result<std::string> {
+        std::string text;
+        StreamNodesAnswer(model->fabric, [&text](std::string_view piece) { text += piece; });
+        return text;
+      },
+      std::move(reply));
+}
+
+void ControlCommands::Links(const json& args, ControlServer::TextReply reply) {
+  std::shared_ptr<const DiscoveryResult> model = ctx_.sm->model();
+  if (!model) return reply(Unavailable("no sweep has completed yet"));
+  auto only_degraded = Arg<bool>(args, "degraded", false);
+  auto only_errors = Arg<bool>(args, "errors", false);
+  if (!only_degraded.ok()) return reply(only_degraded.status());
+  if (!only_errors.ok()) return reply(only_errors.status());
+  // Cables are judged degraded from the model only with health_degraded_links (Judged).
+  const bool judged = Judged(*ctx_.sm) != nullptr;
+  // What the PerfMgr holds, copied here on the io thread that owns it.
+  std::shared_ptr<const PerfView> perf = ViewOfPerf(ctx_.perf);
+  Render(
+      [model, judged, perf, degraded = *only_degraded,
+       errors = *only_errors]() -> Result<std::string> {
+        const DiscoveryResult* d = judged ? model.get() : nullptr;
+        if (degraded || errors) {
+          IBSM_ASSIGN_OR_RETURN(json filtered,
+                                FilterLinks(LinksAnswerOfView(model->fabric, d, perf.get()), degraded,
+                                            errors));
+          return DumpJson(filtered);
+        }
+        std::string text;
+        StreamLinksAnswer(model->fabric, d, perf.get(), /*with_sweep=*/true,
+                          [&text](std::string_view piece) { text += piece; });
+        return text;
+      },
+      std::move(reply));
 }
 
 // history: the health findings of the event log instead of those of the health window;

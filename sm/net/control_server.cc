@@ -263,7 +263,12 @@ void ControlServer::Register(const std::string& cmd, ControlAccess access, std::
 
 void ControlServer::RegisterAsync(const std::string& cmd, ControlAccess access,
                                   std::string summary, AsyncHandler h) {
-  commands_[cmd] = Command{access, std::move(summary), std::move(h)};
+  commands_[cmd] = Command{access, std::move(summary), std::move(h), {}};
+}
+
+void ControlServer::RegisterAsyncText(const std::string& cmd, ControlAccess access,
+                                      std::string summary, AsyncTextHandler h) {
+  commands_[cmd] = Command{access, std::move(summary), {}, std::move(h)};
 }
 
 void ControlServer::Accept() {
@@ -347,6 +352,13 @@ std::string ControlServer::ErrorLine(const std::string& code, const std::string&
   return DumpJson(r);
 }
 
+std::string ControlServer::FailedLine(const Status& s, const json& id) {
+  const bool bad_args =
+      s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound;
+  ++(bad_args ? counters_.bad_requests : counters_.failed);
+  return ErrorLine(bad_args ? "bad_request" : "failed", s.message(), id);
+}
+
 void ControlServer::Dispatch(const std::string& line, uid_t uid,
                              std::function<void(std::string)> reply) {
   ++counters_.requests;
@@ -406,17 +418,26 @@ void ControlServer::Dispatch(const std::string& line, uid_t uid,
     return;
   }
   auto once = std::make_shared<bool>(false);
+  if (c->second.text_handler) {
+    c->second.text_handler(args, [this, alive = alive_, once, id, reply](Result<std::string> r) {
+      if (*once) return;
+      *once = true;
+      if (!*alive) return;
+      if (!r.ok()) return reply(FailedLine(r.status(), id));
+      // The members in the order a dumped object has them (keys sorted).
+      std::string line = id.is_null() ? std::string("{") : "{\"id\":" + DumpJson(id) + ",";
+      line += "\"ok\":true,\"result\":";
+      line += *r;
+      line += '}';
+      reply(std::move(line));
+    });
+    return;
+  }
   c->second.handler(args, [this, alive = alive_, once, id, cmd, reply](Result<json> r) {
     if (*once) return;
     *once = true;
     if (!*alive) return;
-    if (!r.ok()) {
-      const bool bad_args = r.status().code() == StatusCode::kInvalidArgument ||
-                            r.status().code() == StatusCode::kNotFound;
-      ++(bad_args ? counters_.bad_requests : counters_.failed);
-      reply(ErrorLine(bad_args ? "bad_request" : "failed", r.status().message(), id));
-      return;
-    }
+    if (!r.ok()) return reply(FailedLine(r.status(), id));
     json out{{"ok", true}, {"result", std::move(*r)}};
     if (!id.is_null()) out["id"] = id;
     reply(DumpJson(out));

@@ -123,6 +123,10 @@ class ControlServer {
   using Reply = std::function<void(Result<nlohmann::json>)>;
   using Handler = std::function<Result<nlohmann::json>(const nlohmann::json& args)>;
   using AsyncHandler = std::function<void(const nlohmann::json& args, Reply reply)>;
+  // A result already serialized: the JSON text of the "result" value, which the server puts
+  // in the reply line as it is (for answers of many megabytes, rendered off the io thread).
+  using TextReply = std::function<void(Result<std::string>)>;
+  using AsyncTextHandler = std::function<void(const nlohmann::json& args, TextReply reply)>;
 
   // Binds and listens. A stale socket file (nothing accepting on it) is replaced; a live one
   // (another daemon) is an error, so two daemons never share a socket. The socket's directory
@@ -141,6 +145,8 @@ class ControlServer {
   void Register(const std::string& cmd, ControlAccess access, std::string summary, Handler h);
   void RegisterAsync(const std::string& cmd, ControlAccess access, std::string summary,
                      AsyncHandler h);
+  void RegisterAsyncText(const std::string& cmd, ControlAccess access, std::string summary,
+                         AsyncTextHandler h);
 
   const ControlCounters& counters() const { return counters_; }
   const std::string& path() const { return options_.path; }
@@ -159,9 +165,12 @@ class ControlServer {
     ControlAccess access;
     std::string summary;
     AsyncHandler handler;
+    AsyncTextHandler text_handler;  // set instead of `handler` (RegisterAsyncText)
   };
 
   ControlServer(boost::asio::io_context& io, Options options);
+  // The error line of a handler's failure, counted (bad_requests or failed).
+  std::string FailedLine(const Status& s, const nlohmann::json& id);
   void Accept();
   bool MayChange(uid_t uid) const;
   // Empty when `uid` may open one more connection now, else why not (for the busy line).

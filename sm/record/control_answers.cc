@@ -108,13 +108,16 @@ void StreamNodesAnswer(const Fabric& f, const AnswerSink& sink) {
 }
 
 json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf) {
+  return LinksAnswerOfView(f, d, ViewOfPerf(perf).get());
+}
+
+json LinksAnswerOfView(const Fabric& f, const DiscoveryResult* d, const PerfView* perf) {
   json links = json::array();
-  const std::shared_ptr<const PerfView> view = ViewOfPerf(perf);
   const size_t degraded =
-      ForEachLinkJson(f, d, view.get(), [&](json link) { links.push_back(std::move(link)); });
+      ForEachLinkJson(f, d, perf, [&](json link) { links.push_back(std::move(link)); });
   return json{{"links", links},
               {"degraded", degraded},
-              {"perfmgr_sweep", perf ? json(perf->sweep_number()) : json()}};
+              {"perfmgr_sweep", perf ? json(perf->sweep_number) : json()}};
 }
 
 void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfView* perf,

@@ -59,6 +59,8 @@ void StreamNodesAnswer(const Fabric& f, const AnswerSink& sink);
 // counters that moved in its last sweep) may be null; without `perf`, "errors" and
 // "perfmgr_sweep" are null.
 nlohmann::json LinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfManager* perf);
+// The same from a view of the PerfMgr taken before (any thread may render it).
+nlohmann::json LinksAnswerOfView(const Fabric& f, const DiscoveryResult* d, const PerfView* perf);
 // LinksAnswer(f, d, perf).dump(), in pieces. Without `with_sweep`, the answer's
 // "perfmgr_sweep" is left out (it changes every PerfMgr sweep even when no cable did).
 void StreamLinksAnswer(const Fabric& f, const DiscoveryResult* d, const PerfView* perf,
