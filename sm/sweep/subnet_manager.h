@@ -251,9 +251,13 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   const Clock& clock() const { return clock_; }
   // What discovery read on the last heavy sweep (PortInfo of every port), or null.
   const DiscoveryResult* discovered() const { return discovered_.get(); }
-  // The same, shared: the SM copies it before it changes it while another holder has it, so
-  // a worker may read it while the SM goes on.
-  std::shared_ptr<const DiscoveryResult> model() const { return discovered_; }
+  // The fabric as this SM knows it now, shared (the SM copies a model before it changes it
+  // while another holder has it, so a worker may read it while the SM goes on): a standby's
+  // latest refresh, else the model of the last sweep. What ibsmctl nodes and links show.
+  std::shared_ptr<const DiscoveryResult> model() const {
+    if (state() == mad::SmState::kStandby && warm_ && warm_->model) return warm_->model;
+    return discovered_;
+  }
   // The LIDs the current tables route (null before the first routing).
   const routing::LidMap* lid_map() const { return lid_map_.get(); }
   // The tables as a shared snapshot, for work off the io thread.

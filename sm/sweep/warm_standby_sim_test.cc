@@ -111,6 +111,92 @@ TakeoverRun KillMasterAndTakeOver(sim::Simulator& sim, const Fabric& f,
   return run;
 }
 
+// A standby's model follows the fabric between takeovers: a cable cut after it stood by is
+// gone from what it shows (ibsmctl nodes and links read SubnetManager::model()) once it has
+// refreshed, not only after it takes over.
+TEST(WarmStandbyTest, TheStandbyShowsItsLatestRefreshNotItsFirstDiscovery) {
+  auto f = FatTree3(4);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  boost::asio::io_context io;
+  auto cas = testutil::CaPorts(*f);
+  sim::SimTransport ta(io, sim, cas[0]), tb(io, sim, cas.back());
+  ASSERT_TRUE(ta.bind_status().ok() && tb.bind_status().ok());
+  ASSERT_TRUE(sim.SetIsSm(cas[0], true).ok());
+  ASSERT_TRUE(sim.SetIsSm(cas.back(), true).ok());
+  SystemClock clock;
+  SubnetManagerOptions oa = HaOptions(5), ob = HaOptions(3);
+  oa.sweep_interval = 0s;
+  ob.sweep_interval = 1s;  // the standby's refresh period
+  // The standby must stay one: it may miss a poll while the master repairs.
+  ob.sminfo_polling_timeout = 1s;
+  ob.polling_retry_number = 10;
+  SubnetManager a(io, ta, clock, nullptr, oa);
+  SubnetManager b(io, tb, clock, nullptr, ob);
+  // A spine-to-core cable of a pod neither SM is in: the fabric stays whole without it.
+  const std::string pod_a = f->node(f->port(f->port(cas[0]).peer).node).name.substr(0, 5);
+  const std::string pod_b = f->node(f->port(f->port(cas.back()).peer).node).name.substr(0, 5);
+  PortId cut = kNoPort;
+  for (PortId p = 0; p < f->port_count() && cut == kNoPort; ++p) {
+    const Port& port = f->port(p);
+    const std::string& name = f->node(port.node).name;
+    if (port.connected() && name.find("-spine-") != std::string::npos &&
+        !name.starts_with(pod_a) && !name.starts_with(pod_b) &&
+        f->node(f->port(port.peer).node).name.starts_with("core"))
+      cut = p;
+  }
+  ASSERT_NE(cut, kNoPort);
+  const size_t links = f->link_count();
+  boost::asio::steady_timer tick(io), deadline(io);
+  deadline.expires_after(30s);
+  deadline.async_wait([&](boost::system::error_code ec) {
+    if (!ec) io.stop();
+  });
+  uint64_t refreshes_at_cut = 0;
+  size_t b_sweeps = 0;
+  bool cut_done = false, seen = false;
+  size_t first_links = 0;
+  std::function<void()> step = [&] {
+    if (!cut_done && b.state() == mad::SmState::kStandby && b.counters().standby_refreshes > 0 &&
+        b.quiescent()) {
+      first_links = b.model()->fabric.link_count();
+      refreshes_at_cut = b.counters().standby_refreshes;
+      EXPECT_TRUE(sim.LinkDown(cut).ok());
+      cut_done = true;
+    }
+    // Two refreshes after the cut: one began after it.
+    if (cut_done && b.counters().standby_refreshes >= refreshes_at_cut + 2) {
+      seen = true;
+      a.Stop();
+      b.Stop();
+      ta.Close();
+      tb.Close();
+      io.stop();
+      return;
+    }
+    tick.expires_after(10ms);
+    tick.async_wait([&](boost::system::error_code ec) {
+      if (!ec) step();
+    });
+  };
+  a.Start([&](const SweepStats& s) {
+    if (s.number == 1 && s.subnet_up) {
+      b.Start([&](const SweepStats&) { ++b_sweeps; });
+      step();
+    }
+  });
+  io.run();
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(b.state(), mad::SmState::kStandby);
+  // It stood by throughout (NOTACTIVE -> DISCOVERING -> STANDBY, nothing after) and finished
+  // no sweep of its own: its model is the refreshes'.
+  EXPECT_EQ(b.counters().state_changes, 2u);
+  EXPECT_EQ(b_sweeps, 0u);
+  EXPECT_EQ(first_links, links);
+  ASSERT_TRUE(b.model());
+  EXPECT_EQ(b.model()->fabric.link_count(), links - 1);
+}
+
 // The fabric did not change: the takeover re-reads the switches (no discovery), changes no
 // LID, writes no LFT block or P_Key table and reads none back; the heavy sweep after it
 // reads every one back and finds nothing to write either.
