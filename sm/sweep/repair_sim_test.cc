@@ -765,6 +765,8 @@ TEST(RepairSweepTest, ATrapWhileAHeavySweepRunsHandsOverToARepairWithoutPushingS
   ASSERT_EQ(sweeps.size(), 2u);
   const SweepStats& s = sweeps.back();
   ExpectTheCutRepaired(s, sweeps.front(), h.sm.counters());
+  EXPECT_TRUE(s.in_place_of_heavy);  // no heavy sweep follows it
+  EXPECT_FALSE(sweeps.front().in_place_of_heavy);
   // Only the repair's blocks went out after the cut: the heavy sweep pushed none of its own.
   EXPECT_EQ(lft_sets_after_cut, s.lft_blocks_sent);
   Fabric cut_fabric = *f;

@@ -302,6 +302,7 @@ void SubnetManager::StartSweepStats(bool repair) {
   current_.number = ++sweep_number_;
   current_.heavy = true;
   current_.repair = repair;
+  current_.in_place_of_heavy = repair && repair_follows_cut_short_;
   current_.started = clock_.Now();
   stage_mark_ = current_.started;
   stage_ = Stage::kDiscovery;

@@ -153,6 +153,10 @@ struct SweepStats {
   // A repair sweep: discovery replaced by a re-read of the switches that reported a change
   // (heavy is true too: every later stage ran).
   bool repair = false;
+  // A repair that a heavy sweep handed its model to once switches reported changes while it
+  // routed (log "a repair sweep takes over"): it did what that heavy sweep would have, and
+  // no heavy sweep follows for it.
+  bool in_place_of_heavy = false;
   size_t repair_links_lost = 0;  // cables a repair sweep took out of the model
   size_t repair_nodes_lost = 0;  // nodes a repair sweep found unreachable and took out
   // Cables a repair sweep found up where the model had none, or bounced (INIT again), and
