@@ -245,9 +245,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // Every MAD of the daemon goes through this transport (the PerfMgr's too).
   const mad::TransportCounters& transport_counters() const { return transport_.counters(); }
   const SweepStats& last_sweep() const { return last_; }
-  // The fabric of the last completed heavy sweep (LIDs as programmed), and its routing.
+  // The fabric of the last completed heavy sweep (LIDs as programmed).
   const Fabric* fabric() const { return discovered_ ? &discovered_->fabric : nullptr; }
-  const routing::RoutingTables* tables() const { return tables_ ? tables_.get() : nullptr; }
   Lid sm_lid() const { return sm_lid_; }
   Guid port_guid() const { return sm_port_guid_; }
   const SubnetManagerOptions& options() const { return options_; }
@@ -264,8 +263,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   }
   // The LIDs the current tables route (null before the first routing).
   const routing::LidMap* lid_map() const { return lid_map_.get(); }
-  // The tables as a shared snapshot, for work off the io thread.
-  std::shared_ptr<const routing::RoutingTables> tables_snapshot() const { return tables_; }
   // Verification and deadlock proof of the last routing the SM computed (accepted or not).
   struct RoutingCheck {
     std::string engine;
