@@ -38,7 +38,7 @@ void SmpPipeline::Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
 }
 
 void SmpPipeline::Enqueue(mad::Smp smp, Callback cb, const void* group) {
-  queue_.push_back({std::move(smp), std::move(cb), 0, group});
+  queue_.push_back({std::move(smp), std::move(cb), 0, group, nullptr});
   Pump();
 }
 
@@ -63,6 +63,12 @@ void SmpPipeline::Pump() {
     Request req = std::move(queue_.front());
     queue_.pop_front();
     ++in_flight_;
+    if (req.group) {
+      auto& flight = flights_[req.group];
+      if (!flight) flight = std::make_shared<GroupInFlight>();
+      ++flight->count;
+      req.flight = flight;
+    }
     Send(std::move(req));
   }
   pumping_ = false;
@@ -77,12 +83,14 @@ void SmpPipeline::Send(Request req) {
   transport_.Send(
       std::move(msg), send_,
       [this, attr_id, req = std::move(req)](Result<mad::MadMessage> r) mutable {
+        if (req.flight && req.flight->abandoned) return;  // Abandon let it go
         if (!r.ok() && r.status().code() == StatusCode::kTimeout && ++req.round < rounds_) {
           ++counters_.resent;
           Send(std::move(req));
           return;
         }
         --in_flight_;
+        if (req.flight && --req.flight->count == 0) flights_.erase(req.group);
         Result<mad::Smp> out = [&]() -> Result<mad::Smp> {
           if (!r.ok()) return r.status();
           mad::Smp smp;
@@ -117,6 +125,21 @@ size_t SmpPipeline::DropQueued(const void* group) {
     if (cb) cb(Status(StatusCode::kUnavailable, "dropped before it was sent"));
   CheckIdle();
   return dropped.size();
+}
+
+size_t SmpPipeline::Abandon(const void* group) {
+  if (group == nullptr) return 0;
+  size_t in_flight = 0;
+  if (auto it = flights_.find(group); it != flights_.end()) {
+    it->second->abandoned = true;
+    in_flight = it->second->count;
+    in_flight_ -= std::min(in_flight_, in_flight);
+    counters_.abandoned += in_flight;
+    flights_.erase(it);
+  }
+  DropQueued(group);  // runs CheckIdle
+  Pump();
+  return in_flight;
 }
 
 void SmpPipeline::WhenIdle(std::function<void()> fn) {

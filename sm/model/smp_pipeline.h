@@ -9,7 +9,9 @@
 #include <deque>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <span>
+#include <unordered_map>
 #include <string_view>
 #include <vector>
 
@@ -26,6 +28,7 @@ struct PipelineCounters {
   uint64_t failed = 0;  // no answer after every retry, bad status, or undecodable
   uint64_t fenced = 0;  // Sets refused because the SM is not master (never sent)
   uint64_t resent = 0;  // requests sent round again after every transport attempt timed out
+  uint64_t abandoned = 0;  // in flight when their owner stopped waiting (Abandon)
 };
 
 // Every PipelineCounters field once, for the control answer's "smp_pipeline" object and the
@@ -48,6 +51,8 @@ inline constexpr PipelineCounterRow kPipelineCounterRows[] = {
      "Sets not sent because the SM is not master"},
     {&PipelineCounters::resent, "resent", "ibsm_smps_resent_total", "", "",
      "SMPs sent round again after every transport attempt timed out"},
+    {&PipelineCounters::abandoned, "abandoned", "ibsm_smps_abandoned_total", "", "",
+     "SMPs in flight whose answer was no longer waited for (a repair found their path cut)"},
 };
 static_assert(std::size(kPipelineCounterRows) == sizeof(PipelineCounters) / sizeof(uint64_t));
 
@@ -80,6 +85,13 @@ class SmpPipeline {
   // kUnavailable ("dropped"), and none is counted as failed. Those in flight complete as
   // usual. Returns how many were dropped.
   size_t DropQueued(const void* group);
+  // DropQueued, and those of `group` in flight are no longer waited for: they stop counting
+  // towards the window and idle() at once, and whatever becomes of them later (an answer, a
+  // timeout) is ignored; their callbacks never run. For requests that cannot be answered (a
+  // DR path over a cable known to be down), so nothing waits for their timeouts. The
+  // transport may then hold up to that many more than the window for a while. Returns how
+  // many were in flight.
+  size_t Abandon(const void* group);
 
   void set_m_key(uint64_t k) { m_key_ = k; }
   // Fencing (HA): while fenced, every Set except SMInfo (the SM protocol itself) fails at
@@ -94,11 +106,17 @@ class SmpPipeline {
   void set_rounds(int rounds) { rounds_ = rounds < 1 ? 1 : rounds; }
 
  private:
+  // The in-flight requests of one group, while any is: Abandon marks them.
+  struct GroupInFlight {
+    size_t count = 0;
+    bool abandoned = false;
+  };
   struct Request {
     mad::Smp smp;
     Callback cb;
     int round = 0;
     const void* group = nullptr;
+    std::shared_ptr<GroupInFlight> flight;  // set while in flight, for a group
   };
   void Enqueue(mad::Smp smp, Callback cb, const void* group = nullptr);
   void Pump();
@@ -113,6 +131,7 @@ class SmpPipeline {
   size_t in_flight_ = 0;
   std::function<void()> idle_fn_;
   std::function<bool()> feeder_;
+  std::unordered_map<const void*, std::shared_ptr<GroupInFlight>> flights_;
   bool pumping_ = false;
   bool fenced_ = false;
   int rounds_ = 2;

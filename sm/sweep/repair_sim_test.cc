@@ -535,6 +535,64 @@ TEST(RepairSweepTest, ADeadSpineSwitchIsRepairedFromItsNeighboursAlone) {
   }
 }
 
+// A spine away from the SM's pod loses its cables one by one, leaves first: its own trap for
+// the first still reaches the SM (up through a core), so the repair is asked to re-read the
+// spine too, over a path through a core that answers that cable DOWN. That read is not
+// waited for (it cannot be answered: with every retry it would hold the repair for over a
+// second and then make it a heavy sweep); the spine's cables are checked from their far
+// ends, it leaves the model, and the repair programs the rest. Nothing is counted as a
+// failed SMP, and what the switches hold delivers everywhere without the spine.
+TEST(RepairSweepTest, ASwitchThatTrapsAndThenDiesIsTakenOutWithoutWaitingForItsReads) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  NodeId spine = kNoNode;
+  for (NodeId n = 0; n < f->node_count() && spine == kNoNode; ++n)
+    if (f->node(n).name.starts_with("pod02-spine-")) spine = n;
+  ASSERT_NE(spine, kNoNode);
+  size_t spine_links = 0;
+  CutRun run = FaultAndCompare(
+      sim, *f,
+      [&] {
+        for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p) {
+          const PortId id = f->port_id(spine, PortNum{static_cast<uint8_t>(p)});
+          if (!f->port(id).connected()) continue;
+          ++spine_links;
+          EXPECT_TRUE(sim.LinkDown(id).ok());
+        }
+      },
+      Quiet());
+  ASSERT_GE(run.sweeps.size(), 3u);
+  EXPECT_EQ(run.counters.repair_fallbacks, 0u);
+  EXPECT_GE(run.counters.repair_reads_abandoned, 1u) << "the spine's own trap was not seen";
+  size_t links_lost = 0, nodes_lost = 0;
+  for (size_t i = 1; i + 1 < run.sweeps.size(); ++i) {
+    const SweepStats& s = run.sweeps[i];
+    EXPECT_TRUE(s.repair) << "sweep " << s.number << " was a heavy sweep";
+    EXPECT_TRUE(s.subnet_up) << "sweep " << s.number;
+    EXPECT_EQ(s.smps_failed, 0u) << "sweep " << s.number;
+    links_lost += s.repair_links_lost;
+    nodes_lost += s.repair_nodes_lost;
+  }
+  EXPECT_EQ(links_lost, spine_links);
+  EXPECT_EQ(nodes_lost, 1u);
+  const SweepStats& full = run.sweeps.back();
+  EXPECT_FALSE(full.repair);
+  EXPECT_EQ(full.nodes, run.sweeps.front().nodes - 1);
+  EXPECT_EQ(full.lid_changes, 0u);
+  Fabric without = *f;
+  for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p)
+    without.Disconnect(f->port_id(spine, PortNum{static_cast<uint8_t>(p)}));
+  run.repaired.erase(spine);
+  const routing::RoutingTables held = TablesRepaired(without, sim, run);
+  without.mutable_port(without.port_id(spine, PortNum{0})).lid = Lid{0};
+  without.IndexLids();
+  const routing::LidMap lids(without);
+  const routing::VerifyReport v = routing::VerifyTables(without, lids, held);
+  EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.front());
+  EXPECT_TRUE(routing::CheckCreditLoops(without, lids, held).acyclic);
+}
+
 // With partitions naming every switch (so the dead spine's port 0 holds a table in the plan)
 // and enforcement on, a dead spine's repair neither reads nor writes a P_Key table, and the
 // SA answers from the plan a heavy sweep of the changed fabric makes: the plan of the sweep

@@ -16,6 +16,7 @@ struct SmCounters {
   uint64_t repair_sweeps = 0;     // sweeps that re-read reporting switches, not the fabric
   uint64_t repair_fallbacks = 0;  // repairs that found what only a heavy sweep handles
   uint64_t repair_restarts = 0;   // repairs begun again with switches that reported meanwhile
+  uint64_t repair_reads_abandoned = 0;  // re-read switches whose path crossed a cable found down
   uint64_t links_damped = 0;      // cables damped for flapping (sm/sweep/link_damping.h)
   uint64_t heavy_sweeps_cut_short = 0;  // heavy sweeps that gave way to a repair
   uint64_t repair_reroutes = 0;          // repairs routed incrementally
@@ -98,6 +99,11 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "ibsm_repair_restarts_total", "", "",
      "repair sweeps begun again, with the switches that reported while they read, because a "
      "check took a path over a cable those reports name"},
+    {&SmCounters::repair_reads_abandoned, CounterSection::kStatus, "repair_reads_abandoned",
+     "ibsm_repair_reads_abandoned_total", "", "",
+     "switches a repair sweep was to re-read whose path crossed a cable another switch "
+     "answered down: their reads were not waited for, their cables were checked from the far "
+     "side"},
     {&SmCounters::heavy_sweeps_cut_short, CounterSection::kStatus, "heavy_sweeps_cut_short",
      "ibsm_heavy_sweeps_cut_short_total", "", "",
      "heavy sweeps that gave way to a repair sweep: a trap came in during their discovery "

@@ -377,6 +377,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void RequestRepair(Guid guid, const std::string& reason);
   void BeginRepair();
   void FinishRepairReads(std::shared_ptr<struct RepairReads> reads);
+  void OnRepairSwitchRead(const std::shared_ptr<struct RepairReads>& reads, size_t i);
   // Link flap damping (sm/sweep/link_damping.h): notes that the cable at `p` of `f` went down;
   // takes damped cables out of a discovered model (and what they alone connected); arms the
   // release timer, whose expiry brings released cables back with a heavy sweep.

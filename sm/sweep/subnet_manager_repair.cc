@@ -22,10 +22,18 @@ struct RepairReads {
   struct Switch {
     NodeId node = kNoNode;
     bool failed = false;
+    uint32_t pending = 0;  // reads not answered yet
+    // Its reads were abandoned: their DR path crosses a cable another re-read switch
+    // answered DOWN (PathCrossesLostCable), so no answer can come.
+    bool cut_off = false;
     mad::SwitchInfo switch_info;
     std::vector<mad::PortInfo> ports;  // index = port number (0 unused)
   };
   std::vector<Switch> switches;
+  std::unordered_map<NodeId, size_t> index;  // into `switches`, by node
+  // Re-read switches that could not be read over their path (cut off, or not answered with
+  // their path over a lost cable): their cables are checked from the far side instead.
+  std::vector<NodeId> unread;
   std::chrono::steady_clock::time_point started;
   uint64_t smps = 0;
   // After the first round: the model with the re-read switches' lost cables taken out, and
@@ -51,6 +59,34 @@ struct RepairReads {
   uint64_t grow_failed = 0;  // SMPs of the growth not answered
   bool probes_taken = false;
 };
+
+namespace {
+
+bool AnsweredDown(const RepairReads& reads, NodeId n, uint8_t port) {
+  auto it = reads.index.find(n);
+  if (it == reads.index.end()) return false;
+  const RepairReads::Switch& sw = reads.switches[it->second];
+  return sw.pending == 0 && !sw.failed && !sw.cut_off && port < sw.ports.size() &&
+         sw.ports[port].port_state == static_cast<uint8_t>(PortState::kDown);
+}
+
+// Whether the DR path from `root` crosses a cable that a re-read switch answered DOWN at its
+// end: an SMP sent over it cannot arrive, nor its answer come back.
+bool PathCrossesLostCable(const Fabric& f, NodeId root, const DrPath& path,
+                          const RepairReads& reads) {
+  NodeId x = root;
+  for (uint8_t out : path) {
+    if (out == 0 || out > f.node(x).num_ports) return false;
+    const Port& p = f.port(f.port_id(x, PortNum{out}));
+    if (!p.connected()) return true;
+    const Port& q = f.port(p.peer);
+    if (AnsweredDown(reads, x, out) || AnsweredDown(reads, q.node, q.num.value())) return true;
+    x = q.node;
+  }
+  return false;
+}
+
+}  // namespace
 
 void SubnetManager::RequestRepair(Guid guid, const std::string& reason) {
   if (stopped_) return;
@@ -138,36 +174,81 @@ void SubnetManager::BeginRepair() {
     RepairReads::Switch sw;
     sw.node = n;
     sw.ports.resize(f.node(n).num_ports + 1);
+    sw.pending = f.node(n).num_ports + 2;  // SwitchInfo, PortInfo 0..N
+    reads->index.emplace(n, reads->switches.size());
     reads->switches.push_back(std::move(sw));
   }
+  // Each switch's reads are one pipeline group: the reads of a switch found cut off are
+  // abandoned (OnRepairSwitchRead), not waited for.
   for (size_t i = 0; i < reads->switches.size(); ++i) {
     const NodeId n = reads->switches[i].node;
     const DrPath& path = discovered_->nodes[n].path;
+    const void* group = &reads->switches[i];
     ++reads->smps;
-    pipeline_.Get(path, mad::attr::kSwitchInfo, 0, [reads, i](Result<mad::Smp> r) {
-      auto si = r.ok() ? mad::Decode<mad::SwitchInfo>(r->data) : Result<mad::SwitchInfo>(r.status());
-      if (si.ok()) {
-        reads->switches[i].switch_info = *si;
-      } else {
-        reads->switches[i].failed = true;
-      }
-    });
+    pipeline_.Get(
+        path, mad::attr::kSwitchInfo, 0,
+        [this, reads, i](Result<mad::Smp> r) {
+          if (reads->switches[i].cut_off) return;
+          auto si = r.ok() ? mad::Decode<mad::SwitchInfo>(r->data)
+                           : Result<mad::SwitchInfo>(r.status());
+          if (si.ok()) {
+            reads->switches[i].switch_info = *si;
+          } else {
+            reads->switches[i].failed = true;
+          }
+          OnRepairSwitchRead(reads, i);
+        },
+        group);
     // Port 0 too: a switch that rebooted answers with LID 0 there.
     for (uint32_t p = 0; p <= f.node(n).num_ports; ++p) {
       ++reads->smps;
-      pipeline_.Get(path, mad::attr::kPortInfo, p, [reads, i, p](Result<mad::Smp> r) {
-        auto pi = r.ok() ? mad::Decode<mad::PortInfo>(r->data) : Result<mad::PortInfo>(r.status());
-        if (pi.ok()) {
-          reads->switches[i].ports[p] = *pi;
-        } else {
-          reads->switches[i].failed = true;
-        }
-      });
+      pipeline_.Get(
+          path, mad::attr::kPortInfo, p,
+          [this, reads, i, p](Result<mad::Smp> r) {
+            if (reads->switches[i].cut_off) return;
+            auto pi = r.ok() ? mad::Decode<mad::PortInfo>(r->data)
+                             : Result<mad::PortInfo>(r.status());
+            if (pi.ok()) {
+              reads->switches[i].ports[p] = *pi;
+            } else {
+              reads->switches[i].failed = true;
+            }
+            OnRepairSwitchRead(reads, i);
+          },
+          group);
     }
   }
   pipeline_.WhenIdle([this, reads] {
     if (!stopped_) FinishRepairReads(reads);
   });
+}
+
+// One read of re-read switch `i` answered (or failed). Once all of a switch's are in and it
+// answered a port DOWN, the reads of every other re-read switch whose DR path crosses that
+// cable are abandoned: they cannot be answered, and waiting for their timeouts (with every
+// retry, over a second) would delay the repair of the very fault they report. A switch
+// that died after its trap left (its neighbours report its cables down) is the usual case.
+void SubnetManager::OnRepairSwitchRead(const std::shared_ptr<RepairReads>& reads, size_t i) {
+  RepairReads::Switch& sw = reads->switches[i];
+  if (sw.pending > 0) --sw.pending;
+  if (sw.pending > 0 || sw.failed) return;
+  bool lost_cable = false;
+  for (size_t p = 1; p < sw.ports.size() && !lost_cable; ++p)
+    lost_cable = sw.ports[p].port_state == static_cast<uint8_t>(PortState::kDown);
+  if (!lost_cable || !discovered_ || sm_port_ == kNoPort) return;
+  const Fabric& f = discovered_->fabric;
+  const NodeId root = f.port(sm_port_).node;
+  for (RepairReads::Switch& other : reads->switches) {
+    if (other.pending == 0 || other.cut_off || other.node >= discovered_->nodes.size()) continue;
+    if (!PathCrossesLostCable(f, root, discovered_->nodes[other.node].path, *reads)) continue;
+    other.cut_off = true;
+    const size_t gone = pipeline_.Abandon(&other);
+    ++counters_.repair_reads_abandoned;
+    Log(LogName::kSm).info("repair sweep {}: {} is read over a cable found down; its {} reads "
+                           "in flight are not waited for, its cables are checked from their "
+                           "far ends",
+                           current_.number, f.node(other.node).description, gone);
+  }
 }
 
 namespace {
@@ -276,10 +357,23 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
     r.issues.clear();
     Fabric& f = r.fabric;
     std::set<NodeId> reread, far_ends;
-    for (const RepairReads::Switch& sw : reads->switches) reread.insert(sw.node);
+    // A switch not read (its reads abandoned, or unanswered) over a path that crosses a cable
+    // another answered DOWN is checked as a far end is: a switch that died after its trap
+    // left. Unanswered over a path that is intact, it is a switch the model cannot account
+    // for.
+    for (RepairReads::Switch& sw : reads->switches) {
+      if (!sw.failed && !sw.cut_off) {
+        reread.insert(sw.node);
+        continue;
+      }
+      if (!sw.cut_off && !PathCrossesLostCable(f, root, r.nodes[sw.node].path, *reads))
+        return fall_back(fmt::format("{} did not answer", f.node(sw.node).description));
+      reads->unread.push_back(sw.node);
+      if (sw.node != root) far_ends.insert(sw.node);
+    }
     for (const RepairReads::Switch& sw : reads->switches) {
+      if (!reread.count(sw.node)) continue;
       const Node& node = f.node(sw.node);
-      if (sw.failed) return fall_back(fmt::format("{} did not answer", node.description));
       DiscoveredNode& dn = r.nodes[sw.node];
       dn.switch_info = sw.switch_info;
       reads->touched.insert(node.guid);
@@ -396,6 +490,15 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
       TakeOut(r, probe.port);
       ++reads->lost;
     }
+  }
+  if (!reads->unread.empty() && !reads->grown) {
+    // A switch not read that the checks left cabled is alive: what its own ports say is not
+    // known, so the model cannot be patched. (Before the growth: it renumbers the nodes.)
+    const auto reach = PathsAvoiding(f, discovered_->fabric.port(sm_port_).node, {});
+    for (NodeId u : reads->unread)
+      if (reach[u])
+        return fall_back(fmt::format("{} was not read over its path and is still cabled",
+                                     f.node(u).description));
   }
   if (!reads->grown && !reads->grow_from.empty()) {
     // Behind the ports that came up, before what is cut off leaves: a node met there may be
