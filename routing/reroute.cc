@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -838,9 +839,21 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       [&](std::unique_ptr<RerouteWorker>& worker, size_t b) {
         RerouteScratch& w = worker->w;
         const size_t first = b * 64, n = std::min(examine.size(), first + 64) - first;
-        for (uint32_t sw = 0; sw < S; ++sw)
-          for (size_t j = 0; j < n; ++j)
-            w.tile_old[size_t{sw} * 64 + j] = RerouteOldEntry(g, sw, examine[first + j]);
+        // LIDs in a run (every LID examined, or a block of them): 64 bytes of a row at once.
+        const uint32_t lo = examine[first];
+        if (examine[first + n - 1] - lo == n - 1) {
+          for (uint32_t sw = 0; sw < S; ++sw) {
+            const std::vector<uint8_t>& row = *g.old[sw];
+            uint8_t* dst = &w.tile_old[size_t{sw} * 64];
+            const size_t have = lo < row.size() ? std::min<size_t>(n, row.size() - lo) : 0;
+            if (have) std::memcpy(dst, row.data() + lo, have);
+            std::fill(dst + have, dst + n, kDropPort);
+          }
+        } else {
+          for (uint32_t sw = 0; sw < S; ++sw)
+            for (size_t j = 0; j < n; ++j)
+              w.tile_old[size_t{sw} * 64 + j] = RerouteOldEntry(g, sw, examine[first + j]);
+        }
         if (all) std::copy_n(w.tile_old.begin(), size_t{S} * 64, w.tile_new.begin());
         for (size_t j = 0; j < n; ++j) {
           const size_t i = first + j;
