@@ -16,6 +16,7 @@
 #include "sm/perf/perf_manager.h"
 #include "sm/ctl/sm_metrics.h"
 #include "sm/sweep/subnet_manager.h"
+#include "sm/testing/test_util.h"
 
 namespace ibsm::sm {
 namespace {
@@ -300,11 +301,7 @@ TEST_F(ControlCommandsTest, AfterARoutingFailureLftShowsWhatEachSwitchHolds) {
   auto f = FatTree3(4);
   ASSERT_TRUE(f.ok());
   Bring(std::move(*f));
-  NodeId spine = kNoNode;
-  for (NodeId n = 0; n < fabric_->node_count(); ++n)
-    if (fabric_->node(n).name.find("-spine-") != std::string::npos &&
-        (spine == kNoNode || fabric_->node(n).guid < fabric_->node(spine).guid))
-      spine = n;
+  const NodeId spine = testutil::LowestGuidSwitchNamed(*fabric_, "-spine-");
   ASSERT_NE(spine, kNoNode);
   SubnetManagerOptions o = sm_->options();
   o.routing_engine = "no_fallback";  // nothing may route

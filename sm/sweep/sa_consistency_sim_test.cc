@@ -137,11 +137,7 @@ TEST(SaConsistencyTest, AfterARoutingFailureTheSaAnswersEachSwitchsOwnTable) {
   ASSERT_TRUE(f.ok());
   sim::Simulator sim(*f);
   // The spine of lowest GUID: the switches above it in GUID order are renumbered when it goes.
-  NodeId spine = kNoNode;
-  for (NodeId n = 0; n < f->node_count(); ++n)
-    if (f->node(n).name.find("-spine-") != std::string::npos &&
-        (spine == kNoNode || f->node(n).guid < f->node(spine).guid))
-      spine = n;
+  const NodeId spine = testutil::LowestGuidSwitchNamed(*f, "-spine-");
   ASSERT_NE(spine, kNoNode);
   size_t above = 0;
   for (NodeId n = 0; n < f->node_count(); ++n)

@@ -261,8 +261,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
     if (state() == mad::SmState::kStandby && warm_ && warm_->model) return warm_->model;
     return discovered_;
   }
-  // The LIDs the current tables route (null before the first routing).
-  const routing::LidMap* lid_map() const { return lid_map_.get(); }
   // Verification and deadlock proof of the last routing the SM computed (accepted or not).
   struct RoutingCheck {
     std::string engine;

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -31,6 +32,17 @@ inline PortId FirstCaPort(const Fabric& f) {
   for (NodeId n = 0; n < f.node_count(); ++n)
     if (f.node(n).kind == NodeKind::kCa) return f.port_id(n, PortNum{1});
   return kNoPort;
+}
+
+// The switch of lowest GUID whose name contains `part` ("-spine-": a fat tree's aggregation
+// switch), or kNoNode. Taking it out renumbers every switch of higher GUID.
+inline NodeId LowestGuidSwitchNamed(const Fabric& f, std::string_view part) {
+  NodeId found = kNoNode;
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).is_switch() && f.node(n).name.find(part) != std::string::npos &&
+        (found == kNoNode || f.node(n).guid < f.node(found).guid))
+      found = n;
+  return found;
 }
 
 // Port 1 of every CA, in NodeId order.
