@@ -244,8 +244,8 @@ void SubnetManager::OnRepairSwitchRead(const std::shared_ptr<RepairReads>& reads
     other.cut_off = true;
     const size_t gone = pipeline_.Abandon(&other);
     ++counters_.repair_reads_abandoned;
-    Log(LogName::kSm).info("repair sweep {}: {} is read over a cable found down; its {} reads "
-                           "in flight are not waited for, its cables are checked from their "
+    Log(LogName::kSm).info("repair sweep {}: {} is read over a cable found down: its reads "
+                           "are abandoned ({} were in flight), its cables checked from their "
                            "far ends",
                            current_.number, f.node(other.node).description, gone);
   }
