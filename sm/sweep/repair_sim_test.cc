@@ -244,6 +244,26 @@ routing::RoutingTables TablesRepaired(Fabric& f, const sim::Simulator& sim, cons
   return t;
 }
 
+// `f` without the switch `dead` (every cable of it out, its port 0 without a LID), and what
+// the switches held after the repairs (`run.repaired`, the dead one's left out): verified,
+// and free of credit loops. Returns the fabric it checked.
+Fabric ExpectTablesDeliverWithout(const Fabric& f, NodeId dead, const sim::Simulator& sim,
+                                  CutRun& run) {
+  Fabric without = f;
+  for (uint32_t p = 1; p <= f.node(dead).num_ports; ++p)
+    without.Disconnect(f.port_id(dead, PortNum{static_cast<uint8_t>(p)}));
+  // The dead switch, alone in `without`, owns no LID and holds no table the fabric uses.
+  run.repaired.erase(dead);
+  const routing::RoutingTables held = TablesRepaired(without, sim, run);
+  without.mutable_port(without.port_id(dead, PortNum{0})).lid = Lid{0};
+  without.IndexLids();
+  const routing::LidMap lids(without);
+  const routing::VerifyReport v = routing::VerifyTables(without, lids, held);
+  EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.front());
+  EXPECT_TRUE(routing::CheckCreditLoops(without, lids, held).acyclic);
+  return without;
+}
+
 // By default a repair keeps every route that still delivers and re-routes only what crossed
 // the cut (routing/reroute.h); what the switches then hold is verified, sends nothing into
 // the dead ports, and every host reaches every host.
@@ -512,18 +532,7 @@ TEST(RepairSweepTest, ADeadSpineSwitchIsRepairedFromItsNeighboursAlone) {
   EXPECT_GE(counters.repair_reroutes, 1u);
   EXPECT_EQ(counters.repair_reroutes_refused, 0u);
   EXPECT_GE(counters.repair_reroutes_proven, 1u);
-  Fabric without = *f;
-  for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p)
-    without.Disconnect(f->port_id(spine, PortNum{static_cast<uint8_t>(p)}));
-  // The dead spine, alone in `without`, owns no LID and holds no table the fabric uses.
-  run.repaired.erase(spine);
-  const routing::RoutingTables held = TablesRepaired(without, sim, run);
-  without.mutable_port(without.port_id(spine, PortNum{0})).lid = Lid{0};
-  without.IndexLids();
-  const routing::LidMap lids(without);
-  const routing::VerifyReport v = routing::VerifyTables(without, lids, held);
-  EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.front());
-  EXPECT_TRUE(routing::CheckCreditLoops(without, lids, held).acyclic);
+  const Fabric without = ExpectTablesDeliverWithout(*f, spine, sim, run);
   ExpectFabricUp(without, sim, {spine});
   for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p) {
     const PortId sp = f->port_id(spine, PortNum{static_cast<uint8_t>(p)});
@@ -580,17 +589,8 @@ TEST(RepairSweepTest, ASwitchThatTrapsAndThenDiesIsTakenOutWithoutWaitingForItsR
   EXPECT_FALSE(full.repair);
   EXPECT_EQ(full.nodes, run.sweeps.front().nodes - 1);
   EXPECT_EQ(full.lid_changes, 0u);
-  Fabric without = *f;
-  for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p)
-    without.Disconnect(f->port_id(spine, PortNum{static_cast<uint8_t>(p)}));
-  run.repaired.erase(spine);
-  const routing::RoutingTables held = TablesRepaired(without, sim, run);
-  without.mutable_port(without.port_id(spine, PortNum{0})).lid = Lid{0};
-  without.IndexLids();
-  const routing::LidMap lids(without);
-  const routing::VerifyReport v = routing::VerifyTables(without, lids, held);
-  EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.front());
-  EXPECT_TRUE(routing::CheckCreditLoops(without, lids, held).acyclic);
+  const Fabric without = ExpectTablesDeliverWithout(*f, spine, sim, run);
+  ExpectFabricUp(without, sim, {spine});
 }
 
 // With partitions naming every switch (so the dead spine's port 0 holds a table in the plan)
