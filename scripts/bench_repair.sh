@@ -10,6 +10,8 @@
 #   --after LIST      seconds between SUBNET UP and the fault (default "3 20")
 #   --faults LIST     cable: `unlink` of the first core switch's port 1 (a spine-core cable);
 #                     spine: `unlink` of every port of the first spine switch (it dies);
+#                     spine2: the same with the first spine of pod 2, away from the SM's
+#                     pod (the first spine is in the SM's, where ftree's switch routes turn);
 #                     cables16: port 1 of the first 16 core switches, in one burst;
 #                     cableback: the cable of `cable` cut, and once the SM is up again
 #                     (SUBNET UP, then 2 s) put back with `relink`, timed from the relink;
@@ -80,11 +82,12 @@ fault_lines() {
     case $1 in
         cable) awk -F'"' '/^Switch/ && $2 ~ /^core/ { printf "unlink \"%s\"[1]\n", $2; exit }' "$net" ;;
         spine) awk -F'"' '/^Switch/ && $2 ~ /spine/ { printf "unlink \"%s\"\n", $2; exit }' "$net" ;;
+        spine2) awk -F'"' '/^Switch/ && $2 ~ /^pod0*2-spine/ { printf "unlink \"%s\"\n", $2; exit }' "$net" ;;
         cables16) awk -F'"' '/^Switch/ && $2 ~ /^core/ && n++ < 16 { printf "unlink \"%s\"[1]\n", $2 }' "$net" ;;
         cableback) fault_lines cable | sed 's/^unlink/relink/' ;;
         heavycable) fault_lines cable ;;
         spineback) fault_lines spine | sed 's/^unlink/relink/' ;;
-        *) die "unknown fault $1 (cable, spine, cables16, cableback, spineback, heavycable)" ;;
+        *) die "unknown fault $1 (cable, spine, spine2, cables16, cableback, spineback, heavycable)" ;;
     esac
 }
 # What fault $1 does first, before the part that is timed (empty: nothing).
