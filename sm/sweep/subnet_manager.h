@@ -484,6 +484,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   const Clock& clock_;
   ha::StateFile* store_;
   SubnetManagerOptions options_;
+  // Before every member that binds it (the partition stage, the state writer, HA, traps).
+  SmCounters counters_;
   SmpPipeline pipeline_;
   // A standby's reads of the fabric (Gets only; always fenced), beside the sweep's pipeline
   // so a takeover never waits behind them (sm/sweep/subnet_manager_standby.cc).
@@ -667,7 +669,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   std::vector<Guid> known_ports_;  // port GUIDs seen in earlier sweeps (client rereg)
   SweepStats current_;
   SweepStats last_;
-  SmCounters counters_;
   uint64_t sweep_number_ = 0;
   uint64_t smps_at_start_ = 0;
   uint64_t failed_at_start_ = 0;
