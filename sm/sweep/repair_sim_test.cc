@@ -593,6 +593,42 @@ TEST(RepairSweepTest, ASwitchThatTrapsAndThenDiesIsTakenOutWithoutWaitingForItsR
   ExpectFabricUp(without, sim, {spine});
 }
 
+// The same switch's trap alone, as ibsim delivers it at 3-tier k=32: the repair re-reads only
+// the spine, which no longer answers anything (it is dying), and its cables go down while
+// those reads are out, so they go unanswered and no switch the repair read says why. Its
+// cables are checked from their far ends, found down, and it leaves the model: a repair, not
+// a heavy sweep.
+TEST(RepairSweepTest, AReportingSwitchThatDoesNotAnswerIsCheckedFromItsNeighbours) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  NodeId spine = kNoNode;
+  for (NodeId n = 0; n < f->node_count() && spine == kNoNode; ++n)
+    if (f->node(n).name.starts_with("pod02-spine-")) spine = n;
+  ASSERT_NE(spine, kNoNode);
+  const PortId spine0 = f->port_id(spine, PortNum{0});
+  CutRun run = FaultAndCompare(
+      sim, *f,
+      [&] {
+        EXPECT_TRUE(sim.SetNodeDropRate(spine, 1.0).ok());
+        EXPECT_TRUE(sim.InjectTrap(spine0, mad::MakeTrap128(sim.port_info(spine0).lid)).ok());
+      },
+      Quiet(), kNoPort, [&] { EXPECT_TRUE(sim.RemoveNode(spine).ok()); });
+  ASSERT_GE(run.sweeps.size(), 3u);
+  EXPECT_EQ(run.counters.repair_fallbacks, 0u);
+  size_t nodes_lost = 0;
+  for (size_t i = 1; i + 1 < run.sweeps.size(); ++i) {
+    const SweepStats& s = run.sweeps[i];
+    EXPECT_TRUE(s.repair) << "sweep " << s.number << " was a heavy sweep";
+    EXPECT_TRUE(s.subnet_up) << "sweep " << s.number;
+    nodes_lost += s.repair_nodes_lost;
+  }
+  EXPECT_EQ(nodes_lost, 1u);
+  EXPECT_EQ(run.sweeps.back().nodes, run.sweeps.front().nodes - 1);
+  const Fabric without = ExpectTablesDeliverWithout(*f, spine, sim, run);
+  ExpectFabricUp(without, sim, {spine});
+}
+
 // With partitions naming every switch (so the dead spine's port 0 holds a table in the plan)
 // and enforcement on, a dead spine's repair neither reads nor writes a P_Key table, and the
 // SA answers from the plan a heavy sweep of the changed fabric makes: the plan of the sweep

@@ -244,10 +244,9 @@ void SubnetManager::OnRepairSwitchRead(const std::shared_ptr<RepairReads>& reads
     other.cut_off = true;
     const size_t gone = pipeline_.Abandon(&other);
     ++counters_.repair_reads_abandoned;
-    Log(LogName::kSm).info("repair sweep {}: {} is read over a cable found down: its reads "
-                           "are abandoned ({} were in flight), its cables checked from their "
-                           "far ends",
-                           current_.number, f.node(other.node).description, gone);
+    Log(LogName::kSm).debug("repair sweep {}: {} is read over a cable found down: its reads "
+                            "are abandoned ({} were in flight)",
+                            current_.number, f.node(other.node).description, gone);
   }
 }
 
@@ -357,19 +356,23 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
     r.issues.clear();
     Fabric& f = r.fabric;
     std::set<NodeId> reread, far_ends;
-    // A switch not read (its reads abandoned, or unanswered) over a path that crosses a cable
-    // another answered DOWN is checked as a far end is: a switch that died after its trap
-    // left. Unanswered over a path that is intact, it is a switch the model cannot account
-    // for.
+    // A switch not read (its reads abandoned, or not answered) is checked as a far end is,
+    // its cables from their other ends: most often it died after its trap left, before
+    // its neighbours' traps came (or theirs were lost on routes through it). Below, if those
+    // checks leave it cabled, it is alive and its own ports are not known: a heavy sweep.
     for (RepairReads::Switch& sw : reads->switches) {
       if (!sw.failed && !sw.cut_off) {
         reread.insert(sw.node);
         continue;
       }
-      if (!sw.cut_off && !PathCrossesLostCable(f, root, r.nodes[sw.node].path, *reads))
+      if (sw.node == root)
         return fall_back(fmt::format("{} did not answer", f.node(sw.node).description));
+      Log(LogName::kSm).info("repair sweep {}: {} {}; its cables are checked from their far "
+                             "ends",
+                             current_.number, f.node(sw.node).description,
+                             sw.cut_off ? "is read over a cable found down" : "did not answer");
       reads->unread.push_back(sw.node);
-      if (sw.node != root) far_ends.insert(sw.node);
+      far_ends.insert(sw.node);
     }
     for (const RepairReads::Switch& sw : reads->switches) {
       if (!reread.count(sw.node)) continue;
@@ -497,7 +500,7 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
     const auto reach = PathsAvoiding(f, discovered_->fabric.port(sm_port_).node, {});
     for (NodeId u : reads->unread)
       if (reach[u])
-        return fall_back(fmt::format("{} was not read over its path and is still cabled",
+        return fall_back(fmt::format("{} was not read and is still cabled",
                                      f.node(u).description));
   }
   if (!reads->grown && !reads->grow_from.empty()) {
