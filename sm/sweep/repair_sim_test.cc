@@ -593,6 +593,58 @@ TEST(RepairSweepTest, ASwitchThatTrapsAndThenDiesIsTakenOutWithoutWaitingForItsR
   ExpectFabricUp(without, sim, {spine});
 }
 
+// A leaf away from the SM's pod loses every cable, its hosts' first: its own traps for those
+// reach the SM up through its spines until the uplinks go. The repair takes the leaf out with
+// its hosts (cut off behind it), without a heavy sweep and without a failed SMP, and every
+// other host still reaches every other.
+TEST(RepairSweepTest, ALeafThatDiesLeavesWithItsHostsInARepair) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  NodeId leaf = kNoNode;
+  for (NodeId n = 0; n < f->node_count() && leaf == kNoNode; ++n)
+    if (f->node(n).name.starts_with("pod02-leaf-")) leaf = n;
+  ASSERT_NE(leaf, kNoNode);
+  std::set<NodeId> gone{leaf};
+  for (uint32_t p = 1; p <= f->node(leaf).num_ports; ++p) {
+    const Port& port = f->port(f->port_id(leaf, PortNum{static_cast<uint8_t>(p)}));
+    if (port.connected() && !f->node(f->port(port.peer).node).is_switch())
+      gone.insert(f->port(port.peer).node);
+  }
+  ASSERT_GT(gone.size(), 1u);
+  CutRun run = FaultAndCompare(
+      sim, *f,
+      [&] {
+        for (uint32_t p = 1; p <= f->node(leaf).num_ports; ++p) {
+          const PortId id = f->port_id(leaf, PortNum{static_cast<uint8_t>(p)});
+          if (!f->port(id).connected()) continue;
+          EXPECT_TRUE(sim.LinkDown(id).ok());
+        }
+      },
+      Quiet());
+  ASSERT_GE(run.sweeps.size(), 3u);
+  EXPECT_EQ(run.counters.repair_fallbacks, 0u);
+  size_t nodes_lost = 0;
+  for (size_t i = 1; i + 1 < run.sweeps.size(); ++i) {
+    const SweepStats& s = run.sweeps[i];
+    EXPECT_TRUE(s.repair) << "sweep " << s.number << " was a heavy sweep";
+    EXPECT_TRUE(s.subnet_up) << "sweep " << s.number;
+    EXPECT_EQ(s.smps_failed, 0u) << "sweep " << s.number;
+    nodes_lost += s.repair_nodes_lost;
+  }
+  EXPECT_EQ(nodes_lost, gone.size());
+  EXPECT_EQ(run.sweeps.back().nodes, run.sweeps.front().nodes - gone.size());
+  EXPECT_EQ(run.sweeps.back().lid_changes, 0u);
+  Fabric without = *f;
+  for (NodeId n : gone) {
+    for (uint32_t p = 1; p <= f->node(n).num_ports; ++p) {
+      const PortId id = f->port_id(n, PortNum{static_cast<uint8_t>(p)});
+      if (without.port(id).connected()) without.Disconnect(id);
+    }
+  }
+  ExpectFabricUp(without, sim, gone);
+}
+
 // The same switch's trap alone, as ibsim delivers it at 3-tier k=32: the repair re-reads only
 // the spine, which no longer answers anything (it is dying), and its cables go down while
 // those reads are out, so they go unanswered and no switch the repair read says why. Its
