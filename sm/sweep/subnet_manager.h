@@ -376,6 +376,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void BeginRepair();
   void FinishRepairReads(std::shared_ptr<struct RepairReads> reads);
   void OnRepairSwitchRead(const std::shared_ptr<struct RepairReads>& reads, size_t i);
+  void ReadInRepair(const std::shared_ptr<struct RepairReads>& reads, NodeId n);
   // Link flap damping (sm/sweep/link_damping.h): notes that the cable at `p` of `f` went down;
   // takes damped cables out of a discovered model (and what they alone connected); arms the
   // release timer, whose expiry brings released cables back with a heavy sweep.
@@ -602,6 +603,9 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // one change for link flap damping, however often a repair begun again finds it.
   std::set<std::pair<Guid, uint8_t>> repair_noted_;
   std::set<Guid> repair_pending_;  // switches that reported a change, not yet re-read
+  // The running repair's reads while it runs (its first round takes in switches that report
+  // meanwhile: RequestRepair).
+  std::weak_ptr<struct RepairReads> repair_round_;
   std::string repair_reason_;
   int failed_sweeps_in_a_row_ = 0;  // heavy sweeps without SUBNET UP since the last good one  // a heavy sweep is requested and has not begun yet
   std::string pending_reason_;

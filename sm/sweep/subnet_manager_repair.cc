@@ -7,6 +7,7 @@
 // cannot account for falls back to a heavy sweep.
 #include "sm/sweep/subnet_manager.h"
 
+#include <deque>
 #include <optional>
 #include <set>
 #include <unordered_set>
@@ -29,7 +30,9 @@ struct RepairReads {
     mad::SwitchInfo switch_info;
     std::vector<mad::PortInfo> ports;  // index = port number (0 unused)
   };
-  std::vector<Switch> switches;
+  // A deque: a switch that reports while the first round reads joins it (ReadInRepair), and
+  // each switch's address is its reads' pipeline group.
+  std::deque<Switch> switches;
   std::unordered_map<NodeId, size_t> index;  // into `switches`, by node
   // Re-read switches that could not be read over their path (cut off, or not answered with
   // their path over a lost cable): their cables are checked from the far side instead.
@@ -94,6 +97,24 @@ void SubnetManager::RequestRepair(Guid guid, const std::string& reason) {
       sm_port_ == kNoPort || !discovered_->fabric.FindNode(guid)) {
     RequestHeavySweep(reason);
     return;
+  }
+  // A repair still in its first round of reads reads this switch too, at once: most often a
+  // neighbour of a switch that reported and died, whose answer ends the wait for that one's.
+  // A switch of the round whose reads are not all answered yet will answer its state now
+  // (a trap sent twice, or repeated); one that has answered waits for the next repair (its
+  // state may have changed since).
+  if (auto round = repair_round_.lock(); round && current_.repair && sweeping_) {
+    const NodeId n = *discovered_->fabric.FindNode(guid);
+    auto in_round = round->index.find(n);
+    if (in_round != round->index.end() && round->switches[in_round->second].pending > 0 &&
+        !round->switches[in_round->second].cut_off)
+      return;
+    if (discovered_->fabric.node(n).is_switch() && in_round == round->index.end()) {
+      Log(LogName::kSm).info("repair sweep {}: {} reported while it read; read in this round",
+                             current_.number, discovered_->fabric.node(n).description);
+      ReadInRepair(round, n);
+      return;
+    }
   }
   if (repair_pending_.empty()) repair_reason_ = reason;
   repair_pending_.insert(guid);
@@ -168,9 +189,22 @@ void SubnetManager::BeginRepair() {
                          repair_reason_, names);
   auto reads = std::make_shared<RepairReads>();
   reads->started = clock_.Now();
+  repair_round_ = reads;
   for (Guid g : guids) {
     const NodeId n = *f.FindNode(g);
-    if (!f.node(n).is_switch()) continue;
+    if (f.node(n).is_switch()) ReadInRepair(reads, n);
+  }
+  pipeline_.WhenIdle([this, reads] {
+    if (!stopped_) FinishRepairReads(reads);
+  });
+}
+
+// Queues the first round's reads of switch `n`: SwitchInfo and every PortInfo. Each switch's
+// reads are one pipeline group: the reads of a switch found cut off are abandoned
+// (OnRepairSwitchRead), not waited for.
+void SubnetManager::ReadInRepair(const std::shared_ptr<RepairReads>& reads, NodeId n) {
+  const Fabric& f = discovered_->fabric;
+  {
     RepairReads::Switch sw;
     sw.node = n;
     sw.ports.resize(f.node(n).num_ports + 1);
@@ -178,10 +212,8 @@ void SubnetManager::BeginRepair() {
     reads->index.emplace(n, reads->switches.size());
     reads->switches.push_back(std::move(sw));
   }
-  // Each switch's reads are one pipeline group: the reads of a switch found cut off are
-  // abandoned (OnRepairSwitchRead), not waited for.
-  for (size_t i = 0; i < reads->switches.size(); ++i) {
-    const NodeId n = reads->switches[i].node;
+  {
+    const size_t i = reads->switches.size() - 1;
     const DrPath& path = discovered_->nodes[n].path;
     const void* group = &reads->switches[i];
     ++reads->smps;
@@ -218,9 +250,6 @@ void SubnetManager::BeginRepair() {
           group);
     }
   }
-  pipeline_.WhenIdle([this, reads] {
-    if (!stopped_) FinishRepairReads(reads);
-  });
 }
 
 // One read of re-read switch `i` answered (or failed). Once all of a switch's are in and it
@@ -320,6 +349,7 @@ void TakeOut(DiscoveryResult& r, PortId id) {
 // the model cannot be patched: a heavy sweep instead. A port up where the model has no cable,
 // or one trained again, is looked behind (Discovery::Grow) before the nodes cut off leave.
 void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
+  repair_round_.reset();  // the first round is over: later reports wait for the next repair
   auto fall_back = [this](const std::string& why) {
     Log(LogName::kSm).info("repair sweep {}: {}; heavy sweep instead", current_.number, why);
     ++counters_.repair_fallbacks;
