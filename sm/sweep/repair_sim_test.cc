@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -242,6 +243,47 @@ routing::RoutingTables TablesRepaired(Fabric& f, const sim::Simulator& sim, cons
     t.switches.push_back(std::move(st));
   }
   return t;
+}
+
+// The first node whose name starts with `prefix` ("pod02-spine-"), or kNoNode.
+NodeId FirstNamed(const Fabric& f, std::string_view prefix) {
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).name.starts_with(prefix)) return n;
+  return kNoNode;
+}
+
+// Takes every cable of `n` down, in port order (each sends its traps). Returns how many.
+size_t AllCablesDown(sim::Simulator& sim, const Fabric& f, NodeId n) {
+  size_t down = 0;
+  for (uint32_t p = 1; p <= f.node(n).num_ports; ++p) {
+    const PortId id = f.port_id(n, PortNum{static_cast<uint8_t>(p)});
+    if (!f.port(id).connected()) continue;
+    EXPECT_TRUE(sim.LinkDown(id).ok());
+    ++down;
+  }
+  return down;
+}
+
+// Switch `n` sends a trap 128 and from then on answers nothing (a switch that hangs or dies).
+void TrapThenSilence(sim::Simulator& sim, const Fabric& f, NodeId n) {
+  const PortId p0 = f.port_id(n, PortNum{0});
+  EXPECT_TRUE(sim.SetNodeDropRate(n, 1.0).ok());
+  EXPECT_TRUE(sim.InjectTrap(p0, mad::MakeTrap128(sim.port_info(p0).lid)).ok());
+}
+
+// Every sweep of `run` between the first and the last (the heavy sweep after) was a repair,
+// ended SUBNET UP and lost no SMP. Returns the nodes and cables they took out.
+std::pair<size_t, size_t> ExpectOnlyCleanRepairs(const CutRun& run) {
+  size_t nodes = 0, links = 0;
+  for (size_t i = 1; i + 1 < run.sweeps.size(); ++i) {
+    const SweepStats& s = run.sweeps[i];
+    EXPECT_TRUE(s.repair) << "sweep " << s.number << " was a heavy sweep";
+    EXPECT_TRUE(s.subnet_up) << "sweep " << s.number;
+    EXPECT_EQ(s.smps_failed, 0u) << "sweep " << s.number;
+    nodes += s.repair_nodes_lost;
+    links += s.repair_links_lost;
+  }
+  return {nodes, links};
 }
 
 // `f` without the switch `dead` (every cable of it out, its port 0 without a LID), and what
@@ -555,34 +597,15 @@ TEST(RepairSweepTest, ASwitchThatTrapsAndThenDiesIsTakenOutWithoutWaitingForItsR
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
   sim::Simulator sim(*f);
-  NodeId spine = kNoNode;
-  for (NodeId n = 0; n < f->node_count() && spine == kNoNode; ++n)
-    if (f->node(n).name.starts_with("pod02-spine-")) spine = n;
+  const NodeId spine = FirstNamed(*f, "pod02-spine-");
   ASSERT_NE(spine, kNoNode);
   size_t spine_links = 0;
   CutRun run = FaultAndCompare(
-      sim, *f,
-      [&] {
-        for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p) {
-          const PortId id = f->port_id(spine, PortNum{static_cast<uint8_t>(p)});
-          if (!f->port(id).connected()) continue;
-          ++spine_links;
-          EXPECT_TRUE(sim.LinkDown(id).ok());
-        }
-      },
-      Quiet());
+      sim, *f, [&] { spine_links = AllCablesDown(sim, *f, spine); }, Quiet());
   ASSERT_GE(run.sweeps.size(), 3u);
   EXPECT_EQ(run.counters.repair_fallbacks, 0u);
   EXPECT_GE(run.counters.repair_reads_abandoned, 1u) << "the spine's own trap was not seen";
-  size_t links_lost = 0, nodes_lost = 0;
-  for (size_t i = 1; i + 1 < run.sweeps.size(); ++i) {
-    const SweepStats& s = run.sweeps[i];
-    EXPECT_TRUE(s.repair) << "sweep " << s.number << " was a heavy sweep";
-    EXPECT_TRUE(s.subnet_up) << "sweep " << s.number;
-    EXPECT_EQ(s.smps_failed, 0u) << "sweep " << s.number;
-    links_lost += s.repair_links_lost;
-    nodes_lost += s.repair_nodes_lost;
-  }
+  const auto [nodes_lost, links_lost] = ExpectOnlyCleanRepairs(run);
   EXPECT_EQ(links_lost, spine_links);
   EXPECT_EQ(nodes_lost, 1u);
   const SweepStats& full = run.sweeps.back();
@@ -601,9 +624,7 @@ TEST(RepairSweepTest, ALeafThatDiesLeavesWithItsHostsInARepair) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
   sim::Simulator sim(*f);
-  NodeId leaf = kNoNode;
-  for (NodeId n = 0; n < f->node_count() && leaf == kNoNode; ++n)
-    if (f->node(n).name.starts_with("pod02-leaf-")) leaf = n;
+  const NodeId leaf = FirstNamed(*f, "pod02-leaf-");
   ASSERT_NE(leaf, kNoNode);
   std::set<NodeId> gone{leaf};
   for (uint32_t p = 1; p <= f->node(leaf).num_ports; ++p) {
@@ -612,27 +633,10 @@ TEST(RepairSweepTest, ALeafThatDiesLeavesWithItsHostsInARepair) {
       gone.insert(f->port(port.peer).node);
   }
   ASSERT_GT(gone.size(), 1u);
-  CutRun run = FaultAndCompare(
-      sim, *f,
-      [&] {
-        for (uint32_t p = 1; p <= f->node(leaf).num_ports; ++p) {
-          const PortId id = f->port_id(leaf, PortNum{static_cast<uint8_t>(p)});
-          if (!f->port(id).connected()) continue;
-          EXPECT_TRUE(sim.LinkDown(id).ok());
-        }
-      },
-      Quiet());
+  CutRun run = FaultAndCompare(sim, *f, [&] { AllCablesDown(sim, *f, leaf); }, Quiet());
   ASSERT_GE(run.sweeps.size(), 3u);
   EXPECT_EQ(run.counters.repair_fallbacks, 0u);
-  size_t nodes_lost = 0;
-  for (size_t i = 1; i + 1 < run.sweeps.size(); ++i) {
-    const SweepStats& s = run.sweeps[i];
-    EXPECT_TRUE(s.repair) << "sweep " << s.number << " was a heavy sweep";
-    EXPECT_TRUE(s.subnet_up) << "sweep " << s.number;
-    EXPECT_EQ(s.smps_failed, 0u) << "sweep " << s.number;
-    nodes_lost += s.repair_nodes_lost;
-  }
-  EXPECT_EQ(nodes_lost, gone.size());
+  EXPECT_EQ(ExpectOnlyCleanRepairs(run).first, gone.size());
   EXPECT_EQ(run.sweeps.back().nodes, run.sweeps.front().nodes - gone.size());
   EXPECT_EQ(run.sweeps.back().lid_changes, 0u);
   Fabric without = *f;
@@ -655,23 +659,13 @@ TEST(RepairSweepTest, AReportingSwitchThatDoesNotAnswerIsNotWaitedForOnceItsNeig
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
   sim::Simulator sim(*f);
-  NodeId spine = kNoNode;
-  for (NodeId n = 0; n < f->node_count() && spine == kNoNode; ++n)
-    if (f->node(n).name.starts_with("pod02-spine-")) spine = n;
+  const NodeId spine = FirstNamed(*f, "pod02-spine-");
   ASSERT_NE(spine, kNoNode);
-  const PortId spine0 = f->port_id(spine, PortNum{0});
   CutRun run = FaultAndCompare(
-      sim, *f,
-      [&] {
-        EXPECT_TRUE(sim.SetNodeDropRate(spine, 1.0).ok());
-        EXPECT_TRUE(sim.InjectTrap(spine0, mad::MakeTrap128(sim.port_info(spine0).lid)).ok());
-      },
-      Quiet(), kNoPort, [&] { EXPECT_TRUE(sim.RemoveNode(spine).ok()); });
+      sim, *f, [&] { TrapThenSilence(sim, *f, spine); }, Quiet(), kNoPort,
+      [&] { EXPECT_TRUE(sim.RemoveNode(spine).ok()); });
   ASSERT_EQ(run.sweeps.size(), 3u) << "the heavy sweep, one repair, the heavy sweep after";
-  const SweepStats& repair = run.sweeps[1];
-  EXPECT_TRUE(repair.repair);
-  EXPECT_TRUE(repair.subnet_up);
-  EXPECT_EQ(repair.repair_nodes_lost, 1u);
+  EXPECT_EQ(ExpectOnlyCleanRepairs(run).first, 1u);
   EXPECT_EQ(run.counters.repair_fallbacks, 0u);
   EXPECT_GE(run.counters.repair_reads_abandoned, 1u);
   EXPECT_EQ(run.sweeps.back().nodes, run.sweeps.front().nodes - 1);
@@ -686,15 +680,9 @@ TEST(RepairSweepTest, AReportingSwitchThatDoesNotAnswerButIsStillCabledMakesAHea
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
   sim::Simulator sim(*f);
-  NodeId spine = kNoNode;
-  for (NodeId n = 0; n < f->node_count() && spine == kNoNode; ++n)
-    if (f->node(n).name.starts_with("pod02-spine-")) spine = n;
+  const NodeId spine = FirstNamed(*f, "pod02-spine-");
   ASSERT_NE(spine, kNoNode);
-  const PortId spine0 = f->port_id(spine, PortNum{0});
-  CutRun run = FaultAndCompare(sim, *f, [&] {
-    EXPECT_TRUE(sim.SetNodeDropRate(spine, 1.0).ok());
-    EXPECT_TRUE(sim.InjectTrap(spine0, mad::MakeTrap128(sim.port_info(spine0).lid)).ok());
-  }, Quiet());
+  CutRun run = FaultAndCompare(sim, *f, [&] { TrapThenSilence(sim, *f, spine); }, Quiet());
   ASSERT_GE(run.sweeps.size(), 3u);
   EXPECT_EQ(run.counters.repair_fallbacks, 1u);
   EXPECT_EQ(run.counters.repair_reads_abandoned, 0u);
