@@ -653,8 +653,10 @@ TEST(RepairSweepTest, ALeafThatDiesLeavesWithItsHostsInARepair) {
 // the spine, which no longer answers anything (it is dying), and its cables go down while
 // those reads are out. Its neighbours' traps come then: they join the round being read, and
 // once they answer those cables DOWN the spine's reads are no longer waited for (they would
-// time out with every retry). The spine's cables are checked from their far ends, and it
-// leaves the model: one repair, not a heavy sweep, nor a second repair for the neighbours.
+// time out with every retry; without the neighbours in the round they did, and were then
+// unanswered, not abandoned). The spine's cables are checked from their far ends, and it
+// leaves the model in that first repair, not a heavy sweep. (The strict profile's switches
+// send each trap twice: the second copies make a repair that finds nothing new.)
 TEST(RepairSweepTest, AReportingSwitchThatDoesNotAnswerIsNotWaitedForOnceItsNeighboursReport) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
@@ -664,8 +666,9 @@ TEST(RepairSweepTest, AReportingSwitchThatDoesNotAnswerIsNotWaitedForOnceItsNeig
   CutRun run = FaultAndCompare(
       sim, *f, [&] { TrapThenSilence(sim, *f, spine); }, Quiet(), kNoPort,
       [&] { EXPECT_TRUE(sim.RemoveNode(spine).ok()); });
-  ASSERT_EQ(run.sweeps.size(), 3u) << "the heavy sweep, one repair, the heavy sweep after";
+  ASSERT_GE(run.sweeps.size(), 3u);
   EXPECT_EQ(ExpectOnlyCleanRepairs(run).first, 1u);
+  EXPECT_EQ(run.sweeps[1].repair_nodes_lost, 1u) << "the first repair did not take it out";
   EXPECT_EQ(run.counters.repair_fallbacks, 0u);
   EXPECT_GE(run.counters.repair_reads_abandoned, 1u);
   EXPECT_EQ(run.sweeps.back().nodes, run.sweeps.front().nodes - 1);

@@ -100,16 +100,12 @@ void SubnetManager::RequestRepair(Guid guid, const std::string& reason) {
   }
   // A repair still in its first round of reads reads this switch too, at once: most often a
   // neighbour of a switch that reported and died, whose answer ends the wait for that one's.
-  // A switch of the round whose reads are not all answered yet will answer its state now
-  // (a trap sent twice, or repeated); one that has answered waits for the next repair (its
-  // state may have changed since).
+  // A switch already in the round waits for the next repair, even while its reads are out:
+  // a read answered before this report may miss what it reports (a trap sent twice costs
+  // that repair a few SMPs).
   if (auto round = repair_round_.lock(); round && current_.repair && sweeping_) {
     const NodeId n = *discovered_->fabric.FindNode(guid);
-    auto in_round = round->index.find(n);
-    if (in_round != round->index.end() && round->switches[in_round->second].pending > 0 &&
-        !round->switches[in_round->second].cut_off)
-      return;
-    if (discovered_->fabric.node(n).is_switch() && in_round == round->index.end()) {
+    if (discovered_->fabric.node(n).is_switch() && !round->index.count(n)) {
       Log(LogName::kSm).info("repair sweep {}: {} reported while it read; read in this round",
                              current_.number, discovered_->fabric.node(n).description);
       ReadInRepair(round, n);
