@@ -193,6 +193,10 @@ class Simulator {
   void SetDropRate(double p);
   // Every MAD that enters `node` is lost with probability `p` (1.0: a dead switch).
   Status SetNodeDropRate(NodeId node, double p);
+  // Whether the traps `node` sends from now on are lost on their way (a trap is an
+  // unacknowledged datagram until TrapRepress; congestion or a route through a failing
+  // switch loses it). Resends are lost too while this holds.
+  Status SetNodeTrapsLost(NodeId node, bool lost);
   void SetLatency(std::chrono::nanoseconds per_hop, std::chrono::nanoseconds jitter);
 
   // Extensions are consulted in the order added. REQUIRES: `ext` outlives the Simulator.
@@ -341,6 +345,7 @@ class Simulator {
     PortId first_port = kNoPort;
     uint32_t sw = kNoSwitch;
     double drop_rate = 0;
+    bool traps_lost = false;  // SetNodeTrapsLost
     std::string description;
     DeviceQuirks quirks;
   };

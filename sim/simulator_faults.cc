@@ -97,6 +97,12 @@ Status Simulator::SetNodeDropRate(NodeId node, double p) {
   return Status::Ok();
 }
 
+Status Simulator::SetNodeTrapsLost(NodeId node, bool lost) {
+  if (node >= nodes_.size()) return InvalidArgument("SIM-FLT-003 no such node");
+  nodes_[node].traps_lost = lost;
+  return Status::Ok();
+}
+
 void Simulator::SetLatency(std::chrono::nanoseconds per_hop, std::chrono::nanoseconds jitter) {
   options_.per_hop = per_hop;
   options_.jitter = jitter;

@@ -39,7 +39,7 @@ void Simulator::SendTrap(NodeId n, PendingTrap& t) {
                            pi.master_sm_base_lid);
   uint32_t hops = 0;
   PortId dest = RouteLid(p0, pi.master_sm_base_lid, true, &hops);
-  if (dest == kNoPort) return;
+  if (dest == kNoPort || sn.traps_lost) return;
   msg.addr.lid = Lid{pi.lid};
   if (options_.profile == SimProfile::kStrict) {
     // Switches send a trap twice back to back as often as once (a retransmission inside

@@ -676,6 +676,34 @@ TEST(RepairSweepTest, AReportingSwitchThatDoesNotAnswerIsNotWaitedForOnceItsNeig
   ExpectFabricUp(without, sim, {spine});
 }
 
+// As above, but the neighbours' traps are lost: the spine's reads go unanswered to the end of
+// their retries, and no other switch reports. Its cables are checked from their far ends all
+// the same, found down, and it leaves the model in that repair (a heavy sweep until 35793d5).
+TEST(RepairSweepTest, AReportingSwitchThatDiesUnseenIsFoundDeadFromItsNeighbours) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  const NodeId spine = FirstNamed(*f, "pod02-spine-");
+  ASSERT_NE(spine, kNoNode);
+  CutRun run = FaultAndCompare(
+      sim, *f, [&] { TrapThenSilence(sim, *f, spine); }, Quiet(), kNoPort, [&] {
+        for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p) {
+          const Port& port = f->port(f->port_id(spine, PortNum{static_cast<uint8_t>(p)}));
+          if (!port.connected()) continue;
+          EXPECT_TRUE(sim.SetNodeTrapsLost(f->port(port.peer).node, true).ok());
+        }
+        EXPECT_TRUE(sim.RemoveNode(spine).ok());
+      });
+  ASSERT_GE(run.sweeps.size(), 3u);
+  EXPECT_EQ(run.counters.repair_fallbacks, 0u);
+  EXPECT_EQ(run.counters.repair_reads_abandoned, 0u) << "no neighbour's report came";
+  EXPECT_TRUE(run.sweeps[1].repair);
+  EXPECT_EQ(run.sweeps[1].repair_nodes_lost, 1u);
+  EXPECT_EQ(run.sweeps.back().nodes, run.sweeps.front().nodes - 1);
+  const Fabric without = ExpectTablesDeliverWithout(*f, spine, sim, run);
+  ExpectFabricUp(without, sim, {spine});
+}
+
 // A reporting switch that answers nothing but whose cables all stay up (hung, not dead): the
 // checks from its neighbours find it still cabled, so the model cannot be patched (its own
 // ports are not known) and a heavy sweep runs; the switch stays in the model.
