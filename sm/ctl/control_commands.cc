@@ -62,15 +62,22 @@ Result<T> Arg(const json& args, const char* key, T fallback) {
   return InvalidArgument(fmt::format("argument \"{}\" has the wrong type", key));
 }
 
-// The discovery result cables are judged degraded from; null when health_degraded_links is
-// FALSE, so links, topo and health agree that the rule is off.
-const DiscoveryResult* Judged(const SubnetManager& sm) {
-  return sm.options().health_degraded_links ? sm.discovered() : nullptr;
+// The model nodes, links and health answer from: the one the SM last published (a sweep's
+// end, or a standby's refresh), immutable and shared, never the model a running sweep is
+// changing (SubnetManager::published()).
+std::shared_ptr<const DiscoveryResult> PublishedModel(const SubnetManager& sm, Status* why) {
+  auto s = sm.published();
+  if (!s || !s->discovery) {
+    *why = Unavailable("no sweep has completed yet");
+    return nullptr;
+  }
+  return s->discovery;
 }
 
-const Fabric* NeedFabric(const SubnetManager& sm, Status* why) {
-  if (!sm.fabric()) *why = Unavailable("no sweep has completed yet");
-  return sm.fabric();
+// The discovery result cables are judged degraded from (`model`, or null when
+// health_degraded_links is FALSE), so links, topo and health agree that the rule is off.
+const DiscoveryResult* Judged(const SubnetManager& sm, const DiscoveryResult* model) {
+  return sm.options().health_degraded_links ? model : nullptr;
 }
 
 // What the SM last published for the SA: one sweep's model with the tables its switches
@@ -432,8 +439,9 @@ void ControlCommands::Render(std::function<Result<std::string>()> render,
 }
 
 void ControlCommands::Nodes(const json&, ControlServer::TextReply reply) {
-  std::shared_ptr<const DiscoveryResult> model = ctx_.sm->model();
-  if (!model) return reply(Unavailable("no sweep has completed yet"));
+  ibsm::Status why;
+  std::shared_ptr<const DiscoveryResult> model = PublishedModel(*ctx_.sm, &why);
+  if (!model) return reply(why);
   Render(
       [model]() -> Result<std::string> {
         std::string text;
@@ -444,14 +452,15 @@ void ControlCommands::Nodes(const json&, ControlServer::TextReply reply) {
 }
 
 void ControlCommands::Links(const json& args, ControlServer::TextReply reply) {
-  std::shared_ptr<const DiscoveryResult> model = ctx_.sm->model();
-  if (!model) return reply(Unavailable("no sweep has completed yet"));
+  ibsm::Status why;
+  std::shared_ptr<const DiscoveryResult> model = PublishedModel(*ctx_.sm, &why);
+  if (!model) return reply(why);
   auto only_degraded = Arg<bool>(args, "degraded", false);
   auto only_errors = Arg<bool>(args, "errors", false);
   if (!only_degraded.ok()) return reply(only_degraded.status());
   if (!only_errors.ok()) return reply(only_errors.status());
   // Cables are judged degraded from the model only with health_degraded_links (Judged).
-  const bool judged = Judged(*ctx_.sm) != nullptr;
+  const bool judged = Judged(*ctx_.sm, model.get()) != nullptr;
   // What the PerfMgr holds, copied here on the io thread that owns it.
   std::shared_ptr<const PerfView> perf = ViewOfPerf(ctx_.perf);
   Render(
@@ -483,12 +492,14 @@ Result<json> ControlCommands::Health(const json& args) const {
     return HealthHistory(*ctx_.store, since, std::min<size_t>(limit, 10000));
   }
   ibsm::Status why;
-  if (!NeedFabric(*ctx_.sm, &why)) return why;
+  const std::shared_ptr<const DiscoveryResult> model = PublishedModel(*ctx_.sm, &why);
+  if (!model) return why;
+  const DiscoveryResult* judged = Judged(*ctx_.sm, model.get());
   IBSM_ASSIGN_OR_RETURN(uint64_t window_s, Arg<uint64_t>(args, "window_s", 0));
-  if (window_s == 0 || !ctx_.perf) return HealthAnswer(Judged(*ctx_.sm), ctx_.perf);
+  if (window_s == 0 || !ctx_.perf) return HealthAnswer(judged, ctx_.perf);
   const int64_t now = ctx_.perf->clock().UnixMicros();  // the clock the findings were timed by
   const int64_t span = static_cast<int64_t>(std::min<uint64_t>(window_s, 1ull << 40)) * 1000000;
-  json h = HealthAnswer(Judged(*ctx_.sm), ctx_.perf, std::max<int64_t>(1, now - span));
+  json h = HealthAnswer(judged, ctx_.perf, std::max<int64_t>(1, now - span));
   h["window_s"] = window_s;
   return h;
 }

@@ -83,9 +83,10 @@ std::string RenderSmMetrics(const SubnetManager& sm, const ControlServer* contro
     m.Sample(t.*row.member);
   }
 
-  // The fabric as the SM knows it now (a standby: its latest refresh), as `ibsmctl nodes`.
-  const std::shared_ptr<const DiscoveryResult> model = sm.model();
-  if (const Fabric* f = model ? &model->fabric : nullptr) {
+  // The fabric as the SM last published it (a standby: its latest refresh), as `ibsmctl
+  // nodes`.
+  const std::shared_ptr<const SubnetSnapshot> published = sm.published();
+  if (const Fabric* f = published && published->discovery ? &published->fabric() : nullptr) {
     m.Family("ibsm_nodes", "gauge", "nodes in the fabric, by kind");
     m.Sample(uint64_t{f->switch_count()}, L::Labels({{"kind", "switch"}}));
     m.Sample(uint64_t{f->ca_count()}, L::Labels({{"kind", "ca"}}));

@@ -245,22 +245,22 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // Every MAD of the daemon goes through this transport (the PerfMgr's too).
   const mad::TransportCounters& transport_counters() const { return transport_.counters(); }
   const SweepStats& last_sweep() const { return last_; }
-  // The fabric of the last completed heavy sweep (LIDs as programmed).
+  // The engine's own model, which a running sweep changes as it goes (LIDs as programmed so
+  // far); for the SM's stages and tests. Observers read published() instead.
   const Fabric* fabric() const { return discovered_ ? &discovered_->fabric : nullptr; }
   Lid sm_lid() const { return sm_lid_; }
   Guid port_guid() const { return sm_port_guid_; }
   const SubnetManagerOptions& options() const { return options_; }
   // The clock the SM times its sweeps with (SweepStats::started, sweep_in_progress()).
   const Clock& clock() const { return clock_; }
-  // What discovery read on the last heavy sweep (PortInfo of every port), or null.
+  // What discovery read, as the engine holds it now (PortInfo of every port), or null; as
+  // fabric(), for the SM's stages and tests.
   const DiscoveryResult* discovered() const { return discovered_.get(); }
-  // The fabric as this SM knows it now, shared (the SM copies a model before it changes it
-  // while another holder has it, so a worker may read it while the SM goes on): a standby's
-  // latest refresh, else the model of the last sweep. What ibsmctl nodes and links show.
-  std::shared_ptr<const DiscoveryResult> model() const {
-    if (state() == mad::SmState::kStandby && warm_ && warm_->model) return warm_->model;
-    return discovered_;
-  }
+  // The subnet as this SM last published it, immutable (ARCHITECTURE.md "the published
+  // snapshot"): the snapshot of the last sweep that ended (the SA's), or, while STANDBY, one
+  // of its latest refresh (a model without tables). Null before any. What ibsmctl nodes,
+  // links and health, and the metrics, read: never the model a running sweep is changing.
+  std::shared_ptr<const SubnetSnapshot> published() const { return published_; }
   // Verification and deadlock proof of the last routing the SM computed (accepted or not).
   struct RoutingCheck {
     std::string engine;
@@ -320,7 +320,11 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void AddModelObserver(ModelObserver o) { model_observers_.push_back(std::move(o)); }
   // After a PerfMgr sweep: stores the health and links answers in the state file when they
   // changed (heavy sweeps store nodes, links and health themselves).
-  void SaveSweepSnapshots() { writer_.SaveSweepSnapshots(discovered_, ViewOfPerf(perf_)); }
+  // From the last sweep's published snapshot, not the model a running sweep is changing.
+  void SaveSweepSnapshots() {
+    const std::shared_ptr<const SaSnapshot> s = sa_.snapshot();
+    writer_.SaveSweepSnapshots(s ? s->discovery : nullptr, ViewOfPerf(perf_));
+  }
   // Runs a write of another part of the SM on the state writer (its thread in the daemon).
   void RunOnStateWriter(std::function<void()> job) { writer_.Write(std::move(job)); }
 
@@ -625,6 +629,9 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // first when anyone else holds it.
   std::shared_ptr<const DiscoveryResult> discovered_;
   std::vector<ModelObserver> model_observers_;
+  std::shared_ptr<const SubnetSnapshot> published_;  // published()
+  // While STANDBY: publishes the snapshot of warm_'s model (published()).
+  void PublishStandbyModel();
   DiscoveryResult& MutableDiscovered();
   PortId sm_port_ = kNoPort;
   LidAssignment lids_;

@@ -48,12 +48,27 @@ void SubnetManager::ScheduleStandbyRefresh() {
     w.at = clock_.Now();
     w.signature = ModelSignature(*discovered_);
     warm_ = std::move(w);
+    PublishStandbyModel();
   }
   if (options_.sweep_interval.count() == 0) return;
   standby_timer_.expires_after(options_.sweep_interval);
   standby_timer_.async_wait([this](boost::system::error_code ec) {
     if (!ec) RefreshStandbyModel();
   });
+}
+
+// What ibsmctl nodes, links and health and the metrics read of a standby: its latest model,
+// without tables (it programs none). The SA, and ibsmctl route, lft and check, which need
+// tables, keep the last snapshot this SM published after a sweep.
+void SubnetManager::PublishStandbyModel() {
+  auto s = std::make_shared<SubnetSnapshot>();
+  s->sweep = last_.number;
+  s->discovery = warm_->model;
+  s->subnet_prefix = options_.subnet_prefix;
+  s->sm_port_guid = sm_port_guid_;
+  s->sm_priority = options_.sm_priority;
+  s->sm_state = state();
+  published_ = std::move(s);
 }
 
 void SubnetManager::RefreshStandbyModel() {
@@ -87,11 +102,13 @@ void SubnetManager::RefreshStandbyModel() {
                              "since the last refresh, its LFT blocks are read at the next",
                              w.model->fabric.node_count(), w.model->fabric.link_count());
       warm_ = std::move(w);
+      PublishStandbyModel();
       ScheduleStandbyRefresh();
       return;
     }
     warm_->model = std::move(model);
     warm_->at = clock_.Now();
+    PublishStandbyModel();
     if (!warm_->lfts_current) {
       ReadStandbyLfts();
       return;

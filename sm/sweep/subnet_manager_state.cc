@@ -164,6 +164,7 @@ void SubnetManager::PublishSaSnapshot() {
   s->sm_state = state();
   s->pkeys = partitions_.plan();
   s->partitioned = options_.partitions.config != nullptr;
+  published_ = s;
   sa_.Publish(std::move(s));
   ha_.PublishKnownSms();  // their LIDs as this sweep left them
   const bool master = state() == mad::SmState::kMaster;

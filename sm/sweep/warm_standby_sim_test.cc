@@ -159,7 +159,7 @@ TEST(WarmStandbyTest, TheStandbyShowsItsLatestRefreshNotItsFirstDiscovery) {
   std::function<void()> step = [&] {
     if (!cut_done && b.state() == mad::SmState::kStandby && b.counters().standby_refreshes > 0 &&
         b.quiescent()) {
-      first_links = b.model()->fabric.link_count();
+      first_links = b.published()->fabric().link_count();
       refreshes_at_cut = b.counters().standby_refreshes;
       EXPECT_TRUE(sim.LinkDown(cut).ok());
       cut_done = true;
@@ -193,8 +193,8 @@ TEST(WarmStandbyTest, TheStandbyShowsItsLatestRefreshNotItsFirstDiscovery) {
   EXPECT_EQ(b.counters().state_changes, 2u);
   EXPECT_EQ(b_sweeps, 0u);
   EXPECT_EQ(first_links, links);
-  ASSERT_TRUE(b.model());
-  EXPECT_EQ(b.model()->fabric.link_count(), links - 1);
+  ASSERT_TRUE(b.published());
+  EXPECT_EQ(b.published()->fabric().link_count(), links - 1);
 }
 
 // The fabric did not change: the takeover re-reads the switches (no discovery), changes no
