@@ -236,7 +236,7 @@ void SubnetManager::NoteInternalError(const std::string& what) {
 }
 
 void SubnetManager::Issue(const std::string& id, const std::string& message) {
-  ++issues_in_sweep_;
+  ++sweep_.issues;
   ++counters_.issues_by_id[id];
   Log(LogName::kSm).warn("{} {}", id, message);
 }
@@ -246,7 +246,7 @@ void SubnetManager::Issue(const std::string& id, const std::string& message) {
 std::optional<SubnetManager::SweepProgress> SubnetManager::sweep_in_progress() const {
   if (!sweeping_ || sweep_posted_ || current_.number == 0) return std::nullopt;
   const auto& c = pipeline_.counters();
-  return SweepProgress{current_.number, current_.started, c.gets + c.sets - smps_at_start_,
+  return SweepProgress{current_.number, current_.started, c.gets + c.sets - sweep_.smps_at_start,
                        current_.nodes};
 }
 
@@ -295,43 +295,20 @@ void SubnetManager::BeginHeavySweep() {
   });
 }
 
-// A new sweep's figures, numbered; the SMP counters it is measured against.
+// A new sweep's context, numbered; the SMP counters it is measured against.
 void SubnetManager::StartSweepStats(bool repair) {
   light_timer_.cancel();
-  current_ = SweepStats{};
-  current_.number = ++sweep_number_;
-  current_.heavy = true;
-  current_.repair = repair;
+  engine_.Begin(++sweep_number_, repair, repair ? "re-reads" : "");
   current_.in_place_of_heavy = repair && repair_follows_cut_short_;
-  current_.started = clock_.Now();
-  stage_mark_ = current_.started;
-  stage_ = Stage::kDiscovery;
-  repair_touched_.clear();
-  repair_renumbered_ = {};
   lfts_.BeginSweep();
   if (!repair) repair_follows_cut_short_ = false;
-  smps_at_start_ = pipeline_.counters().gets + pipeline_.counters().sets;
-  failed_at_start_ = pipeline_.counters().failed;
-  issues_in_sweep_ = 0;
-}
-
-void SubnetManager::EndStage(std::string_view name) {
-  const auto now = clock_.Now();
-  current_.stages.emplace_back(
-      std::string(name), std::chrono::duration_cast<std::chrono::microseconds>(now - stage_mark_));
-  stage_mark_ = now;
-}
-
-std::string SubnetManager::StagesSummary() const {
-  std::string out;
-  for (const auto& [name, took] : current_.stages)
-    out += fmt::format("{}{} {:.1f} ms", out.empty() ? "" : ", ", name, took.count() / 1e3);
-  return out;
+  sweep_.smps_at_start = pipeline_.counters().gets + pipeline_.counters().sets;
+  sweep_.failed_at_start = pipeline_.counters().failed;
 }
 
 void SubnetManager::OnDiscovered(DiscoveryResult r) {
   if (stopped_) return;
-  issues_in_sweep_ += r.issues.size();
+  sweep_.issues += r.issues.size();
   for (const auto& i: r.issues) ++counters_.issues_by_id[i.id];
   discovered_ = std::make_shared<DiscoveryResult>(std::move(r));
   const Fabric& f = discovered_->fabric;

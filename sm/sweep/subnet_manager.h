@@ -41,6 +41,7 @@
 #include "sm/sweep/link_damping.h"
 #include "sm/sweep/partition_programmer.h"
 #include "sm/sweep/route_worker.h"
+#include "sm/sweep/sweep_engine.h"
 #include "sm/model/pkey_manager.h"
 #include "sm/sweep/mft_programmer.h"
 #include "sm/model/multicast.h"
@@ -146,53 +147,6 @@ struct SubnetManagerOptions {
   // replaced by the SM's own. Read when the SM is built.
   SharpOptions sharp;
 };
-
-struct SweepStats {
-  uint64_t number = 0;
-  bool heavy = true;
-  // A repair sweep: discovery replaced by a re-read of the switches that reported a change
-  // (heavy is true too: every later stage ran).
-  bool repair = false;
-  // A repair that a heavy sweep handed its model to once switches reported changes while it
-  // routed (log "a repair sweep takes over"): it did what that heavy sweep would have, and
-  // no heavy sweep follows for it.
-  bool in_place_of_heavy = false;
-  size_t repair_links_lost = 0;  // cables a repair sweep took out of the model
-  size_t repair_nodes_lost = 0;  // nodes a repair sweep found unreachable and took out
-  // Cables a repair sweep found up where the model had none, or bounced (INIT again), and
-  // put (back) into the model; nodes it found behind them that the model did not hold.
-  size_t repair_links_up = 0;
-  size_t repair_nodes_joined = 0;
-  std::chrono::steady_clock::time_point started;
-  std::chrono::microseconds duration{0};
-  uint64_t smps = 0;
-  uint64_t smps_failed = 0;
-  size_t nodes = 0, switches = 0, cas = 0, links = 0;
-  uint32_t lid_changes = 0;
-  uint64_t portinfo_sets = 0;
-  uint64_t client_reregisters = 0;  // CA ports told to register with the SA again
-  uint64_t lft_blocks_sent = 0;
-  // Of those, the blocks sent first because the switch's previous table sent a LID in them
-  // to a port that is no longer cabled (traffic there is being dropped until rewritten).
-  uint64_t lft_blocks_urgent = 0;
-  uint64_t lft_blocks_read = 0;
-  uint64_t switchinfo_sets = 0;
-  uint64_t pkey_blocks_sent = 0;   // P_KeyTable Sets (blocks that differed)
-  uint64_t pkey_blocks_read = 0;   // P_KeyTable Gets (ports whose table was not known)
-  uint64_t enforcement_sets = 0;   // PortInfo Sets of partition enforcement bits
-  uint64_t qos_sets = 0;           // SL2VL and VLArb Sets (tables that differed; qos TRUE)
-  uint64_t qos_sets_failed = 0;
-  uint64_t ports_armed = 0, ports_activated = 0;
-  uint64_t port_state_readbacks = 0;  // state Sets that failed and were read back
-  std::string engine;
-  std::vector<std::string> declined;  // "ftree: not a fat tree"
-  size_t issues = 0;
-  bool subnet_up = false;
-  // Wall time of each stage in the order it ran ("re-reads", "routing", "lft blocks", ...),
-  // waits for answers included; logged after the sweep (log line "sweep N stages").
-  std::vector<std::pair<std::string, std::chrono::microseconds>> stages;
-};
-
 
 // The HA counters in one line, as logged on every SM state change (log ID SM-HA-010) and
 // shown by the control socket: "state changes 3, handovers sent 0 received 1, ...".
@@ -333,9 +287,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void WarnAboutDefaultKeys();
   void BeginHeavySweep();
   void StartSweepStats(bool repair);
-  // Closes the running stage of current_.stages under `name`; the next one starts now.
-  void EndStage(std::string_view name);
-  // --- the heavy sweep as a table of stages (kStages; ARCHITECTURE.md "Heavy sweep") ---
+  // --- the heavy sweep as a table of stages (kStages, run by engine_; ARCHITECTURE.md
+  // "Heavy sweep") ---
   // A repair sweep runs the same rows after its re-reads, which take discovery's place.
   enum class Stage : uint8_t {
     kDiscovery,
@@ -357,24 +310,24 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
     void (SubnetManager::*run)();  // null: entered by BeginHeavySweep or BeginRepair
   };
   static const StageRow kStages[];
-  // The running stage ends (its wall time goes to current_.stages) and the next row runs.
-  // Each stage calls it once, when its requests are answered.
-  void NextStage() { JumpTo(static_cast<Stage>(static_cast<uint8_t>(stage_) + 1)); }
+  std::vector<SweepEngine::Row> StageRows();
+  // The running stage ends (its wall time goes to the sweep's stage times) and the next row
+  // runs. Each stage calls it once, when its requests are answered.
+  void NextStage() { engine_.Next(); }
   // The same to a later row: routing refused, or nothing to program (the links, the finish).
-  void JumpTo(Stage next);
-  Stage stage_ = Stage::kDiscovery;
+  void JumpTo(Stage next) { engine_.JumpTo(static_cast<size_t>(next)); }
+  Stage stage() const { return static_cast<Stage>(engine_.row()); }
   // Rows that are one call each.
   void Elect();
   void RunAr();
   void PushMulticast();
   void ActivateAllLinks() { ActivateLinks(0); }
   void RunSharp();
-  // A repair whose port stages need to look only at repair_touched_: the last sweep left
+  // A repair whose port stages need to look only at sweep_.touched: the last sweep left
   // nothing to retry, and nothing but the touched nodes' ports changed.
-  bool RepairIsLocal() const { return current_.repair && !repair_touched_.empty(); }
+  bool RepairIsLocal() const { return current_.repair && !sweep_.touched.empty(); }
   // By NodeId: the nodes whose ports a local repair compares; empty: every node's.
   std::vector<bool> LocalNodes() const;
-  std::string StagesSummary() const;
   // Repair sweeps (sm/sweep/subnet_manager_repair.cc): the switch at `guid` reported a port change.
   void RequestRepair(Guid guid, const std::string& reason);
   void BeginRepair();
@@ -491,6 +444,11 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   SubnetManagerOptions options_;
   // Before every member that binds it (the partition stage, the state writer, HA, traps).
   SmCounters counters_;
+  // The heavy and repair sweeps' stages (kStages) and the running sweep's context: its
+  // figures (current_), the nodes a repair touched, how it renumbered ports.
+  SweepEngine engine_{clock_, StageRows()};
+  SweepContext& sweep_ = engine_.context();
+  SweepStats& current_ = sweep_.stats;
   SmpPipeline pipeline_;
   // A standby's reads of the fabric (Gets only; always fenced), beside the sweep's pipeline
   // so a takeover never waits behind them (sm/sweep/subnet_manager_standby.cc).
@@ -506,22 +464,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   boost::asio::steady_timer qos_wait_timer_{io_};
   bool qos_wait_over_ = false;
   bool qos_program_owed_ = false;  // qos TRUE: a sweep ended before its reads were in
-  std::chrono::steady_clock::time_point stage_mark_;  // when the running stage began
-  // The part of the sweep that ran before FinishHeavySweep was entered (JumpTo sets it; so
-  // does the finish, before it waits for the optional reads or the QoS Sets).
-  std::string_view finish_stage_;
-  // A repair sweep's nodes whose ports may need new settings (sm/sweep/subnet_manager_repair.cc);
-  // empty when every stage must look at the whole fabric.
-  std::unordered_set<Guid> repair_touched_;
-  // How a repair that took nodes out renumbered the model's ports (old PortId -> new, kNoPort
-  // for a port of a node taken out); empty when it took none out. Stages that keep per-port
-  // plans across a local repair carry them over with it
-  // (PartitionProgrammer::KeepPlanRenumbered).
-  struct RepairRenumbering {
-    std::vector<PortId> ports;
-    bool switches_only = true;  // every node taken out was a switch
-  };
-  RepairRenumbering repair_renumbered_;
   bool repair_follows_cut_short_ = false;  // a heavy sweep handed its model to the repair
   std::shared_ptr<const QosMap> qos_ = std::make_shared<QosMap>();  // by node GUID
   QosProgrammer qos_programmer_{qos_pipeline_};
@@ -678,12 +620,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // Set the port again.
   std::map<std::pair<Guid, uint8_t>, mad::PortInfo> link_echo_;
   std::vector<Guid> known_ports_;  // port GUIDs seen in earlier sweeps (client rereg)
-  SweepStats current_;
   SweepStats last_;
   uint64_t sweep_number_ = 0;
-  uint64_t smps_at_start_ = 0;
-  uint64_t failed_at_start_ = 0;
-  size_t issues_in_sweep_ = 0;
   // The SMInfo protocol and the SM state; last, as it refers to the members above.
   // What sweeps leave on disk (sm/record/state_writer.h).
   StateWriter writer_{store_, clock_, WriterOptions(options_),

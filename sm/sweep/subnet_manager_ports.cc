@@ -22,8 +22,8 @@ void SubnetManager::ProgramPKeys() {
   // ports' new numbers.
   if (RepairIsLocal() && partitions_.plan() &&
       (current_.repair_nodes_lost == 0 ||
-       partitions_.KeepPlanRenumbered(repair_renumbered_.ports,
-                                      repair_renumbered_.switches_only))) {
+       partitions_.KeepPlanRenumbered(sweep_.renumbered.ports,
+                                      sweep_.renumbered.switches_only))) {
     NextStage();
     return;
   }
@@ -46,7 +46,7 @@ std::vector<bool> SubnetManager::LocalNodes() const {
   if (!RepairIsLocal()) return {};
   const Fabric& f = discovered_->fabric;
   std::vector<bool> local(f.node_count(), false);
-  for (Guid g : repair_touched_)
+  for (Guid g : sweep_.touched)
     if (auto n = f.FindNode(g)) local[*n] = true;  // not found: left with what the cut took
   return local;
 }

@@ -92,7 +92,7 @@ bool SubnetManager::WaitsForQosReads() {
   if (reads_running && state() == mad::SmState::kMaster && !current_.repair &&
       repair_pending_.empty() && !qos_wait_over_) {
     finish_waits_for_qos_ = true;
-    finish_stage_ = "waiting for SL2VL and VLArb reads";
+    engine_.OpenStage("waiting for SL2VL and VLArb reads");
     if (!options_.qos) {
       if (discovered_ && sm_port_ != kNoPort) PublishSaSnapshot();
       const std::chrono::steady_clock::duration waited_for = options_.optional_reads_wait;

@@ -139,7 +139,7 @@ void SubnetManager::RequestRepair(Guid guid, const std::string& reason) {
 // the heavy sweep runs again after it (RequestHeavySweep while sweeping queues it). Not on
 // the first sweep as master nor before any tables exist: there is no model to repair.
 bool SubnetManager::CutDiscoveryShort() {
-  if (current_.repair || stage_ != Stage::kDiscovery || sweep_posted_ || !discovery_ ||
+  if (current_.repair || stage() != Stage::kDiscovery || sweep_posted_ || !discovery_ ||
       !discovery_->running() || first_master_sweep_ || !tables_ || !discovered_ ||
       warm_takeover_ || state() != mad::SmState::kMaster)
     return false;
@@ -592,13 +592,13 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
     kept.reserve(f.node_count() - left);
     for (NodeId n = 0; n < f.node_count(); ++n) {
       if (seen[n]) kept.emplace_back(f.node(n).first_port, f.node(n).num_ports);
-      else if (!f.node(n).is_switch()) repair_renumbered_.switches_only = false;
+      else if (!f.node(n).is_switch()) sweep_.renumbered.switches_only = false;
     }
-    repair_renumbered_.ports.assign(f.port_count(), kNoPort);
+    sweep_.renumbered.ports.assign(f.port_count(), kNoPort);
     KeepNodes(r, seen);
     for (NodeId n = 0; n < kept.size(); ++n)
       for (uint32_t i = 0; i <= kept[n].second; ++i)
-        repair_renumbered_.ports[kept[n].first + i] = r.fabric.node(n).first_port + i;
+        sweep_.renumbered.ports[kept[n].first + i] = r.fabric.node(n).first_port + i;
   } else {
     CanonicalPaths(r);
   }
@@ -623,11 +623,11 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   // left nothing to retry: it ended SUBNET UP, and it was not a heavy sweep cut short for
   // this repair (whose fresh discovery may hold ports no stage has configured yet); and only
   // when nothing came up (new nodes and cables need every stage, as after a discovery).
-  repair_touched_.clear();
+  sweep_.touched.clear();
   if (last_.subnet_up && !repair_follows_cut_short_ && !first_master_sweep_ &&
       !ha_.took_over() && !reads->grown)
-    repair_touched_ = std::move(reads->touched);
-  if (!repair_touched_.empty()) ++counters_.repair_sweeps_local;
+    sweep_.touched = std::move(reads->touched);
+  if (!sweep_.touched.empty()) ++counters_.repair_sweeps_local;
   repair_follows_cut_short_ = false;
   Log(LogName::kSm).info("repair sweep {}: {} switches re-read and {} far-end cables checked "
                          "with {} SMPs; {} cables and {} nodes taken out of the model",

@@ -33,24 +33,20 @@ constexpr SubnetManager::StageRow SubnetManager::kStages[] = {
     {Stage::kSharp, "sharp", &SubnetManager::RunSharp},
     {Stage::kFinish, "", &SubnetManager::FinishHeavySweep},
 };
-void SubnetManager::JumpTo(Stage next) {
+std::vector<SweepEngine::Row> SubnetManager::StageRows() {
   static_assert(std::size(kStages) == static_cast<size_t>(Stage::kFinish) + 1);
   static_assert([] {  // row i runs Stage i
     for (size_t i = 0; i < std::size(kStages); ++i)
       if (static_cast<size_t>(kStages[i].stage) != i) return false;
     return true;
   }());
-  const StageRow& now = kStages[static_cast<size_t>(stage_)];
-  const std::string_view ending =
-      stage_ == Stage::kDiscovery && current_.repair ? std::string_view("re-reads") : now.name;
-  stage_ = next;
-  if (next == Stage::kFinish) {
-    finish_stage_ = ending;  // FinishHeavySweep closes it, and each of its own parts
-  } else {
-    EndStage(ending);
+  std::vector<SweepEngine::Row> rows;
+  for (const StageRow& r : kStages) {
+    const auto run = r.run;
+    rows.push_back({r.name, run ? std::function<void()>([this, run] { (this->*run)(); })
+                                : std::function<void()>()});
   }
-  const auto run = kStages[static_cast<size_t>(next)].run;
-  (this->*run)();
+  return rows;
 }
 
 void SubnetManager::ConfigureLids() {
@@ -308,7 +304,7 @@ void SubnetManager::OnRouted(Routed routed) {
                                                   : "")
                             : "; minhop does not avoid them (use updn or ftree)",
               cycle);
-    if (loops_refused) ++counters_.issues_by_id["SM-ROUTE-005"], ++issues_in_sweep_;
+    if (loops_refused) ++counters_.issues_by_id["SM-ROUTE-005"], ++sweep_.issues;
   }
   if (!report.ok || loops_refused) {
     if (!report.ok) {
@@ -545,7 +541,7 @@ void SubnetManager::RunSharp() {
 }
 
 void SubnetManager::FinishHeavySweep() {
-  EndStage(finish_stage_);
+  engine_.CloseOpenStage();
   // SUBNET UP waits for the optional reads, within bounds (WaitsForQosReads).
   if (WaitsForQosReads()) return;
   const bool reads_running = qos_reader_.running() && !stopped_;
@@ -564,7 +560,7 @@ void SubnetManager::FinishHeavySweep() {
       state() == mad::SmState::kMaster && discovered_ && tables_) {
     qos_program_owed_ = false;
     qos_programmed_ = true;
-    finish_stage_ = "QoS Sets";
+    engine_.OpenStage("QoS Sets");
     ProgramQos([this] {
       if (!stopped_) FinishHeavySweep();
     });
@@ -572,12 +568,12 @@ void SubnetManager::FinishHeavySweep() {
   }
   qos_programmed_ = false;
   const PipelineCounters& c = pipeline_.counters();
-  current_.smps = c.gets + c.sets - smps_at_start_;
-  current_.smps_failed = c.failed - failed_at_start_;
+  current_.smps = c.gets + c.sets - sweep_.smps_at_start;
+  current_.smps_failed = c.failed - sweep_.failed_at_start;
   current_.duration = std::chrono::duration_cast<std::chrono::microseconds>(clock_.Now() -
                                                                             current_.started);
-  current_.issues = issues_in_sweep_;
-  current_.subnet_up = discovered_ && sm_port_ != kNoPort && tables_ && issues_in_sweep_ == 0;
+  current_.issues = sweep_.issues;
+  current_.subnet_up = discovered_ && sm_port_ != kNoPort && tables_ && sweep_.issues == 0;
   const std::vector<Guid> ports_before = known_ports_;  // traps 64/65 below
   if (discovered_ && sm_port_ != kNoPort) {
     // Remember what this sweep assigned so a restart and the next sweep keep it.
@@ -642,8 +638,8 @@ void SubnetManager::FinishHeavySweep() {
     if (current_.subnet_up) p.after_dumps = [] { Log(LogName::kSm).info("SUBNET UP"); };
     writer_.Publish(std::move(p));
   }
-  EndStage("publish");
-  Log(LogName::kSm).info("sweep {} stages: {}", current_.number, StagesSummary());
+  engine_.EndStage("publish");
+  Log(LogName::kSm).info("sweep {} stages: {}", current_.number, engine_.Summary());
   // Joins and leaves during the sweep.
   if (mcast_dirty_ && discovered_ && !stopped_ && state() == mad::SmState::kMaster) PushMfts({});
   last_ = current_;
