@@ -18,10 +18,10 @@ SmpPipeline::SmpPipeline(mad::Transport& transport, size_t max_in_flight,
       m_key_(m_key) {}
 
 void SmpPipeline::Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod, Callback cb,
-                      const void* group) {
+                      const void* group, bool abandonable) {
   ++counters_.gets;
   Enqueue(mad::MakeDrSmp(mad::method::kGet, attr_id, attr_mod, path, m_key_), std::move(cb),
-          group);
+          group, abandonable && group != nullptr);
 }
 
 void SmpPipeline::Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
@@ -37,8 +37,8 @@ void SmpPipeline::Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
   Enqueue(std::move(smp), std::move(cb));
 }
 
-void SmpPipeline::Enqueue(mad::Smp smp, Callback cb, const void* group) {
-  queue_.push_back({std::move(smp), std::move(cb), 0, group, nullptr});
+void SmpPipeline::Enqueue(mad::Smp smp, Callback cb, const void* group, bool abandonable) {
+  queue_.push_back({std::move(smp), std::move(cb), 0, group, abandonable, nullptr});
   Pump();
 }
 
@@ -63,7 +63,7 @@ void SmpPipeline::Pump() {
     Request req = std::move(queue_.front());
     queue_.pop_front();
     ++in_flight_;
-    if (req.group) {
+    if (req.abandonable) {
       auto& flight = flights_[req.group];
       if (!flight) flight = std::make_shared<GroupInFlight>();
       ++flight->count;

@@ -66,9 +66,11 @@ class SmpPipeline {
   // DR Get/Set of `attr_id` at `path`. `data` (Set) is the 64-byte attribute payload.
   // The callback sees the decoded response, or an error: kTimeout, kCorrupt (undecodable or
   // wrong attribute), kFailedPrecondition (MAD status non-zero; message has the status).
-  // `group` names the requests one owner may take back with DropQueued (nullptr: none).
+  // `group` names the requests one owner may take back with DropQueued (nullptr: none);
+  // with `abandonable`, also those it may stop waiting for with Abandon (tracked while in
+  // flight, a little work per request: discovery's groups are not).
   void Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod, Callback cb,
-           const void* group = nullptr);
+           const void* group = nullptr, bool abandonable = false);
   void Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
            std::span<const uint8_t> data, Callback cb);
 
@@ -85,7 +87,8 @@ class SmpPipeline {
   // kUnavailable ("dropped"), and none is counted as failed. Those in flight complete as
   // usual. Returns how many were dropped.
   size_t DropQueued(const void* group);
-  // DropQueued, and those of `group` in flight are no longer waited for: they stop counting
+  // DropQueued, and those of `group` in flight (queued as abandonable) are no longer waited
+  // for: they stop counting
   // towards the window and idle() at once, and whatever becomes of them later (an answer, a
   // timeout) is ignored; their callbacks never run. For requests that cannot be answered (a
   // DR path over a cable known to be down), so nothing waits for their timeouts. The
@@ -116,9 +119,11 @@ class SmpPipeline {
     Callback cb;
     int round = 0;
     const void* group = nullptr;
-    std::shared_ptr<GroupInFlight> flight;  // set while in flight, for a group
+    bool abandonable = false;
+    std::shared_ptr<GroupInFlight> flight;  // set while in flight, if abandonable
   };
-  void Enqueue(mad::Smp smp, Callback cb, const void* group = nullptr);
+  void Enqueue(mad::Smp smp, Callback cb, const void* group = nullptr,
+               bool abandonable = false);
   void Pump();
   void Send(Request req);
   void CheckIdle();

@@ -35,7 +35,7 @@ TEST(SmpPipelineTest, AnAbandonedGroupIsNotWaitedForAndItsLateAnswersRunNothing)
           ++dead_called;
           if (!r.ok() && r.status().code() == StatusCode::kUnavailable) ++dropped;
         },
-        &group);
+        &group, /*abandonable=*/true);
   }
   ASSERT_EQ(t.sent.size(), 3u);  // the other read and two of the group
   bool idle_ran = false;
@@ -62,10 +62,36 @@ TEST(SmpPipelineTest, AnAbandonedGroupIsNotWaitedForAndItsLateAnswersRunNothing)
   // The same group, used again, is waited for as usual.
   int again = 0;
   pipeline.Get({2, 3}, mad::attr::kPortInfo, 0, [&](Result<mad::Smp> r) { again += r.ok(); },
-               &group);
+               &group, /*abandonable=*/true);
   EXPECT_FALSE(pipeline.idle());
   t.Answer(4, AnswerTo(t, 4));
   EXPECT_EQ(again, 1);
+  EXPECT_TRUE(pipeline.idle());
+}
+
+// A group queued without `abandonable` (discovery's, which only DropQueued takes back) is not
+// tracked in flight: Abandon takes back what is queued and still waits for what is out.
+TEST(SmpPipelineTest, AGroupNotQueuedAbandonableIsStillWaitedFor) {
+  mad::FakeTransport t;
+  SmpPipeline pipeline(t, 1, mad::SendOptions{}, 0);
+  const int group = 0;
+  int answered = 0, dropped = 0;
+  for (int i = 0; i < 2; ++i) {
+    pipeline.Get(
+        {1}, mad::attr::kPortInfo, static_cast<uint32_t>(i),
+        [&](Result<mad::Smp> r) {
+          if (r.ok()) ++answered;
+          if (!r.ok() && r.status().code() == StatusCode::kUnavailable) ++dropped;
+        },
+        &group);
+  }
+  ASSERT_EQ(t.sent.size(), 1u);
+  EXPECT_EQ(pipeline.Abandon(&group), 0u);
+  EXPECT_EQ(dropped, 1);  // the queued one
+  EXPECT_FALSE(pipeline.idle());
+  EXPECT_EQ(pipeline.counters().abandoned, 0u);
+  t.Answer(0, AnswerTo(t, 0));
+  EXPECT_EQ(answered, 1);
   EXPECT_TRUE(pipeline.idle());
 }
 

@@ -226,7 +226,7 @@ void SubnetManager::ReadInRepair(const std::shared_ptr<RepairReads>& reads, Node
           }
           OnRepairSwitchRead(reads, i);
         },
-        group);
+        group, /*abandonable=*/true);
     // Port 0 too: a switch that rebooted answers with LID 0 there.
     for (uint32_t p = 0; p <= f.node(n).num_ports; ++p) {
       ++reads->smps;
@@ -243,7 +243,7 @@ void SubnetManager::ReadInRepair(const std::shared_ptr<RepairReads>& reads, Node
             }
             OnRepairSwitchRead(reads, i);
           },
-          group);
+          group, /*abandonable=*/true);
     }
   }
 }
