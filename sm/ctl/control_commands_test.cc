@@ -289,13 +289,7 @@ TEST_F(ControlCommandsTest, DuringASweepLinksHealthAndMetricsShowTheLastSweepsFa
   const size_t links = fabric_->link_count();
   const json links_before = Result("links");
   ASSERT_EQ(links_before["links"].size(), links);
-  PortId cut = kNoPort;  // a leaf's first cable up to a spine
-  for (PortId p = 0; p < fabric_->port_count() && cut == kNoPort; ++p) {
-    const Port& port = fabric_->port(p);
-    if (port.connected() && fabric_->node(port.node).is_switch() &&
-        fabric_->node(fabric_->port(port.peer).node).is_switch())
-      cut = p;
-  }
+  const PortId cut = testutil::FirstSwitchCable(*fabric_);  // a leaf's first cable up
   ASSERT_NE(cut, kNoPort);
   ASSERT_TRUE(sim_->LinkDown(cut).ok());
   subnet_up_ = false;

@@ -180,13 +180,7 @@ TEST(SubnetManagerTest, WithTheStateWriterOnItsOwnThreadEverySweepReachesTheStat
   SubnetManagerOptions o = OnDemand();
   o.state_writer_thread = true;
   o.dump_dir = dir.string();
-  PortId cut = kNoPort;
-  for (PortId p = 0; p < f->port_count() && cut == kNoPort; ++p) {
-    const Port& port = f->port(p);
-    if (port.connected() && f->node(port.node).is_switch() &&
-        f->node(f->port(port.peer).node).is_switch())
-      cut = p;
-  }
+  const PortId cut = testutil::FirstSwitchCable(*f);
   ASSERT_NE(cut, kNoPort);
   std::vector<SweepStats> sweeps;
   nlohmann::json links_after;

@@ -34,6 +34,18 @@ inline PortId FirstCaPort(const Fabric& f) {
   return kNoPort;
 }
 
+// The lowest port cabled switch to switch (on a fat tree, a leaf's first cable up), or
+// kNoPort.
+inline PortId FirstSwitchCable(const Fabric& f) {
+  for (PortId p = 0; p < f.port_count(); ++p) {
+    const Port& port = f.port(p);
+    if (port.connected() && f.node(port.node).is_switch() &&
+        f.node(f.port(port.peer).node).is_switch())
+      return p;
+  }
+  return kNoPort;
+}
+
 // The switch of lowest GUID whose name contains `part` ("-spine-": a fat tree's aggregation
 // switch), or kNoNode. Taking it out renumbers every switch of higher GUID.
 inline NodeId LowestGuidSwitchNamed(const Fabric& f, std::string_view part) {
