@@ -11,7 +11,7 @@
 //   every port discovery read, each through the path that arrives on it (PathToPort).
 // Every VL is masked to the port's OperationalVLs ((1 << (OperationalVLs - 1)) - 1; VL 15
 // stays in SL2VL); a port with one data VL gets no VLArb. VLHighLimit is PortInfo's
-// (DesiredPortInfo). A table is written when it differs from the one read (QosReader) or
+// (PortSettings::Desired). A table is written when it differs from the one read (QosReader) or
 // last written; a device known not to answer the attribute is not asked.
 #pragma once
 

@@ -83,7 +83,7 @@ void SubnetManager::ConfigureLids() {
     const DiscoveredNode& dn = discovered_->nodes[port.node];
     if (!dn.port_info_valid[port.num.value()]) continue;
     const mad::PortInfo& now = dn.port_info[port.num.value()];
-    mad::PortInfo want = DesiredPortInfo(p);
+    mad::PortInfo want = ports_.Desired(p);
     bool is_ca = !f.node(port.node).is_switch();
     // ClientReregister only where SA state was lost. A CA port's clients hold SA
     // registrations (ServiceRecords, multicast joins, InformInfo) with the master that
@@ -105,23 +105,19 @@ void SubnetManager::ConfigureLids() {
     if (rereg) ++current_.client_reregisters, ++counters_.client_reregisters;
     // Some agents (ibsim's among them) do not keep SubnetTimeout or M_KeyLeasePeriod; what
     // they answered to our last Set counts as in sync, or every sweep would Set again.
-    auto echo = echo_.find(port.guid);
-    bool timeout_ok = now.subnet_timeout == want.subnet_timeout ||
-                      (echo != echo_.end() && echo->second.subnet_timeout == now.subnet_timeout);
-    bool lease_ok = now.m_key_lease_period == want.m_key_lease_period ||
-                    (echo != echo_.end() && echo->second.m_key_lease == now.m_key_lease_period);
     bool differs = now.lid != want.lid || now.lmc != want.lmc ||
                    now.master_sm_base_lid != want.master_sm_base_lid ||
-                   now.gid_prefix != want.gid_prefix || now.m_key != want.m_key || !timeout_ok ||
-                   !lease_ok || now.m_key_protect_bits != want.m_key_protect_bits ||
-                   LinkFieldsDiffer(p, now, want);
+                   now.gid_prefix != want.gid_prefix || now.m_key != want.m_key ||
+                   !ports_.TimeoutAndLeaseInSync(port.guid, now, want) ||
+                   now.m_key_protect_bits != want.m_key_protect_bits ||
+                   ports_.LinkFieldsDiffer(p, now, want);
     if (!differs && !rereg) continue;
     std::array<uint8_t, 64> data{};
     mad::EncodeTo(want, data);
     ++current_.portinfo_sets;
     NodeId node = port.node;
     uint8_t num = port.num.value();
-    pipeline_.Set(PortInfoPath(p), mad::attr::kPortInfo, PortInfoSetModifier(p), data,
+    pipeline_.Set(PortInfoPath(p), mad::attr::kPortInfo, ports_.SetModifier(p), data,
                   [this, node, num, p, want](Result<mad::Smp> r) {
                     if (!r.ok()) {
                       Issue("SM-LID-004",
@@ -133,14 +129,11 @@ void SubnetManager::ConfigureLids() {
                     }
                     auto pi = mad::Decode<mad::PortInfo>(r->data);
                     if (!pi.ok()) return;
-                    NoteLinkEcho(p, *pi);
+                    ports_.NoteLinkEcho(p, *pi);
                     DiscoveryResult& d = MutableDiscovered();
                     d.nodes[node].port_info[num] = *pi;
                     Port& mp = d.fabric.mutable_port(p);
-                    if (pi->subnet_timeout != want.subnet_timeout ||
-                        pi->m_key_lease_period != want.m_key_lease_period) {
-                      echo_[mp.guid] = {pi->subnet_timeout, pi->m_key_lease_period};
-                    }
+                    ports_.NoteEndPortEcho(mp.guid, *pi, want);
                     mp.lid = Lid{pi->lid};
                     mp.lmc = pi->lmc;
                   });
