@@ -1,7 +1,7 @@
 // The PortInfo each port should hold, as OpenSM's link manager writes it
 // (docs/port-programming.md), and what ports answered to the SM's PortInfo Sets: the cache of
 // the LIDs-and-ports stage (ConfigureLids, ConfigureSwitchPorts), which the link stage
-// (ActivateLinks) and the partition stage read too.
+// (LinkStage) and the partition stage read too.
 //
 // Some agents do not keep every field they are set (ibsim keeps no SubnetTimeout,
 // M_KeyLeasePeriod, NeighborMTU, MasterSMSL, VLStallCount or error thresholds): a field that

@@ -39,6 +39,7 @@
 #include "sm/model/lid_manager.h"
 #include "sm/sweep/lft_programmer.h"
 #include "sm/sweep/link_damping.h"
+#include "sm/sweep/link_stage.h"
 #include "sm/sweep/partition_programmer.h"
 #include "sm/sweep/port_settings.h"
 #include "sm/sweep/route_worker.h"
@@ -239,7 +240,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void Elect();
   void RunAr();
   void PushMulticast();
-  void ActivateAllLinks() { ActivateLinks(0); }
+  void ActivateAllLinks();
   void RunSharp();
   // A repair whose port stages need to look only at sweep_.touched: the last sweep left
   // nothing to retry, and nothing but the touched nodes' ports changed.
@@ -292,8 +293,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void OnMulticastChange();
   // False when the state file's groups could not be read.
   bool LoadMulticastGroups();
-  void ActivateLinks(int pass);
-  void OnPortStateSet(PortId p, NodeId node, uint8_t num, PortState to, const mad::PortInfo& pi);
   void FinishHeavySweep();
   void StartQosReads();
   // The QoS Sets of this sweep (qos TRUE), then `then`.
@@ -385,6 +384,15 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // What each port should hold, and what ports answered to our PortInfo Sets.
   PortSettings ports_{options_, [this]() -> const DiscoveryResult& { return *discovered_; },
                       lids_, sm_lid_};
+  LinkStage links_{pipeline_, ports_, counters_,
+                   {[this]() -> const DiscoveryResult& { return *discovered_; },
+                    [this]() -> DiscoveryResult& { return MutableDiscovered(); },
+                    [this](PortId p) { return PortInfoPath(p); },
+                    [this](std::string_view id, std::string message) {
+                      Issue(std::string(id), message);
+                    },
+                    [this] { return state() == mad::SmState::kMaster; },
+                    [this] { return stopped_; }}};
   PartitionProgrammer partitions_{
       pipeline_, counters_,
       {[this]() -> const DiscoveryResult& { return *discovered_; },

@@ -1,6 +1,6 @@
 // SubnetManager, programming ports as OpenSM's link manager does: P_Key tables and
-// enforcement, the PortInfo each port should hold, switch ports (docs/port-programming.md),
-// and the link manager that takes links INIT -> ARMED -> ACTIVE.
+// enforcement, switch ports (docs/port-programming.md), and the links stage that takes links
+// INIT -> ARMED -> ACTIVE (sm/sweep/link_stage.h).
 #include "sm/sweep/subnet_manager.h"
 
 #include <algorithm>
@@ -57,7 +57,7 @@ DrPath SubnetManager::PortInfoPath(PortId p) const {
 }
 
 // HOQLife and VLStallCount of switch external ports that hold other values; ports still
-// coming up get them with their ARMED Set (ActivateLinks).
+// coming up get them with their ARMED Set (the links stage, LinkStage).
 //
 // A warm takeover leaves the ACTIVE ports to the heavy sweep that follows SUBNET UP: their
 // links carry traffic under what the old master set a moment ago, and what differs is either
@@ -111,91 +111,15 @@ void SubnetManager::ConfigureSwitchPorts() {
   }
 }
 
-namespace {
-uint8_t ToWire(PortState s) { return static_cast<uint8_t>(s); }
-}  // namespace
-
-// Link manager: ports whose link is up at both ends go INIT -> ARMED (pass 0), then
-// ARMED -> ACTIVE (pass 1). Switch port 0 has no link.
-void SubnetManager::ActivateLinks(int pass) {
-  PortState from = pass == 0 ? PortState::kInit: PortState::kArmed;
-  PortState to = pass == 0 ? PortState::kArmed: PortState::kActive;
-  if (state() != mad::SmState::kMaster) return;
-  auto next = std::make_shared<PortId>(0);
-  pipeline_.Feed([this, next, from, to]() -> bool {
-    const Fabric& f = discovered_->fabric;
-    while (*next < f.port_count()) {
-      PortId p = (*next)++;
-      const Port& port = f.port(p);
-      if (port.num.value() == 0 || !port.connected() || port.state != from) continue;
-      const DiscoveredNode& dn = discovered_->nodes[port.node];
-      if (!dn.port_info_valid[port.num.value()]) continue;
-      if (f.port(port.peer).state < PortState::kInit) continue;
-      mad::PortInfo want = ports_.Desired(p);
-      want.port_state = ToWire(to);
-      std::array<uint8_t, 64> data{};
-      mad::EncodeTo(want, data);
-      uint8_t num = port.num.value();
-      NodeId node = port.node;
-      DrPath path = PortInfoPath(p);
-      pipeline_.Set(path, mad::attr::kPortInfo, ports_.SetModifier(p), data,
-                    [this, p, node, num, to, path](Result<mad::Smp> r) {
-                      if (r.ok()) {
-                        if (auto pi = mad::Decode<mad::PortInfo>(r->data); pi.ok())
-                          OnPortStateSet(p, node, num, to, *pi);
-                        return;
-                      }
-                      // A port state transition is not idempotent: when the reply of the
-                      // Set that took effect is lost, its retry meets the new state and is
-                      // refused (status 7, as ibsim and the spec have it). Reading the port
-                      // tells whether it got there.
-                      ++current_.port_state_readbacks;
-                      pipeline_.Get(path, mad::attr::kPortInfo, num,
-                                    [this, p, node, num, to, failed = r.status()](
-                                        Result<mad::Smp> g) {
-                                      auto pi = g.ok() ? mad::Decode<mad::PortInfo>(g->data)
-                                                       : Result<mad::PortInfo>(g.status());
-                                      if (pi.ok() && pi->port_state == ToWire(to)) {
-                                        ++counters_.sets_confirmed_by_readback;
-                                        OnPortStateSet(p, node, num, to, *pi);
-                                        return;
-                                      }
-                                      Issue("SM-LINK-001",
-                                            fmt::format("PortInfo Set (state {}) on {} port {} "
-                                                        "failed: {}",
-                                                        ToWire(to),
-                                                        ToString(discovered_->fabric.node(node).guid),
-                                                        num, failed.ToString()));
-                                    });
-                    });
-      return true;
-    }
-    return false;
-  });
-  pipeline_.WhenIdle([this, pass] {
-    if (stopped_) return;
-    if (pass == 0) {
-      ActivateLinks(1);
-    } else if (options_.sharp_enable && discovered_ && state() == mad::SmState::kMaster) {
+// The links stage (sm/sweep/link_stage.h); SHARP follows where it is enabled.
+void SubnetManager::ActivateAllLinks() {
+  links_.Run(sweep_, [this] {
+    if (options_.sharp_enable && discovered_ && state() == mad::SmState::kMaster) {
       NextStage();
     } else {
       JumpTo(Stage::kFinish);
     }
   });
-}
-
-// What a port answered once it reached `to` (ARMED or ACTIVE): the model follows it.
-void SubnetManager::OnPortStateSet(PortId p, NodeId node, uint8_t num, PortState to,
-                                   const mad::PortInfo& pi) {
-  ports_.NoteLinkEcho(p, pi);
-  DiscoveryResult& d = MutableDiscovered();
-  d.nodes[node].port_info[num] = pi;
-  d.fabric.mutable_port(p).state = static_cast<PortState>(pi.port_state <= 4 ? pi.port_state: 0);
-  if (to == PortState::kArmed) {
-    ++current_.ports_armed;
-  } else {
-    ++current_.ports_activated;
-  }
 }
 
 }  // namespace ibsm::sm

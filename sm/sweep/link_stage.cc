@@ -1,0 +1,102 @@
+#include "sm/sweep/link_stage.h"
+
+#include <array>
+#include <memory>
+
+#include <fmt/format.h>
+
+namespace ibsm::sm {
+
+namespace {
+uint8_t ToWire(PortState s) { return static_cast<uint8_t>(s); }
+}  // namespace
+
+void LinkStage::Run(SweepContext& sweep, std::function<void()> done) {
+  sweep_ = &sweep;
+  done_ = std::move(done);
+  Pass(0);
+}
+
+// Ports whose link is up at both ends go INIT -> ARMED (pass 0), then ARMED -> ACTIVE
+// (pass 1). Switch port 0 has no link.
+void LinkStage::Pass(int pass) {
+  PortState from = pass == 0 ? PortState::kInit : PortState::kArmed;
+  PortState to = pass == 0 ? PortState::kArmed : PortState::kActive;
+  if (!hooks_.master()) return;
+  auto next = std::make_shared<PortId>(0);
+  pipeline_.Feed([this, next, from, to]() -> bool {
+    const DiscoveryResult& d = hooks_.model();
+    const Fabric& f = d.fabric;
+    while (*next < f.port_count()) {
+      PortId p = (*next)++;
+      const Port& port = f.port(p);
+      if (port.num.value() == 0 || !port.connected() || port.state != from) continue;
+      const DiscoveredNode& dn = d.nodes[port.node];
+      if (!dn.port_info_valid[port.num.value()]) continue;
+      if (f.port(port.peer).state < PortState::kInit) continue;
+      mad::PortInfo want = ports_.Desired(p);
+      want.port_state = ToWire(to);
+      std::array<uint8_t, 64> data{};
+      mad::EncodeTo(want, data);
+      uint8_t num = port.num.value();
+      NodeId node = port.node;
+      DrPath path = hooks_.path(p);
+      pipeline_.Set(path, mad::attr::kPortInfo, ports_.SetModifier(p), data,
+                    [this, p, node, num, to, path](Result<mad::Smp> r) {
+                      if (r.ok()) {
+                        if (auto pi = mad::Decode<mad::PortInfo>(r->data); pi.ok())
+                          OnPortStateSet(p, node, num, to, *pi);
+                        return;
+                      }
+                      // Not idempotent (above): the port, read, tells whether it got there.
+                      ++sweep_->stats.port_state_readbacks;
+                      pipeline_.Get(path, mad::attr::kPortInfo, num,
+                                    [this, p, node, num, to, failed = r.status()](
+                                        Result<mad::Smp> g) {
+                                      auto pi = g.ok() ? mad::Decode<mad::PortInfo>(g->data)
+                                                       : Result<mad::PortInfo>(g.status());
+                                      if (pi.ok() && pi->port_state == ToWire(to)) {
+                                        ++counters_.sets_confirmed_by_readback;
+                                        OnPortStateSet(p, node, num, to, *pi);
+                                        return;
+                                      }
+                                      hooks_.issue(
+                                          "SM-LINK-001",
+                                          fmt::format(
+                                              "PortInfo Set (state {}) on {} port {} failed: {}",
+                                              ToWire(to),
+                                              ToString(hooks_.model().fabric.node(node).guid),
+                                              num, failed.ToString()));
+                                    });
+                    });
+      return true;
+    }
+    return false;
+  });
+  pipeline_.WhenIdle([this, pass] {
+    if (hooks_.stopped()) return;
+    if (pass == 0) {
+      Pass(1);
+      return;
+    }
+    auto done = std::move(done_);
+    done_ = nullptr;
+    if (done) done();
+  });
+}
+
+// What a port answered once it reached `to` (ARMED or ACTIVE): the model follows it.
+void LinkStage::OnPortStateSet(PortId p, NodeId node, uint8_t num, PortState to,
+                               const mad::PortInfo& pi) {
+  ports_.NoteLinkEcho(p, pi);
+  DiscoveryResult& d = hooks_.mutable_model();
+  d.nodes[node].port_info[num] = pi;
+  d.fabric.mutable_port(p).state = static_cast<PortState>(pi.port_state <= 4 ? pi.port_state : 0);
+  if (to == PortState::kArmed) {
+    ++sweep_->stats.ports_armed;
+  } else {
+    ++sweep_->stats.ports_activated;
+  }
+}
+
+}  // namespace ibsm::sm
