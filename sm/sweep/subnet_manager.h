@@ -294,6 +294,10 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // False when the state file's groups could not be read.
   bool LoadMulticastGroups();
   void FinishHeavySweep();
+  // The finish's parts, in order (subnet_manager_sweep.cc).
+  void CloseSweep();
+  void PublishSweep(const std::vector<Guid>& ports_before);
+  void ContinueAfterSweep(bool verify);
   void StartQosReads();
   // The QoS Sets of this sweep (qos TRUE), then `then`.
   bool WaitsForQosReads();

@@ -560,6 +560,26 @@ void SubnetManager::FinishHeavySweep() {
     return;
   }
   qos_programmed_ = false;
+  const std::vector<Guid> ports_before = known_ports_;  // traps 64/65 (PublishSweep)
+  CloseSweep();
+  PublishSweep(ports_before);
+  engine_.EndStage("publish");
+  Log(LogName::kSm).info("sweep {} stages: {}", current_.number, engine_.Summary());
+  // Joins and leaves during the sweep.
+  if (mcast_dirty_ && discovered_ && !stopped_ && state() == mad::SmState::kMaster) PushMfts({});
+  last_ = current_;
+  sweeping_ = false;
+  // A takeover from the standby's model: a heavy sweep follows at once and reads back the
+  // LFT blocks it took on trust (and rediscovers what a refresh may have missed).
+  const bool verify = warm_takeover_ && current_.subnet_up;
+  warm_takeover_ = false;
+  warm_lfts_.clear();
+  ContinueAfterSweep(verify);
+}
+
+// The sweep's figures, what it assigned (kept for a restart and the next sweep), its
+// verdict: SUBNET UP, or how many issues kept it from being up.
+void SubnetManager::CloseSweep() {
   const PipelineCounters& c = pipeline_.counters();
   current_.smps = c.gets + c.sets - sweep_.smps_at_start;
   current_.smps_failed = c.failed - sweep_.failed_at_start;
@@ -567,7 +587,6 @@ void SubnetManager::FinishHeavySweep() {
                                                                             current_.started);
   current_.issues = sweep_.issues;
   current_.subnet_up = discovered_ && sm_port_ != kNoPort && tables_ && sweep_.issues == 0;
-  const std::vector<Guid> ports_before = known_ports_;  // traps 64/65 below
   if (discovered_ && sm_port_ != kNoPort) {
     // Remember what this sweep assigned so a restart and the next sweep keep it.
     for (PortId p: lids_.end_ports) {
@@ -615,6 +634,9 @@ void SubnetManager::FinishHeavySweep() {
                            "up yet",
                            current_.number, current_.issues);
   }
+}
+
+void SubnetManager::PublishSweep(const std::vector<Guid>& ports_before) {
   // After the fabric is programmed: files never delay the fabric, nor a trap. The SA answers
   // from this sweep at once; the state writer (on its own thread in the daemon) writes the
   // dump files, then logs SUBNET UP, as OpenSM writes its dumps before it, so a script that
@@ -631,17 +653,12 @@ void SubnetManager::FinishHeavySweep() {
     if (current_.subnet_up) p.after_dumps = [] { Log(LogName::kSm).info("SUBNET UP"); };
     writer_.Publish(std::move(p));
   }
-  engine_.EndStage("publish");
-  Log(LogName::kSm).info("sweep {} stages: {}", current_.number, engine_.Summary());
-  // Joins and leaves during the sweep.
-  if (mcast_dirty_ && discovered_ && !stopped_ && state() == mad::SmState::kMaster) PushMfts({});
-  last_ = current_;
-  sweeping_ = false;
-  // A takeover from the standby's model: a heavy sweep follows at once and reads back the
-  // LFT blocks it took on trust (and rediscovers what a refresh may have missed).
-  const bool verify = warm_takeover_ && current_.subnet_up;
-  warm_takeover_ = false;
-  warm_lfts_.clear();
+}
+
+// What follows a sweep: the callback, a heavy sweep asked for meanwhile (or after a failed
+// one, after a pause), a repair of the switches that reported during it, or the next light
+// sweep. `verify`: it was a takeover from the standby's model that ended up.
+void SubnetManager::ContinueAfterSweep(bool verify) {
   if (on_sweep_) on_sweep_(last_);
   if (stopped_ || options_.once) return;
   // The callback asked for a heavy sweep: it re-reads the switches that reported too.
