@@ -66,7 +66,6 @@ namespace ibsm::sm {
 
 class PerfManager;
 
-
 // The HA counters in one line, as logged on every SM state change (log ID SM-HA-010) and
 // shown by the control socket: "state changes 3, handovers sent 0 received 1, ...".
 std::string HaCounterSummary(const SmCounters& c);
