@@ -8,53 +8,24 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-
-#include "fabric/generators.h"
-#include "sim/sim_transport.h"
-#include "sim/simulator.h"
-#include "sm/testing/test_util.h"
+#include "sm/testing/port_stage_bed.h"
 
 namespace ibsm::sm {
 namespace {
 
-struct LinkStageBed {
-  LinkStageBed()
-      : built(FatTree2(4).value()), sim(built), t(io, sim, testutil::FirstCaPort(built)),
-        pipeline(t, 16, mad::SendOptions{std::chrono::milliseconds(20), 3}, 0),
-        ports(options, [this]() -> const DiscoveryResult& { return d; }, lids, sm_lid),
-        links(pipeline, ports, counters,
-              {[this]() -> const DiscoveryResult& { return d; },
-               [this]() -> DiscoveryResult& { return d; },
-               [this](PortId p) {
-                 auto path = PathToPort(d.fabric, d.nodes, p);
-                 return path ? *path : d.nodes[d.fabric.port(p).node].path;
-               },
-               [this](std::string_view id, std::string m) {
-                 issues.push_back(std::string(id) + " " + m);
-               },
-               [] { return true; }, [] { return false; }}) {
-    Discovery disc(pipeline);
-    disc.Run([&](DiscoveryResult r) { d = std::move(r); });
-    io.run();
-    // LIDs as they are (0): this stage sets states, not LIDs.
-    lids.base.assign(d.fabric.port_count(), 0);
-    lids.lmc.assign(d.fabric.port_count(), 0);
-  }
-
-  Fabric built;
-  sim::Simulator sim;
-  boost::asio::io_context io;
-  sim::SimTransport t;
-  SmpPipeline pipeline;
-  SubnetManagerOptions options;
-  SmCounters counters;
-  DiscoveryResult d;
-  LidAssignment lids;
-  Lid sm_lid{0};
-  PortSettings ports;
-  LinkStage links;
-  std::vector<std::string> issues;
+// The port stages' bed, and the links stage over it.
+struct LinkStageBed : testutil::PortStageBed {
+  LinkStage links{pipeline, ports, counters,
+                  {[this]() -> const DiscoveryResult& { return d; },
+                   [this]() -> DiscoveryResult& { return d; },
+                   [this](PortId p) {
+                     auto path = PathToPort(d.fabric, d.nodes, p);
+                     return path ? *path : d.nodes[d.fabric.port(p).node].path;
+                   },
+                   [this](std::string_view id, std::string m) {
+                     issues.push_back(std::string(id) + " " + m);
+                   },
+                   [] { return true; }, [] { return false; }}};
 };
 
 TEST(LinkStageTest, EveryLinkOfAFreshFabricComesUpActiveAtBothEnds) {

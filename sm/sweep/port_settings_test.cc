@@ -7,66 +7,17 @@
 
 #include <algorithm>
 
-#include <boost/asio/io_context.hpp>
-
-#include "fabric/generators.h"
-#include "sim/sim_transport.h"
-#include "sim/simulator.h"
-#include "sm/model/discovery.h"
-#include "sm/model/smp_pipeline.h"
-#include "sm/testing/test_util.h"
+#include "sm/testing/port_stage_bed.h"
 
 namespace ibsm::sm {
 namespace {
 
-struct PortSettingsBed {
-  PortSettingsBed()
-      : built(FatTree2(4).value()), sim(built), t(io, sim, testutil::FirstCaPort(built)),
-        pipeline(t, 16, mad::SendOptions{std::chrono::milliseconds(20), 3}, 0),
-        ports(options, [this]() -> const DiscoveryResult& { return d; }, lids, sm_lid) {
-    options.m_key = 0x1234;
-    options.subnet_timeout = 17;
-    Discovery disc(pipeline);
-    disc.Run([&](DiscoveryResult r) { d = std::move(r); });
-    io.run();
-    lids.base.assign(d.fabric.port_count(), 0);
-    lids.lmc.assign(d.fabric.port_count(), 0);
-    uint16_t next = 1;
-    for (NodeId n = 0; n < d.fabric.node_count(); ++n) {
-      const Node& node = d.fabric.node(n);
-      if (node.is_switch()) {
-        lids.base[d.fabric.port_id(n, PortNum{0})] = next++;
-      } else {
-        for (uint8_t p = 1; p <= node.num_ports; ++p)
-          lids.base[d.fabric.port_id(n, PortNum{p})] = next++;
-      }
-    }
-  }
-  // The first switch port cabled to a CA (`to_ca`) or to a switch.
-  PortId SwitchPort(bool to_ca) const {
-    for (PortId p = 0; p < d.fabric.port_count(); ++p) {
-      const Port& port = d.fabric.port(p);
-      if (port.num.value() == 0 || !port.connected() || !d.fabric.node(port.node).is_switch())
-        continue;
-      if (d.fabric.node(d.fabric.port(port.peer).node).is_switch() != to_ca) return p;
-    }
-    return kNoPort;
-  }
-
-  Fabric built;
-  sim::Simulator sim;
-  boost::asio::io_context io;
-  sim::SimTransport t;
-  SmpPipeline pipeline;
-  SubnetManagerOptions options;
-  DiscoveryResult d;
-  LidAssignment lids;
-  Lid sm_lid{1};
-  PortSettings ports;
-};
+using PortSettingsBed = testutil::PortStageBed;
 
 TEST(PortSettingsTest, AnEndPortGetsItsLidAndTheSmsFieldsASwitchPortItsLinkFields) {
   PortSettingsBed b;
+  b.options.m_key = 0x1234;  // read at each Desired (no Set is sent here)
+  b.options.subnet_timeout = 17;
   const PortId ca = *b.d.fabric.FindPort(b.built.port(testutil::FirstCaPort(b.built)).guid);
   const mad::PortInfo want = b.ports.Desired(ca);
   EXPECT_EQ(want.lid, b.lids.base[ca]);
