@@ -200,51 +200,47 @@ void SubnetManager::BeginRepair() {
 // (OnRepairSwitchRead), not waited for.
 void SubnetManager::ReadInRepair(const std::shared_ptr<RepairReads>& reads, NodeId n) {
   const Fabric& f = discovered_->fabric;
-  {
-    RepairReads::Switch sw;
-    sw.node = n;
-    sw.ports.resize(f.node(n).num_ports + 1);
-    sw.pending = f.node(n).num_ports + 2;  // SwitchInfo, PortInfo 0..N
-    reads->index.emplace(n, reads->switches.size());
-    reads->switches.push_back(std::move(sw));
-  }
-  {
-    const size_t i = reads->switches.size() - 1;
-    const DrPath& path = discovered_->nodes[n].path;
-    const void* group = &reads->switches[i];
+  RepairReads::Switch sw;
+  sw.node = n;
+  sw.ports.resize(f.node(n).num_ports + 1);
+  sw.pending = f.node(n).num_ports + 2;  // SwitchInfo, PortInfo 0..N
+  const size_t i = reads->switches.size();
+  reads->index.emplace(n, i);
+  reads->switches.push_back(std::move(sw));
+  const DrPath& path = discovered_->nodes[n].path;
+  const void* group = &reads->switches[i];
+  ++reads->smps;
+  pipeline_.Get(
+      path, mad::attr::kSwitchInfo, 0,
+      [this, reads, i](Result<mad::Smp> r) {
+        if (reads->switches[i].cut_off) return;
+        auto si = r.ok() ? mad::Decode<mad::SwitchInfo>(r->data)
+                         : Result<mad::SwitchInfo>(r.status());
+        if (si.ok()) {
+          reads->switches[i].switch_info = *si;
+        } else {
+          reads->switches[i].failed = true;
+        }
+        OnRepairSwitchRead(reads, i);
+      },
+      group, /*abandonable=*/true);
+  // Port 0 too: a switch that rebooted answers with LID 0 there.
+  for (uint32_t p = 0; p <= f.node(n).num_ports; ++p) {
     ++reads->smps;
     pipeline_.Get(
-        path, mad::attr::kSwitchInfo, 0,
-        [this, reads, i](Result<mad::Smp> r) {
+        path, mad::attr::kPortInfo, p,
+        [this, reads, i, p](Result<mad::Smp> r) {
           if (reads->switches[i].cut_off) return;
-          auto si = r.ok() ? mad::Decode<mad::SwitchInfo>(r->data)
-                           : Result<mad::SwitchInfo>(r.status());
-          if (si.ok()) {
-            reads->switches[i].switch_info = *si;
+          auto pi = r.ok() ? mad::Decode<mad::PortInfo>(r->data)
+                           : Result<mad::PortInfo>(r.status());
+          if (pi.ok()) {
+            reads->switches[i].ports[p] = *pi;
           } else {
             reads->switches[i].failed = true;
           }
           OnRepairSwitchRead(reads, i);
         },
         group, /*abandonable=*/true);
-    // Port 0 too: a switch that rebooted answers with LID 0 there.
-    for (uint32_t p = 0; p <= f.node(n).num_ports; ++p) {
-      ++reads->smps;
-      pipeline_.Get(
-          path, mad::attr::kPortInfo, p,
-          [this, reads, i, p](Result<mad::Smp> r) {
-            if (reads->switches[i].cut_off) return;
-            auto pi = r.ok() ? mad::Decode<mad::PortInfo>(r->data)
-                             : Result<mad::PortInfo>(r.status());
-            if (pi.ok()) {
-              reads->switches[i].ports[p] = *pi;
-            } else {
-              reads->switches[i].failed = true;
-            }
-            OnRepairSwitchRead(reads, i);
-          },
-          group, /*abandonable=*/true);
-    }
   }
 }
 
