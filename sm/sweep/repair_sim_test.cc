@@ -403,11 +403,12 @@ TEST(RepairSweepTest, ACutWhileTheOptionalReadsRunIsRepairedWithoutWaitingForThe
   boost::asio::steady_timer later(h.io);
   bool lfts_seen = false, cut_done = false;
   sim.SetSmpObserver([&](NodeId, uint8_t method, uint16_t attr, uint32_t) {
-    if (lfts_seen || method != mad::method::kSet || attr != mad::attr::kLinearForwardingTable)
-      return;
-    // The first LFT Set: the heavy sweep is programming; cut once it is through (its links
-    // are up in well under the 4 s the silent devices' reads take).
-    lfts_seen = true;
+    if (cut_done || method != mad::method::kSet) return;
+    if (attr == mad::attr::kLinearForwardingTable) lfts_seen = true;
+    // From the first LFT Set the heavy sweep is programming; cut once it is through: 300 ms
+    // after its last Set (the link stage's port states, well before the 4 s the silent
+    // devices' reads take), not after a fixed time, which a loaded machine overran.
+    if (!lfts_seen) return;
     later.expires_after(300ms);
     later.async_wait([&](boost::system::error_code ec) {
       if (ec) return;
