@@ -25,7 +25,8 @@ void SmpPipeline::Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod, C
 }
 
 void SmpPipeline::Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
-                      std::span<const uint8_t> data, Callback cb) {
+                      std::span<const uint8_t> data, Callback cb, const void* group,
+                      bool abandonable) {
   if (fenced_ && attr_id != mad::attr::kSmInfo) {
     ++counters_.fenced;
     if (cb) cb(FailedPrecondition("fenced: this SM is not master"));
@@ -34,7 +35,7 @@ void SmpPipeline::Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
   ++counters_.sets;
   mad::Smp smp = mad::MakeDrSmp(mad::method::kSet, attr_id, attr_mod, path, m_key_);
   std::copy_n(data.begin(), std::min(data.size(), smp.data.size()), smp.data.begin());
-  Enqueue(std::move(smp), std::move(cb));
+  Enqueue(std::move(smp), std::move(cb), group, abandonable && group != nullptr);
 }
 
 void SmpPipeline::Enqueue(mad::Smp smp, Callback cb, const void* group, bool abandonable) {
@@ -114,13 +115,16 @@ void SmpPipeline::Send(Request req) {
 size_t SmpPipeline::DropQueued(const void* group) {
   if (group == nullptr) return 0;
   std::vector<Callback> dropped;
+  uint64_t sets = 0;
   std::erase_if(queue_, [&](Request& r) {
     if (r.group != group) return false;
+    if (r.smp.method == mad::method::kSet) ++sets;
     dropped.push_back(std::move(r.cb));
     return true;
   });
-  // The gets were counted when queued; they never left.
-  counters_.gets -= std::min<uint64_t>(counters_.gets, dropped.size());
+  // Counted when queued; they never left.
+  counters_.sets -= std::min<uint64_t>(counters_.sets, sets);
+  counters_.gets -= std::min<uint64_t>(counters_.gets, dropped.size() - sets);
   for (auto& cb : dropped)
     if (cb) cb(Status(StatusCode::kUnavailable, "dropped before it was sent"));
   CheckIdle();

@@ -72,7 +72,8 @@ class SmpPipeline {
   void Get(const DrPath& path, uint16_t attr_id, uint32_t attr_mod, Callback cb,
            const void* group = nullptr, bool abandonable = false);
   void Set(const DrPath& path, uint16_t attr_id, uint32_t attr_mod,
-           std::span<const uint8_t> data, Callback cb);
+           std::span<const uint8_t> data, Callback cb, const void* group = nullptr,
+           bool abandonable = false);
 
   // Requests produced on demand, so a stage with 190,000 LFT blocks does not queue them all
   // at once: `next` runs whenever the window has room and nothing is queued; it queues

@@ -14,7 +14,15 @@ uint8_t ToWire(PortState s) { return static_cast<uint8_t>(s); }
 void LinkStage::Run(SweepContext& sweep, std::function<void()> done) {
   sweep_ = &sweep;
   done_ = std::move(done);
+  ++run_;
   Pass(0);
+}
+
+size_t LinkStage::Stop() {
+  if (!done_) return 0;
+  done_ = nullptr;
+  ++run_;  // the feeder and the idle callback of the stopped run see it and end
+  return pipeline_.Abandon(this);
 }
 
 // Ports whose link is up at both ends go INIT -> ARMED (pass 0), then ARMED -> ACTIVE
@@ -24,7 +32,9 @@ void LinkStage::Pass(int pass) {
   PortState to = pass == 0 ? PortState::kArmed : PortState::kActive;
   if (!hooks_.master()) return;
   auto next = std::make_shared<PortId>(0);
-  pipeline_.Feed([this, next, from, to]() -> bool {
+  const uint64_t run = run_;
+  pipeline_.Feed([this, next, from, to, run]() -> bool {
+    if (run != run_) return false;
     const DiscoveryResult& d = hooks_.model();
     const Fabric& f = d.fabric;
     while (*next < f.port_count()) {
@@ -67,14 +77,16 @@ void LinkStage::Pass(int pass) {
                                               ToWire(to),
                                               ToString(hooks_.model().fabric.node(node).guid),
                                               num, failed.ToString()));
-                                    });
-                    });
+                                    },
+                                    this, /*abandonable=*/true);
+                    },
+                    this, /*abandonable=*/true);
       return true;
     }
     return false;
   });
-  pipeline_.WhenIdle([this, pass] {
-    if (hooks_.stopped()) return;
+  pipeline_.WhenIdle([this, pass, run] {
+    if (hooks_.stopped() || run != run_) return;
     if (pass == 0) {
       Pass(1);
       return;

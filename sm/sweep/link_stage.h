@@ -44,6 +44,15 @@ class LinkStage {
   // (nothing more runs: the HA protocol ends the sweep); once stopped, nothing runs.
   // `sweep` is the engine's context, which outlives the run.
   void Run(SweepContext& sweep, std::function<void()> done);
+  // Between Run and `done`.
+  bool running() const { return static_cast<bool>(done_); }
+  // Ends the run without `done`: what is not sent yet never is, and the Sets and read-backs
+  // in flight are no longer waited for (SmpPipeline::Abandon); their answers change nothing.
+  // For a repair that takes over from a heavy sweep (a cable cut while the links came up:
+  // the Sets whose DR path crosses it would each wait for every timeout). A port the stage
+  // left in INIT or ARMED, or that took a Set whose answer was let go, is the next run's:
+  // a Set it already took is refused there and read back. Returns how many were in flight.
+  size_t Stop();
 
  private:
   void Pass(int pass);
@@ -56,6 +65,7 @@ class LinkStage {
   Hooks hooks_;
   SweepContext* sweep_ = nullptr;  // of the run
   std::function<void()> done_;
+  uint64_t run_ = 0;  // which run a pass belongs to: a pass of a stopped run ends there
 };
 
 }  // namespace ibsm::sm

@@ -451,6 +451,55 @@ TEST(RepairSweepTest, ACutWhileTheOptionalReadsRunIsRepairedWithoutWaitingForThe
   ExpectFabricUp(cut_fabric, sim);
 }
 
+// A cable cut while the first heavy sweep brings the links up (its port-state Sets going out
+// by DR paths, many over that cable; here 300 ms and 4 tries each): the link stage stops and a
+// repair takes over at once, instead of every Set over the cut cable failing after its
+// timeouts (minutes at 64 in flight) and the sweep ending without SUBNET UP. The repair
+// brings up the links the stage left, and no host is told to re-register twice.
+TEST(RepairSweepTest, ACutWhileTheFirstSweepBringsTheLinksUpIsRepairedAtOnce) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  const PortId cut = SpineUplink(*f);
+  ASSERT_NE(cut, kNoPort);
+  sim::Simulator sim(*f);
+  SubnetManagerOptions o = Quiet();
+  o.send.timeout = 300ms;
+  Harness h(sim, *f, o);
+  bool lfts_seen = false, cut_done = false;
+  sim.SetSmpObserver([&](NodeId, uint8_t method, uint16_t attr, uint32_t) {
+    if (cut_done || method != mad::method::kSet) return;
+    if (attr == mad::attr::kLinearForwardingTable) lfts_seen = true;
+    // The first PortInfo Set after the LFT blocks is the link stage's first.
+    if (!lfts_seen || attr != mad::attr::kPortInfo) return;
+    cut_done = true;
+    boost::asio::post(h.io, [&] { EXPECT_TRUE(sim.LinkDown(cut).ok()); });
+  });
+  std::vector<SweepStats> sweeps;
+  QuietStop quiet(h);
+  h.Run([&](const SweepStats& s) {
+    sweeps.push_back(s);
+    quiet.Arm();
+  });
+  sim.SetSmpObserver({});
+  ASSERT_TRUE(cut_done);
+  ASSERT_FALSE(sweeps.empty());
+  // The heavy sweep did not end: the repair that took over is the first sweep to.
+  EXPECT_TRUE(sweeps[0].repair);
+  EXPECT_TRUE(sweeps[0].subnet_up);
+  EXPECT_EQ(sweeps[0].repair_links_lost, 1u);
+  EXPECT_GT(sweeps[0].ports_activated, 0u);  // what the stopped link stage left
+  EXPECT_EQ(h.sm.counters().heavy_sweeps_cut_short, 1u);
+  EXPECT_EQ(h.sm.counters().issues_by_id.count("SM-LINK-001"), 0u);
+  EXPECT_GT(h.sm.smp_counters().abandoned, 0u);
+  size_t ca_ports = 0;
+  for (PortId p = 0; p < f->port_count(); ++p)
+    ca_ports += f->port(p).connected() && !f->node(f->port(p).node).is_switch();
+  EXPECT_EQ(sim.client_reregisters(), ca_ports);
+  Fabric cut_fabric = *f;
+  cut_fabric.Disconnect(cut);
+  ExpectFabricUp(cut_fabric, sim);
+}
+
 // The same optional reads, no fault: the heavy sweep waits for them only
 // optional_reads_wait (250 ms), ends with SUBNET UP while they still run (the SA already
 // serving its fabric), and their records reach the SA when they are in.

@@ -414,7 +414,10 @@ void SubnetManager::HaApplyActions(uint32_t actions, const std::string& why) {
     sweeping_ = false;
     sweep_again_ = false;
   }
-  if (actions & ha::sm_action::kFirstMasterSweep) first_master_sweep_ = true;
+  if (actions & ha::sm_action::kFirstMasterSweep) {
+    first_master_sweep_ = true;
+    reregistered_.clear();
+  }
   if (actions & ha::sm_action::kHeavySweep) RequestHeavySweep(why);
 }
 

@@ -280,8 +280,10 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // What the routing pool hands back to the io thread.
   // Abandons this heavy sweep for a repair of the switches that reported meanwhile; false
   // when it may not (see the definitions). CutDiscoveryShort: during its discovery (the
-  // heavy sweep runs again after the repair); HandHeavySweepToRepair: after it.
+  // heavy sweep runs again after the repair); HandHeavySweepToRepair: after it;
+  // CutLinksShort: during its link stage.
   bool CutDiscoveryShort();
+  bool CutLinksShort();  // during its link stage (sm/sweep/subnet_manager_repair.cc)
   bool HandHeavySweepToRepair(const char* when);
   void OnRouted(Routed routed);
   void ProgramSwitches();
@@ -531,6 +533,9 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   std::unique_ptr<routing::LidMap> lid_map_;
   std::optional<RoutingCheck> last_check_;
   std::vector<Guid> known_ports_;  // port GUIDs seen in earlier sweeps (client rereg)
+  // Ports whose ClientReregister Set was answered since the last sweep closed: a repair that
+  // took over from a heavy sweep after its LIDs stage does not tell them again.
+  std::unordered_set<Guid> reregistered_;
   SweepStats last_;
   uint64_t sweep_number_ = 0;
   // The SMInfo protocol and the SM state; last, as it refers to the members above.

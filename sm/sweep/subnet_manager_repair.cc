@@ -125,7 +125,7 @@ void SubnetManager::RequestRepair(Guid guid, const std::string& reason) {
   }
   if (repair_posted_) return;
   if (sweeping_) {
-    CutDiscoveryShort();
+    if (!CutDiscoveryShort()) CutLinksShort();
     return;
   }
   repair_posted_ = true;
@@ -153,6 +153,21 @@ bool SubnetManager::CutDiscoveryShort() {
   repair_posted_ = true;
   boost::asio::post(io_, [this] { BeginRepair(); });
   RequestHeavySweep(reason);  // queued: sweeping_ stays true through the repair
+  return true;
+}
+
+// A switch reported while a heavy sweep brings the links up: its port-state Sets by DR paths
+// over the cut cable (every port behind it) would each wait for every timeout before the
+// sweep ended and the repair began (a minute and more). The link stage stops, and the repair
+// takes over now (HandHeavySweepToRepair); its own link stage brings up what this one left.
+bool SubnetManager::CutLinksShort() {
+  if (current_.repair || stage() != Stage::kLinks || !links_.running() ||
+      !HandHeavySweepToRepair("while it brought the links up"))
+    return false;
+  const size_t let_go = links_.Stop();
+  Log(LogName::kSm).info("heavy sweep {}: the link stage stops ({} port state Sets in flight "
+                         "no longer waited for)",
+                         current_.number, let_go);
   return true;
 }
 

@@ -100,7 +100,8 @@ void SubnetManager::ConfigureLids() {
                     ? !(sa_state_complete_ && !ha_.took_over() &&
                         now.master_sm_base_lid == sm_lid_.value())
                     : !known.count(port.guid);
-    bool rereg = is_ca && !options_.no_clients_rereg && lost;
+    // Told already in this sweep, or in the heavy sweep this repair took over from.
+    bool rereg = is_ca && !options_.no_clients_rereg && lost && !reregistered_.count(port.guid);
     want.client_reregister = rereg ? 1 : 0;
     if (rereg) ++current_.client_reregisters, ++counters_.client_reregisters;
     // Some agents (ibsim's among them) do not keep SubnetTimeout or M_KeyLeasePeriod; what
@@ -134,6 +135,7 @@ void SubnetManager::ConfigureLids() {
                     d.nodes[node].port_info[num] = *pi;
                     Port& mp = d.fabric.mutable_port(p);
                     ports_.NoteEndPortEcho(mp.guid, *pi, want);
+                    if (want.client_reregister) reregistered_.insert(mp.guid);
                     mp.lid = Lid{pi->lid};
                     mp.lmc = pi->lmc;
                   });
@@ -227,20 +229,22 @@ void SubnetManager::Route() {
 }
 
 // Switches reported link changes during this heavy sweep, before it routed (`when`: "before
-// it routed") or while it routed: its tables would be for a fabric that is gone. Routing them,
-// or pushing them first, would delay the repair by the routing or the whole push (and write
-// blocks the repair rewrites); the repair sweep starts now instead, on this sweep's model, and
-// does everything the rest of this sweep would have. Not on the first sweep as master (its
-// ClientReregister decisions are made once), nor before any tables exist.
+// it routed"), while it routed, or while it brought the links up: its tables would be for a
+// fabric that is gone, and Sets sent by a DR path over a cut cable wait for every timeout.
+// Routing them, pushing them, or waiting for those Sets would delay the repair by the
+// routing, the whole push, or minutes of timeouts; the repair sweep starts now instead, on
+// this sweep's model, and does everything the rest of this sweep would have. The first sweep
+// as master too: the LIDs stage is behind it, and the repair's does not tell a port to
+// re-register twice (reregistered_). Not before any tables exist.
 bool SubnetManager::HandHeavySweepToRepair(const char* when) {
   if (current_.repair || repair_pending_.empty() || !options_.incremental_repair ||
-      first_master_sweep_ || !tables_ || repair_posted_ ||
-      state() != mad::SmState::kMaster)
+      !tables_ || repair_posted_ || state() != mad::SmState::kMaster)
     return false;
   ++counters_.heavy_sweeps_cut_short;
-  Log(LogName::kSm).info("heavy sweep {}: {} switches reported link changes {}; its tables "
-                         "are not pushed, a repair sweep takes over",
-                         current_.number, repair_pending_.size(), when);
+  Log(LogName::kSm).info("heavy sweep {}: {} switches reported link changes {}; {}a repair "
+                         "sweep takes over",
+                         current_.number, repair_pending_.size(), when,
+                         stage() <= Stage::kRouting ? "its tables are not pushed, " : "");
   repair_posted_ = true;
   repair_follows_cut_short_ = true;
   boost::asio::post(io_, [this] { BeginRepair(); });
@@ -616,8 +620,9 @@ void SubnetManager::CloseSweep() {
             current_.engine.empty() ? "-" : current_.engine);
   if (current_.subnet_up) {
     if (first_master_sweep_) {
+      // Counted over the heavy sweep a repair took over from too.
       Log(LogName::kHa).info("first master sweep: ClientReregister on {} CA ports ({})",
-                             current_.client_reregisters,
+                             reregistered_.size(),
                              sa_state_complete_ && !ha_.took_over()
                                  ? "this SM's state file holds the SA registrations of the "
                                    "ports that still name it master"
@@ -634,6 +639,7 @@ void SubnetManager::CloseSweep() {
                            "up yet",
                            current_.number, current_.issues);
   }
+  reregistered_.clear();
 }
 
 void SubnetManager::PublishSweep(const std::vector<Guid>& ports_before) {
