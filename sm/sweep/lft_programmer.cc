@@ -164,8 +164,9 @@ void LftProgrammer::Push(const Fabric& f, std::shared_ptr<const routing::Routing
   for (auto& [guid, cache] : cache_)
     if (cache.source && cache.source != tables) cache.Clear();
   // Blocks are produced as the SMP window frees up: at 3-tier k=32 there are 190,000.
-  pipeline_.Feed([this, c]() -> bool {
-    while (c->u < c->urgent.size() || c->r < c->rest.size()) {
+  const uint64_t push = ++push_;
+  pipeline_.Feed([this, c, push]() -> bool {
+    while (push == push_ && (c->u < c->urgent.size() || c->r < c->rest.size())) {
       const bool urgent = c->u < c->urgent.size();
       const auto [n, b] = urgent ? c->urgent[c->u++] : c->rest[c->r++];
       const Guid g = c->guid[n];
@@ -191,11 +192,17 @@ void LftProgrammer::Push(const Fabric& f, std::shared_ptr<const routing::Routing
                       auto blk = mad::Decode<mad::LinearForwardingTable>(r->data);
                       cache.held[b] = blk.ok() &&
                                       blk->port == LftBlock(*cache.source_table, b).port;
-                    });
+                    },
+                    this, /*abandonable=*/true);
       return true;
     }
     return false;
   });
+}
+
+size_t LftProgrammer::Stop() {
+  ++push_;
+  return pipeline_.Abandon(this);
 }
 
 }  // namespace ibsm::sm

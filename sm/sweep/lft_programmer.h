@@ -71,6 +71,11 @@ class LftProgrammer {
   // `tables` forgets what it held. The caller waits for the pipeline to drain.
   void Push(const Fabric& fabric, std::shared_ptr<const routing::RoutingTables> tables,
             uint16_t top, std::function<const DrPath&(NodeId)> path);
+  // Ends the push: the blocks not sent yet never are, and those in flight are no longer
+  // waited for (SmpPipeline::Abandon; a repair taking over from a heavy sweep whose Sets may
+  // cross a cut cable). Their blocks stay unknown, so the next push writes them. Returns how
+  // many were in flight.
+  size_t Stop();
 
  private:
   // What a switch's LFT holds: per block, whether the switch is known to hold that block of
@@ -98,6 +103,7 @@ class LftProgrammer {
   IssueFn issue_;
   std::unordered_map<Guid, SwitchCache> cache_;
   LftCounts run_;
+  uint64_t push_ = 0;  // which push a feeder belongs to: a stopped push's feeds nothing more
 };
 
 }  // namespace ibsm::sm

@@ -451,12 +451,12 @@ TEST(RepairSweepTest, ACutWhileTheOptionalReadsRunIsRepairedWithoutWaitingForThe
   ExpectFabricUp(cut_fabric, sim);
 }
 
-// A cable cut while the first heavy sweep brings the links up (its port-state Sets going out
-// by DR paths, many over that cable; here 300 ms and 4 tries each): the link stage stops and a
-// repair takes over at once, instead of every Set over the cut cable failing after its
-// timeouts (minutes at 64 in flight) and the sweep ending without SUBNET UP. The repair
-// brings up the links the stage left, and no host is told to re-register twice.
-TEST(RepairSweepTest, ACutWhileTheFirstSweepBringsTheLinksUpIsRepairedAtOnce) {
+// A cable cut while the first heavy sweep programs the switches, at the Set `cut_at` picks
+// (the Sets go out by DR paths, many over that cable; here 300 ms and 4 tries each): the
+// stage stops and a repair takes over at once, instead of every Set over the cut cable
+// failing after its timeouts (minutes at 64 in flight) and the sweep ending without SUBNET
+// UP. The repair writes what the stage left, and no host is told to re-register twice.
+void CutWhileTheFirstSweepPrograms(std::function<bool(uint16_t attr)> cut_at) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
   const PortId cut = SpineUplink(*f);
@@ -465,12 +465,9 @@ TEST(RepairSweepTest, ACutWhileTheFirstSweepBringsTheLinksUpIsRepairedAtOnce) {
   SubnetManagerOptions o = Quiet();
   o.send.timeout = 300ms;
   Harness h(sim, *f, o);
-  bool lfts_seen = false, cut_done = false;
+  bool cut_done = false;
   sim.SetSmpObserver([&](NodeId, uint8_t method, uint16_t attr, uint32_t) {
-    if (cut_done || method != mad::method::kSet) return;
-    if (attr == mad::attr::kLinearForwardingTable) lfts_seen = true;
-    // The first PortInfo Set after the LFT blocks is the link stage's first.
-    if (!lfts_seen || attr != mad::attr::kPortInfo) return;
+    if (cut_done || method != mad::method::kSet || !cut_at(attr)) return;
     cut_done = true;
     boost::asio::post(h.io, [&] { EXPECT_TRUE(sim.LinkDown(cut).ok()); });
   });
@@ -487,9 +484,11 @@ TEST(RepairSweepTest, ACutWhileTheFirstSweepBringsTheLinksUpIsRepairedAtOnce) {
   EXPECT_TRUE(sweeps[0].repair);
   EXPECT_TRUE(sweeps[0].subnet_up);
   EXPECT_EQ(sweeps[0].repair_links_lost, 1u);
+  EXPECT_GT(sweeps[0].lft_blocks_sent, 0u);  // what the stopped push left, or the re-route
   EXPECT_GT(sweeps[0].ports_activated, 0u);  // what the stopped link stage left
   EXPECT_EQ(h.sm.counters().heavy_sweeps_cut_short, 1u);
   EXPECT_EQ(h.sm.counters().issues_by_id.count("SM-LINK-001"), 0u);
+  EXPECT_EQ(h.sm.counters().issues_by_id.count("SM-LFT-002"), 0u);
   EXPECT_GT(h.sm.smp_counters().abandoned, 0u);
   size_t ca_ports = 0;
   for (PortId p = 0; p < f->port_count(); ++p)
@@ -498,6 +497,22 @@ TEST(RepairSweepTest, ACutWhileTheFirstSweepBringsTheLinksUpIsRepairedAtOnce) {
   Fabric cut_fabric = *f;
   cut_fabric.Disconnect(cut);
   ExpectFabricUp(cut_fabric, sim);
+}
+
+TEST(RepairSweepTest, ACutWhileTheFirstSweepPushesItsLftBlocksIsRepairedAtOnce) {
+  int lft_sets = 0;
+  CutWhileTheFirstSweepPrograms([&](uint16_t attr) {
+    return attr == mad::attr::kLinearForwardingTable && ++lft_sets == 40;
+  });
+}
+
+TEST(RepairSweepTest, ACutWhileTheFirstSweepBringsTheLinksUpIsRepairedAtOnce) {
+  bool lfts_seen = false;
+  CutWhileTheFirstSweepPrograms([&](uint16_t attr) {
+    lfts_seen = lfts_seen || attr == mad::attr::kLinearForwardingTable;
+    // The first PortInfo Set after the LFT blocks is the link stage's first.
+    return lfts_seen && attr == mad::attr::kPortInfo;
+  });
 }
 
 // The same optional reads, no fault: the heavy sweep waits for them only

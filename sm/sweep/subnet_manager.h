@@ -281,10 +281,10 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // Abandons this heavy sweep for a repair of the switches that reported meanwhile; false
   // when it may not (see the definitions). CutDiscoveryShort: during its discovery (the
   // heavy sweep runs again after the repair); HandHeavySweepToRepair: after it;
-  // CutLinksShort: during its link stage.
+  // CutProgrammingShort: during its LFT push or link stage.
   bool CutDiscoveryShort();
-  bool CutLinksShort();  // during its link stage (sm/sweep/subnet_manager_repair.cc)
-  bool HandHeavySweepToRepair(const char* when);
+  bool CutProgrammingShort();  // during its LFT push or link stage (subnet_manager_repair.cc)
+  bool HandHeavySweepToRepair(std::string_view when);
   void OnRouted(Routed routed);
   void ProgramSwitches();
   void PushLfts();

@@ -113,9 +113,6 @@ void SubnetManager::ConfigureSwitchPorts() {
 
 // The links stage (sm/sweep/link_stage.h); SHARP follows where it is enabled.
 void SubnetManager::ActivateAllLinks() {
-  // Switches reported during the programming stages: their cut cables would stall this stage
-  // as they would a running one (CutLinksShort).
-  if (HandHeavySweepToRepair("before it brought the links up")) return;
   links_.Run(sweep_, [this] {
     if (options_.sharp_enable && discovered_ && state() == mad::SmState::kMaster) {
       NextStage();

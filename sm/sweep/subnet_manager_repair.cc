@@ -125,7 +125,7 @@ void SubnetManager::RequestRepair(Guid guid, const std::string& reason) {
   }
   if (repair_posted_) return;
   if (sweeping_) {
-    if (!CutDiscoveryShort()) CutLinksShort();
+    if (!CutDiscoveryShort()) CutProgrammingShort();
     return;
   }
   repair_posted_ = true;
@@ -156,18 +156,27 @@ bool SubnetManager::CutDiscoveryShort() {
   return true;
 }
 
-// A switch reported while a heavy sweep brings the links up: its port-state Sets by DR paths
-// over the cut cable (every port behind it) would each wait for every timeout before the
-// sweep ended and the repair began (a minute and more). The link stage stops, and the repair
-// takes over now (HandHeavySweepToRepair); its own link stage brings up what this one left.
-bool SubnetManager::CutLinksShort() {
-  if (current_.repair || stage() != Stage::kLinks || !links_.running() ||
-      !HandHeavySweepToRepair("while it brought the links up"))
+// A switch reported while a heavy sweep pushes its LFT blocks or brings the links up: the
+// Sets of those stages by DR paths over a cut cable (to every switch or port behind it) would
+// each wait for every timeout before the sweep ended and the repair began (a minute and
+// more). The stage stops, sending nothing more and no longer waiting for what is in flight,
+// and the repair takes over now (HandHeavySweepToRepair); it writes the blocks this push did
+// not (their Sets unanswered, they are not known held) and brings up the links this stage
+// left. The other programming stages are short and their answers change the model: they end
+// first, and the sweep is handed over before the next (StageRows).
+bool SubnetManager::CutProgrammingShort() {
+  if (current_.repair) return false;
+  const Stage s = stage();
+  const bool links = s == Stage::kLinks && links_.running();
+  if (s != Stage::kLftBlocks && !links) return false;
+  if (!HandHeavySweepToRepair(links ? "while it brought the links up"
+                                    : "while it pushed its LFT blocks"))
     return false;
-  const size_t let_go = links_.Stop();
-  Log(LogName::kSm).info("heavy sweep {}: the link stage stops ({} port state Sets in flight "
-                         "no longer waited for)",
-                         current_.number, let_go);
+  pipeline_.WhenIdle({});  // the stage's end never comes
+  const size_t let_go = links ? links_.Stop() : lfts_.Stop();
+  Log(LogName::kSm).info("heavy sweep {}: its {} stage stops ({} Sets in flight no longer "
+                         "waited for)",
+                         current_.number, links ? "link" : "LFT", let_go);
   return true;
 }
 

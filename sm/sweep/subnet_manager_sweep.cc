@@ -43,7 +43,15 @@ std::vector<SweepEngine::Row> SubnetManager::StageRows() {
   std::vector<SweepEngine::Row> rows;
   for (const StageRow& r : kStages) {
     const auto run = r.run;
-    rows.push_back({r.name, run ? std::function<void()>([this, run] { (this->*run)(); })
+    // Between the programming stages a heavy sweep hands over to a repair of the switches
+    // that reported meanwhile (HandHeavySweepToRepair): the next stage's Sets may cross
+    // their cut cables. Switch info follows routing's own look.
+    const bool look = r.stage >= Stage::kLftBlocks && r.stage <= Stage::kLinks;
+    const std::string when = fmt::format("before its {} stage", r.name);
+    rows.push_back({r.name, run ? std::function<void()>([this, run, look, when] {
+                                    if (look && HandHeavySweepToRepair(when)) return;
+                                    (this->*run)();
+                                  })
                                 : std::function<void()>()});
   }
   return rows;
@@ -229,14 +237,15 @@ void SubnetManager::Route() {
 }
 
 // Switches reported link changes during this heavy sweep, before it routed (`when`: "before
-// it routed"), while it routed, or while it brought the links up: its tables would be for a
-// fabric that is gone, and Sets sent by a DR path over a cut cable wait for every timeout.
-// Routing them, pushing them, or waiting for those Sets would delay the repair by the
-// routing, the whole push, or minutes of timeouts; the repair sweep starts now instead, on
+// it routed"), while it routed, or while it programmed the switches (CutProgrammingShort, and
+// between those stages): its tables would be for a fabric that is gone, and Sets sent by a
+// DR path over a cut cable wait for every timeout. Routing them, pushing them, or waiting for
+// those Sets would delay the repair by the routing, the push, or minutes of timeouts; the
+// repair sweep starts now instead, on
 // this sweep's model, and does everything the rest of this sweep would have. The first sweep
 // as master too: the LIDs stage is behind it, and the repair's does not tell a port to
 // re-register twice (reregistered_). Not before any tables exist.
-bool SubnetManager::HandHeavySweepToRepair(const char* when) {
+bool SubnetManager::HandHeavySweepToRepair(std::string_view when) {
   if (current_.repair || repair_pending_.empty() || !options_.incremental_repair ||
       !tables_ || repair_posted_ || state() != mad::SmState::kMaster)
     return false;
