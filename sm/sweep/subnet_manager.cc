@@ -115,7 +115,7 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
                            st.ToString());
   }
   if (!LoadMulticastGroups()) restored = false;
-  sa_state_complete_ = was_master && restored;
+  rereg_.set_state_complete(was_master && restored);
   mcast_.SetPartitionGroups(options_.partitions.config.get());
   mcast_.set_on_change([this] { OnMulticastChange(); });
   sa_.AttachMulticast(&mcast_);
@@ -416,7 +416,7 @@ void SubnetManager::HaApplyActions(uint32_t actions, const std::string& why) {
   }
   if (actions & ha::sm_action::kFirstMasterSweep) {
     first_master_sweep_ = true;
-    reregistered_.clear();
+    rereg_.BeginMastership();
   }
   if (actions & ha::sm_action::kHeavySweep) RequestHeavySweep(why);
 }

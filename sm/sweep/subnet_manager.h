@@ -37,6 +37,7 @@
 #include "sm/vendor/ar_manager.h"
 #include "sm/model/discovery.h"
 #include "sm/model/lid_manager.h"
+#include "sm/sweep/client_reregister.h"
 #include "sm/sweep/lft_programmer.h"
 #include "sm/sweep/link_damping.h"
 #include "sm/sweep/link_stage.h"
@@ -311,7 +312,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void HaFence(bool fenced) override;
   void HaApplyActions(uint32_t actions, const std::string& why) override;
   void HaLeftMaster() override {
-    sa_state_complete_ = false;
+    rereg_.LeftMaster();
     for (const auto& o : model_observers_) o(nullptr);
   }
   void HaFlushState() override { FlushState(); }
@@ -480,11 +481,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   std::string pending_reason_;
   std::string queued_reason_;  // why sweep_again_ was set (the first request while sweeping)
   bool first_master_sweep_ = true;
-  // This SM holds every SA registration (ServiceRecords, multicast joins, InformInfo) that
-  // clients made with the subnet's master since this SM last was master: it restored them
-  // from its own state file, having been the master when it stopped, and no other master
-  // has served since. See ConfigureLids (ClientReregister).
-  bool sa_state_complete_ = false;
   bool stopped_ = false;
   std::function<void(const SweepStats&)> on_sweep_;
 
@@ -532,10 +528,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   std::optional<EngineTables> engine_tables_;
   std::unique_ptr<routing::LidMap> lid_map_;
   std::optional<RoutingCheck> last_check_;
-  std::vector<Guid> known_ports_;  // port GUIDs seen in earlier sweeps (client rereg)
-  // Ports whose ClientReregister Set was answered since the last sweep closed: a repair that
-  // took over from a heavy sweep after its LIDs stage does not tell them again.
-  std::unordered_set<Guid> reregistered_;
+  ClientReregister rereg_;  // which CA ports a sweep tells to re-register
   SweepStats last_;
   uint64_t sweep_number_ = 0;
   // The SMInfo protocol and the SM state; last, as it refers to the members above.

@@ -78,8 +78,6 @@ void SubnetManager::ConfigureLids() {
   current_.lid_changes = lids_.changed;
   sm_lid_ = Lid{lids_.base[sm_port_]};
 
-  std::unordered_map<Guid, bool> known;
-  for (Guid g: known_ports_) known[g] = true;
   // A local repair kept every LID (AssignLids above gives each port the one it holds) and
   // has new PortInfo answers only from the touched nodes: their ports are compared, no
   // other's changed.
@@ -93,23 +91,10 @@ void SubnetManager::ConfigureLids() {
     const mad::PortInfo& now = dn.port_info[port.num.value()];
     mad::PortInfo want = ports_.Desired(p);
     bool is_ca = !f.node(port.node).is_switch();
-    // ClientReregister only where SA state was lost. A CA port's clients hold SA
-    // registrations (ServiceRecords, multicast joins, InformInfo) with the master that
-    // configured the port, and each SM keeps its own, in its own state file. So:
-    // - on the first sweep as master (start, or takeover after another master served),
-    //   the port keeps its registrations only if this SM holds all of them
-    //   (sa_state_complete_: restored from its state file, master when it stopped, no
-    //   other master since) AND the port still names this SM (MasterSMBaseLID = our LID):
-    //   a port configured by another SM may have registered with that SM;
-    // - on later sweeps, only ports this SM has not seen before (new or back from a link
-    //   loss: their registrations were dropped when they left) lose anything.
-    // OpenSM sets ClientReregister on every port on its first master sweep.
-    bool lost = first_master_sweep_
-                    ? !(sa_state_complete_ && !ha_.took_over() &&
-                        now.master_sm_base_lid == sm_lid_.value())
-                    : !known.count(port.guid);
-    // Told already in this sweep, or in the heavy sweep this repair took over from.
-    bool rereg = is_ca && !options_.no_clients_rereg && lost && !reregistered_.count(port.guid);
+    // ClientReregister only where SA state was lost (sm/sweep/client_reregister.h).
+    bool rereg = is_ca && !options_.no_clients_rereg &&
+                 rereg_.ShouldTell(port.guid, first_master_sweep_, ha_.took_over(),
+                                   now.master_sm_base_lid, sm_lid_.value());
     want.client_reregister = rereg ? 1 : 0;
     if (rereg) ++current_.client_reregisters, ++counters_.client_reregisters;
     // Some agents (ibsim's among them) do not keep SubnetTimeout or M_KeyLeasePeriod; what
@@ -143,7 +128,7 @@ void SubnetManager::ConfigureLids() {
                     d.nodes[node].port_info[num] = *pi;
                     Port& mp = d.fabric.mutable_port(p);
                     ports_.NoteEndPortEcho(mp.guid, *pi, want);
-                    if (want.client_reregister) reregistered_.insert(mp.guid);
+                    if (want.client_reregister) rereg_.NoteTold(mp.guid);
                     mp.lid = Lid{pi->lid};
                     mp.lmc = pi->lmc;
                   });
@@ -244,7 +229,7 @@ void SubnetManager::Route() {
 // repair sweep starts now instead, on
 // this sweep's model, and does everything the rest of this sweep would have. The first sweep
 // as master too: the LIDs stage is behind it, and the repair's does not tell a port to
-// re-register twice (reregistered_). Not before any tables exist.
+// re-register twice (ClientReregister). Not before any tables exist.
 bool SubnetManager::HandHeavySweepToRepair(std::string_view when) {
   if (current_.repair || repair_pending_.empty() || !options_.incremental_repair ||
       !tables_ || repair_posted_ || state() != mad::SmState::kMaster)
@@ -573,7 +558,7 @@ void SubnetManager::FinishHeavySweep() {
     return;
   }
   qos_programmed_ = false;
-  const std::vector<Guid> ports_before = known_ports_;  // traps 64/65 (PublishSweep)
+  const std::vector<Guid> ports_before = rereg_.known();  // traps 64/65 (PublishSweep)
   CloseSweep();
   PublishSweep(ports_before);
   engine_.EndStage("publish");
@@ -609,8 +594,6 @@ void SubnetManager::CloseSweep() {
       guid2lid_[port.guid] = {port.lid.value(),
                               static_cast<uint16_t>(port.lid.value() + count - 1)};
     }
-    known_ports_.clear();
-    for (PortId p: lids_.end_ports) known_ports_.push_back(discovered_->fabric.port(p).guid);
   }
   Log(LogName::kSm)
       .info("{} sweep {} done in {:.3f} s: {} nodes ({} switches, {} CAs), {} links; {} "
@@ -631,8 +614,8 @@ void SubnetManager::CloseSweep() {
     if (first_master_sweep_) {
       // Counted over the heavy sweep a repair took over from too.
       Log(LogName::kHa).info("first master sweep: ClientReregister on {} CA ports ({})",
-                             reregistered_.size(),
-                             sa_state_complete_ && !ha_.took_over()
+                             rereg_.told(),
+                             rereg_.state_complete() && !ha_.took_over()
                                  ? "this SM's state file holds the SA registrations of the "
                                    "ports that still name it master"
                                  : "this SM does not hold the SA registrations clients made "
@@ -641,14 +624,19 @@ void SubnetManager::CloseSweep() {
     failed_sweeps_in_a_row_ = 0;
     first_master_sweep_ = false;
     ha_.SweepFollowedTakeover();
-    // Clients told to re-register now register here: from now on this SM holds them all.
-    if (state() == mad::SmState::kMaster) sa_state_complete_ = true;
   } else {
     Log(LogName::kSm).warn("SM-SWEEP-001 sweep {} finished with {} issues; the subnet is not "
                            "up yet",
                            current_.number, current_.issues);
   }
-  reregistered_.clear();
+  // Clients told to re-register in a sweep that ends up as master register here: from then
+  // on this SM holds them all.
+  std::vector<Guid> ports;
+  const bool found = discovered_ && sm_port_ != kNoPort;
+  if (found)
+    for (PortId p: lids_.end_ports) ports.push_back(discovered_->fabric.port(p).guid);
+  rereg_.SweepClosed(std::move(ports), found,
+                     current_.subnet_up && state() == mad::SmState::kMaster);
 }
 
 void SubnetManager::PublishSweep(const std::vector<Guid>& ports_before) {

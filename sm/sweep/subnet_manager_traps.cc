@@ -55,7 +55,7 @@ void SubnetManager::PublishSmNotice(uint16_t trap, const std::array<uint8_t, 16>
 // Trap 64 for every end port this sweep found that the last one did not, 65 for every one
 // it lost (as OpenSM reports new ports and dropped ones after a heavy sweep).
 void SubnetManager::ReportPortChanges(const std::vector<Guid>& before) {
-  std::vector<Guid> now = known_ports_, old = before;
+  std::vector<Guid> now = rereg_.known(), old = before;
   std::sort(now.begin(), now.end());
   std::sort(old.begin(), old.end());
   std::vector<Guid> added, removed;
