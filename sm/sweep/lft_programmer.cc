@@ -178,7 +178,8 @@ void LftProgrammer::Push(const Fabric& f, std::shared_ptr<const routing::Routing
       ++run_.sent;
       if (urgent) ++run_.urgent;
       pipeline_.Set(c->path(n), mad::attr::kLinearForwardingTable, static_cast<uint32_t>(b),
-                    data, [this, g, b](Result<mad::Smp> r) {
+                    data, [this, g, b, push](Result<mad::Smp> r) {
+                      if (push != push_) return;  // stopped: taken back before it was sent
                       auto& cache = cache_[g];
                       if (b >= cache.held.size() || !cache.source_table) return;
                       if (!r.ok()) {

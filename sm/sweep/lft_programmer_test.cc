@@ -118,6 +118,42 @@ TEST(LftProgrammerTest, AFirstPushWritesEveryBlockAndASecondWritesNothing) {
   EXPECT_TRUE(b.forgotten.empty());
 }
 
+// A push stopped after its first Sets reached the switches (a repair taking over): nothing
+// more is sent, and the next push of the same tables writes exactly the blocks whose Sets
+// were not answered before the stop, not those the switches answered.
+TEST(LftProgrammerTest, AStoppedPushLeavesTheUnansweredBlocksToTheNext) {
+  LftBed b;
+  const uint16_t top = b.Top(*b.tables);
+  const size_t blocks = Switches(*b.tables) * (top / 64 + 1);
+  ASSERT_EQ(blocks, 20u);  // 20 switches, one block each
+  size_t taken_in = 0;
+  bool stop_posted = false;
+  size_t in_flight = 0;
+  // 20 blocks, 16 in flight at most: stopped as the simulator takes in the 18th, while the
+  // first answers are in.
+  b.sim.SetSmpObserver([&](NodeId, uint8_t method, uint16_t attr, uint32_t) {
+    if (method != mad::method::kSet || attr != mad::attr::kLinearForwardingTable) return;
+    ++taken_in;
+    if (taken_in < blocks - 2 || stop_posted) return;
+    stop_posted = true;
+    in_flight = b.lfts.Stop();
+  });
+  b.Sweep(*b.model, b.tables, [](Guid) -> uint16_t { return 0; });
+  b.sim.SetSmpObserver({});
+  ASSERT_TRUE(stop_posted);
+  EXPECT_GT(in_flight, 0u);
+  EXPECT_TRUE(b.pipeline.idle());
+  EXPECT_LT(taken_in, blocks);  // the push ended there
+  // Sent by the stopped push (each sent at once: a push queues one block at a time, as the
+  // window frees up), less those let go.
+  const size_t answered = b.lfts.run().sent - in_flight;
+  // The next push (the repair's) writes the rest, the let-go blocks among them.
+  b.Sweep(*b.model, b.tables, [top](Guid) { return top; });
+  EXPECT_EQ(b.lfts.run().sent, blocks - answered);
+  b.ExpectHeld(*b.model, *b.tables);
+  EXPECT_TRUE(b.issues.empty()) << b.issues.front();
+}
+
 // A switch whose top is not the one set (it rebooted) is forgotten, said so, and written
 // whole; a switch of another SM's top is read first and only what differs is written.
 TEST(LftProgrammerTest, ASwitchWithAnotherTopIsForgottenAndReadBeforeItIsWritten) {

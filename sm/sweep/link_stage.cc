@@ -52,7 +52,8 @@ void LinkStage::Pass(int pass) {
       NodeId node = port.node;
       DrPath path = hooks_.path(p);
       pipeline_.Set(path, mad::attr::kPortInfo, ports_.SetModifier(p), data,
-                    [this, p, node, num, to, path](Result<mad::Smp> r) {
+                    [this, p, node, num, to, path, run](Result<mad::Smp> r) {
+                      if (run != run_) return;  // stopped: taken back before it was sent
                       if (r.ok()) {
                         if (auto pi = mad::Decode<mad::PortInfo>(r->data); pi.ok())
                           OnPortStateSet(p, node, num, to, *pi);
@@ -61,8 +62,9 @@ void LinkStage::Pass(int pass) {
                       // Not idempotent (above): the port, read, tells whether it got there.
                       ++sweep_->stats.port_state_readbacks;
                       pipeline_.Get(path, mad::attr::kPortInfo, num,
-                                    [this, p, node, num, to, failed = r.status()](
+                                    [this, p, node, num, to, run, failed = r.status()](
                                         Result<mad::Smp> g) {
+                                      if (run != run_) return;
                                       auto pi = g.ok() ? mad::Decode<mad::PortInfo>(g->data)
                                                        : Result<mad::PortInfo>(g.status());
                                       if (pi.ok() && pi->port_state == ToWire(to)) {
