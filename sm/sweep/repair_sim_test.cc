@@ -520,6 +520,66 @@ TEST(RepairSweepTest, ACutWhileTheFirstSweepBringsTheLinksUpIsRepairedAtOnce) {
   });
 }
 
+// A host that came back is found by a heavy sweep (its leaf's trap lost), which tells it to
+// re-register; a cable cut while that sweep sets the ports hands the sweep over to a repair
+// before it routes, and the repair's LIDs stage does not tell the host a second time (before
+// the ClientReregister rules kept the ports told until the sweep closed, it did).
+TEST(RepairSweepTest, ANewPortIsToldToReregisterOnceThoughARepairTakesItsSweepOver) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  const PortId cut = SpineUplink(*f);
+  ASSERT_NE(cut, kNoPort);
+  const NodeId sm_host = f->port(FirstCaPort(*f)).node;
+  PortId host_port = kNoPort;
+  for (PortId p = 0; p < f->port_count() && host_port == kNoPort; ++p) {
+    const Port& port = f->port(p);
+    if (port.connected() && !f->node(port.node).is_switch() && port.node != sm_host)
+      host_port = p;
+  }
+  ASSERT_NE(host_port, kNoPort);
+  const NodeId host = f->port(host_port).node;
+  const NodeId leaf = f->port(f->port(host_port).peer).node;
+  sim::Simulator sim(*f);
+  ASSERT_TRUE(sim.SetNodeTrapsLost(leaf, true).ok());
+  ASSERT_TRUE(sim.LinkDown(host_port).ok());
+  Harness h(sim, *f, Quiet());
+  bool cut_done = false, back = false;
+  sim.SetSmpObserver([&](NodeId node, uint8_t method, uint16_t attr, uint32_t) {
+    // The LIDs stage's PortInfo Set to the host that came back: the cut comes now, its trap
+    // while the stage still runs.
+    if (!back || cut_done || node != host || method != mad::method::kSet ||
+        attr != mad::attr::kPortInfo)
+      return;
+    cut_done = true;
+    EXPECT_TRUE(sim.LinkDown(cut).ok());
+  });
+  std::vector<SweepStats> sweeps;
+  uint64_t told_before = 0;
+  QuietStop quiet(h);
+  h.Run([&](const SweepStats& s) {
+    sweeps.push_back(s);
+    if (sweeps.size() == 1) {
+      EXPECT_TRUE(s.subnet_up);
+      told_before = sim.client_reregisters();
+      back = true;
+      EXPECT_TRUE(sim.LinkUp(host_port).ok());  // no trap: its leaf's are lost
+      h.sm.RequestHeavySweep("test: a heavy sweep finds the host");
+      return;
+    }
+    quiet.Arm();
+  });
+  sim.SetSmpObserver({});
+  ASSERT_TRUE(cut_done);
+  ASSERT_GE(sweeps.size(), 2u);
+  EXPECT_TRUE(sweeps[1].repair);  // the heavy sweep did not end: the repair did
+  EXPECT_TRUE(sweeps.back().subnet_up);
+  EXPECT_EQ(h.sm.counters().heavy_sweeps_cut_short, 1u);
+  EXPECT_EQ(sim.client_reregisters() - told_before, 1u);
+  Fabric cut_fabric = *f;
+  cut_fabric.Disconnect(cut);
+  ExpectFabricUp(cut_fabric, sim);
+}
+
 // The same optional reads, no fault: the heavy sweep waits for them only
 // optional_reads_wait (250 ms), ends with SUBNET UP while they still run (the SA already
 // serving its fabric), and their records reach the SA when they are in.
