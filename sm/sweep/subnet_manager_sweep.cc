@@ -226,10 +226,10 @@ void SubnetManager::Route() {
 // between those stages): its tables would be for a fabric that is gone, and Sets sent by a
 // DR path over a cut cable wait for every timeout. Routing them, pushing them, or waiting for
 // those Sets would delay the repair by the routing, the push, or minutes of timeouts; the
-// repair sweep starts now instead, on
-// this sweep's model, and does everything the rest of this sweep would have. The first sweep
-// as master too: the LIDs stage is behind it, and the repair's does not tell a port to
-// re-register twice (ClientReregister). Not before any tables exist.
+// repair sweep starts now instead, on this sweep's model, and does everything the rest of
+// this sweep would have. The first sweep as master too: the LIDs stage is behind it, and the
+// repair's does not tell a port to re-register twice (ClientReregister). Not before any
+// tables exist.
 bool SubnetManager::HandHeavySweepToRepair(std::string_view when) {
   if (current_.repair || repair_pending_.empty() || !options_.incremental_repair ||
       !tables_ || repair_posted_ || state() != mad::SmState::kMaster)
