@@ -47,13 +47,12 @@ class ClientReregister {
   // A sweep closed. `ports`: the end ports it found (no change when it found none: it never
   // reached its LIDs); `up_as_master`: it ended SUBNET UP while this SM is master.
   void SweepClosed(std::vector<Guid> ports, bool found, bool up_as_master);
-  // The end ports the last sweep found (traps 64 and 65 compare them).
+  // The end ports the last sweep found, in GUID order (traps 64 and 65 compare them).
   const std::vector<Guid>& known() const { return known_; }
 
  private:
   bool complete_ = false;
-  std::vector<Guid> known_;
-  std::unordered_set<Guid> known_set_;
+  std::vector<Guid> known_;  // sorted
   std::unordered_set<Guid> told_;  // since the last sweep closed
 };
 

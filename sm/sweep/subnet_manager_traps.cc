@@ -53,11 +53,11 @@ void SubnetManager::PublishSmNotice(uint16_t trap, const std::array<uint8_t, 16>
 }
 
 // Trap 64 for every end port this sweep found that the last one did not, 65 for every one
-// it lost (as OpenSM reports new ports and dropped ones after a heavy sweep).
+// it lost (as OpenSM reports new ports and dropped ones after a heavy sweep). `before` is
+// the last sweep's ClientReregister::known(), in GUID order as the new one is.
 void SubnetManager::ReportPortChanges(const std::vector<Guid>& before) {
-  std::vector<Guid> now = rereg_.known(), old = before;
-  std::sort(now.begin(), now.end());
-  std::sort(old.begin(), old.end());
+  const std::vector<Guid>& now = rereg_.known();
+  const std::vector<Guid>& old = before;
   std::vector<Guid> added, removed;
   std::set_difference(now.begin(), now.end(), old.begin(), old.end(), std::back_inserter(added));
   std::set_difference(old.begin(), old.end(), now.begin(), now.end(),
