@@ -520,6 +520,112 @@ TEST(RepairSweepTest, ACutWhileTheFirstSweepBringsTheLinksUpIsRepairedAtOnce) {
   });
 }
 
+// A cable cut while a repair pushes its blocks: the SM's leaf's first uplink, the first hop of
+// most DR paths, so most of the repair's Sets in flight never arrive. The repair hands over to
+// the next one (before, it waited for every try of each, ended with failed Sets and no SUBNET
+// UP, and a heavy sweep followed after a pause). `at`: the repair's LFT Set that the cut
+// comes at (1: its first).
+void ASecondCutWhileARepairPushes(int at) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  const PortId first = SpineUplink(*f);
+  ASSERT_NE(first, kNoPort);
+  const NodeId sm_leaf = f->port(f->port(FirstCaPort(*f)).peer).node;
+  PortId second = kNoPort;
+  for (uint32_t p = 1; p <= f->node(sm_leaf).num_ports && second == kNoPort; ++p) {
+    const PortId id = f->port_id(sm_leaf, PortNum{static_cast<uint8_t>(p)});
+    if (f->port(id).connected() && f->node(f->port(f->port(id).peer).node).is_switch())
+      second = id;
+  }
+  ASSERT_NE(second, kNoPort);
+  sim::Simulator sim(*f);
+  SubnetManagerOptions o = Quiet();
+  o.send.timeout = 300ms;
+  int lft_sets = 0;
+  CutRun run = FaultAndCompare(
+      sim, *f, [&] { EXPECT_TRUE(sim.LinkDown(first).ok()); }, o, first,
+      [&] { EXPECT_TRUE(sim.LinkDown(second).ok()); }, {},
+      [&](NodeId, uint8_t method, uint16_t attr) {
+        return method == mad::method::kSet && attr == mad::attr::kLinearForwardingTable &&
+               ++lft_sets == at;
+      });
+  ASSERT_GE(run.sweeps.size(), 3u);
+  EXPECT_EQ(run.counters.repairs_handed_over, 1u);
+  EXPECT_EQ(run.counters.repair_fallbacks, 0u);
+  EXPECT_EQ(run.counters.issues_by_id.count("SM-LFT-002"), 0u);
+  // The repair that took over reports both: two cables, no heavy sweep, SUBNET UP.
+  const auto [nodes, links] = ExpectOnlyCleanRepairs(run);
+  EXPECT_EQ(nodes, 0u);
+  EXPECT_EQ(links, 2u);
+  EXPECT_GT(run.sweeps[1].lft_blocks_sent, 0u);
+  Fabric cut_fabric = *f;
+  cut_fabric.Disconnect(first);
+  cut_fabric.Disconnect(second);
+  ExpectFabricUp(cut_fabric, sim);
+  const routing::RoutingTables held = TablesRepaired(cut_fabric, sim, run);
+  const routing::LidMap lids(cut_fabric);
+  const routing::VerifyReport v = routing::VerifyTables(cut_fabric, lids, held);
+  EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.front());
+  EXPECT_TRUE(routing::CheckCreditLoops(cut_fabric, lids, held).acyclic);
+}
+
+// The same while a repair brings a cable that came back up: the cut comes at its link stage's
+// first Set (the first PortInfo Set after its LFT blocks).
+TEST(RepairSweepTest, ACutWhileARepairBringsACableUpIsRepairedAtOnce) {
+  auto f = FatTree3(8);
+  ASSERT_TRUE(f.ok());
+  const PortId back = SpineUplink(*f);
+  ASSERT_NE(back, kNoPort);
+  const NodeId sm_leaf = f->port(f->port(FirstCaPort(*f)).peer).node;
+  PortId cut = kNoPort;
+  for (uint32_t p = 1; p <= f->node(sm_leaf).num_ports && cut == kNoPort; ++p) {
+    const PortId id = f->port_id(sm_leaf, PortNum{static_cast<uint8_t>(p)});
+    if (f->port(id).connected() && f->node(f->port(f->port(id).peer).node).is_switch())
+      cut = id;
+  }
+  ASSERT_NE(cut, kNoPort);
+  sim::Simulator sim(*f);
+  ASSERT_TRUE(sim.LinkDown(back).ok());  // down from the start: the first sweep routes without
+  SubnetManagerOptions o = Quiet();
+  o.send.timeout = 300ms;
+  bool lfts_seen = false;
+  CutRun run = FaultAndCompare(
+      sim, *f, [&] { EXPECT_TRUE(sim.LinkUp(back).ok()); }, o, kNoPort,
+      [&] { EXPECT_TRUE(sim.LinkDown(cut).ok()); }, {},
+      [&](NodeId, uint8_t method, uint16_t attr) {
+        lfts_seen = lfts_seen || (method == mad::method::kSet &&
+                                  attr == mad::attr::kLinearForwardingTable);
+        return lfts_seen && method == mad::method::kSet && attr == mad::attr::kPortInfo;
+      });
+  ASSERT_GE(run.sweeps.size(), 3u);
+  EXPECT_EQ(run.counters.repairs_handed_over, 1u);
+  EXPECT_EQ(run.counters.repair_fallbacks, 0u);
+  EXPECT_EQ(run.counters.issues_by_id.count("SM-LINK-001"), 0u);
+  size_t lost = 0, up = 0, activated = 0;
+  for (size_t i = 1; i + 1 < run.sweeps.size(); ++i) {
+    const SweepStats& s = run.sweeps[i];
+    EXPECT_TRUE(s.repair) << "sweep " << s.number << " was a heavy sweep";
+    EXPECT_TRUE(s.subnet_up) << "sweep " << s.number;
+    lost += s.repair_links_lost;
+    up += s.repair_links_up;
+    activated += s.ports_activated;
+  }
+  EXPECT_EQ(lost, 1u);
+  EXPECT_EQ(up, 1u);
+  EXPECT_EQ(activated, 2u);  // both ends of the cable back, each once
+  Fabric now = *f;
+  now.Disconnect(cut);
+  ExpectFabricUp(now, sim);
+}
+
+TEST(RepairSweepTest, ASecondCutAtARepairsFirstLftSetIsRepairedAtOnce) {
+  ASecondCutWhileARepairPushes(1);
+}
+
+TEST(RepairSweepTest, ASecondCutWhileARepairPushesItsLftBlocksIsRepairedAtOnce) {
+  ASecondCutWhileARepairPushes(20);
+}
+
 // A host that came back is found by a heavy sweep (its leaf's trap lost), which tells it to
 // re-register; a cable cut while that sweep sets the ports hands the sweep over to a repair
 // before it routes, and the repair's LIDs stage does not tell the host a second time (before

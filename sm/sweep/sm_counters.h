@@ -19,6 +19,7 @@ struct SmCounters {
   uint64_t repair_reads_abandoned = 0;  // re-read switches whose path crossed a cable found down
   uint64_t links_damped = 0;      // cables damped for flapping (sm/sweep/link_damping.h)
   uint64_t heavy_sweeps_cut_short = 0;  // heavy sweeps that gave way to a repair
+  uint64_t repairs_handed_over = 0;     // repairs that gave way to the next repair
   uint64_t repair_reroutes = 0;          // repairs routed incrementally
   uint64_t repair_reroutes_refused = 0;  // ... whose incremental result was refused
   uint64_t repair_reroutes_proven = 0;   // ... whose tables were proven from the changed LIDs
@@ -108,6 +109,11 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "ibsm_heavy_sweeps_cut_short_total", "", "",
      "heavy sweeps that gave way to a repair sweep: a trap came in during their discovery "
      "(they run again after it) or before their tables were pushed (the repair took over)"},
+    {&SmCounters::repairs_handed_over, CounterSection::kStatus, "repairs_handed_over",
+     "ibsm_repairs_handed_over_total", "", "",
+     "repair sweeps that gave way to the next repair: switches reported changes while they "
+     "routed or programmed the switches (the next one took over their model and finished "
+     "their work)"},
     {&SmCounters::repair_reroutes, CounterSection::kStatus, "repair_reroutes",
      "ibsm_repair_reroutes_total", "", "",
      "repair sweeps that kept every intact route and re-routed only what the fault broke "

@@ -301,7 +301,7 @@ void SubnetManager::StartSweepStats(bool repair) {
   engine_.Begin(++sweep_number_, repair, repair ? "re-reads" : "");
   current_.in_place_of_heavy = repair && repair_follows_cut_short_;
   lfts_.BeginSweep();
-  if (!repair) repair_follows_cut_short_ = false;
+  if (!repair) repair_follows_cut_short_ = false, handed_over_.reset();
   sweep_.smps_at_start = pipeline_.counters().gets + pipeline_.counters().sets;
   sweep_.failed_at_start = pipeline_.counters().failed;
 }

@@ -281,11 +281,12 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // What the routing pool hands back to the io thread.
   // Abandons this heavy sweep for a repair of the switches that reported meanwhile; false
   // when it may not (see the definitions). CutDiscoveryShort: during its discovery (the
-  // heavy sweep runs again after the repair); HandHeavySweepToRepair: after it;
+  // heavy sweep runs again after the repair); HandSweepToRepair: after it (a repair too,
+  // to the next repair, from its routing on);
   // CutProgrammingShort: during its LFT push or link stage.
   bool CutDiscoveryShort();
   bool CutProgrammingShort();  // during its LFT push or link stage (subnet_manager_repair.cc)
-  bool HandHeavySweepToRepair(std::string_view when);
+  bool HandSweepToRepair(std::string_view when);
   void OnRouted(Routed routed);
   void ProgramSwitches();
   void PushLfts();
@@ -377,6 +378,9 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   bool qos_wait_over_ = false;
   bool qos_program_owed_ = false;  // qos TRUE: a sweep ended before its reads were in
   bool repair_follows_cut_short_ = false;  // a heavy sweep handed its model to the repair
+  // A repair that handed over to the running one (HandSweepToRepair): its figures, added to
+  // this one's when it closes, and the nodes it touched (empty: it looked at every node).
+  std::optional<SweepContext> handed_over_;
   std::shared_ptr<const QosMap> qos_ = std::make_shared<QosMap>();  // by node GUID
   QosProgrammer qos_programmer_{qos_pipeline_};
   bool qos_programmed_ = false;  // this sweep's QoS Sets are done (FinishHeavySweep)

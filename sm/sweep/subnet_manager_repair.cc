@@ -160,23 +160,23 @@ bool SubnetManager::CutDiscoveryShort() {
 // Sets of those stages by DR paths over a cut cable (to every switch or port behind it) would
 // each wait for every timeout before the sweep ended and the repair began (a minute and
 // more). The stage stops, sending nothing more and no longer waiting for what is in flight,
-// and the repair takes over now (HandHeavySweepToRepair); it writes the blocks this push did
+// and the repair takes over now (HandSweepToRepair); it writes the blocks this push did
 // not (their Sets unanswered, they are not known held) and brings up the links this stage
 // left. The other programming stages are short and their answers change the model: they end
 // first, and the sweep is handed over before the next (StageRows).
 bool SubnetManager::CutProgrammingShort() {
-  if (current_.repair) return false;
   const Stage s = stage();
   const bool links = s == Stage::kLinks && links_.running();
   if (s != Stage::kLftBlocks && !links) return false;
-  if (!HandHeavySweepToRepair(links ? "while it brought the links up"
+  if (!HandSweepToRepair(links ? "while it brought the links up"
                                     : "while it pushed its LFT blocks"))
     return false;
   pipeline_.WhenIdle({});  // the stage's end never comes
   const size_t let_go = links ? links_.Stop() : lfts_.Stop();
-  Log(LogName::kSm).info("heavy sweep {}: its {} stage stops ({} Sets in flight no longer "
+  Log(LogName::kSm).info("{} sweep {}: its {} stage stops ({} Sets in flight no longer "
                          "waited for)",
-                         current_.number, links ? "link" : "LFT", let_go);
+                         current_.repair ? "repair" : "heavy", current_.number,
+                         links ? "link" : "LFT", let_go);
   return true;
 }
 
@@ -644,9 +644,15 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   // this repair (whose fresh discovery may hold ports no stage has configured yet); and only
   // when nothing came up (new nodes and cables need every stage, as after a discovery).
   sweep_.touched.clear();
+  // A repair that handed over to this one: the nodes it touched too, or the whole fabric if
+  // it looked at the whole fabric (its stages may have left any of them half done).
+  const bool carried_whole = handed_over_ && handed_over_->touched.empty();
   if (last_.subnet_up && !repair_follows_cut_short_ && !first_master_sweep_ &&
-      !ha_.took_over() && !reads->grown)
+      !ha_.took_over() && !reads->grown && !carried_whole) {
     sweep_.touched = std::move(reads->touched);
+    if (handed_over_)
+      sweep_.touched.insert(handed_over_->touched.begin(), handed_over_->touched.end());
+  }
   if (!sweep_.touched.empty()) ++counters_.repair_sweeps_local;
   repair_follows_cut_short_ = false;
   Log(LogName::kSm).info("repair sweep {}: {} switches re-read and {} far-end cables checked "

@@ -44,12 +44,12 @@ std::vector<SweepEngine::Row> SubnetManager::StageRows() {
   for (const StageRow& r : kStages) {
     const auto run = r.run;
     // Between the programming stages a heavy sweep hands over to a repair of the switches
-    // that reported meanwhile (HandHeavySweepToRepair): the next stage's Sets may cross
+    // that reported meanwhile (HandSweepToRepair): the next stage's Sets may cross
     // their cut cables. Switch info follows routing's own look.
     const bool look = r.stage >= Stage::kLftBlocks && r.stage <= Stage::kLinks;
     const std::string when = fmt::format("before its {} stage", r.name);
     rows.push_back({r.name, run ? std::function<void()>([this, run, look, when] {
-                                    if (look && HandHeavySweepToRepair(when)) return;
+                                    if (look && HandSweepToRepair(when)) return;
                                     (this->*run)();
                                   })
                                 : std::function<void()>()});
@@ -162,7 +162,7 @@ routing::RoutingOptions SubnetManager::RoutingOpts() const {
 }
 
 void SubnetManager::Route() {
-  if (HandHeavySweepToRepair("before it routed")) return;
+  if (HandSweepToRepair("before it routed")) return;
   auto snapshot = std::make_shared<const Fabric>(discovered_->fabric);
   const std::string chain = RoutingChain();
   // A repair first keeps what still delivers and re-routes only what the fault broke
@@ -221,8 +221,8 @@ void SubnetManager::Route() {
   });
 }
 
-// Switches reported link changes during this heavy sweep, before it routed (`when`: "before
-// it routed"), while it routed, or while it programmed the switches (CutProgrammingShort, and
+// Switches reported link changes during this sweep, before it routed (`when`: "before it
+// routed"), while it routed, or while it programmed the switches (CutProgrammingShort, and
 // between those stages): its tables would be for a fabric that is gone, and Sets sent by a
 // DR path over a cut cable wait for every timeout. Routing them, pushing them, or waiting for
 // those Sets would delay the repair by the routing, the push, or minutes of timeouts; the
@@ -230,24 +230,57 @@ void SubnetManager::Route() {
 // this sweep would have. The first sweep as master too: the LIDs stage is behind it, and the
 // repair's does not tell a port to re-register twice (ClientReregister). Not before any
 // tables exist.
-bool SubnetManager::HandHeavySweepToRepair(std::string_view when) {
-  if (current_.repair || repair_pending_.empty() || !options_.incremental_repair ||
-      !tables_ || repair_posted_ || state() != mad::SmState::kMaster)
+//
+// A repair hands over to the next repair the same way, from its routing on (its model is the
+// one the next re-reads against): a second cut while it pushes is the case, a cable or switch
+// that fails while the fabric is being repaired. The next repair carries its figures
+// (handed_over_, added when it closes) and the nodes it touched, and writes what it left.
+bool SubnetManager::HandSweepToRepair(std::string_view when) {
+  if (repair_pending_.empty() || !options_.incremental_repair || !tables_ || repair_posted_ ||
+      state() != mad::SmState::kMaster)
     return false;
-  ++counters_.heavy_sweeps_cut_short;
-  Log(LogName::kSm).info("heavy sweep {}: {} switches reported link changes {}; {}a repair "
-                         "sweep takes over",
-                         current_.number, repair_pending_.size(), when,
-                         stage() <= Stage::kRouting ? "its tables are not pushed, " : "");
+  if (current_.repair) {
+    // Before its routing the repair is still reading (its first round takes reports in,
+    // RequestRepair) or setting ports on its model; a takeover's repair runs once.
+    if (stage() < Stage::kRouting || warm_takeover_) return false;
+    ++counters_.repairs_handed_over;
+    Log(LogName::kSm).info("repair sweep {}: {} switches reported link changes {}; {}the "
+                           "next repair sweep takes over",
+                           current_.number, repair_pending_.size(), when,
+                           stage() <= Stage::kRouting ? "its tables are not pushed, " : "");
+    engine_.EndStage(kStages[static_cast<size_t>(stage())].name);  // cut short, or 0 ms
+    SweepContext dropped = sweep_;
+    const PipelineCounters& c = pipeline_.counters();
+    dropped.stats.smps = c.gets + c.sets - sweep_.smps_at_start;
+    dropped.stats.smps_failed = c.failed - sweep_.failed_at_start;
+    if (stage() == Stage::kLftBlocks) {  // its end, which counts them, never comes
+      dropped.stats.lft_blocks_sent = lfts_.run().sent;
+      dropped.stats.lft_blocks_urgent = lfts_.run().urgent;
+    }
+    // A repair that looked at the whole fabric hands that on: the stages it left must too.
+    if (handed_over_) {
+      AddHandedOver(dropped.stats, handed_over_->stats);
+      if (handed_over_->touched.empty()) dropped.touched.clear();
+      else if (!dropped.touched.empty())
+        dropped.touched.insert(handed_over_->touched.begin(), handed_over_->touched.end());
+    }
+    handed_over_ = std::move(dropped);
+  } else {
+    ++counters_.heavy_sweeps_cut_short;
+    Log(LogName::kSm).info("heavy sweep {}: {} switches reported link changes {}; {}a repair "
+                           "sweep takes over",
+                           current_.number, repair_pending_.size(), when,
+                           stage() <= Stage::kRouting ? "its tables are not pushed, " : "");
+    repair_follows_cut_short_ = true;
+  }
   repair_posted_ = true;
-  repair_follows_cut_short_ = true;
   boost::asio::post(io_, [this] { BeginRepair(); });
   return true;
 }
 
 void SubnetManager::OnRouted(Routed routed) {
   if (state() != mad::SmState::kMaster) return;  // stepped down while routing: no writes
-  if (HandHeavySweepToRepair("while it routed")) return;
+  if (HandSweepToRepair("while it routed")) return;
   if (!routed.reroute_refused.empty()) {
     ++counters_.repair_reroutes_refused;
     Log(LogName::kRouting)
@@ -581,6 +614,10 @@ void SubnetManager::CloseSweep() {
   const PipelineCounters& c = pipeline_.counters();
   current_.smps = c.gets + c.sets - sweep_.smps_at_start;
   current_.smps_failed = c.failed - sweep_.failed_at_start;
+  if (handed_over_) {  // the repair that this one took over from (HandSweepToRepair)
+    AddHandedOver(current_, handed_over_->stats);
+    handed_over_.reset();
+  }
   current_.duration = std::chrono::duration_cast<std::chrono::microseconds>(clock_.Now() -
                                                                             current_.started);
   current_.issues = sweep_.issues;

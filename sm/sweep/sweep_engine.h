@@ -94,6 +94,14 @@ struct SweepContext {
   RepairRenumbering renumbered;
 };
 
+// A repair that a later repair took over from (SubnetManager::HandSweepToRepair) did part of
+// the work the later one finishes: its figures are added to the later one's when that one
+// closes, so the sweep reported counts every cable, block and SMP of both. `into` keeps its
+// own number, model figures, engine and verdict; the earlier start (the duration covers
+// both); the stage times of `from` first, each named "sweep N <stage>". Every count of
+// SweepStats is a sum here: a count added to it belongs here too.
+void AddHandedOver(SweepStats& into, const SweepStats& from);
+
 class SweepEngine {
  public:
   struct Row {

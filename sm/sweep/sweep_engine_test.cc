@@ -99,5 +99,48 @@ TEST_F(SweepEngineTest, EachSweepBeginsWithAFreshContext) {
   EXPECT_EQ(Names(), (std::vector<std::string>{"discovery", "routing", "lft blocks"}));
 }
 
+// A repair that handed over: its counts add to the next one's, which keeps its own number,
+// model figures and verdict, starts when the first began, and lists the first's stages first.
+TEST(AddHandedOverTest, SumsTheCountsAndKeepsTheLaterSweepsOwnFigures) {
+  const auto t0 = std::chrono::steady_clock::time_point{} + std::chrono::seconds(5);
+  SweepStats first;
+  first.number = 2;
+  first.repair = true;
+  first.in_place_of_heavy = true;
+  first.started = t0;
+  first.repair_links_lost = 1;
+  first.lft_blocks_sent = 40;
+  first.smps = 60;
+  first.ports_activated = 1;
+  first.links = 99;
+  first.stages = {{"re-reads", milliseconds(2)}, {"lft blocks", milliseconds(3)}};
+  SweepStats next;
+  next.number = 3;
+  next.repair = true;
+  next.started = t0 + milliseconds(10);
+  next.repair_links_lost = 1;
+  next.repair_links_up = 1;
+  next.lft_blocks_sent = 7;
+  next.smps = 20;
+  next.links = 98;
+  next.subnet_up = true;
+  next.stages = {{"re-reads", milliseconds(1)}};
+  AddHandedOver(next, first);
+  EXPECT_EQ(next.number, 3u);
+  EXPECT_TRUE(next.in_place_of_heavy);
+  EXPECT_EQ(next.started, t0);
+  EXPECT_EQ(next.repair_links_lost, 2u);
+  EXPECT_EQ(next.repair_links_up, 1u);
+  EXPECT_EQ(next.lft_blocks_sent, 47u);
+  EXPECT_EQ(next.smps, 80u);
+  EXPECT_EQ(next.ports_activated, 1u);
+  EXPECT_EQ(next.links, 98u);
+  EXPECT_TRUE(next.subnet_up);
+  ASSERT_EQ(next.stages.size(), 3u);
+  EXPECT_EQ(next.stages[0].first, "sweep 2 re-reads");
+  EXPECT_EQ(next.stages[1].first, "sweep 2 lft blocks");
+  EXPECT_EQ(next.stages[2].first, "re-reads");
+}
+
 }  // namespace
 }  // namespace ibsm::sm
