@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <optional>
 #include <set>
 
 #include "fabric/aggregation_node.h"
 #include "routing/channel_graph.h"
-#include "routing/hop_table.h"
 
 namespace ibsm::routing {
 namespace {
@@ -72,6 +72,138 @@ Result<std::map<Guid, uint16_t>> AllocateIds(const std::vector<Guid>& leaves,
   return ids;
 }
 
+// The tree rule's port sets, one destination leaf at a time (ar_groups.h): the ports to
+// neighbours one hop closer to the leaf, less those that would let AR turn a packet from
+// down to up. Such turns are in the static tables only where the routes had no up*/down* way
+// left (a core whose cable into the leaf's pod is cut sends that pod's traffic down into
+// another pod and up again; routing/reroute.h): each is proven free of credit loops as it
+// is, but spreading traffic over every minimal port at or after one closes loops with the
+// other turns (the static routes to switch LIDs among them). "Up" and "down" are by height:
+// hops from the nearest destination leaf.
+//  - a port down to a neighbour that reaches the leaf only by going up again is left out;
+//  - a switch that the static routes enter from above for the leaf (a detour's turn) keeps
+//    only its ports down.
+class TreeRule {
+ public:
+  TreeRule(const Fabric& f, const LidMap& lids, const RoutingTables& static_tables,
+           const std::vector<NodeId>& leaves)
+      : f_(f), st_(static_tables), sidx_(f.node_count(), kNone) {
+    for (NodeId n = 0; n < f.node_count(); ++n)
+      if (f.node(n).is_switch()) {
+        sidx_[n] = static_cast<uint32_t>(snode_.size());
+        snode_.push_back(n);
+      }
+    const size_t S = snode_.size();
+    links_.resize(S);
+    remote_.resize(S);
+    for (uint32_t s = 0; s < S; ++s) {
+      const Node& node = f.node(snode_[s]);
+      remote_[s].assign(size_t{node.num_ports} + 1, kNone);
+      for (uint32_t p = 1; p <= node.num_ports; ++p) {
+        const Port& port = f.port(node.first_port + p);
+        if (!port.connected()) continue;
+        const uint32_t r = sidx_[f.port(port.peer).node];
+        if (r == kNone) continue;
+        links_[s].push_back({static_cast<uint8_t>(p), r});
+        remote_[s][p] = r;
+      }
+    }
+    // Heights: hops from the nearest destination leaf.
+    height_.assign(S, kNone);
+    std::vector<uint32_t> queue;
+    for (NodeId leaf : leaves) {
+      height_[sidx_[leaf]] = 0;
+      queue.push_back(sidx_[leaf]);
+    }
+    Bfs(queue, height_, [](uint32_t, uint32_t) { return true; });
+    lids_of_leaf_.resize(f.node_count());
+    for (uint32_t lid = 1; lid <= lids.max_lid(); ++lid) {
+      const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
+      if (owner == kNoPort) continue;
+      const NodeId leaf = LeafOf(f, owner);
+      if (leaf != kNoNode) lids_of_leaf_[leaf].push_back(lid);
+    }
+    dist_.resize(S);
+    down_dist_.resize(S);
+    from_above_.resize(S);
+  }
+
+  uint32_t index(NodeId n) const { return sidx_[n]; }
+  NodeId node(uint32_t s) const { return snode_[s]; }
+  size_t switches() const { return snode_.size(); }
+  const std::vector<uint32_t>& lids_of(NodeId leaf) const { return lids_of_leaf_[leaf]; }
+
+  // Prepares Ports for destination leaf `leaf`.
+  void ForLeaf(NodeId leaf) {
+    const uint32_t l = sidx_[leaf];
+    std::fill(dist_.begin(), dist_.end(), kNone);
+    std::fill(down_dist_.begin(), down_dist_.end(), kNone);
+    dist_[l] = down_dist_[l] = 0;
+    std::vector<uint32_t> queue{l};
+    Bfs(queue, dist_, [](uint32_t, uint32_t) { return true; });
+    queue = {l};  // from the leaf upwards only: who reaches it going down all the way
+    Bfs(queue, down_dist_, [this](uint32_t u, uint32_t v) {
+      return height_[v] != kNone && height_[u] != kNone && height_[v] > height_[u];
+    });
+    std::fill(from_above_.begin(), from_above_.end(), false);
+    for (uint32_t u = 0; u < snode_.size(); ++u) {
+      const SwitchTable* t = st_.table(snode_[u]);
+      if (!t) continue;
+      for (uint32_t lid : lids_of_leaf_[leaf]) {
+        if (lid >= t->lft.size() || t->lft[lid] >= remote_[u].size()) continue;
+        const uint32_t r = remote_[u][t->lft[lid]];
+        if (r != kNone && Down(u, r)) from_above_[r] = true;
+      }
+    }
+  }
+
+  // The group of switch `s` towards the leaf of the last ForLeaf, ascending (may be empty
+  // or one port: no group then).
+  void Ports(uint32_t s, std::vector<uint8_t>& out) const {
+    out.clear();
+    if (dist_[s] == kNone) return;
+    for (const Link& link : links_[s]) {
+      const uint32_t r = link.remote;
+      if (dist_[r] == kNone || dist_[r] + 1 != dist_[s]) continue;
+      if (Down(s, r) ? down_dist_[r] != dist_[r] : from_above_[s]) continue;
+      out.push_back(link.port);
+    }
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+
+ private:
+  struct Link {
+    uint8_t port;
+    uint32_t remote;
+  };
+  bool Down(uint32_t from, uint32_t to) const {
+    return height_[from] != kNone && height_[to] != kNone && height_[to] < height_[from];
+  }
+  template <typename Step>
+  void Bfs(std::vector<uint32_t>& queue, std::vector<uint32_t>& dist, Step step) const {
+    for (size_t head = 0; head < queue.size(); ++head) {
+      const uint32_t u = queue[head];
+      for (const Link& link : links_[u])
+        if (dist[link.remote] == kNone && step(u, link.remote)) {
+          dist[link.remote] = dist[u] + 1;
+          queue.push_back(link.remote);
+        }
+    }
+  }
+
+  const Fabric& f_;
+  const RoutingTables& st_;
+  std::vector<uint32_t> sidx_;
+  std::vector<NodeId> snode_;
+  std::vector<std::vector<Link>> links_;
+  std::vector<std::vector<uint32_t>> remote_;  // by switch, by port: the switch there
+  std::vector<uint32_t> height_;
+  std::vector<std::vector<uint32_t>> lids_of_leaf_;
+  // For the current leaf: hops to it, hops going down only, entered from above.
+  std::vector<uint32_t> dist_, down_dist_;
+  std::vector<bool> from_above_;
+};
+
 }  // namespace
 
 std::string_view ArLidModeName(ArLidMode m) {
@@ -87,40 +219,13 @@ Result<ArTables> BuildArTables(const Fabric& fabric, const LidMap& lids,
                                const RoutingTables& static_tables, const ArOptions& options) {
   if (options.group_cap == 0) return InvalidArgument("GroupCap 0: no adaptive routing");
   const size_t N = fabric.node_count();
-  // Switches as dense indices, their switch-to-switch links.
-  std::vector<uint32_t> sidx(N, kNone);
-  std::vector<NodeId> snode;
-  for (NodeId n = 0; n < N; ++n)
-    if (fabric.node(n).is_switch()) {
-      sidx[n] = static_cast<uint32_t>(snode.size());
-      snode.push_back(n);
-    }
-  const size_t S = snode.size();
-  struct Link {
-    uint8_t port;
-    uint32_t remote;
-  };
-  std::vector<std::vector<Link>> links(S);
-  for (uint32_t s = 0; s < S; ++s) {
-    const Node& node = fabric.node(snode[s]);
-    for (uint32_t p = 1; p <= node.num_ports; ++p) {
-      const Port& port = fabric.port(node.first_port + p);
-      if (!port.connected()) continue;
-      const uint32_t r = sidx[fabric.port(port.peer).node];
-      if (r != kNone) links[s].push_back({static_cast<uint8_t>(p), r});
-    }
-  }
-
   // Destination leaves: switches delivering a CA/router LID, in NodeId order.
-  std::vector<NodeId> owner_leaf(size_t{lids.max_lid()} + 1, kNoNode);
   std::vector<bool> is_leaf(N, false);
   for (uint32_t lid = 1; lid <= lids.max_lid(); ++lid) {
     const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
     if (owner == kNoPort) continue;
     const NodeId leaf = LeafOf(fabric, owner);
-    if (leaf == kNoNode) continue;
-    owner_leaf[lid] = leaf;
-    is_leaf[leaf] = true;
+    if (leaf != kNoNode) is_leaf[leaf] = true;
   }
   std::vector<NodeId> leaves;
   std::vector<Guid> leaf_guids;
@@ -145,38 +250,20 @@ Result<ArTables> BuildArTables(const Fabric& fabric, const LidMap& lids,
     out.switches.push_back(std::move(t));
   }
 
-  // One BFS per destination leaf: dist to the leaf; a switch's group is its ports to
-  // neighbours one hop closer.
-  std::vector<uint32_t> dist(S), queue(S);
-  std::vector<std::vector<uint8_t>> group_of(S);  // per switch, for the current leaf
-  std::vector<std::vector<uint32_t>> lids_of_leaf(N);
-  for (uint32_t lid = 1; lid < owner_leaf.size(); ++lid)
-    if (owner_leaf[lid] != kNoNode) lids_of_leaf[owner_leaf[lid]].push_back(lid);
+  // One pass per destination leaf: each switch's group is its TreeRule ports.
+  TreeRule rule(fabric, lids, static_tables, leaves);
+  std::vector<uint8_t> ports;
   for (NodeId leaf : leaves) {
     const uint16_t gid = out.group_ids.at(fabric.node(leaf).guid);
-    std::fill(dist.begin(), dist.end(), kNone);
-    size_t head = 0, tail = 0;
-    dist[sidx[leaf]] = 0;
-    queue[tail++] = sidx[leaf];
-    while (head < tail) {
-      const uint32_t u = queue[head++];
-      for (const Link& l : links[u])
-        if (dist[l.remote] == kNone) {
-          dist[l.remote] = dist[u] + 1;
-          queue[tail++] = l.remote;
-        }
-    }
-    for (uint32_t s = 0; s < S; ++s) {
-      const size_t ti = out.switch_index[snode[s]];
-      if (ti == SIZE_MAX || s == sidx[leaf] || dist[s] == kNone) continue;
-      std::vector<uint8_t> ports;
-      for (const Link& l : links[s])
-        if (dist[l.remote] + 1 == dist[s]) ports.push_back(l.port);
-      ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+    rule.ForLeaf(leaf);
+    for (uint32_t s = 0; s < rule.switches(); ++s) {
+      const size_t ti = out.switch_index[rule.node(s)];
+      if (ti == SIZE_MAX || rule.node(s) == leaf) continue;
+      rule.Ports(s, ports);
       if (ports.size() < 2) continue;
       ArSwitchTable& t = out.switches[ti];
       bool used = false;
-      for (uint32_t lid : lids_of_leaf[leaf]) {
+      for (uint32_t lid : rule.lids_of(leaf)) {
         if (lid >= t.lft.size()) continue;
         ArEntry& e = t.lft[lid];
         if (!std::binary_search(ports.begin(), ports.end(), e.default_port)) continue;
@@ -187,7 +274,7 @@ Result<ArTables> BuildArTables(const Fabric& fabric, const LidMap& lids,
       }
       if (!used) continue;
       if (t.groups.size() <= gid) t.groups.resize(size_t{gid} + 1);
-      t.groups[gid] = std::move(ports);
+      t.groups[gid] = ports;
       ++t.group_count;
       t.group_top = std::max(t.group_top, gid);
     }
@@ -330,13 +417,11 @@ ArVerifyReport VerifyArTables(const Fabric& fabric, const LidMap& lids,
   auto problem = [&r](std::string s) {
     if (r.problems.size() < kMaxProblems) r.problems.push_back(std::move(s));
   };
-  const HopTable hops = HopTable::Build(fabric, 1);
-  std::vector<uint8_t> minimal;
-  // ID per destination leaf, as the entries name it.
-  std::map<NodeId, uint16_t> leaf_id;
+  // Every entry: its default is the static route; towards a switch LID, or a host on the
+  // switch itself, it is static.
+  std::vector<bool> is_leaf(fabric.node_count(), false);
   for (const ArSwitchTable& t : ar.switches) {
     const SwitchTable* st = static_tables.table(t.node);
-    const SwitchIdx s = hops.index(t.node);
     for (uint32_t lid = 1; lid < t.lft.size(); ++lid) {
       const ArEntry& e = t.lft[lid];
       const uint8_t want = st && lid < st->lft.size() ? st->lft[lid] : kDropPort;
@@ -348,37 +433,53 @@ ArVerifyReport VerifyArTables(const Fabric& fabric, const LidMap& lids,
       const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
       if (owner == kNoPort) continue;
       const NodeId leaf = LeafOf(fabric, owner);
-      if (leaf == kNoNode || leaf == t.node) {
-        if (e.mode != ArLidMode::kStatic) {
-          ++r.group_mismatches;
-          problem(fmt::format("{} LID {}: adaptive entry for a destination it delivers itself "
-                              "or a switch LID",
-                              Label(fabric, t.node), lid));
-        }
-        continue;
-      }
-      hops.MinHopPorts(s, hops.index(leaf), minimal);
-      if (e.mode == ArLidMode::kStatic) {
-        if (minimal.size() >= 2 &&
-            std::find(minimal.begin(), minimal.end(), e.default_port) != minimal.end()) {
-          ++r.missing_groups;
-          problem(fmt::format("{} LID {}: static although {} minimal-hop ports exist",
-                              Label(fabric, t.node), lid, minimal.size()));
-        }
-        continue;
-      }
-      const std::vector<uint8_t>* g = e.group < t.groups.size() ? &t.groups[e.group] : nullptr;
-      if (!g || *g != minimal) {
+      if (leaf != kNoNode) is_leaf[leaf] = true;
+      if ((leaf == kNoNode || leaf == t.node) && e.mode != ArLidMode::kStatic) {
         ++r.group_mismatches;
-        problem(fmt::format("{} LID {}: group {} has {} ports, the minimal-hop set {}",
-                            Label(fabric, t.node), lid, e.group, g ? g->size() : 0,
-                            minimal.size()));
+        problem(fmt::format("{} LID {}: adaptive entry for a destination it delivers itself "
+                            "or a switch LID",
+                            Label(fabric, t.node), lid));
       }
-      auto [it, inserted] = leaf_id.emplace(leaf, e.group);
-      if (!inserted && it->second != e.group) {
-        ++r.id_mismatches;
-        problem(fmt::format("destination leaf {} is group {} on one switch and {} on {}",
-                            Label(fabric, leaf), it->second, e.group, Label(fabric, t.node)));
+    }
+  }
+  // Towards each destination leaf: groups are the tree rule's port sets, one ID per leaf.
+  std::vector<NodeId> leaves;
+  for (NodeId n = 0; n < fabric.node_count(); ++n)
+    if (is_leaf[n]) leaves.push_back(n);
+  TreeRule rule(fabric, lids, static_tables, leaves);
+  std::vector<uint8_t> allowed;
+  for (NodeId leaf : leaves) {
+    rule.ForLeaf(leaf);
+    std::optional<uint16_t> leaf_id;
+    for (const ArSwitchTable& t : ar.switches) {
+      if (t.node == leaf || rule.index(t.node) == kNone) continue;
+      rule.Ports(rule.index(t.node), allowed);
+      for (uint32_t lid : rule.lids_of(leaf)) {
+        if (lid >= t.lft.size()) continue;
+        const ArEntry& e = t.lft[lid];
+        if (e.mode == ArLidMode::kStatic) {
+          if (allowed.size() >= 2 &&
+              std::find(allowed.begin(), allowed.end(), e.default_port) != allowed.end()) {
+            ++r.missing_groups;
+            problem(fmt::format("{} LID {}: static although {} ports qualify",
+                                Label(fabric, t.node), lid, allowed.size()));
+          }
+          continue;
+        }
+        const std::vector<uint8_t>* g =
+            e.group < t.groups.size() ? &t.groups[e.group] : nullptr;
+        if (!g || *g != allowed) {
+          ++r.group_mismatches;
+          problem(fmt::format("{} LID {}: group {} has {} ports, the tree rule {}",
+                              Label(fabric, t.node), lid, e.group, g ? g->size() : 0,
+                              allowed.size()));
+        }
+        if (!leaf_id) leaf_id = e.group;
+        if (*leaf_id != e.group) {
+          ++r.id_mismatches;
+          problem(fmt::format("destination leaf {} is group {} on one switch and {} on {}",
+                              Label(fabric, leaf), *leaf_id, e.group, Label(fabric, t.node)));
+        }
       }
     }
   }

@@ -4,7 +4,12 @@
 // The tree rule (NVIDIA's "tree" AR algorithm, docs/ar-sharp.md): for switch S and a
 // destination LID owned by a CA or router port cabled to leaf switch L (S != L), the group is
 // every port of S on a minimal-hop path to L. On a fat tree that is all up-ports on a source
-// leaf and the parallel down-links on a spine. Group IDs are allocated per destination leaf and
+// leaf and the parallel down-links on a spine. On a tree with cut cables, where the static
+// routes turn from down to up for want of an up*/down* way (routing/reroute.h), AR keeps away
+// from those turns: a port down to a switch that reaches L only by going up again is not in
+// a group, and a switch that the static routes enter from above for L groups only its ports
+// down (spreading over every minimal port there closes credit loops with the other turns).
+// Heights are hops from the nearest destination leaf. Group IDs are allocated per destination leaf and
 // are the same on every switch (so notifications can name them) and across restarts (the
 // caller persists `group_ids`). Entries stay static (the base engine's port) when S is L
 // (hosts on the destination leaf), when the group has fewer than two ports, when the static
@@ -72,8 +77,8 @@ Result<ArTables> BuildArTables(const Fabric& fabric, const LidMap& lids,
 
 struct ArVerifyReport {
   bool ok = true;
-  uint64_t group_mismatches = 0;    // AR entries whose group != the minimal-hop port set
-  uint64_t missing_groups = 0;      // static entries where a >= 2-port minimal set exists
+  uint64_t group_mismatches = 0;    // AR entries whose group != the tree rule's port set
+  uint64_t missing_groups = 0;      // static entries where the rule gives >= 2 ports
   uint64_t default_mismatches = 0;  // default port != the static LFT entry
   uint64_t id_mismatches = 0;       // a destination leaf named by different IDs
   // Channel dependency graph over every port of every group (plus the static routes of the
@@ -85,8 +90,8 @@ struct ArVerifyReport {
   std::vector<std::string> problems;  // the first 20 findings, readable
 };
 
-// Checks `ar` independently of how it was built: groups against HopTable's minimal-hop
-// sets, defaults against `static_tables`, one ID per destination leaf, and deadlock freedom
+// Checks `ar`: groups against the tree rule's port sets (computed again, per destination
+// leaf), defaults against `static_tables`, one ID per destination leaf, and deadlock freedom
 // of the union of all AR choices. Dependencies: towards CA/router LIDs every switch's
 // entry, with all group ports; towards switch LIDs the static routes walked from every
 // switch with a CA cabled (as CheckCreditLoops counts them).

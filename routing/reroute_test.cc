@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "fabric/generators.h"
+#include "routing/ar_groups.h"
 #include "routing/ftree_engine.h"
 #include "routing/hop_table.h"
 #include "routing/minhop_engine.h"
@@ -348,6 +349,48 @@ TEST_F(RerouteTest, EveryUplinkOfAnAggregationSwitchCutIsRoutedAroundWithoutACre
     auto renewed = ReproveUpDown(after_, lids, r->tables, before_, *prior, r->examined, 1,
                                  &r->changes);
     EXPECT_TRUE(renewed.ok()) << renewed.status().ToString();
+  }
+}
+
+// Adaptive routing on top of a re-route around a cut core cable, a dead aggregation switch
+// and an aggregation switch whose uplinks were all cut: the re-route's detours turn from down
+// to up, and AR groups spread over every minimal port there closed credit loops (the SM then
+// turned AR off on every switch). The groups keep away from those turns: the AR tables verify
+// and most AR entries stay.
+TEST_F(RerouteTest, AdaptiveRoutingOnTheReroutedTablesStaysOnAndFreeOfCreditLoops) {
+  for (int fault = 0; fault < 3; ++fault) {
+    SCOPED_TRACE(fault);
+    Build(8);
+    const PortId up = testing::Uplink(before_, 1);
+    ASSERT_NE(up, kNoPort);
+    const NodeId spine = before_.port(up).node;
+    if (fault == 0) {
+      after_.Disconnect(up);
+    } else if (fault == 1) {
+      after_ = WithoutNode(before_, spine);
+    } else {
+      const auto tier = LeafDistanceRanks(before_);
+      for (uint32_t p = 1; p <= after_.node(spine).num_ports; ++p) {
+        const PortId id = after_.port_id(spine, PortNum(static_cast<uint8_t>(p)));
+        if (after_.port(id).connected() && tier[after_.port(after_.port(id).peer).node] == 2)
+          after_.Disconnect(id);
+      }
+    }
+    const LidMap lids(after_);
+    auto r = RerouteAround(after_, lids, before_, old_, {});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(CheckCreditLoops(after_, lids, r->tables).acyclic);
+    auto intact = BuildArTables(before_, *lids_, old_, {});
+    auto ar = BuildArTables(after_, lids, r->tables, {});
+    ASSERT_TRUE(intact.ok() && ar.ok());
+    const ArVerifyReport v = VerifyArTables(after_, lids, r->tables, *ar);
+    EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.back());
+    uint64_t entries = 0, intact_entries = 0;
+    for (const ArSwitchTable& t : ar->switches) entries += t.ar_entries;
+    for (const ArSwitchTable& t : intact->switches) intact_entries += t.ar_entries;
+    std::printf("[ figure ] fault %d: %lu AR entries of %lu on the intact tree\n", fault,
+                static_cast<unsigned long>(entries), static_cast<unsigned long>(intact_entries));
+    EXPECT_GT(entries * 10, intact_entries * 8);
   }
 }
 
