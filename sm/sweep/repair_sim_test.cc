@@ -461,7 +461,10 @@ TEST(RepairSweepTest, ACutWhileTheOptionalReadsRunIsRepairedWithoutWaitingForThe
 // stage stops and a repair takes over at once, instead of every Set over the cut cable
 // failing after its timeouts (minutes at 64 in flight) and the sweep ending without SUBNET
 // UP. The repair writes what the stage left, and no host is told to re-register twice.
-void CutWhileTheFirstSweepPrograms(std::function<bool(uint16_t attr)> cut_at) {
+// `ar`: every switch AR-capable and ar_mode 1; `then` looks at what is left once the SM
+// stopped.
+void CutWhileTheFirstSweepPrograms(std::function<bool(uint16_t attr)> cut_at, bool ar = false,
+                                   std::function<void(Harness&, const Fabric&)> then = {}) {
   auto f = FatTree3(8);
   ASSERT_TRUE(f.ok());
   const PortId cut = SpineUplink(*f);
@@ -469,6 +472,14 @@ void CutWhileTheFirstSweepPrograms(std::function<bool(uint16_t attr)> cut_at) {
   sim::Simulator sim(*f);
   SubnetManagerOptions o = Quiet();
   o.send.timeout = 300ms;
+  if (ar) {
+    o.ar.mode = 1;
+    for (NodeId n = 0; n < f->node_count(); ++n) {
+      if (f->node(n).is_switch()) {
+        ASSERT_TRUE(sim.SetArCapable(n, true).ok());
+      }
+    }
+  }
   Harness h(sim, *f, o);
   bool cut_done = false;
   sim.SetSmpObserver([&](NodeId, uint8_t method, uint16_t attr, uint32_t) {
@@ -502,6 +513,7 @@ void CutWhileTheFirstSweepPrograms(std::function<bool(uint16_t attr)> cut_at) {
   Fabric cut_fabric = *f;
   cut_fabric.Disconnect(cut);
   ExpectFabricUp(cut_fabric, sim);
+  if (then) then(h, cut_fabric);
 }
 
 TEST(RepairSweepTest, ACutWhileTheFirstSweepPushesItsLftBlocksIsRepairedAtOnce) {
@@ -624,6 +636,31 @@ TEST(RepairSweepTest, ASecondCutAtARepairsFirstLftSetIsRepairedAtOnce) {
 
 TEST(RepairSweepTest, ASecondCutWhileARepairPushesItsLftBlocksIsRepairedAtOnce) {
   ASecondCutWhileARepairPushes(20);
+}
+
+// The same during adaptive routing's AR LFT push: the stage stops, and the repair programs
+// AR on every switch, of the cut fabric.
+TEST(RepairSweepTest, ACutWhileTheFirstSweepProgramsAdaptiveRoutingIsRepairedAtOnce) {
+  int ar_sets = 0;
+  CutWhileTheFirstSweepPrograms(
+      [&](uint16_t attr) {
+        return attr == mad::attr::kArLinearForwardingTable && ++ar_sets == 40;
+      },
+      /*ar=*/true,
+      [](Harness& h, const Fabric& cut_fabric) {
+        const auto snap = h.sm.ar().snapshot();
+        ASSERT_NE(snap, nullptr);
+        ASSERT_NE(snap->ar, nullptr);
+        EXPECT_EQ(h.sm.ar().counters().set_failures, 0u);
+        size_t enabled = 0;
+        for (const ArSwitchStatus& s : snap->switches) {
+          EXPECT_TRUE(s.enabled) << s.name << ": " << s.why_not;
+          enabled += s.enabled;
+        }
+        EXPECT_EQ(enabled, cut_fabric.switch_count());
+        // The AR tables were computed on the cut fabric: no group sends into the cut cable.
+        EXPECT_EQ(snap->fabric->link_count(), cut_fabric.link_count());
+      });
 }
 
 // A host that came back is found by a heavy sweep (its leaf's trap lost), which tells it to

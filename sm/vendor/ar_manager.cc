@@ -48,6 +48,7 @@ struct ArManager::Run_ {
   std::vector<NodeId> targets;    // capable switches being programmed
   std::string refused;            // why no switch gets AR this run (empty: none refused)
   std::function<void()> done;
+  uint64_t gen = 0;  // ArManager::gen_ when it began: a stopped run's answers change nothing
 };
 
 ArManager::ArManager(SmpPipeline& pipeline, ha::RoutingRows* store)
@@ -73,6 +74,8 @@ void ArManager::Run(const Fabric& fabric, const std::vector<DiscoveredNode>& nod
                     const ArConfig& config, std::function<void()> done) {
   ++counters_.runs;
   auto run = std::make_shared<Run_>();
+  run->gen = ++gen_;
+  running_ = true;
   run->fabric = std::make_shared<Fabric>(fabric);
   run->paths.resize(fabric.node_count());
   for (NodeId n = 0; n < fabric.node_count() && n < nodes.size(); ++n) run->paths[n] = nodes[n].path;
@@ -113,8 +116,9 @@ void ArManager::Discover(std::shared_ptr<Run_> run) {
     }
     ++counters_.capability_queries;
     pipeline_.Get(run->paths[n], mad::attr::kGeneralInfo, mad::kGeneralInfoCapabilityModifier,
-                  [this, g](Result<mad::Smp> r) {
-                    SwitchState& s = state_[g];
+                  [this, g, gen = run->gen](Result<mad::Smp> r) {
+                    if (gen != gen_) return;  // stopped
+SwitchState& s = state_[g];
                     if (!r.ok()) {
                       s.capable = false;
                       s.why_not = r.status().code() == StatusCode::kTimeout
@@ -139,9 +143,11 @@ void ArManager::Discover(std::shared_ptr<Run_> run) {
                                       : "GeneralInfo has no AR capability";
                       ++counters_.not_capable;
                     }
-                  });
+                  }, this, /*abandonable=*/true);
   }
-  pipeline_.WhenIdle([this, run] { ReadInfo(run); });
+  pipeline_.WhenIdle([this, run] {
+    if (run->gen == gen_) ReadInfo(run);
+  });
 }
 
 // ARInfo of every capable switch: the capabilities once (capability Get), the current
@@ -157,8 +163,9 @@ void ArManager::ReadInfo(std::shared_ptr<Run_> run) {
     s.failed = false;
     if (!s.caps_valid) {
       pipeline_.Get(run->paths[n], mad::attr::kArInfo,
-                    mad::EncodeModifier(mad::ArInfoModifier{1}), [this, g](Result<mad::Smp> r) {
-                      SwitchState& s = state_[g];
+                    mad::EncodeModifier(mad::ArInfoModifier{1}), [this, g, gen = run->gen](Result<mad::Smp> r) {
+                      if (gen != gen_) return;  // stopped
+SwitchState& s = state_[g];
                       auto caps = r.ok() ? mad::Decode<mad::ArInfo>(r->data)
                                          : Result<mad::ArInfo>(r.status());
                       if (!caps.ok()) {
@@ -174,10 +181,11 @@ void ArManager::ReadInfo(std::shared_ptr<Run_> run) {
                       }
                       s.caps = *caps;
                       s.caps_valid = true;
-                    });
+                    }, this, /*abandonable=*/true);
     }
-    pipeline_.Get(run->paths[n], mad::attr::kArInfo, 0, [this, g](Result<mad::Smp> r) {
-      SwitchState& s = state_[g];
+    pipeline_.Get(run->paths[n], mad::attr::kArInfo, 0, [this, g, gen = run->gen](Result<mad::Smp> r) {
+      if (gen != gen_) return;  // stopped
+SwitchState& s = state_[g];
       auto info = r.ok() ? mad::Decode<mad::ArInfo>(r->data) : Result<mad::ArInfo>(r.status());
       if (!info.ok()) {
         s.info_valid = false;
@@ -203,9 +211,11 @@ void ArManager::ReadInfo(std::shared_ptr<Run_> run) {
                                 "per group, not sub-group masks",
                                 info->sub_grps_active);
       }
-    });
+    }, this, /*abandonable=*/true);
   }
-  pipeline_.WhenIdle([this, run] { Compute(run); });
+  pipeline_.WhenIdle([this, run] {
+    if (run->gen == gen_) Compute(run);
+  });
 }
 
 void ArManager::Compute(std::shared_ptr<Run_> run) {
@@ -287,14 +297,15 @@ void ArManager::ReadTables(std::shared_ptr<Run_> run) {
       ++counters_.group_blocks_read;
       pipeline_.Get(run->paths[n], mad::attr::kArGroupTable,
                     mad::ArGroupTableAttrMod(static_cast<uint32_t>(b)),
-                    [this, g, b](Result<mad::Smp> r) {
-                      if (!r.ok()) return;  // stays unknown: written below
+                    [this, g, b, gen = run->gen](Result<mad::Smp> r) {
+                      if (gen != gen_) return;  // stopped
+if (!r.ok()) return;  // stays unknown: written below
                       auto blk = mad::Decode<mad::ArGroupTable>(r->data);
                       auto& groups = state_[g].groups;
                       if (!blk.ok() || groups.size() < b * 2 + 2) return;
                       groups[b * 2] = blk->Group(0);
                       groups[b * 2 + 1] = blk->Group(1);
-                    });
+                    }, this, /*abandonable=*/true);
     }
     for (size_t b = 0; b < lblocks; ++b) {
       bool known = true;
@@ -303,16 +314,19 @@ void ArManager::ReadTables(std::shared_ptr<Run_> run) {
       ++counters_.lft_blocks_read;
       pipeline_.Get(run->paths[n], mad::attr::kArLinearForwardingTable,
                     mad::ArLftAttrMod(static_cast<uint32_t>(b)),
-                    [this, g, b](Result<mad::Smp> r) {
-                      if (!r.ok()) return;
+                    [this, g, b, gen = run->gen](Result<mad::Smp> r) {
+                      if (gen != gen_) return;  // stopped
+if (!r.ok()) return;
                       auto blk = mad::Decode<mad::ArLinearForwardingTable>(r->data);
                       auto& lft = state_[g].lft;
                       if (!blk.ok() || lft.size() < (b + 1) * 16) return;
                       for (size_t i = 0; i < 16; ++i) lft[b * 16 + i] = blk->Entry(i);
-                    });
+                    }, this, /*abandonable=*/true);
     }
   }
-  pipeline_.WhenIdle([this, run] { WriteGroups(run); });
+  pipeline_.WhenIdle([this, run] {
+    if (run->gen == gen_) WriteGroups(run);
+  });
 }
 
 void ArManager::WriteGroups(std::shared_ptr<Run_> run) {
@@ -335,10 +349,14 @@ void ArManager::WriteGroups(std::shared_ptr<Run_> run) {
       std::array<uint8_t, 64> data{};
       mad::EncodeTo(blk, data);
       ++counters_.group_blocks_sent;
+      // Not known held until answered: a run stopped before the answer (Stop) leaves the
+      // block to be read or written again.
+      s.groups[b * 2] = s.groups[b * 2 + 1] = std::nullopt;
       pipeline_.Set(run->paths[n], mad::attr::kArGroupTable,
                     mad::ArGroupTableAttrMod(static_cast<uint32_t>(b)), data,
-                    [this, g, b, name = NodeName(f, n)](Result<mad::Smp> r) {
-                      SwitchState& s = state_[g];
+                    [this, g, b, name = NodeName(f, n), gen = run->gen](Result<mad::Smp> r) {
+                      if (gen != gen_) return;  // stopped
+SwitchState& s = state_[g];
                       auto blk = r.ok() ? mad::Decode<mad::ArGroupTable>(r->data)
                                         : Result<mad::ArGroupTable>(r.status());
                       if (!blk.ok()) {
@@ -355,10 +373,12 @@ void ArManager::WriteGroups(std::shared_ptr<Run_> run) {
                       if (s.groups.size() < b * 2 + 2) return;
                       s.groups[b * 2] = blk->Group(0);
                       s.groups[b * 2 + 1] = blk->Group(1);
-                    });
+                    }, this, /*abandonable=*/true);
     }
   }
-  pipeline_.WhenIdle([this, run] { WriteLfts(run); });
+  pipeline_.WhenIdle([this, run] {
+    if (run->gen == gen_) WriteLfts(run);
+  });
 }
 
 void ArManager::WriteLfts(std::shared_ptr<Run_> run) {
@@ -371,7 +391,7 @@ void ArManager::WriteLfts(std::shared_ptr<Run_> run) {
   // Blocks are produced as the SMP window frees up (tens of thousands on a large fabric).
   pipeline_.Feed([this, run, c]() -> bool {
     const Fabric& f = *run->fabric;
-    while (c->i < run->targets.size()) {
+    while (run->gen == gen_ && c->i < run->targets.size()) {
       const NodeId n = run->targets[c->i];
       const Guid g = f.node(n).guid;
       SwitchState& s = state_[g];
@@ -395,10 +415,13 @@ void ArManager::WriteLfts(std::shared_ptr<Run_> run) {
       std::array<uint8_t, 64> data{};
       mad::EncodeTo(blk, data);
       ++counters_.lft_blocks_sent;
+      for (size_t i = 0; i < mad::kArLftBlockSize; ++i)  // as the group blocks above
+        s.lft[b * mad::kArLftBlockSize + i] = std::nullopt;
       pipeline_.Set(run->paths[n], mad::attr::kArLinearForwardingTable,
                     mad::ArLftAttrMod(static_cast<uint32_t>(b)), data,
-                    [this, g, b, name = NodeName(f, n)](Result<mad::Smp> r) {
-                      SwitchState& s = state_[g];
+                    [this, g, b, name = NodeName(f, n), gen = run->gen](Result<mad::Smp> r) {
+                      if (gen != gen_) return;  // stopped
+SwitchState& s = state_[g];
                       auto blk = r.ok() ? mad::Decode<mad::ArLinearForwardingTable>(r->data)
                                         : Result<mad::ArLinearForwardingTable>(r.status());
                       const size_t first = b * mad::kArLftBlockSize;
@@ -416,13 +439,15 @@ void ArManager::WriteLfts(std::shared_ptr<Run_> run) {
                       }
                       for (size_t i = 0; i < 16 && first + i < s.lft.size(); ++i)
                         s.lft[first + i] = blk->Entry(i);
-                    });
+                    }, this, /*abandonable=*/true);
       return true;
     }
     return false;
   });
   (void)f;
-  pipeline_.WhenIdle([this, run] { Enable(run); });
+  pipeline_.WhenIdle([this, run] {
+    if (run->gen == gen_) Enable(run);
+  });
 }
 
 // ARInfo Set: E on, the SL mask (per-SL enable when the switch can and not every SL is
@@ -466,8 +491,9 @@ void ArManager::Enable(std::shared_ptr<Run_> run) {
     const std::array<uint8_t, 64> data = mad::ArInfoSetData(s.raw, want, by_transport);
     ++counters_.info_sets;
     pipeline_.Set(run->paths[n], mad::attr::kArInfo, 0, data,
-                  [this, g, name = NodeName(f, n)](Result<mad::Smp> r) {
-                    SwitchState& s = state_[g];
+                  [this, g, name = NodeName(f, n), gen = run->gen](Result<mad::Smp> r) {
+                    if (gen != gen_) return;  // stopped
+SwitchState& s = state_[g];
                     auto info = r.ok() ? mad::Decode<mad::ArInfo>(r->data)
                                        : Result<mad::ArInfo>(r.status());
                     if (!info.ok()) {
@@ -483,11 +509,13 @@ void ArManager::Enable(std::shared_ptr<Run_> run) {
                     s.info = *info;
                     s.raw = r->data;
                     s.enabled = info->e != 0;
-                  });
+                  }, this, /*abandonable=*/true);
   }
   // A switch refused here (sub-groups active, a failed read) that another SM or an earlier
   // run left with AR on forwards by groups ibsm did not write: turned off like the rest.
-  pipeline_.WhenIdle([this, run] { Disable(run); });
+  pipeline_.WhenIdle([this, run] {
+    if (run->gen == gen_) Disable(run);
+  });
 }
 
 // AR off where it is on (ar_mode 0, a non-AR engine, or tables refused; after a run that
@@ -507,8 +535,9 @@ void ArManager::Disable(std::shared_ptr<Run_> run) {
     const std::array<uint8_t, 64> data =
         mad::ArInfoSetData(s.raw, want, s.caps_valid && s.caps.by_transport_cap);
     ++counters_.info_sets;
-    pipeline_.Set(run->paths[n], mad::attr::kArInfo, 0, data, [this, g](Result<mad::Smp> r) {
-      SwitchState& s = state_[g];
+    pipeline_.Set(run->paths[n], mad::attr::kArInfo, 0, data, [this, g, gen = run->gen](Result<mad::Smp> r) {
+      if (gen != gen_) return;  // stopped
+SwitchState& s = state_[g];
       auto info = r.ok() ? mad::Decode<mad::ArInfo>(r->data) : Result<mad::ArInfo>(r.status());
       if (!info.ok()) {
         ++counters_.set_failures;
@@ -518,9 +547,18 @@ void ArManager::Disable(std::shared_ptr<Run_> run) {
       s.info = *info;
       s.raw = r->data;
       s.enabled = info->e != 0;
-    });
+    }, this, /*abandonable=*/true);
   }
-  pipeline_.WhenIdle([this, run] { Finish(run); });
+  pipeline_.WhenIdle([this, run] {
+    if (run->gen == gen_) Finish(run);
+  });
+}
+
+size_t ArManager::Stop() {
+  if (!running_) return 0;
+  running_ = false;
+  ++gen_;
+  return pipeline_.Abandon(this);
 }
 
 void ArManager::ShareFabric(std::shared_ptr<const Fabric> fabric) {
@@ -599,6 +637,7 @@ void ArManager::Finish(std::shared_ptr<Run_> run) {
     Log(LogName::kSm).warn("SM-AR-002 {}", snap->summary);
   }
   snapshot_ = std::move(snap);
+  running_ = false;
   if (run->done) run->done();
 }
 

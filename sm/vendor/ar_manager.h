@@ -101,6 +101,15 @@ class ArManager {
            std::shared_ptr<const routing::RoutingTables> tables, const ArConfig& config,
            std::function<void()> done);
 
+  // A run is under way (Run called, `done` not yet run).
+  bool running() const { return running_; }
+  // Ends the run under way: it sends nothing more, the SMPs it has in flight are no longer
+  // waited for (SmpPipeline::Abandon), and `done` never runs. A block whose Set was not
+  // answered is not known held, so the next run reads or writes it again; ARInfo is read
+  // every run. For a sweep that gives way to a repair (a cut cable: the Sets over it would
+  // each wait for every timeout). Returns how many SMPs were in flight.
+  size_t Stop();
+
   std::shared_ptr<const ArSnapshot> snapshot() const { return snapshot_; }
   // Points the snapshot at `fabric` instead of the copy Run made, when `fabric` is that
   // sweep's fabric (same nodes in the same order, same LIDs): the SM hands over the fabric
@@ -146,6 +155,8 @@ class ArManager {
   std::string announced_engine_;  // the non-ar_* engine "AR enabled on top of" was logged for
   std::shared_ptr<const ArSnapshot> snapshot_;
   ArCounters counters_;
+  uint64_t gen_ = 0;  // the run under way (Run_::gen); Stop moves it on
+  bool running_ = false;
 };
 
 // Vendor IDs whose switches may answer the AR attributes (Mellanox / NVIDIA).
