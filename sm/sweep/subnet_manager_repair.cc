@@ -157,30 +157,37 @@ bool SubnetManager::CutDiscoveryShort() {
 }
 
 // A switch reported while a sweep (heavy, or a repair) pushes its LFT blocks, programs
-// adaptive routing (its AR LFT blocks outnumber the plain ones) or brings the links up: the
-// SMPs of those stages by DR paths over a cut cable (to every switch or port behind it) would
+// adaptive routing (its AR LFT blocks outnumber the plain ones), brings the links up or
+// configures SHARP: the SMPs of those stages by DR paths over a cut cable (SHARP's class
+// 0x0B MADs by LID routes over it) (to every switch or port behind it) would
 // each wait for every timeout before the sweep ended and the repair began (a minute and
 // more). The stage stops, sending nothing more and no longer waiting for what is in flight,
 // and the repair takes over now (HandSweepToRepair); it writes the blocks this push did not
-// (their Sets unanswered, they are not known held), runs adaptive routing again, and brings
-// up the links this stage left. The other programming stages (switch info, multicast) are
+// (their Sets unanswered, they are not known held), runs adaptive routing again, brings
+// up the links this stage left, and configures SHARP again (reading back what it holds). The other programming stages (switch info, multicast) are
 // short and their answers change the model: they end first, and the sweep is handed over
 // before the next (StageRows).
 bool SubnetManager::CutProgrammingShort() {
   const Stage s = stage();
   const bool links = s == Stage::kLinks && links_.running();
   const bool ar = s == Stage::kAdaptiveRouting && ar_.running();
-  if (s != Stage::kLftBlocks && !links && !ar) return false;
-  if (!HandSweepToRepair(links ? "while it brought the links up"
-                         : ar  ? "while it programmed adaptive routing"
-                               : "while it pushed its LFT blocks"))
+  const bool sharp = s == Stage::kSharp && sharp_ && sharp_->running();
+  if (s != Stage::kLftBlocks && !links && !ar && !sharp) return false;
+  if (!HandSweepToRepair(links   ? "while it brought the links up"
+                         : ar    ? "while it programmed adaptive routing"
+                         : sharp ? "while it configured SHARP"
+                                 : "while it pushed its LFT blocks"))
     return false;
   pipeline_.WhenIdle({});  // the stage's end never comes
-  const size_t let_go = links ? links_.Stop() : ar ? ar_.Stop() : lfts_.Stop();
-  Log(LogName::kSm).info("{} sweep {}: its {} stage stops ({} SMPs in flight no longer "
+  const size_t let_go = links   ? links_.Stop()
+                        : ar    ? ar_.Stop()
+                        : sharp ? sharp_->Stop()
+                                : lfts_.Stop();
+  Log(LogName::kSm).info("{} sweep {}: its {} stage stops ({} MADs in flight no longer "
                          "waited for)",
                          current_.repair ? "repair" : "heavy", current_.number,
-                         links ? "link" : ar ? "adaptive routing" : "LFT", let_go);
+                         links ? "link" : ar ? "adaptive routing" : sharp ? "SHARP" : "LFT",
+                         let_go);
   return true;
 }
 

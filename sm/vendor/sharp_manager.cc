@@ -28,6 +28,7 @@ class SharpManager::GmpWindow {
     CheckIdle();
   }
   std::shared_ptr<bool> alive() const { return alive_; }
+  size_t in_flight() const { return in_flight_; }
 
  private:
   struct Request {
@@ -228,9 +229,22 @@ mad::QpcConfig SharpManager::QpContext(uint16_t tree_id, Guid me, uint32_t qpn, 
 }
 
 SharpManager::SharpManager(mad::Transport& transport, SmpPipeline& pipeline, SharpOptions options)
-    : pipeline_(pipeline),
+    : transport_(transport),
+      pipeline_(pipeline),
       options_(options),
       gmp_(std::make_unique<GmpWindow>(transport, options.send, options.window, &counters_)) {}
+
+size_t SharpManager::Stop() {
+  if (!running_) return 0;
+  running_ = false;
+  ++gen_;
+  // A new window: the old one's queued requests go with it, and the answers to those in
+  // flight find it gone (GmpWindow::alive) and run nothing.
+  const size_t let_go = pipeline_.Abandon(this) + gmp_->in_flight();
+  gmp_ = std::make_unique<GmpWindow>(transport_, options_.send, options_.window, &counters_);
+  if (run_) run_->sweep = nullptr;
+  return let_go;
+}
 
 SharpManager::~SharpManager() = default;
 
@@ -241,6 +255,8 @@ void SharpManager::Note(const std::string& id, const std::string& text) {
 
 void SharpManager::Run(std::shared_ptr<const DiscoveryResult> sweep, std::function<void()> done) {
   run_ = std::make_unique<Run_>();
+  running_ = true;
+  ++gen_;
   run_->sweep = std::move(sweep);
   run_->done = std::move(done);
   summary_ = SharpSummary{};
@@ -282,7 +298,8 @@ void SharpManager::Probe() {
     const DrPath path = run_->sweep->nodes[an.sw].path;
     const std::string sw = fmt::format("{} ({})", ToString(f.node(an.sw).guid), f.node(an.sw).description);
     pipeline_.Get(path, mad::attr::kGeneralInfo, mad::kGeneralInfoCapabilityModifier,
-                  [this, i, path, sw](Result<mad::Smp> r) {
+                  [this, i, path, sw, gen = gen_](Result<mad::Smp> r) {
+                    if (gen != gen_) return;  // stopped (Stop)
                     auto caps = r.ok() ? mad::Decode<mad::GeneralInfoCapabilities>(r->data)
                                        : Result<mad::GeneralInfoCapabilities>(r.status());
                     if (!caps.ok() || !caps->Has(mad::general_cap::kSharpAggregationNode)) {
@@ -296,7 +313,8 @@ void SharpManager::Probe() {
                     const bool marking = caps->Has(mad::general_cap::kSpecialPortsMarking);
                     const uint32_t port = run_->ans[i].sw_port.value();
                     pipeline_.Get(path, mad::vendor_attr::kMlnxExtendedPortInfo, port,
-                                  [this, i, path, port, sw, marking](Result<mad::Smp> r) {
+                                  [this, i, path, port, sw, marking, gen](Result<mad::Smp> r) {
+                      if (gen != gen_) return;
                       if (!r.ok()) {
                         Note("SM-SHARP-003", fmt::format("MlnxExtendedPortInfo of {} port {} "
                                                          "failed: {}", sw, port, r.status().ToString()));
@@ -339,7 +357,8 @@ void SharpManager::Probe() {
                       mad::SetBits(data, 1, 1, 1);
                       mad::SetBits(data, mad::kMlnxExtPortInfoPortRecoveredBit, 1, 0);
                       pipeline_.Set(path, mad::vendor_attr::kMlnxExtendedPortInfo, port, data,
-                                    [this, i, port, sw](Result<mad::Smp> r) {
+                                    [this, i, port, sw, gen](Result<mad::Smp> r) {
+                        if (gen != gen_) return;
                         auto m = r.ok() ? mad::Decode<mad::MlnxExtendedPortInfo>(r->data)
                                         : Result<mad::MlnxExtendedPortInfo>(r.status());
                         if (!m.ok() || !m->sharp_an_en) {
@@ -350,9 +369,9 @@ void SharpManager::Probe() {
                         }
                         ++counters_.ans_enabled;
                         run_->ans[i].enabled = true;
-                      });
-                    });
-                  });
+                      }, this, /*abandonable=*/true);
+                    }, this, /*abandonable=*/true);
+                  }, this, /*abandonable=*/true);
   }
   std::weak_ptr<bool> alive = gmp_->alive();
   pipeline_.WhenIdle([this, alive] {
@@ -695,6 +714,7 @@ void SharpManager::Finish() {
     Note("SM-SHARP-008", "no SHARP tree could be built (see the lines above)");
   auto done = std::move(run.done);
   run_->sweep = nullptr;
+  running_ = false;
   if (done) done();
 }
 

@@ -118,6 +118,14 @@ class SharpManager {
   // Holds `sweep` until `done` runs. One Run at a time.
   void Run(std::shared_ptr<const DiscoveryResult> sweep, std::function<void()> done);
 
+  // A Run is under way (`done` not yet run).
+  bool running() const { return running_; }
+  // Ends the Run under way: nothing more is sent, nothing in flight is waited for, `done`
+  // never runs (a sweep that gives way to a repair: a cut cable left MADs that would each
+  // wait for every timeout). What it wrote half is found by the next Run's read-back and
+  // written again. Returns how many MADs were in flight.
+  size_t Stop();
+
   const SharpSummary& summary() const { return summary_; }
   const SharpCounters& counters() const { return counters_; }
   // Tree -> AN port GUID -> what the SM wrote there (after the last Run).
@@ -142,6 +150,7 @@ class SharpManager {
                            uint32_t remote_qpn) const;
   uint8_t PathMtu(Guid a, Guid b) const;
 
+  mad::Transport& transport_;
   SmpPipeline& pipeline_;
   SharpOptions options_;
   std::unique_ptr<GmpWindow> gmp_;
@@ -152,6 +161,8 @@ class SharpManager {
   std::map<Guid, uint16_t> tree_ids_;
   bool announced_ = false;  // SM-SHARP-009 logged
   bool description_only_logged_ = false;  // SM-SHARP-011 logged
+  bool running_ = false;
+  uint64_t gen_ = 0;  // the Run under way; Stop moves it on, so its answers change nothing
 };
 
 }  // namespace ibsm::sm

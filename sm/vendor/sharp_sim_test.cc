@@ -297,6 +297,47 @@ TEST(SharpSmTest, SpineLinkDownRebuildsThatTreeAndReportsTheHostsItLost) {
   EXPECT_EQ(before_ids, after_ids);
 }
 
+// A cable cut while the first sweep configures SHARP: the SHARP stage stops and a repair
+// takes the sweep over at once (before, the trap waited for the stage's end, and for every
+// timeout of its MADs over the cut), and the repair's own SHARP stage builds the trees of
+// the cut fabric.
+TEST(SharpSmTest, ACutDuringTheSharpStageHandsTheSweepToARepair) {
+  Bed bed(FatTree2(16), All());
+  const NodeId leaf = *bed.fabric.FindNodeByName("leaf-002");
+  const NodeId spine = *bed.fabric.FindNodeByName("spine-02");
+  PortId uplink = kNoPort;
+  for (uint32_t p = 1; p <= bed.fabric.node(leaf).num_ports; ++p) {
+    PortId id = bed.fabric.port_id(leaf, PortNum{static_cast<uint8_t>(p)});
+    if (bed.fabric.port(id).connected() && bed.fabric.port(bed.fabric.port(id).peer).node == spine)
+      uplink = id;
+  }
+  ASSERT_NE(uplink, kNoPort);
+  bool cut = false;
+  // The SHARP stage's first SMP (AR is off: GeneralInfo is SHARP's capability read).
+  bed.sim->SetSmpObserver([&](NodeId, uint8_t method, uint16_t attr, uint32_t) {
+    if (cut || method != mad::method::kGet || attr != mad::attr::kGeneralInfo) return;
+    cut = true;
+    EXPECT_TRUE(bed.sim->LinkDown(uplink).ok());
+  });
+  uint64_t cut_short = 0;
+  auto seen = RunSharpSm(bed, SharpOn(), [&](int, SubnetManager& sm) {
+    cut_short = sm.counters().heavy_sweeps_cut_short;
+    return true;
+  });
+  bed.sim->SetSmpObserver({});
+  ASSERT_TRUE(cut);
+  ASSERT_EQ(seen.size(), 1u);
+  const Seen& repair = seen[0];
+  EXPECT_TRUE(repair.stats.repair);  // the heavy sweep did not end: the repair did
+  EXPECT_TRUE(repair.stats.subnet_up);
+  EXPECT_EQ(repair.stats.repair_links_lost, 1u);
+  EXPECT_EQ(cut_short, 1u);
+  ASSERT_EQ(repair.summary.trees.size(), 8u);
+  for (const auto& t : repair.summary.trees)
+    EXPECT_EQ(t.hosts, t.root_switch == bed.fabric.node(spine).guid ? 120u : 128u);
+  ExpectTreesHold(bed, repair, 2, false);
+}
+
 TEST(SharpSmTest, RemovedCoreSwitchTakesItsTreeAwayAndTheRestStillSpanEveryHost) {
   Bed bed(FatTree3(8), All());
   NodeId core = kNoNode;  // the last core: the SM's DR paths run through the first ones
