@@ -118,13 +118,16 @@ void ArManager::Discover(std::shared_ptr<Run_> run) {
     pipeline_.Get(run->paths[n], mad::attr::kGeneralInfo, mad::kGeneralInfoCapabilityModifier,
                   [this, g, gen = run->gen](Result<mad::Smp> r) {
                     if (gen != gen_) return;  // stopped
-SwitchState& s = state_[g];
+                    SwitchState& s = state_[g];
                     if (!r.ok()) {
                       s.capable = false;
                       s.why_not = r.status().code() == StatusCode::kTimeout
                                       ? "no answer to GeneralInfo (no vendor attributes)"
                                       : "GeneralInfo refused: " + r.status().message();
-                      ++counters_.not_capable;
+                      // A timeout is a legacy switch only if the switch answered the
+                      // NodeInfo sent beside it (decided when both are in).
+                      s.silent = r.status().code() == StatusCode::kTimeout;
+                      if (!s.silent) ++counters_.not_capable;
                       return;
                     }
                     auto caps = mad::Decode<mad::GeneralInfoCapabilities>(r->data);
@@ -144,9 +147,29 @@ SwitchState& s = state_[g];
                       ++counters_.not_capable;
                     }
                   }, this, /*abandonable=*/true);
+    s.answered = false;
+    pipeline_.Get(run->paths[n], mad::attr::kNodeInfo, 0,
+                  [this, g, gen = run->gen](Result<mad::Smp> r) {
+                    if (gen != gen_) return;  // stopped
+                    state_[g].answered = r.ok();
+                  }, this, /*abandonable=*/true);
   }
   pipeline_.WhenIdle([this, run] {
-    if (run->gen == gen_) ReadInfo(run);
+    if (run->gen != gen_) return;
+    // A switch silent to GeneralInfo that answered NodeInfo has no vendor attributes (as
+    // legacy switches, and ibsim's, drop them); one silent to both was not reachable this
+    // run (a cut on its path, lost answers): it is asked again next run, not written off.
+    for (auto& [guid, s] : state_) {
+      if (!s.silent) continue;
+      s.silent = false;
+      if (s.answered) {
+        ++counters_.not_capable;
+        continue;
+      }
+      s.capable.reset();
+      s.why_not = "no answer to GeneralInfo nor to NodeInfo this sweep (asked again next)";
+    }
+    ReadInfo(run);
   });
 }
 
@@ -165,7 +188,7 @@ void ArManager::ReadInfo(std::shared_ptr<Run_> run) {
       pipeline_.Get(run->paths[n], mad::attr::kArInfo,
                     mad::EncodeModifier(mad::ArInfoModifier{1}), [this, g, gen = run->gen](Result<mad::Smp> r) {
                       if (gen != gen_) return;  // stopped
-SwitchState& s = state_[g];
+                      SwitchState& s = state_[g];
                       auto caps = r.ok() ? mad::Decode<mad::ArInfo>(r->data)
                                          : Result<mad::ArInfo>(r.status());
                       if (!caps.ok()) {
@@ -185,7 +208,7 @@ SwitchState& s = state_[g];
     }
     pipeline_.Get(run->paths[n], mad::attr::kArInfo, 0, [this, g, gen = run->gen](Result<mad::Smp> r) {
       if (gen != gen_) return;  // stopped
-SwitchState& s = state_[g];
+      SwitchState& s = state_[g];
       auto info = r.ok() ? mad::Decode<mad::ArInfo>(r->data) : Result<mad::ArInfo>(r.status());
       if (!info.ok()) {
         s.info_valid = false;
@@ -299,7 +322,7 @@ void ArManager::ReadTables(std::shared_ptr<Run_> run) {
                     mad::ArGroupTableAttrMod(static_cast<uint32_t>(b)),
                     [this, g, b, gen = run->gen](Result<mad::Smp> r) {
                       if (gen != gen_) return;  // stopped
-if (!r.ok()) return;  // stays unknown: written below
+                      if (!r.ok()) return;  // stays unknown: written below
                       auto blk = mad::Decode<mad::ArGroupTable>(r->data);
                       auto& groups = state_[g].groups;
                       if (!blk.ok() || groups.size() < b * 2 + 2) return;
@@ -316,7 +339,7 @@ if (!r.ok()) return;  // stays unknown: written below
                     mad::ArLftAttrMod(static_cast<uint32_t>(b)),
                     [this, g, b, gen = run->gen](Result<mad::Smp> r) {
                       if (gen != gen_) return;  // stopped
-if (!r.ok()) return;
+                      if (!r.ok()) return;
                       auto blk = mad::Decode<mad::ArLinearForwardingTable>(r->data);
                       auto& lft = state_[g].lft;
                       if (!blk.ok() || lft.size() < (b + 1) * 16) return;
@@ -356,7 +379,7 @@ void ArManager::WriteGroups(std::shared_ptr<Run_> run) {
                     mad::ArGroupTableAttrMod(static_cast<uint32_t>(b)), data,
                     [this, g, b, name = NodeName(f, n), gen = run->gen](Result<mad::Smp> r) {
                       if (gen != gen_) return;  // stopped
-SwitchState& s = state_[g];
+                      SwitchState& s = state_[g];
                       auto blk = r.ok() ? mad::Decode<mad::ArGroupTable>(r->data)
                                         : Result<mad::ArGroupTable>(r.status());
                       if (!blk.ok()) {
@@ -421,7 +444,7 @@ void ArManager::WriteLfts(std::shared_ptr<Run_> run) {
                     mad::ArLftAttrMod(static_cast<uint32_t>(b)), data,
                     [this, g, b, name = NodeName(f, n), gen = run->gen](Result<mad::Smp> r) {
                       if (gen != gen_) return;  // stopped
-SwitchState& s = state_[g];
+                      SwitchState& s = state_[g];
                       auto blk = r.ok() ? mad::Decode<mad::ArLinearForwardingTable>(r->data)
                                         : Result<mad::ArLinearForwardingTable>(r.status());
                       const size_t first = b * mad::kArLftBlockSize;
@@ -493,7 +516,7 @@ void ArManager::Enable(std::shared_ptr<Run_> run) {
     pipeline_.Set(run->paths[n], mad::attr::kArInfo, 0, data,
                   [this, g, name = NodeName(f, n), gen = run->gen](Result<mad::Smp> r) {
                     if (gen != gen_) return;  // stopped
-SwitchState& s = state_[g];
+                    SwitchState& s = state_[g];
                     auto info = r.ok() ? mad::Decode<mad::ArInfo>(r->data)
                                        : Result<mad::ArInfo>(r.status());
                     if (!info.ok()) {
@@ -537,7 +560,7 @@ void ArManager::Disable(std::shared_ptr<Run_> run) {
     ++counters_.info_sets;
     pipeline_.Set(run->paths[n], mad::attr::kArInfo, 0, data, [this, g, gen = run->gen](Result<mad::Smp> r) {
       if (gen != gen_) return;  // stopped
-SwitchState& s = state_[g];
+      SwitchState& s = state_[g];
       auto info = r.ok() ? mad::Decode<mad::ArInfo>(r->data) : Result<mad::ArInfo>(r.status());
       if (!info.ok()) {
         ++counters_.set_failures;

@@ -1,7 +1,8 @@
 // Adaptive routing in the heavy sweep: after the plain LFT push, find the AR-capable switches
 // (GeneralInfo capability bit 2, SwitchX-style AR; bit 1 alone is the legacy format ibsm does
 // not program; then ARInfo GroupCap from the capability Get; a timeout means a switch without
-// vendor attributes), compute the groups on top of whatever engine made the static routes
+// vendor attributes when the switch answered the NodeInfo Get sent beside it, else it was not
+// reachable and is asked again the next run), compute the groups on top of whatever engine made the static routes
 // (routing/ar_groups.h), verify them, write the group tables by difference, then the AR LFT
 // blocks, then enable AR per ar_sl_mask with an ARInfo Set, a read-modify-write of the plain
 // Get. Legacy switches keep their plain LFTs. Group IDs per destination leaf are kept in the
@@ -121,6 +122,8 @@ class ArManager {
  private:
   struct SwitchState {
     std::optional<bool> capable;  // unknown until asked
+    bool silent = false;    // this run's GeneralInfo Get timed out (Discover)
+    bool answered = false;  // this run's NodeInfo Get, sent beside it, was answered
     std::string why_not;
     mad::ArInfo caps;             // the capability Get (GroupCap, by-SL, by-transport)
     bool caps_valid = false;

@@ -189,6 +189,64 @@ TEST(ArManagerTest, LegacySwitchesInAMixedFabricKeepPlainLftsAndAreNamedInTheSum
   EXPECT_GT(sim.counters().drops(sim::DropReason::kVendorAttr), 0u);
 }
 
+// A capable switch that answers nothing during a sweep's AR stage (a cut on its path, its
+// answers lost) is not written off as legacy: NodeInfo, sent beside GeneralInfo, went
+// unanswered too, so the next sweep asks again and enables AR there. Before, the timeout
+// marked it "no vendor attributes" until the SM restarted.
+TEST(ArManagerTest, ASwitchSilentDuringOneSweepIsAskedAgainNotTakenForLegacy) {
+  auto f = FatTree2(8);
+  ASSERT_TRUE(f.ok());
+  sim::Simulator sim(*f);
+  AllCapable(*f, sim);
+  NodeId silent = kNoNode;
+  for (NodeId n = 0; n < f->node_count() && silent == kNoNode; ++n)
+    if (f->node(n).name == "leaf-004") silent = n;
+  ASSERT_NE(silent, kNoNode);
+  // Silent from the first LFT Set of the first sweep until that sweep ends.
+  bool muted = false;
+  sim.SetSmpObserver([&](NodeId, uint8_t method, uint16_t attr, uint32_t) {
+    if (muted || method != mad::method::kSet || attr != mad::attr::kLinearForwardingTable)
+      return;
+    muted = true;
+    EXPECT_TRUE(sim.SetNodeDropRate(silent, 1.0).ok());
+  });
+  SubnetManagerOptions o = ArOptions();
+  o.once = false;
+  boost::asio::io_context io;
+  sim::SimTransport t(io, sim, FirstCaPort(*f));
+  ASSERT_TRUE(t.bind_status().ok());
+  SystemClock clock;
+  SubnetManager sm(io, t, clock, nullptr, o);
+  std::vector<std::string> why_not_first;
+  int sweeps = 0;
+  sm.Start([&](const SweepStats& s) {
+    ++sweeps;
+    if (sweeps == 1) {
+      EXPECT_FALSE(s.subnet_up);  // its LFT blocks and links on the silent switch failed
+      for (const ArSwitchStatus& st : sm.ar().snapshot()->switches)
+        if (st.guid == f->node(silent).guid) why_not_first.push_back(st.why_not);
+      EXPECT_TRUE(sim.SetNodeDropRate(silent, 0.0).ok());
+      sim.SetSmpObserver({});
+      return;  // the SM sweeps again after a pause
+    }
+    if (!s.subnet_up && sweeps < 5) return;
+    sm.Stop();
+    t.Close();
+    io.stop();
+  });
+  io.run();
+  ASSERT_TRUE(muted);
+  ASSERT_EQ(why_not_first.size(), 1u);
+  EXPECT_EQ(why_not_first[0],
+            "no answer to GeneralInfo nor to NodeInfo this sweep (asked again next)");
+  const auto snap = sm.ar().snapshot();
+  ASSERT_NE(snap, nullptr);
+  for (const ArSwitchStatus& st : snap->switches)
+    EXPECT_TRUE(st.capable && st.enabled) << st.name << ": " << st.why_not;
+  EXPECT_EQ(sm.ar().counters().not_capable, 0u);
+  ExpectSimHoldsWhatTheSmIntended(*f, sim, *snap);
+}
+
 // What open headers say about the devices (docs/ar-sharp.md): a pre-SwitchX switch reports
 // GeneralInfo bit 1 only and is not programmed; by_transport_disable is left as read where
 // the switch is not by-transport capable; a switch with sub-groups active is refused with a
