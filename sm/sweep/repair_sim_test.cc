@@ -250,6 +250,16 @@ routing::RoutingTables TablesRepaired(Fabric& f, const sim::Simulator& sim, cons
   return t;
 }
 
+// What the switches held after the repairs of `run` (TablesRepaired) delivers on `now`, the
+// fabric after the faults, and has no credit loop.
+void ExpectHeldTablesVerify(Fabric now, const sim::Simulator& sim, const CutRun& run) {
+  const routing::RoutingTables held = TablesRepaired(now, sim, run);
+  const routing::LidMap lids(now);
+  const routing::VerifyReport v = routing::VerifyTables(now, lids, held);
+  EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.front());
+  EXPECT_TRUE(routing::CheckCreditLoops(now, lids, held).acyclic);
+}
+
 // The first node whose name starts with `prefix` ("pod02-spine-"), or kNoNode.
 NodeId FirstNamed(const Fabric& f, std::string_view prefix) {
   for (NodeId n = 0; n < f.node_count(); ++n)
@@ -532,6 +542,16 @@ TEST(RepairSweepTest, ACutWhileTheFirstSweepBringsTheLinksUpIsRepairedAtOnce) {
   });
 }
 
+// The first switch-facing port of the leaf of the SM's host (the SM sits on the first host).
+PortId SmLeafUplink(const Fabric& f) {
+  const NodeId sm_leaf = f.port(f.port(FirstCaPort(f)).peer).node;
+  for (uint32_t p = 1; p <= f.node(sm_leaf).num_ports; ++p) {
+    const PortId id = f.port_id(sm_leaf, PortNum{static_cast<uint8_t>(p)});
+    if (f.port(id).connected() && f.node(f.port(f.port(id).peer).node).is_switch()) return id;
+  }
+  return kNoPort;
+}
+
 // A cable cut while a repair pushes its blocks: the SM's leaf's first uplink, the first hop of
 // most DR paths, so most of the repair's Sets in flight never arrive. The repair hands over to
 // the next one (before, it waited for every try of each, ended with failed Sets and no SUBNET
@@ -542,13 +562,7 @@ void ASecondCutWhileARepairPushes(int at) {
   ASSERT_TRUE(f.ok());
   const PortId first = SpineUplink(*f);
   ASSERT_NE(first, kNoPort);
-  const NodeId sm_leaf = f->port(f->port(FirstCaPort(*f)).peer).node;
-  PortId second = kNoPort;
-  for (uint32_t p = 1; p <= f->node(sm_leaf).num_ports && second == kNoPort; ++p) {
-    const PortId id = f->port_id(sm_leaf, PortNum{static_cast<uint8_t>(p)});
-    if (f->port(id).connected() && f->node(f->port(f->port(id).peer).node).is_switch())
-      second = id;
-  }
+  const PortId second = SmLeafUplink(*f);
   ASSERT_NE(second, kNoPort);
   sim::Simulator sim(*f);
   SubnetManagerOptions o = Quiet();
@@ -574,11 +588,7 @@ void ASecondCutWhileARepairPushes(int at) {
   cut_fabric.Disconnect(first);
   cut_fabric.Disconnect(second);
   ExpectFabricUp(cut_fabric, sim);
-  const routing::RoutingTables held = TablesRepaired(cut_fabric, sim, run);
-  const routing::LidMap lids(cut_fabric);
-  const routing::VerifyReport v = routing::VerifyTables(cut_fabric, lids, held);
-  EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.front());
-  EXPECT_TRUE(routing::CheckCreditLoops(cut_fabric, lids, held).acyclic);
+  ExpectHeldTablesVerify(cut_fabric, sim, run);
 }
 
 // The same while a repair brings a cable that came back up: the cut comes at its link stage's
@@ -588,13 +598,7 @@ TEST(RepairSweepTest, ACutWhileARepairBringsACableUpIsRepairedAtOnce) {
   ASSERT_TRUE(f.ok());
   const PortId back = SpineUplink(*f);
   ASSERT_NE(back, kNoPort);
-  const NodeId sm_leaf = f->port(f->port(FirstCaPort(*f)).peer).node;
-  PortId cut = kNoPort;
-  for (uint32_t p = 1; p <= f->node(sm_leaf).num_ports && cut == kNoPort; ++p) {
-    const PortId id = f->port_id(sm_leaf, PortNum{static_cast<uint8_t>(p)});
-    if (f->port(id).connected() && f->node(f->port(f->port(id).peer).node).is_switch())
-      cut = id;
-  }
+  const PortId cut = SmLeafUplink(*f);
   ASSERT_NE(cut, kNoPort);
   sim::Simulator sim(*f);
   ASSERT_TRUE(sim.LinkDown(back).ok());  // down from the start: the first sweep routes without
@@ -1103,11 +1107,7 @@ TEST(RepairSweepTest, ABurstOfCutsIsRepairedTogetherWithoutAHeavySweep) {
   Fabric cut_fabric = *f;
   for (PortId id : cut) cut_fabric.Disconnect(id);
   ExpectFabricUp(cut_fabric, sim);
-  const routing::RoutingTables held = TablesRepaired(cut_fabric, sim, run);
-  const routing::LidMap lids(cut_fabric);
-  const routing::VerifyReport v = routing::VerifyTables(cut_fabric, lids, held);
-  EXPECT_TRUE(v.ok) << (v.problems.empty() ? "" : v.problems.front());
-  EXPECT_TRUE(routing::CheckCreditLoops(cut_fabric, lids, held).acyclic);
+  ExpectHeldTablesVerify(cut_fabric, sim, run);
 }
 
 TEST(RepairSweepTest, AFlappingCableIsDampedAndComesBackOnceQuiet) {
