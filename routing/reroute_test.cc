@@ -358,9 +358,11 @@ TEST_F(RerouteTest, EveryUplinkOfAnAggregationSwitchCutIsRoutedAroundWithoutACre
 // turned AR off on every switch). The groups keep away from those turns: the AR tables verify
 // and most AR entries stay.
 TEST_F(RerouteTest, AdaptiveRoutingOnTheReroutedTablesStaysOnAndFreeOfCreditLoops) {
+  for (int k : {8, 16})
   for (int fault = 0; fault < 3; ++fault) {
     SCOPED_TRACE(fault);
-    Build(8);
+    SCOPED_TRACE(k);
+    Build(k);
     const PortId up = testing::Uplink(before_, 1);
     ASSERT_NE(up, kNoPort);
     const NodeId spine = before_.port(up).node;
@@ -388,8 +390,9 @@ TEST_F(RerouteTest, AdaptiveRoutingOnTheReroutedTablesStaysOnAndFreeOfCreditLoop
     uint64_t entries = 0, intact_entries = 0;
     for (const ArSwitchTable& t : ar->switches) entries += t.ar_entries;
     for (const ArSwitchTable& t : intact->switches) intact_entries += t.ar_entries;
-    std::printf("[ figure ] fault %d: %lu AR entries of %lu on the intact tree\n", fault,
-                static_cast<unsigned long>(entries), static_cast<unsigned long>(intact_entries));
+    std::printf("[ figure ] 3-tier k=%d, fault %d: %lu AR entries of %lu on the intact tree\n",
+                k, fault, static_cast<unsigned long>(entries),
+                static_cast<unsigned long>(intact_entries));
     EXPECT_GT(entries * 10, intact_entries * 8);
   }
 }
