@@ -85,8 +85,7 @@ Result<std::map<Guid, uint16_t>> AllocateIds(const std::vector<Guid>& leaves,
 //    only its ports down.
 class TreeRule {
  public:
-  TreeRule(const Fabric& f, const LidMap& lids, const RoutingTables& static_tables,
-           const std::vector<NodeId>& leaves)
+  TreeRule(const Fabric& f, const LidMap& lids, const RoutingTables& static_tables)
       : f_(f), st_(static_tables), sidx_(f.node_count(), kNone) {
     for (NodeId n = 0; n < f.node_count(); ++n)
       if (f.node(n).is_switch()) {
@@ -108,14 +107,6 @@ class TreeRule {
         remote_[s][p] = r;
       }
     }
-    // Heights: hops from the nearest destination leaf.
-    height_.assign(S, kNone);
-    std::vector<uint32_t> queue;
-    for (NodeId leaf : leaves) {
-      height_[sidx_[leaf]] = 0;
-      queue.push_back(sidx_[leaf]);
-    }
-    Bfs(queue, height_, [](uint32_t, uint32_t) { return true; });
     lids_of_leaf_.resize(f.node_count());
     for (uint32_t lid = 1; lid <= lids.max_lid(); ++lid) {
       const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
@@ -123,6 +114,16 @@ class TreeRule {
       const NodeId leaf = LeafOf(f, owner);
       if (leaf != kNoNode) lids_of_leaf_[leaf].push_back(lid);
     }
+    for (NodeId n = 0; n < f.node_count(); ++n)
+      if (!lids_of_leaf_[n].empty()) leaves_.push_back(n);
+    // Heights: hops from the nearest destination leaf.
+    height_.assign(S, kNone);
+    std::vector<uint32_t> queue;
+    for (NodeId leaf : leaves_) {
+      height_[sidx_[leaf]] = 0;
+      queue.push_back(sidx_[leaf]);
+    }
+    Bfs(queue, height_, [](uint32_t, uint32_t) { return true; });
     dist_.resize(S);
     down_dist_.resize(S);
     from_above_.resize(S);
@@ -131,6 +132,8 @@ class TreeRule {
   uint32_t index(NodeId n) const { return sidx_[n]; }
   NodeId node(uint32_t s) const { return snode_[s]; }
   size_t switches() const { return snode_.size(); }
+  // Destination leaves: switches delivering a CA/router LID, in NodeId order.
+  const std::vector<NodeId>& leaves() const { return leaves_; }
   const std::vector<uint32_t>& lids_of(NodeId leaf) const { return lids_of_leaf_[leaf]; }
 
   // Prepares Ports for destination leaf `leaf`.
@@ -199,6 +202,7 @@ class TreeRule {
   std::vector<std::vector<uint32_t>> remote_;  // by switch, by port: the switch there
   std::vector<uint32_t> height_;
   std::vector<std::vector<uint32_t>> lids_of_leaf_;
+  std::vector<NodeId> leaves_;
   // For the current leaf: hops to it, hops going down only, entered from above.
   std::vector<uint32_t> dist_, down_dist_;
   std::vector<bool> from_above_;
@@ -219,21 +223,9 @@ Result<ArTables> BuildArTables(const Fabric& fabric, const LidMap& lids,
                                const RoutingTables& static_tables, const ArOptions& options) {
   if (options.group_cap == 0) return InvalidArgument("GroupCap 0: no adaptive routing");
   const size_t N = fabric.node_count();
-  // Destination leaves: switches delivering a CA/router LID, in NodeId order.
-  std::vector<bool> is_leaf(N, false);
-  for (uint32_t lid = 1; lid <= lids.max_lid(); ++lid) {
-    const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
-    if (owner == kNoPort) continue;
-    const NodeId leaf = LeafOf(fabric, owner);
-    if (leaf != kNoNode) is_leaf[leaf] = true;
-  }
-  std::vector<NodeId> leaves;
+  TreeRule rule(fabric, lids, static_tables);
   std::vector<Guid> leaf_guids;
-  for (NodeId n = 0; n < N; ++n)
-    if (is_leaf[n]) {
-      leaves.push_back(n);
-      leaf_guids.push_back(fabric.node(n).guid);
-    }
+  for (NodeId leaf : rule.leaves()) leaf_guids.push_back(fabric.node(leaf).guid);
   IBSM_ASSIGN_OR_RETURN(auto ids, AllocateIds(leaf_guids, options));
 
   ArTables out;
@@ -251,9 +243,8 @@ Result<ArTables> BuildArTables(const Fabric& fabric, const LidMap& lids,
   }
 
   // One pass per destination leaf: each switch's group is its TreeRule ports.
-  TreeRule rule(fabric, lids, static_tables, leaves);
   std::vector<uint8_t> ports;
-  for (NodeId leaf : leaves) {
+  for (NodeId leaf : rule.leaves()) {
     const uint16_t gid = out.group_ids.at(fabric.node(leaf).guid);
     rule.ForLeaf(leaf);
     for (uint32_t s = 0; s < rule.switches(); ++s) {
@@ -419,7 +410,6 @@ ArVerifyReport VerifyArTables(const Fabric& fabric, const LidMap& lids,
   };
   // Every entry: its default is the static route; towards a switch LID, or a host on the
   // switch itself, it is static.
-  std::vector<bool> is_leaf(fabric.node_count(), false);
   for (const ArSwitchTable& t : ar.switches) {
     const SwitchTable* st = static_tables.table(t.node);
     for (uint32_t lid = 1; lid < t.lft.size(); ++lid) {
@@ -433,7 +423,6 @@ ArVerifyReport VerifyArTables(const Fabric& fabric, const LidMap& lids,
       const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
       if (owner == kNoPort) continue;
       const NodeId leaf = LeafOf(fabric, owner);
-      if (leaf != kNoNode) is_leaf[leaf] = true;
       if ((leaf == kNoNode || leaf == t.node) && e.mode != ArLidMode::kStatic) {
         ++r.group_mismatches;
         problem(fmt::format("{} LID {}: adaptive entry for a destination it delivers itself "
@@ -443,12 +432,9 @@ ArVerifyReport VerifyArTables(const Fabric& fabric, const LidMap& lids,
     }
   }
   // Towards each destination leaf: groups are the tree rule's port sets, one ID per leaf.
-  std::vector<NodeId> leaves;
-  for (NodeId n = 0; n < fabric.node_count(); ++n)
-    if (is_leaf[n]) leaves.push_back(n);
-  TreeRule rule(fabric, lids, static_tables, leaves);
+  TreeRule rule(fabric, lids, static_tables);
   std::vector<uint8_t> allowed;
-  for (NodeId leaf : leaves) {
+  for (NodeId leaf : rule.leaves()) {
     rule.ForLeaf(leaf);
     std::optional<uint16_t> leaf_id;
     for (const ArSwitchTable& t : ar.switches) {

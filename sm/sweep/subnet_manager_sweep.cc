@@ -253,17 +253,11 @@ bool SubnetManager::HandSweepToRepair(std::string_view when) {
     const PipelineCounters& c = pipeline_.counters();
     dropped.stats.smps = c.gets + c.sets - sweep_.smps_at_start;
     dropped.stats.smps_failed = c.failed - sweep_.failed_at_start;
-    if (stage() == Stage::kLftBlocks) {  // its end, which counts them, never comes
-      dropped.stats.lft_blocks_sent = lfts_.run().sent;
-      dropped.stats.lft_blocks_urgent = lfts_.run().urgent;
-    }
-    // A repair that looked at the whole fabric hands that on: the stages it left must too.
-    if (handed_over_) {
-      AddHandedOver(dropped.stats, handed_over_->stats);
-      if (handed_over_->touched.empty()) dropped.touched.clear();
-      else if (!dropped.touched.empty())
-        dropped.touched.insert(handed_over_->touched.begin(), handed_over_->touched.end());
-    }
+    // A push cut short never reaches the end that counts its blocks (0 before it began).
+    dropped.stats.lft_blocks_sent = lfts_.run().sent;
+    dropped.stats.lft_blocks_urgent = lfts_.run().urgent;
+    // Its touched nodes already include those of a repair before it (FinishRepairReads).
+    if (handed_over_) AddHandedOver(dropped.stats, handed_over_->stats);
     handed_over_ = std::move(dropped);
   } else {
     ++counters_.heavy_sweeps_cut_short;
