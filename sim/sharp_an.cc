@@ -142,6 +142,12 @@ bool SharpSim::HandleGmp(NodeId node, PortNum arrival, std::span<uint8_t> bytes)
     }
   }
   if (status != kOk) ++counters_.refused;
+  if (auto lose = lose_.find(m.hdr.attr_id);
+      method == mad::method::kSet && lose != lose_.end() && lose->second > 0) {
+    --lose->second;
+    ++counters_.answers_lost;
+    return false;  // applied (or refused); nothing comes back
+  }
   m.hdr.method = mad::method::kGetResp;
   m.hdr.status = status;
   mad::EncodeAm(m, bytes);

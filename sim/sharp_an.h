@@ -68,6 +68,7 @@ class SharpSim: public NodeExtension {
     uint64_t requests = 0;  // class 0x0B requests answered
     uint64_t refused = 0;   // answered with a non-zero status
     uint64_t ignored = 0;   // sent to a disabled AN (no answer)
+    uint64_t answers_lost = 0;  // Sets applied whose answer LoseAnswers dropped
   };
 
   // Finds every AN of `fabric` (the one the Simulator was built from). Register with
@@ -92,6 +93,10 @@ class SharpSim: public NodeExtension {
   const Counters& counters() const { return counters_; }
   // Test hook: a different radix/tree table for one AN (an older ASIC).
   void SetLimits(Guid an_guid, uint8_t radix, uint16_t tree_table_size);
+  // Fault: the next `count` Sets of class 0x0B attribute `attr_id` (any AN) are applied and
+  // their answers lost on the way back, as a congested or flapping path loses them. The
+  // sender cannot tell this from a request lost on the way in.
+  void LoseAnswers(uint16_t attr_id, uint32_t count) { lose_[attr_id] = count; }
 
   // The first field a ready reliable-connected context lacks ("mtu", "pkey", ...), or
   // nullptr when `c` is complete: transport RC, a valid path MTU, a P_Key other than 0, a
@@ -119,6 +124,7 @@ class SharpSim: public NodeExtension {
   std::unordered_map<NodeId, size_t> by_sw_;  // switch node -> ans_ index
   std::unordered_map<Guid, size_t> by_guid_;
   std::unordered_map<size_t, Limits> limits_;
+  std::unordered_map<uint16_t, uint32_t> lose_;  // LoseAnswers: attribute -> answers to drop
   Counters counters_;
 };
 

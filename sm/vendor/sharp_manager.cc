@@ -19,8 +19,10 @@ class SharpManager::GmpWindow {
   GmpWindow(mad::Transport& t, mad::SendOptions send, size_t max, SharpCounters* counters)
       : transport_(t), send_(send), max_(max ? max : 1), counters_(counters) {}
 
-  void Send(Lid dlid, const mad::AmMad& request, Callback cb) {
-    queue_.push_back({dlid, request, std::move(cb)});
+  // `send` other than the window's: a Set that is not idempotent goes once (retries 0).
+  void Send(Lid dlid, const mad::AmMad& request, Callback cb,
+            std::optional<mad::SendOptions> send = std::nullopt) {
+    queue_.push_back({dlid, request, std::move(cb), send.value_or(send_)});
     Pump();
   }
   void WhenIdle(std::function<void()> fn) {
@@ -35,6 +37,7 @@ class SharpManager::GmpWindow {
     Lid dlid;
     mad::AmMad mad;
     Callback cb;
+    mad::SendOptions send;
   };
   void Pump() {
     while (in_flight_ < max_ && !queue_.empty()) {
@@ -48,7 +51,7 @@ class SharpManager::GmpWindow {
       msg.addr.lid = req.dlid;
       const uint16_t attr = req.mad.hdr.attr_id;
       std::weak_ptr<bool> alive = alive_;
-      transport_.Send(std::move(msg), send_,
+      transport_.Send(std::move(msg), req.send,
                       [this, alive, attr, cb = std::move(req.cb)](Result<mad::MadMessage> r) {
                         if (alive.expired()) return;
                         --in_flight_;
@@ -552,41 +555,8 @@ void SharpManager::Write() {
   // 2. QPs: one per edge (the parent first, then the children in index order).
   gmp_->WhenIdle([this] {
     Run_& run = *run_;
-    for (uint16_t id : run.dirty) {
-      for (auto& [an_guid, at] : run.intent[id]) {
-        const size_t need = (at.parent.value() ? 1 : 0) + at.children.size();
-        auto got = std::make_shared<std::vector<uint32_t>>();
-        const Lid lid = run.LidOf(an_guid);
-        for (size_t done = 0; done < need; done += mad::kQpAllocationMax) {
-          mad::AmMad m = mad::MakeAmRequest(mad::method::kSet, mad::am_attr::kQpAllocation, 0);
-          mad::QpAllocation q;
-          q.opcode = mad::qp_alloc_op::kAllocate;
-          q.tree_id = id;
-          q.job_id = options_.job_id;
-          q.count = static_cast<uint8_t>(std::min(need - done, mad::kQpAllocationMax));
-          mad::EncodeTo(q, m.data);
-          const Guid g = an_guid;
-          const uint16_t tid = id;
-          gmp_->Send(lid, m, [this, g, tid, got, need, count = q.count](Result<mad::AmMad> r) {
-            Run_& run = *run_;
-            auto a = r.ok() ? mad::Decode<mad::QpAllocation>(r->data) : Result<mad::QpAllocation>(r.status());
-            if (!a.ok()) {
-              if (!run.failed.count(tid))
-                Note("SM-SHARP-005", fmt::format("QPAllocation for tree {} on AN {} failed: {}", tid,
-                                                 ToString(g), a.status().ToString()));
-              run.failed.insert(tid);
-              return;
-            }
-            for (size_t i = 0; i < count; ++i) got->push_back(a->qpn[i] & 0xFFFFFF);
-            if (got->size() != need) return;
-            SharpAnTree& at = run.intent[tid][g];
-            size_t k = 0;
-            at.parent_qpn = at.parent.value() ? (*got)[k++] : 0;
-            at.child_qpn.assign(got->begin() + static_cast<ptrdiff_t>(k), got->end());
-          });
-        }
-      }
-    }
+    for (uint16_t id : run.dirty)
+      for (const auto& entry : run.intent[id]) AllocateQps(id, entry.first, 0);
     // 3. Each QP's context names the far end: an AN's QP for the same edge, or a host.
     gmp_->WhenIdle([this] {
       Run_& run = *run_;
@@ -660,6 +630,102 @@ void SharpManager::Write() {
       });
     });
   });
+}
+
+// QPAllocation is a Set that is not idempotent: an AN that took one whose answer was lost
+// allocates again when it comes again, and the QPs of the first are held for nothing (a
+// tree that then reads back right is never cleaned up). So it goes once, without the
+// transport's retries. When an answer does not come, the tree's QPs on that AN are freed
+// (ResourceCleanup of the tree, which is idempotent and goes with retries) and all of them
+// are allocated again, up to SendOptions::retries times; then the tree fails for this sweep,
+// and its QPs on that AN are freed once more. `attempt` counts the allocations before.
+void SharpManager::AllocateQps(uint16_t tid, Guid an, int attempt) {
+  Run_& run = *run_;
+  const SharpAnTree& at = run.intent[tid][an];
+  const size_t need = (at.parent.value() ? 1 : 0) + at.children.size();
+  const size_t chunks = (need + mad::kQpAllocationMax - 1) / mad::kQpAllocationMax;
+  if (chunks == 0) return;
+  struct Allocation {
+    std::vector<std::vector<uint32_t>> qpns;  // by MAD, in the order sent
+    size_t waiting = 0;
+    bool lost = false;  // some MAD not answered: the AN may hold what it allocated for it
+    Status refused;     // an answer with an error, or one that does not decode
+  };
+  auto alloc = std::make_shared<Allocation>();
+  alloc->qpns.resize(chunks);
+  alloc->waiting = chunks;
+  const Lid lid = run.LidOf(an);
+  mad::SendOptions once = options_.send;
+  once.retries = 0;
+  auto cleanup = [this, lid, tid](std::function<void(Result<mad::AmMad>)> then) {
+    mad::AmMad m = mad::MakeAmRequest(mad::method::kSet, mad::am_attr::kResourceCleanup, 0);
+    mad::ResourceCleanup rc;
+    rc.scope = mad::cleanup_scope::kTree;
+    rc.tree_id = tid;
+    rc.job_id = options_.job_id;
+    mad::EncodeTo(rc, m.data);
+    gmp_->Send(lid, m, std::move(then));
+  };
+  auto done = [this, tid, an, attempt, alloc, cleanup] {
+    Run_& run = *run_;
+    if (!alloc->refused.ok() || alloc->lost) {
+      const bool again = alloc->refused.ok() && attempt < options_.send.retries;
+      if (!again) {
+        if (!run.failed.count(tid))
+          Note("SM-SHARP-005",
+               fmt::format("QPAllocation for tree {} on AN {} failed: {}", tid, ToString(an),
+                           alloc->refused.ok()
+                               ? fmt::format("not answered in {} attempts", attempt + 1)
+                               : alloc->refused.ToString()));
+        run.failed.insert(tid);
+        if (alloc->lost) cleanup([](Result<mad::AmMad>) {});  // what it allocated unanswered
+        return;
+      }
+      ++counters_.qp_allocations_repeated;
+      Log(LogName::kSm).info("SHARP tree {}: a QPAllocation on AN {} was not answered; its "
+                             "QPs there are freed and allocated again",
+                             tid, ToString(an));
+      cleanup([this, tid, an, attempt](Result<mad::AmMad> r) {
+        if (r.ok()) return AllocateQps(tid, an, attempt + 1);
+        if (!run_->failed.count(tid))
+          Note("SM-SHARP-005", fmt::format("ResourceCleanup of tree {} on AN {} failed: {}", tid,
+                                           ToString(an), r.status().ToString()));
+        run_->failed.insert(tid);
+      });
+      return;
+    }
+    SharpAnTree& at = run.intent[tid][an];
+    std::vector<uint32_t> got;
+    for (const std::vector<uint32_t>& q : alloc->qpns) got.insert(got.end(), q.begin(), q.end());
+    size_t k = 0;
+    at.parent_qpn = at.parent.value() ? got[k++] : 0;
+    at.child_qpn.assign(got.begin() + static_cast<ptrdiff_t>(k), got.end());
+  };
+  for (size_t c = 0; c < chunks; ++c) {
+    const size_t count = std::min(need - c * mad::kQpAllocationMax, mad::kQpAllocationMax);
+    mad::AmMad m = mad::MakeAmRequest(mad::method::kSet, mad::am_attr::kQpAllocation, 0);
+    mad::QpAllocation q;
+    q.opcode = mad::qp_alloc_op::kAllocate;
+    q.tree_id = tid;
+    q.job_id = options_.job_id;
+    q.count = static_cast<uint8_t>(count);
+    mad::EncodeTo(q, m.data);
+    gmp_->Send(
+        lid, m,
+        [alloc, c, count, done](Result<mad::AmMad> r) {
+          auto a = r.ok() ? mad::Decode<mad::QpAllocation>(r->data)
+                          : Result<mad::QpAllocation>(r.status());
+          if (a.ok()) {
+            for (size_t i = 0; i < count; ++i) alloc->qpns[c].push_back(a->qpn[i] & 0xFFFFFF);
+          } else if (a.status().code() == StatusCode::kTimeout) {
+            alloc->lost = true;
+          } else if (alloc->refused.ok()) {
+            alloc->refused = a.status();
+          }
+          if (--alloc->waiting == 0) done();
+        },
+        once);
+  }
 }
 
 void SharpManager::Finish() {

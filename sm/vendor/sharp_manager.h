@@ -106,6 +106,7 @@ struct SharpCounters {
   uint64_t trees_written = 0;     // (tree, AN) configurations written
   uint64_t trees_removed = 0;
   uint64_t readback_mismatches = 0;
+  uint64_t qp_allocations_repeated = 0;  // a tree's QPs on an AN freed and allocated again
 };
 
 class SharpManager {
@@ -142,6 +143,7 @@ class SharpManager {
   void Plan();
   void Verify(bool after_write);
   void Write();
+  void AllocateQps(uint16_t tid, Guid an, int attempt);
   void Finish();
   void Note(const std::string& id, const std::string& text);
   // The context of `qpn` on AN `me` for tree `tree_id`, whose far end is `remote`'s QP

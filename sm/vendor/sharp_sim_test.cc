@@ -557,8 +557,8 @@ TEST(SharpSmTest, TheSameFabricIsProgrammedWithTheSameContexts) {
   Bed a(FatTree2(8), All());
   Bed b(FatTree2(8), All());
   // Not SharpOn's 20 ms: an answer slower than the timeout (a sanitizer build under load)
-  // makes the SM send QPAllocation again, and the simulator's AN, which does not take a
-  // repeated allocation for the same one, allocates a second QP (192 against 197 once).
+  // makes the SM free that tree's QPs on the AN and allocate them again, and the AN numbers
+  // the new ones on from where it was, so the contexts differ from the other bed's.
   SubnetManagerOptions o = SharpOn();
   o.send.timeout = std::chrono::milliseconds(250);
   ASSERT_EQ(RunSharpSm(a, o).size(), 1u);
@@ -581,6 +581,63 @@ TEST(SharpSmTest, TheSameFabricIsProgrammedWithTheSameContexts) {
     psns.insert(p);
   }
   EXPECT_EQ(psns.size(), 0x40u);
+}
+
+// QPAllocation is a Set that is not idempotent: the AN allocates for every one it takes. With
+// the answers to three of them lost after the AN allocated, the SM frees what the tree holds
+// on those ANs and allocates again, so every tree is programmed and every QP an AN holds
+// serves an edge of a tree (sent again as the transport resends, each lost answer would
+// leave QPs held for nothing, and the tree, reading back right, would never free them).
+TEST(SharpSmTest, AQpAllocationWhoseAnswerIsLostLeavesNoQpHeldForNothing) {
+  Bed bed(FatTree2(8), All());
+  bed.sharp->LoseAnswers(mad::am_attr::kQpAllocation, 3);
+  SubnetManagerOptions o = SharpOn();
+  o.send.timeout = std::chrono::milliseconds(100);
+  uint64_t repeated = 0;
+  auto seen = RunSharpSm(bed, o, [&](int, SubnetManager& sm) {
+    repeated = sm.sharp().counters().qp_allocations_repeated;
+    return true;
+  });
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(bed.sharp->counters().answers_lost, 3u);
+  EXPECT_EQ(repeated, 3u);
+  ASSERT_EQ(seen[0].summary.trees.size(), 4u);
+  for (const auto& t : seen[0].summary.trees) EXPECT_TRUE(t.programmed) << "tree " << t.id;
+  size_t edges = 0;
+  for (const auto& [tree, per_an] : seen[0].programmed)
+    for (const auto& [g, at] : per_an) edges += (at.parent.value() ? 1 : 0) + at.children.size();
+  EXPECT_EQ(AllTreeQps(bed).size(), edges);
+  for (const auto& [tree, per_an] : seen[0].programmed) {
+    const AnView v = ReadTree(bed, tree);
+    EXPECT_TRUE(v.problems.empty()) << "tree " << tree << ": " << v.problems.front();
+  }
+}
+
+// An AN whose answers to QPAllocation never come: after SendOptions::retries allocations
+// again the trees fail for that sweep (SM-SHARP-005) and nothing stays allocated for them;
+// once the answers come, the next sweep programs every tree.
+TEST(SharpSmTest, QpAllocationsNeverAnsweredFailTheTreesAndHoldNoQps) {
+  Bed bed(FatTree2(8), All());
+  bed.sharp->LoseAnswers(mad::am_attr::kQpAllocation, 1000);
+  size_t held_after_first = 0;
+  auto seen = RunSharpSm(bed, SharpOn(), [&](int n, SubnetManager& sm) {
+    if (n == 1) {
+      held_after_first = AllTreeQps(bed).size();
+      bed.sharp->LoseAnswers(mad::am_attr::kQpAllocation, 0);
+      sm.RequestHeavySweep("test: again");
+    }
+    return n >= 2;
+  });
+  ASSERT_EQ(seen.size(), 2u);
+  for (const auto& t : seen[0].summary.trees) EXPECT_FALSE(t.programmed) << "tree " << t.id;
+  EXPECT_EQ(held_after_first, 0u);
+  EXPECT_GT(bed.sharp->counters().answers_lost, 0u);
+  ASSERT_EQ(seen[1].summary.trees.size(), 4u);
+  for (const auto& t : seen[1].summary.trees) EXPECT_TRUE(t.programmed) << "tree " << t.id;
+  size_t edges = 0;
+  for (const auto& [tree, per_an] : seen[1].programmed)
+    for (const auto& [g, at] : per_an) edges += (at.parent.value() ? 1 : 0) + at.children.size();
+  EXPECT_EQ(AllTreeQps(bed).size(), edges);
 }
 
 // The layouts are ibsm's own and unverified: said once, however many sweeps run.
