@@ -92,6 +92,11 @@ struct RerouteScratch {
   std::vector<uint8_t> counted, hubbed, hub;  // hub: which one, where kToHub
   std::vector<uint32_t> affected;
   std::vector<uint32_t> d_down, d_any, d_plain, queue, walk, plain, broken, offrule, cutoff;
+  // d_down, `above` (the switches over the target, breadth-first) and the d_any computed so
+  // far depend on the target switch alone: the LIDs of one switch's CAs, neighbours in a
+  // run, share them.
+  std::vector<uint32_t> above;
+  uint32_t distances_for = kNone;
   std::vector<uint8_t> tile_old, tile_new;  // switch-major, 64 LIDs a switch
   std::vector<std::pair<uint32_t, bool>> stack;
   std::vector<uint8_t> candidates;
@@ -536,16 +541,19 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     // Shortest up*/down* distances. Pure down: a breadth-first walk up from the owner's
     // switch (only the switches above it). Up* then down*: computed on demand, memoised,
     // for the few switches that are built again and their up-neighbours.
-    std::fill(w.d_down.begin(), w.d_down.end(), kRerouteInf);
-    w.d_down[target] = 0;
-    w.queue.assign(1, target);
-    for (size_t i = 0; i < w.queue.size(); ++i) {
-      const uint32_t x = w.queue[i];
-      for (const RerouteNeighbour& nb : g.up[x])
-        if (w.d_down[nb.sw] == kRerouteInf)
-          w.d_down[nb.sw] = w.d_down[x] + 1, w.queue.push_back(nb.sw);
+    if (w.distances_for != target) {
+      w.distances_for = target;
+      std::fill(w.d_down.begin(), w.d_down.end(), kRerouteInf);
+      w.d_down[target] = 0;
+      w.above.assign(1, target);
+      for (size_t i = 0; i < w.above.size(); ++i) {
+        const uint32_t x = w.above[i];
+        for (const RerouteNeighbour& nb : g.up[x])
+          if (w.d_down[nb.sw] == kRerouteInf)
+            w.d_down[nb.sw] = w.d_down[x] + 1, w.above.push_back(nb.sw);
+      }
+      std::fill(w.d_any.begin(), w.d_any.end(), kRerouteUnset);
     }
-    std::fill(w.d_any.begin(), w.d_any.end(), kRerouteUnset);
     auto any = [&](uint32_t s0) {
       if (w.d_any[s0] != kRerouteUnset) return w.d_any[s0];
       // Up-neighbours rank higher, so the walk ends; each switch is finished once all of
@@ -587,7 +595,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       follow(s);
       classify(s);
     };
-    for (uint32_t s : w.queue) {  // the switches above the owner's
+    for (uint32_t s : w.above) {  // the switches above the owner's
       reach(s);
       if (w.shape[s] == kShapeUpDown) w.shape[s] = kShapeBroken, w.broken.push_back(s);
     }
