@@ -20,6 +20,7 @@ struct SmCounters {
   uint64_t links_damped = 0;      // cables damped for flapping (sm/sweep/link_damping.h)
   uint64_t heavy_sweeps_cut_short = 0;  // heavy sweeps that gave way to a repair
   uint64_t repairs_handed_over = 0;     // repairs that gave way to the next repair
+  uint64_t repair_models_kept = 0;  // repairs that patched the model copy made while idle
   uint64_t repair_reroutes = 0;          // repairs routed incrementally
   uint64_t repair_reroutes_refused = 0;  // ... whose incremental result was refused
   uint64_t repair_reroutes_proven = 0;   // ... whose tables were proven from the changed LIDs
@@ -114,6 +115,10 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "repair sweeps that gave way to the next repair: switches reported changes while they "
      "routed or programmed the switches (the next one took over their model and finished "
      "their work)"},
+    {&SmCounters::repair_models_kept, CounterSection::kStatus, "repair_models_kept",
+     "ibsm_repair_models_kept_total", "", "",
+     "repair sweeps that patched the copy of the last model made while the SM was idle "
+     "(the others copied it when they began)"},
     {&SmCounters::repair_reroutes, CounterSection::kStatus, "repair_reroutes",
      "ibsm_repair_reroutes_total", "", "",
      "repair sweeps that kept every intact route and re-routed only what the fault broke "

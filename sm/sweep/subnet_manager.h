@@ -41,6 +41,7 @@
 #include "sm/sweep/lft_programmer.h"
 #include "sm/sweep/link_damping.h"
 #include "sm/sweep/link_stage.h"
+#include "sm/sweep/model_spare.h"
 #include "sm/sweep/partition_programmer.h"
 #include "sm/sweep/port_settings.h"
 #include "sm/sweep/route_worker.h"
@@ -419,6 +420,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   LinkDamper damper_;
   boost::asio::steady_timer damping_timer_;  // the next damped cable's release
   RouteWorker route_worker_;  // routing, off the io thread
+  ModelSpare model_spare_;    // the next repair's copy of discovered_, made while idle
 
   boost::asio::steady_timer recovery_timer_;
 
@@ -493,6 +495,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // until the SM changes it: every change goes through MutableDiscovered(), which copies it
   // first when anyone else holds it.
   std::shared_ptr<const DiscoveryResult> discovered_;
+  uint64_t model_version_ = 1;  // moves on at every MutableDiscovered (ModelSpare)
   std::vector<ModelObserver> model_observers_;
   std::shared_ptr<const SubnetSnapshot> published_;  // published()
   // While STANDBY: publishes the snapshot of warm_'s model (published()).

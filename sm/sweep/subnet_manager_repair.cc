@@ -408,7 +408,9 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
     return fall_back("no longer master");
   if (!reads->model) {
     const NodeId root = discovered_->fabric.port(sm_port_).node;
-    reads->model.emplace(*discovered_);
+    const uint64_t kept = model_spare_.taken();
+    reads->model.emplace(model_spare_.Take(discovered_, model_version_));
+    if (model_spare_.taken() != kept) ++counters_.repair_models_kept;
     DiscoveryResult& r = *reads->model;
     r.issues.clear();
     Fabric& f = r.fabric;

@@ -94,6 +94,7 @@ DiscoveryResult& SubnetManager::MutableDiscovered() {
   // Every DiscoveryResult here is made non-const (make_shared<DiscoveryResult>), so casting
   // the constness away from the only owner is sound.
   if (discovered_.use_count() > 1) discovered_ = std::make_shared<DiscoveryResult>(*discovered_);
+  ++model_version_;
   return const_cast<DiscoveryResult&>(*discovered_);
 }
 

@@ -15,13 +15,17 @@
 //   first, still sends its own trap for the first cut through a core (the repair must not
 //   wait for its reads, which cannot be answered).
 //
+//   after: milliseconds from SUBNET UP to the fault (0: at once; 3000: in steady state, once
+//   the SM has made the copy of its model that a repair patches, sm/sweep/model_spare.h).
+//
 //   repair_bench --benchmark_filter='k:48'
 //
 // Counters: heavy_s (the first sweep, start to SUBNET UP), trap_to_last_block_s, repair_s
 // (the sweeps after the fault, start to end, summed: the traps of one fault may come to more
 // than one repair), sweeps (how many), blocks and smps (theirs), repair (1 when repair sweeps
 // did it all, 0 when a heavy sweep had to), proven (repairs whose tables were checked from
-// the changed LIDs alone), refused (re-routes refused, the engine routed them).
+// the changed LIDs alone), refused (re-routes refused, the engine routed them), model_kept
+// (repairs that patched the copy of the model made while the SM was idle).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -77,6 +81,7 @@ void BM_RepairInProcess(benchmark::State& state) {
     return;
   }
   const PortId cut = SpineUplink(*f, static_cast<int>(state.range(2)));
+  const auto after = std::chrono::milliseconds(state.range(3));
   for (auto _ : state) {
     sim::Simulator sim(*f);
     SubnetManagerOptions o;
@@ -125,26 +130,18 @@ void BM_RepairInProcess(benchmark::State& state) {
         stop();
       });
     };
+    boost::asio::steady_timer pause(io);
+    std::function<void()> fault;
     sm.Start([&](const SweepStats& s) {
       if (!faulted) {
         first = s;
         if (!s.subnet_up) return stop();
         faulted = true;
-        fault_at = Clock::now();
-        last_block = fault_at;
-        if (reboot) {
-          (void)sim.RebootSwitch(f->port(cut).node);
-        } else if (dead_spine || uplinks) {
-          const NodeId spine = f->port(cut).node;
-          for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p) {
-            const PortId id = f->port_id(spine, PortNum{static_cast<uint8_t>(p)});
-            if (!f->port(id).connected()) continue;
-            const bool up = f->node(f->port(f->port(id).peer).node).name.starts_with("core");
-            if (dead_spine || up) (void)sim.LinkDown(id);
-          }
-        } else {
-          (void)sim.LinkDown(cut);
-        }
+        if (after.count() == 0) return fault();
+        pause.expires_after(after);
+        pause.async_wait([&](boost::system::error_code ec) {
+          if (!ec) fault();
+        });
         return;
       }
       repair_time += s.duration;
@@ -154,6 +151,23 @@ void BM_RepairInProcess(benchmark::State& state) {
       all_repairs = all_repairs && s.repair;
       arm();
     });
+    fault = [&] {
+      fault_at = Clock::now();
+      last_block = fault_at;
+      if (reboot) {
+        (void)sim.RebootSwitch(f->port(cut).node);
+      } else if (dead_spine || uplinks) {
+        const NodeId spine = f->port(cut).node;
+        for (uint32_t p = 1; p <= f->node(spine).num_ports; ++p) {
+          const PortId id = f->port_id(spine, PortNum{static_cast<uint8_t>(p)});
+          if (!f->port(id).connected()) continue;
+          const bool up = f->node(f->port(f->port(id).peer).node).name.starts_with("core");
+          if (dead_spine || up) (void)sim.LinkDown(id);
+        }
+      } else {
+        (void)sim.LinkDown(cut);
+      }
+    };
     io.run();
     sim.SetSmpObserver({});
     const SmCounters& c = sm.counters();
@@ -167,36 +181,40 @@ void BM_RepairInProcess(benchmark::State& state) {
     state.counters["repair"] = all_repairs && sweeps > 0 ? 1 : 0;
     state.counters["proven"] = static_cast<double>(c.repair_reroutes_proven);
     state.counters["refused"] = static_cast<double>(c.repair_reroutes_refused);
+    state.counters["model_kept"] = static_cast<double>(c.repair_models_kept);
   }
   state.counters["switches"] = static_cast<double>(f->switch_count());
 }
 BENCHMARK(BM_RepairInProcess)
-    ->ArgNames({"k", "fault", "pod"})
-    ->Args({16, 0, 1})
-    ->Args({32, 0, 1})
-    ->Args({48, 0, 1})
-    ->Args({56, 0, 1})
-    ->Args({16, 1, 1})
-    ->Args({32, 1, 1})
-    ->Args({48, 1, 1})
-    ->Args({56, 1, 1})
-    ->Args({16, 2, 1})
-    ->Args({32, 2, 1})
-    ->Args({48, 2, 1})
-    ->Args({56, 2, 1})
-    ->Args({16, 3, 1})
-    ->Args({32, 3, 1})
-    ->Args({48, 3, 1})
-    ->Args({56, 3, 1})
-    ->Args({16, 4, 1})
-    ->Args({32, 4, 1})
-    ->Args({48, 4, 1})
-    ->Args({16, 1, 2})
-    ->Args({32, 1, 2})
-    ->Args({48, 1, 2})
-    ->Args({16, 2, 2})
-    ->Args({32, 2, 2})
-    ->Args({48, 2, 2})
+    ->ArgNames({"k", "fault", "pod", "after"})
+    ->Args({16, 0, 1, 0})
+    ->Args({32, 0, 1, 0})
+    ->Args({48, 0, 1, 0})
+    ->Args({56, 0, 1, 0})
+    ->Args({16, 1, 1, 0})
+    ->Args({32, 1, 1, 0})
+    ->Args({48, 1, 1, 0})
+    ->Args({56, 1, 1, 0})
+    ->Args({16, 2, 1, 0})
+    ->Args({32, 2, 1, 0})
+    ->Args({48, 2, 1, 0})
+    ->Args({56, 2, 1, 0})
+    ->Args({16, 3, 1, 0})
+    ->Args({32, 3, 1, 0})
+    ->Args({48, 3, 1, 0})
+    ->Args({56, 3, 1, 0})
+    ->Args({16, 4, 1, 0})
+    ->Args({32, 4, 1, 0})
+    ->Args({48, 4, 1, 0})
+    ->Args({16, 1, 2, 0})
+    ->Args({32, 1, 2, 0})
+    ->Args({48, 1, 2, 0})
+    ->Args({16, 2, 2, 0})
+    ->Args({32, 2, 2, 0})
+    ->Args({48, 2, 2, 0})
+    ->Args({48, 0, 1, 3000})
+    ->Args({48, 1, 1, 3000})
+    ->Args({48, 1, 2, 3000})
     ->Iterations(1)
     ->Unit(benchmark::kSecond)
     ->UseRealTime();

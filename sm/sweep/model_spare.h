@@ -1,0 +1,47 @@
+// A copy of the last sweep's model, made on a thread of its own while the SM is idle, for
+// the next repair to patch (ARCHITECTURE.md "Repair sweep"). A repair changes a copy of the
+// model, never the published one (the SA answers from it); copying it then cost each repair
+// about 50 ms on the io thread at 3-tier k=48. As RouteWorker::KeepSpare does for the tables.
+//
+// Threading: Keep and Take on the io thread; the copy on the spare's own thread. The model
+// is immutable while shared (SubnetManager::MutableDiscovered copies it first), and Keep's
+// job holds it while it copies; `version` tells a model changed in place later apart.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include "sm/model/discovery.h"
+
+namespace ibsm::sm {
+
+class ModelSpare {
+ public:
+  ModelSpare() = default;
+  ModelSpare(const ModelSpare&) = delete;
+  ModelSpare& operator=(const ModelSpare&) = delete;
+  ~ModelSpare() { pool_.join(); }
+
+  // Copies `model` (at `version`, never 0) on the spare's thread; an earlier copy is dropped.
+  void Keep(std::shared_ptr<const DiscoveryResult> model, uint64_t version);
+  // The copy of `model` at `version` when one is ready (counted in taken()), else a copy
+  // made now. Either way the spare is empty after.
+  DiscoveryResult Take(const std::shared_ptr<const DiscoveryResult>& model, uint64_t version);
+  uint64_t taken() const { return taken_; }
+  // The copy Keep last asked for is ready (tests wait for it).
+  bool ready();
+
+ private:
+  boost::asio::thread_pool pool_{1};
+  std::mutex mu_;  // guards the four below: the copy's thread fills them, Take empties them
+  std::unique_ptr<DiscoveryResult> copy_;
+  std::weak_ptr<const DiscoveryResult> copy_of_;
+  uint64_t copy_version_ = 0;
+  uint64_t latest_ = 0;  // the version Keep last asked for (0: none); a copy of another is dropped
+  uint64_t taken_ = 0;   // io thread
+};
+
+}  // namespace ibsm::sm

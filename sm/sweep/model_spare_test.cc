@@ -1,0 +1,84 @@
+// The copy of the model a repair patches (sm/sweep/model_spare.h): taken when it is of the
+// model and version asked for, made then when it is not.
+#include "sm/sweep/model_spare.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "fabric/generators.h"
+
+namespace ibsm::sm {
+namespace {
+
+std::shared_ptr<const DiscoveryResult> Model() {
+  auto f = FatTree2(4);
+  EXPECT_TRUE(f.ok());
+  auto r = std::make_shared<DiscoveryResult>();
+  r->fabric = std::move(*f);
+  r->nodes.resize(r->fabric.node_count());
+  for (NodeId n = 0; n < r->fabric.node_count(); ++n)
+    r->nodes[n].port_info.resize(r->fabric.node(n).num_ports + 1);
+  r->smps_sent = 1234;
+  return r;
+}
+
+bool WaitReady(ModelSpare& spare) {
+  for (int i = 0; i < 2000 && !spare.ready(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return spare.ready();
+}
+
+void ExpectSame(const DiscoveryResult& a, const DiscoveryResult& b) {
+  ASSERT_EQ(a.fabric.node_count(), b.fabric.node_count());
+  ASSERT_EQ(a.fabric.port_count(), b.fabric.port_count());
+  EXPECT_EQ(a.nodes.size(), b.nodes.size());
+  EXPECT_EQ(a.smps_sent, b.smps_sent);
+  for (NodeId n = 0; n < a.fabric.node_count(); ++n)
+    EXPECT_EQ(a.fabric.node(n).guid, b.fabric.node(n).guid);
+}
+
+TEST(ModelSpareTest, TheCopyOfTheModelAskedForIsTakenOnce) {
+  ModelSpare spare;
+  const auto model = Model();
+  spare.Keep(model, 7);
+  ASSERT_TRUE(WaitReady(spare));
+  const DiscoveryResult got = spare.Take(model, 7);
+  EXPECT_EQ(spare.taken(), 1u);
+  ExpectSame(got, *model);
+  EXPECT_FALSE(spare.ready());
+  // Taken: the next one is copied then.
+  const DiscoveryResult again = spare.Take(model, 7);
+  EXPECT_EQ(spare.taken(), 1u);
+  ExpectSame(again, *model);
+}
+
+// A model changed in place since (another version), or another model, is copied then: the
+// spare is never patched in place of what the SM holds now.
+TEST(ModelSpareTest, ACopyOfAnotherModelOrVersionIsNotTaken) {
+  ModelSpare spare;
+  const auto model = Model();
+  spare.Keep(model, 7);
+  ASSERT_TRUE(WaitReady(spare));
+  EXPECT_EQ(spare.Take(model, 8).smps_sent, 1234u);
+  EXPECT_EQ(spare.taken(), 0u);
+
+  spare.Keep(model, 9);
+  ASSERT_TRUE(WaitReady(spare));
+  auto other = std::make_shared<DiscoveryResult>(*model);
+  other->smps_sent = 99;
+  EXPECT_EQ(spare.Take(other, 9).smps_sent, 99u);
+  EXPECT_EQ(spare.taken(), 0u);
+
+  // A later Keep replaces an earlier copy.
+  spare.Keep(model, 10);
+  spare.Keep(other, 11);
+  ASSERT_TRUE(WaitReady(spare));
+  EXPECT_EQ(spare.Take(other, 11).smps_sent, 99u);
+  EXPECT_EQ(spare.taken(), 1u);
+}
+
+}  // namespace
+}  // namespace ibsm::sm
