@@ -678,7 +678,7 @@ void SubnetManager::PublishSweep(const std::vector<Guid>& ports_before) {
   if (discovered_ && sm_port_ != kNoPort) {
     PublishSaSnapshot();
     // The next repair patches a copy of this model: made now, off the io thread.
-    if (options_.incremental_repair && state() == mad::SmState::kMaster)
+    if (options_.incremental_repair && !options_.once && state() == mad::SmState::kMaster)
       model_spare_.Keep(discovered_, model_version_);
     ReportPortChanges(ports_before);
     FlushState();  // SA registrations and multicast groups not yet written, and what failed
