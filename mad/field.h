@@ -44,6 +44,11 @@ struct Field {
   FieldFormat format;
   uint64_t (*get)(const S&, size_t index);
   void (*set)(S&, size_t index, uint64_t value);
+  // A byte array laid out byte for byte (8-bit elements 8 bits apart, on a byte boundary:
+  // DR paths, SMP data, LFT blocks): copied whole instead of element by element. Null for
+  // every other field. Same bytes either way (field_test.cc checks both).
+  void (*get_bytes)(const S&, uint8_t* out) = nullptr;
+  void (*set_bytes)(S&, const uint8_t* in) = nullptr;
 };
 
 namespace detail {
@@ -92,14 +97,25 @@ constexpr Field<typename detail::MemberTraits<decltype(M)>::Class> A(
   using Arr = typename detail::MemberTraits<decltype(M)>::Member;
   using T = typename detail::ArrayElem<Arr>::type;
   static_assert(!std::is_void_v<T>, "array field needs a std::array member");
-  return Field<C>{name,
-                  bit_offset,
-                  bit_width,
-                  static_cast<uint16_t>(detail::ArrayElem<Arr>::size),
-                  stride,
-                  format,
-                  [](const C& s, size_t i) { return static_cast<uint64_t>((s.*M)[i]); },
-                  [](C& s, size_t i, uint64_t v) { (s.*M)[i] = static_cast<T>(v); }};
+  Field<C> f{name,
+             bit_offset,
+             bit_width,
+             static_cast<uint16_t>(detail::ArrayElem<Arr>::size),
+             stride,
+             format,
+             [](const C& s, size_t i) { return static_cast<uint64_t>((s.*M)[i]); },
+             [](C& s, size_t i, uint64_t v) { (s.*M)[i] = static_cast<T>(v); }};
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    if (bit_width == 8 && stride == 8 && bit_offset % 8 == 0) {
+      f.get_bytes = [](const C& s, uint8_t* out) {
+        std::copy((s.*M).begin(), (s.*M).end(), out);
+      };
+      f.set_bytes = [](C& s, const uint8_t* in) {
+        std::copy(in, in + detail::ArrayElem<Arr>::size, (s.*M).begin());
+      };
+    }
+  }
+  return f;
 }
 
 // Every attribute type specialises Layout<S> with:
@@ -138,9 +154,14 @@ template <typename S>
 void EncodeTo(const S& s, std::span<uint8_t> out) {
   constexpr size_t n = Layout<S>::kSize;
   std::fill(out.begin(), out.begin() + n, uint8_t{0});
-  for (const auto& f : Layout<S>::kFields)
+  for (const auto& f : Layout<S>::kFields) {
+    if (f.get_bytes) {
+      f.get_bytes(s, out.data() + f.bit_offset / 8);
+      continue;
+    }
     for (size_t i = 0; i < f.count; ++i)
       SetBits(out, f.bit_offset + static_cast<uint32_t>(i * f.stride), f.bit_width, f.get(s, i));
+  }
 }
 
 // Reads `s` from `in`. Corrupt if `in` is shorter than the layout. Reserved bits are ignored.
@@ -151,9 +172,14 @@ Status DecodeFrom(std::span<const uint8_t> in, S* s) {
     return Corrupt(std::string(Layout<S>::kName) + " needs " + std::to_string(n) +
                    " bytes, got " + std::to_string(in.size()));
   }
-  for (const auto& f : Layout<S>::kFields)
+  for (const auto& f : Layout<S>::kFields) {
+    if (f.set_bytes) {
+      f.set_bytes(*s, in.data() + f.bit_offset / 8);
+      continue;
+    }
     for (size_t i = 0; i < f.count; ++i)
       f.set(*s, i, GetBits(in, f.bit_offset + static_cast<uint32_t>(i * f.stride), f.bit_width));
+  }
   return Status::Ok();
 }
 
