@@ -90,12 +90,10 @@ struct RerouteScratch {
   // Routes without an up*/down* way, with a hub: on the way of one that counts
   // (CheckCreditLoops's rule); how the switch was routed (kToHub, kOwnWay, or 0: not yet).
   std::vector<uint8_t> counted, hubbed, hub;  // hub: which one, where kToHub
-  std::vector<uint32_t> affected;
-  std::vector<uint32_t> d_down, d_any, d_plain, queue, walk, plain, broken, offrule, cutoff;
-  // d_down, `above` (the switches over the target, breadth-first) and the d_any computed so
-  // far depend on the target switch alone: the LIDs of one switch's CAs, neighbours in a
-  // run, share them.
-  std::vector<uint32_t> above;
+  std::vector<uint32_t> affected, d_any, d_plain, queue, walk, plain, broken, offrule, cutoff;
+  // d_down, `above` (the switches over the target) and the d_any memoised depend on the
+  // target alone: a run's LIDs, mostly one switch's CAs, share them (`distances_for`).
+  std::vector<uint32_t> d_down, above;
   uint32_t distances_for = kNone;
   std::vector<uint8_t> tile_old, tile_new;  // switch-major, 64 LIDs a switch
   std::vector<std::pair<uint32_t, bool>> stack;
