@@ -115,44 +115,40 @@ void ArManager::Discover(std::shared_ptr<Run_> run) {
       continue;
     }
     ++counters_.capability_queries;
-    pipeline_.Get(run->paths[n], mad::attr::kGeneralInfo, mad::kGeneralInfoCapabilityModifier,
-                  [this, g, gen = run->gen](Result<mad::Smp> r) {
-                    if (gen != gen_) return;  // stopped
-                    SwitchState& s = state_[g];
-                    if (!r.ok()) {
-                      s.capable = false;
-                      s.why_not = r.status().code() == StatusCode::kTimeout
-                                      ? "no answer to GeneralInfo (no vendor attributes)"
-                                      : "GeneralInfo refused: " + r.status().message();
-                      // A timeout is a legacy switch only if the switch answered the
-                      // NodeInfo sent beside it (decided when both are in).
-                      s.silent = r.status().code() == StatusCode::kTimeout;
-                      if (!s.silent) ++counters_.not_capable;
-                      return;
-                    }
-                    auto caps = mad::Decode<mad::GeneralInfoCapabilities>(r->data);
-                    if (!caps.ok()) {
-                      ++counters_.bad_answers;
-                      s.capable = false;
-                      s.why_not = "undecodable GeneralInfo";
-                      return;
-                    }
-                    // Bit 2 is the SwitchX-style AR ibsm programs; bit 1 without it is the
-                    // pre-SwitchX LFT format (docs/ar-sharp.md "Discovery").
-                    s.capable = caps->Has(mad::general_cap::kAdaptiveRoutingRev1);
-                    if (!*s.capable) {
-                      s.why_not = caps->Has(mad::general_cap::kAdaptiveRoutingLegacy)
-                                      ? "AR: legacy format not supported"
-                                      : "GeneralInfo has no AR capability";
-                      ++counters_.not_capable;
-                    }
-                  }, this, /*abandonable=*/true);
+    Get(*run, run->paths[n], mad::attr::kGeneralInfo, mad::kGeneralInfoCapabilityModifier,
+        [this, g](Result<mad::Smp> r) {
+          SwitchState& s = state_[g];
+          if (!r.ok()) {
+            s.capable = false;
+            s.why_not = r.status().code() == StatusCode::kTimeout
+                            ? "no answer to GeneralInfo (no vendor attributes)"
+                            : "GeneralInfo refused: " + r.status().message();
+            // A timeout is a legacy switch only if the switch answered the
+            // NodeInfo sent beside it (decided when both are in).
+            s.silent = r.status().code() == StatusCode::kTimeout;
+            if (!s.silent) ++counters_.not_capable;
+            return;
+          }
+          auto caps = mad::Decode<mad::GeneralInfoCapabilities>(r->data);
+          if (!caps.ok()) {
+            ++counters_.bad_answers;
+            s.capable = false;
+            s.why_not = "undecodable GeneralInfo";
+            return;
+          }
+          // Bit 2 is the SwitchX-style AR ibsm programs; bit 1 without it is the
+          // pre-SwitchX LFT format (docs/ar-sharp.md "Discovery").
+          s.capable = caps->Has(mad::general_cap::kAdaptiveRoutingRev1);
+          if (!*s.capable) {
+            s.why_not = caps->Has(mad::general_cap::kAdaptiveRoutingLegacy)
+                            ? "AR: legacy format not supported"
+                            : "GeneralInfo has no AR capability";
+            ++counters_.not_capable;
+          }
+        });
     s.answered = false;
-    pipeline_.Get(run->paths[n], mad::attr::kNodeInfo, 0,
-                  [this, g, gen = run->gen](Result<mad::Smp> r) {
-                    if (gen != gen_) return;  // stopped
-                    state_[g].answered = r.ok();
-                  }, this, /*abandonable=*/true);
+    Get(*run, run->paths[n], mad::attr::kNodeInfo, 0,
+        [this, g](Result<mad::Smp> r) { state_[g].answered = r.ok(); });
   }
   pipeline_.WhenIdle([this, run] {
     if (run->gen != gen_) return;
@@ -185,29 +181,27 @@ void ArManager::ReadInfo(std::shared_ptr<Run_> run) {
     if (!s.capable.value_or(false)) continue;
     s.failed = false;
     if (!s.caps_valid) {
-      pipeline_.Get(run->paths[n], mad::attr::kArInfo,
-                    mad::EncodeModifier(mad::ArInfoModifier{1}), [this, g, gen = run->gen](Result<mad::Smp> r) {
-                      if (gen != gen_) return;  // stopped
-                      SwitchState& s = state_[g];
-                      auto caps = r.ok() ? mad::Decode<mad::ArInfo>(r->data)
-                                         : Result<mad::ArInfo>(r.status());
-                      if (!caps.ok()) {
-                        s.failed = true;
-                        s.why_not = "ARInfo capability Get failed: " + caps.status().message();
-                        return;
-                      }
-                      if (caps->group_cap == 0) {
-                        s.capable = false;
-                        s.why_not = "ARInfo GroupCap is 0";
-                        ++counters_.not_capable;
-                        return;
-                      }
-                      s.caps = *caps;
-                      s.caps_valid = true;
-                    }, this, /*abandonable=*/true);
+      Get(*run, run->paths[n], mad::attr::kArInfo, mad::EncodeModifier(mad::ArInfoModifier{1}),
+          [this, g](Result<mad::Smp> r) {
+            SwitchState& s = state_[g];
+            auto caps =
+                r.ok() ? mad::Decode<mad::ArInfo>(r->data) : Result<mad::ArInfo>(r.status());
+            if (!caps.ok()) {
+              s.failed = true;
+              s.why_not = "ARInfo capability Get failed: " + caps.status().message();
+              return;
+            }
+            if (caps->group_cap == 0) {
+              s.capable = false;
+              s.why_not = "ARInfo GroupCap is 0";
+              ++counters_.not_capable;
+              return;
+            }
+            s.caps = *caps;
+            s.caps_valid = true;
+          });
     }
-    pipeline_.Get(run->paths[n], mad::attr::kArInfo, 0, [this, g, gen = run->gen](Result<mad::Smp> r) {
-      if (gen != gen_) return;  // stopped
+    Get(*run, run->paths[n], mad::attr::kArInfo, 0, [this, g](Result<mad::Smp> r) {
       SwitchState& s = state_[g];
       auto info = r.ok() ? mad::Decode<mad::ArInfo>(r->data) : Result<mad::ArInfo>(r.status());
       if (!info.ok()) {
@@ -234,11 +228,9 @@ void ArManager::ReadInfo(std::shared_ptr<Run_> run) {
                                 "per group, not sub-group masks",
                                 info->sub_grps_active);
       }
-    }, this, /*abandonable=*/true);
+    });
   }
-  pipeline_.WhenIdle([this, run] {
-    if (run->gen == gen_) Compute(run);
-  });
+  Then(run, &ArManager::Compute);
 }
 
 void ArManager::Compute(std::shared_ptr<Run_> run) {
@@ -318,38 +310,32 @@ void ArManager::ReadTables(std::shared_ptr<Run_> run) {
     for (size_t b = 0; b < gblocks; ++b) {
       if (s.groups[b * 2] && s.groups[b * 2 + 1]) continue;
       ++counters_.group_blocks_read;
-      pipeline_.Get(run->paths[n], mad::attr::kArGroupTable,
-                    mad::ArGroupTableAttrMod(static_cast<uint32_t>(b)),
-                    [this, g, b, gen = run->gen](Result<mad::Smp> r) {
-                      if (gen != gen_) return;  // stopped
-                      if (!r.ok()) return;  // stays unknown: written below
-                      auto blk = mad::Decode<mad::ArGroupTable>(r->data);
-                      auto& groups = state_[g].groups;
-                      if (!blk.ok() || groups.size() < b * 2 + 2) return;
-                      groups[b * 2] = blk->Group(0);
-                      groups[b * 2 + 1] = blk->Group(1);
-                    }, this, /*abandonable=*/true);
+      Get(*run, run->paths[n], mad::attr::kArGroupTable,
+          mad::ArGroupTableAttrMod(static_cast<uint32_t>(b)), [this, g, b](Result<mad::Smp> r) {
+            if (!r.ok()) return;  // stays unknown: written below
+            auto blk = mad::Decode<mad::ArGroupTable>(r->data);
+            auto& groups = state_[g].groups;
+            if (!blk.ok() || groups.size() < b * 2 + 2) return;
+            groups[b * 2] = blk->Group(0);
+            groups[b * 2 + 1] = blk->Group(1);
+          });
     }
     for (size_t b = 0; b < lblocks; ++b) {
       bool known = true;
       for (size_t i = 0; i < mad::kArLftBlockSize; ++i) known &= s.lft[b * 16 + i].has_value();
       if (known) continue;
       ++counters_.lft_blocks_read;
-      pipeline_.Get(run->paths[n], mad::attr::kArLinearForwardingTable,
-                    mad::ArLftAttrMod(static_cast<uint32_t>(b)),
-                    [this, g, b, gen = run->gen](Result<mad::Smp> r) {
-                      if (gen != gen_) return;  // stopped
-                      if (!r.ok()) return;
-                      auto blk = mad::Decode<mad::ArLinearForwardingTable>(r->data);
-                      auto& lft = state_[g].lft;
-                      if (!blk.ok() || lft.size() < (b + 1) * 16) return;
-                      for (size_t i = 0; i < 16; ++i) lft[b * 16 + i] = blk->Entry(i);
-                    }, this, /*abandonable=*/true);
+      Get(*run, run->paths[n], mad::attr::kArLinearForwardingTable,
+          mad::ArLftAttrMod(static_cast<uint32_t>(b)), [this, g, b](Result<mad::Smp> r) {
+            if (!r.ok()) return;
+            auto blk = mad::Decode<mad::ArLinearForwardingTable>(r->data);
+            auto& lft = state_[g].lft;
+            if (!blk.ok() || lft.size() < (b + 1) * 16) return;
+            for (size_t i = 0; i < 16; ++i) lft[b * 16 + i] = blk->Entry(i);
+          });
     }
   }
-  pipeline_.WhenIdle([this, run] {
-    if (run->gen == gen_) WriteGroups(run);
-  });
+  Then(run, &ArManager::WriteGroups);
 }
 
 void ArManager::WriteGroups(std::shared_ptr<Run_> run) {
@@ -375,33 +361,33 @@ void ArManager::WriteGroups(std::shared_ptr<Run_> run) {
       // Not known held until answered: a run stopped before the answer (Stop) leaves the
       // block to be read or written again.
       s.groups[b * 2] = s.groups[b * 2 + 1] = std::nullopt;
-      pipeline_.Set(run->paths[n], mad::attr::kArGroupTable,
-                    mad::ArGroupTableAttrMod(static_cast<uint32_t>(b)), data,
-                    [this, g, b, name = NodeName(f, n), gen = run->gen](Result<mad::Smp> r) {
-                      if (gen != gen_) return;  // stopped
-                      SwitchState& s = state_[g];
-                      auto blk = r.ok() ? mad::Decode<mad::ArGroupTable>(r->data)
-                                        : Result<mad::ArGroupTable>(r.status());
-                      if (!blk.ok()) {
-                        ++counters_.set_failures;
-                        if (!s.failed)
-                          Log(LogName::kSm).warn("SM-AR-006 ARGroupTable block {} Set on {} ({}) "
-                                                 "failed: {}; AR stays off there",
-                                                 b, name, ToString(g), blk.status().ToString());
-                        s.failed = true;
-                        s.why_not = "ARGroupTable Set failed";
-                        if (s.groups.size() >= b * 2 + 2) s.groups[b * 2] = s.groups[b * 2 + 1] = std::nullopt;
-                        return;
-                      }
-                      if (s.groups.size() < b * 2 + 2) return;
-                      s.groups[b * 2] = blk->Group(0);
-                      s.groups[b * 2 + 1] = blk->Group(1);
-                    }, this, /*abandonable=*/true);
+      Set(*run, run->paths[n], mad::attr::kArGroupTable,
+          mad::ArGroupTableAttrMod(static_cast<uint32_t>(b)), data,
+          [this, g, b, name = NodeName(f, n)](Result<mad::Smp> r) {
+            SwitchState& s = state_[g];
+            auto blk = r.ok() ? mad::Decode<mad::ArGroupTable>(r->data)
+                              : Result<mad::ArGroupTable>(r.status());
+            if (!blk.ok()) {
+              ++counters_.set_failures;
+              if (!s.failed)
+                Log(LogName::kSm)
+                    .warn(
+                        "SM-AR-006 ARGroupTable block {} Set on {} ({}) "
+                        "failed: {}; AR stays off there",
+                        b, name, ToString(g), blk.status().ToString());
+              s.failed = true;
+              s.why_not = "ARGroupTable Set failed";
+              if (s.groups.size() >= b * 2 + 2)
+                s.groups[b * 2] = s.groups[b * 2 + 1] = std::nullopt;
+              return;
+            }
+            if (s.groups.size() < b * 2 + 2) return;
+            s.groups[b * 2] = blk->Group(0);
+            s.groups[b * 2 + 1] = blk->Group(1);
+          });
     }
   }
-  pipeline_.WhenIdle([this, run] {
-    if (run->gen == gen_) WriteLfts(run);
-  });
+  Then(run, &ArManager::WriteLfts);
 }
 
 void ArManager::WriteLfts(std::shared_ptr<Run_> run) {
@@ -440,37 +426,36 @@ void ArManager::WriteLfts(std::shared_ptr<Run_> run) {
       ++counters_.lft_blocks_sent;
       for (size_t i = 0; i < mad::kArLftBlockSize; ++i)  // as the group blocks above
         s.lft[b * mad::kArLftBlockSize + i] = std::nullopt;
-      pipeline_.Set(run->paths[n], mad::attr::kArLinearForwardingTable,
-                    mad::ArLftAttrMod(static_cast<uint32_t>(b)), data,
-                    [this, g, b, name = NodeName(f, n), gen = run->gen](Result<mad::Smp> r) {
-                      if (gen != gen_) return;  // stopped
-                      SwitchState& s = state_[g];
-                      auto blk = r.ok() ? mad::Decode<mad::ArLinearForwardingTable>(r->data)
-                                        : Result<mad::ArLinearForwardingTable>(r.status());
-                      const size_t first = b * mad::kArLftBlockSize;
-                      if (!blk.ok()) {
-                        ++counters_.set_failures;
-                        if (!s.failed)
-                          Log(LogName::kSm).warn("SM-AR-006 ARLinearForwardingTable block {} Set "
-                                                 "on {} ({}) failed: {}; AR stays off there",
-                                                 b, name, ToString(g), blk.status().ToString());
-                        s.failed = true;
-                        s.why_not = "ARLinearForwardingTable Set failed";
-                        for (size_t i = 0; i < 16 && first + i < s.lft.size(); ++i)
-                          s.lft[first + i] = std::nullopt;
-                        return;
-                      }
-                      for (size_t i = 0; i < 16 && first + i < s.lft.size(); ++i)
-                        s.lft[first + i] = blk->Entry(i);
-                    }, this, /*abandonable=*/true);
+      Set(*run, run->paths[n], mad::attr::kArLinearForwardingTable,
+          mad::ArLftAttrMod(static_cast<uint32_t>(b)), data,
+          [this, g, b, name = NodeName(f, n)](Result<mad::Smp> r) {
+            SwitchState& s = state_[g];
+            auto blk = r.ok() ? mad::Decode<mad::ArLinearForwardingTable>(r->data)
+                              : Result<mad::ArLinearForwardingTable>(r.status());
+            const size_t first = b * mad::kArLftBlockSize;
+            if (!blk.ok()) {
+              ++counters_.set_failures;
+              if (!s.failed)
+                Log(LogName::kSm)
+                    .warn(
+                        "SM-AR-006 ARLinearForwardingTable block {} Set "
+                        "on {} ({}) failed: {}; AR stays off there",
+                        b, name, ToString(g), blk.status().ToString());
+              s.failed = true;
+              s.why_not = "ARLinearForwardingTable Set failed";
+              for (size_t i = 0; i < 16 && first + i < s.lft.size(); ++i)
+                s.lft[first + i] = std::nullopt;
+              return;
+            }
+            for (size_t i = 0; i < 16 && first + i < s.lft.size(); ++i)
+              s.lft[first + i] = blk->Entry(i);
+          });
       return true;
     }
     return false;
   });
   (void)f;
-  pipeline_.WhenIdle([this, run] {
-    if (run->gen == gen_) Enable(run);
-  });
+  Then(run, &ArManager::Enable);
 }
 
 // ARInfo Set: E on, the SL mask (per-SL enable when the switch can and not every SL is
@@ -513,32 +498,29 @@ void ArManager::Enable(std::shared_ptr<Run_> run) {
     }
     const std::array<uint8_t, 64> data = mad::ArInfoSetData(s.raw, want, by_transport);
     ++counters_.info_sets;
-    pipeline_.Set(run->paths[n], mad::attr::kArInfo, 0, data,
-                  [this, g, name = NodeName(f, n), gen = run->gen](Result<mad::Smp> r) {
-                    if (gen != gen_) return;  // stopped
-                    SwitchState& s = state_[g];
-                    auto info = r.ok() ? mad::Decode<mad::ArInfo>(r->data)
-                                       : Result<mad::ArInfo>(r.status());
-                    if (!info.ok()) {
-                      ++counters_.set_failures;
-                      Log(LogName::kSm).warn("SM-AR-006 ARInfo Set on {} ({}) failed: {}", name,
-                                             ToString(g), info.status().ToString());
-                      s.failed = true;
-                      s.why_not = "ARInfo Set failed";
-                      s.info_valid = false;
-                      s.enabled = false;
-                      return;
-                    }
-                    s.info = *info;
-                    s.raw = r->data;
-                    s.enabled = info->e != 0;
-                  }, this, /*abandonable=*/true);
+    Set(*run, run->paths[n], mad::attr::kArInfo, 0, data,
+        [this, g, name = NodeName(f, n)](Result<mad::Smp> r) {
+          SwitchState& s = state_[g];
+          auto info = r.ok() ? mad::Decode<mad::ArInfo>(r->data) : Result<mad::ArInfo>(r.status());
+          if (!info.ok()) {
+            ++counters_.set_failures;
+            Log(LogName::kSm)
+                .warn("SM-AR-006 ARInfo Set on {} ({}) failed: {}", name, ToString(g),
+                      info.status().ToString());
+            s.failed = true;
+            s.why_not = "ARInfo Set failed";
+            s.info_valid = false;
+            s.enabled = false;
+            return;
+          }
+          s.info = *info;
+          s.raw = r->data;
+          s.enabled = info->e != 0;
+        });
   }
   // A switch refused here (sub-groups active, a failed read) that another SM or an earlier
   // run left with AR on forwards by groups ibsm did not write: turned off like the rest.
-  pipeline_.WhenIdle([this, run] {
-    if (run->gen == gen_) Disable(run);
-  });
+  Then(run, &ArManager::Disable);
 }
 
 // AR off where it is on (ar_mode 0, a non-AR engine, or tables refused; after a run that
@@ -558,8 +540,7 @@ void ArManager::Disable(std::shared_ptr<Run_> run) {
     const std::array<uint8_t, 64> data =
         mad::ArInfoSetData(s.raw, want, s.caps_valid && s.caps.by_transport_cap);
     ++counters_.info_sets;
-    pipeline_.Set(run->paths[n], mad::attr::kArInfo, 0, data, [this, g, gen = run->gen](Result<mad::Smp> r) {
-      if (gen != gen_) return;  // stopped
+    Set(*run, run->paths[n], mad::attr::kArInfo, 0, data, [this, g](Result<mad::Smp> r) {
       SwitchState& s = state_[g];
       auto info = r.ok() ? mad::Decode<mad::ArInfo>(r->data) : Result<mad::ArInfo>(r.status());
       if (!info.ok()) {
@@ -570,10 +551,33 @@ void ArManager::Disable(std::shared_ptr<Run_> run) {
       s.info = *info;
       s.raw = r->data;
       s.enabled = info->e != 0;
-    }, this, /*abandonable=*/true);
+    });
   }
-  pipeline_.WhenIdle([this, run] {
-    if (run->gen == gen_) Finish(run);
+  Then(run, &ArManager::Finish);
+}
+
+// A run's SMPs are one abandonable group (Stop), and what answers a stopped run changes
+// nothing: Abandon runs the callbacks of the requests still queued, with "dropped".
+SmpPipeline::Callback ArManager::OfRun(const Run_& run, SmpPipeline::Callback fn) {
+  return [this, gen = run.gen, fn = std::move(fn)](Result<mad::Smp> r) {
+    if (gen == gen_) fn(std::move(r));
+  };
+}
+
+void ArManager::Get(const Run_& run, const DrPath& path, uint16_t attr, uint32_t mod,
+                    SmpPipeline::Callback fn) {
+  pipeline_.Get(path, attr, mod, OfRun(run, std::move(fn)), this, /*abandonable=*/true);
+}
+
+void ArManager::Set(const Run_& run, const DrPath& path, uint16_t attr, uint32_t mod,
+                    std::span<const uint8_t> data, SmpPipeline::Callback fn) {
+  pipeline_.Set(path, attr, mod, data, OfRun(run, std::move(fn)), this, /*abandonable=*/true);
+}
+
+// The run's next step once its SMPs are in, unless it was stopped meanwhile.
+void ArManager::Then(std::shared_ptr<Run_> run, void (ArManager::*next)(std::shared_ptr<Run_>)) {
+  pipeline_.WhenIdle([this, run, next] {
+    if (run->gen == gen_) (this->*next)(run);
   });
 }
 

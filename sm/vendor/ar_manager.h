@@ -149,6 +149,13 @@ class ArManager {
   void Disable(std::shared_ptr<Run_> run);
   void Finish(std::shared_ptr<Run_> run);
   void LoadIds();
+  // The run's SMPs and next steps, dropped once it is stopped (Stop).
+  SmpPipeline::Callback OfRun(const Run_& run, SmpPipeline::Callback fn);
+  void Get(const Run_& run, const DrPath& path, uint16_t attr, uint32_t mod,
+           SmpPipeline::Callback fn);
+  void Set(const Run_& run, const DrPath& path, uint16_t attr, uint32_t mod,
+           std::span<const uint8_t> data, SmpPipeline::Callback fn);
+  void Then(std::shared_ptr<Run_> run, void (ArManager::*next)(std::shared_ptr<Run_>));
 
   SmpPipeline& pipeline_;
   ha::RoutingRows* store_;
