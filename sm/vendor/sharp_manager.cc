@@ -541,13 +541,7 @@ void SharpManager::Write() {
   for (const auto& [an, id] : cleanup) {
     auto it = run.by_guid.find(an);
     if (it == run.by_guid.end() || !run.ans[it->second].usable) continue;  // gone or not answering
-    mad::AmMad m = mad::MakeAmRequest(mad::method::kSet, mad::am_attr::kResourceCleanup, 0);
-    mad::ResourceCleanup rc;
-    rc.scope = mad::cleanup_scope::kTree;
-    rc.tree_id = id;
-    rc.job_id = options_.job_id;
-    mad::EncodeTo(rc, m.data);
-    gmp_->Send(run.ans[it->second].lid, m, [](Result<mad::AmMad>) {});  // failures counted
+    CleanUpTree(run.ans[it->second].lid, id, [](Result<mad::AmMad>) {});  // failures counted
   }
   for (auto it = programmed_.begin(); it != programmed_.end();)
     it = (!run.intent.count(it->first) || run.dirty.count(it->first)) ? programmed_.erase(it) : std::next(it);
@@ -632,6 +626,19 @@ void SharpManager::Write() {
   });
 }
 
+// ResourceCleanup of tree `tid` on the AN at `lid`: its QPs and its entry freed. Idempotent,
+// so it goes with the transport's retries.
+void SharpManager::CleanUpTree(Lid lid, uint16_t tid,
+                               std::function<void(Result<mad::AmMad>)> then) {
+  mad::AmMad m = mad::MakeAmRequest(mad::method::kSet, mad::am_attr::kResourceCleanup, 0);
+  mad::ResourceCleanup rc;
+  rc.scope = mad::cleanup_scope::kTree;
+  rc.tree_id = tid;
+  rc.job_id = options_.job_id;
+  mad::EncodeTo(rc, m.data);
+  gmp_->Send(lid, m, std::move(then));
+}
+
 // QPAllocation is a Set that is not idempotent: an AN that took one whose answer was lost
 // allocates again when it comes again, and the QPs of the first are held for nothing (a
 // tree that then reads back right is never cleaned up). So it goes once, without the
@@ -657,16 +664,7 @@ void SharpManager::AllocateQps(uint16_t tid, Guid an, int attempt) {
   const Lid lid = run.LidOf(an);
   mad::SendOptions once = options_.send;
   once.retries = 0;
-  auto cleanup = [this, lid, tid](std::function<void(Result<mad::AmMad>)> then) {
-    mad::AmMad m = mad::MakeAmRequest(mad::method::kSet, mad::am_attr::kResourceCleanup, 0);
-    mad::ResourceCleanup rc;
-    rc.scope = mad::cleanup_scope::kTree;
-    rc.tree_id = tid;
-    rc.job_id = options_.job_id;
-    mad::EncodeTo(rc, m.data);
-    gmp_->Send(lid, m, std::move(then));
-  };
-  auto done = [this, tid, an, attempt, alloc, cleanup] {
+  auto done = [this, tid, an, lid, attempt, alloc] {
     Run_& run = *run_;
     if (!alloc->refused.ok() || alloc->lost) {
       const bool again = alloc->refused.ok() && attempt < options_.send.retries;
@@ -678,14 +676,15 @@ void SharpManager::AllocateQps(uint16_t tid, Guid an, int attempt) {
                                ? fmt::format("not answered in {} attempts", attempt + 1)
                                : alloc->refused.ToString()));
         run.failed.insert(tid);
-        if (alloc->lost) cleanup([](Result<mad::AmMad>) {});  // what it allocated unanswered
+        // What it allocated for the MADs not answered.
+        if (alloc->lost) CleanUpTree(lid, tid, [](Result<mad::AmMad>) {});
         return;
       }
       ++counters_.qp_allocations_repeated;
       Log(LogName::kSm).info("SHARP tree {}: a QPAllocation on AN {} was not answered; its "
                              "QPs there are freed and allocated again",
                              tid, ToString(an));
-      cleanup([this, tid, an, attempt](Result<mad::AmMad> r) {
+      CleanUpTree(lid, tid, [this, tid, an, attempt](Result<mad::AmMad> r) {
         if (r.ok()) return AllocateQps(tid, an, attempt + 1);
         if (!run_->failed.count(tid))
           Note("SM-SHARP-005", fmt::format("ResourceCleanup of tree {} on AN {} failed: {}", tid,

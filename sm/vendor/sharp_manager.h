@@ -144,6 +144,7 @@ class SharpManager {
   void Verify(bool after_write);
   void Write();
   void AllocateQps(uint16_t tid, Guid an, int attempt);
+  void CleanUpTree(Lid lid, uint16_t tid, std::function<void(Result<mad::AmMad>)> then);
   void Finish();
   void Note(const std::string& id, const std::string& text);
   // The context of `qpn` on AN `me` for tree `tree_id`, whose far end is `remote`'s QP
