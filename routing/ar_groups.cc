@@ -86,7 +86,7 @@ Result<std::map<Guid, uint16_t>> AllocateIds(const std::vector<Guid>& leaves,
 class TreeRule {
  public:
   TreeRule(const Fabric& f, const LidMap& lids, const RoutingTables& static_tables)
-      : f_(f), st_(static_tables), sidx_(f.node_count(), kNone) {
+      : st_(static_tables), sidx_(f.node_count(), kNone) {
     for (NodeId n = 0; n < f.node_count(); ++n)
       if (f.node(n).is_switch()) {
         sidx_[n] = static_cast<uint32_t>(snode_.size());
@@ -194,7 +194,6 @@ class TreeRule {
     }
   }
 
-  const Fabric& f_;
   const RoutingTables& st_;
   std::vector<uint32_t> sidx_;
   std::vector<NodeId> snode_;
