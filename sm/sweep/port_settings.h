@@ -1,6 +1,6 @@
 // The PortInfo each port should hold, as OpenSM's link manager writes it
 // (docs/port-programming.md), and what ports answered to the SM's PortInfo Sets: the cache of
-// the LIDs-and-ports stage (ConfigureLids, ConfigureSwitchPorts), which the link stage
+// the LIDs-and-ports stage (LidsAndPortsStage, which owns it), which the link stage
 // (LinkStage) and the partition stage read too.
 //
 // Some agents do not keep every field they are set (ibsim keeps no SubnetTimeout,

@@ -66,7 +66,7 @@ struct SubnetManagerOptions {
   routing::RoutingOptions routing;
   size_t max_wire_smps = 64;
   // qos FALSE: the most the end of a heavy sweep waits for the optional SL2VL and VLArb
-  // reads before SUBNET UP (WaitsForQosReads). Not an opensm.conf key.
+  // reads before SUBNET UP (QosStage::HoldsFinish). Not an opensm.conf key.
   std::chrono::milliseconds optional_reads_wait{250};
   mad::SendOptions send;
   std::chrono::seconds sweep_interval{10};  // 0 = no light sweeps

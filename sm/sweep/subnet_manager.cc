@@ -87,10 +87,12 @@ void SubnetManager::Start(std::function<void(const SweepStats&)> on_sweep) {
   if (local.ok()) {
     sm_port_guid_ = local->port_guid;
     ha_.set_port_guid(sm_port_guid_);
-    sm_lid_ = local->lid;  // until the first sweep assigns it
   }
   WarnAboutDefaultKeys();
-  if (!options_.lids.reassign) guid2lid_ = writer_.LoadLids(options_.guid2lid_file);
+  // The SM port's LID until the first sweep assigns it.
+  lids_and_ports_.Start(local.ok() ? local->lid : Lid{0},
+                        options_.lids.reassign ? std::unordered_map<Guid, PersistedLid>{}
+                                               : writer_.LoadLids(options_.guid2lid_file));
   if (options_.state_writer_thread) {
     writer_.StartThread([this](std::function<void()> change) {
       boost::asio::post(io_, std::move(change));
@@ -147,13 +149,12 @@ void SubnetManager::WarnAboutDefaultKeys() {
 
 void SubnetManager::Stop() {
   stopped_ = true;
-  qos_reader_.Cancel();
+  qos_.Stop();
   light_timer_.cancel();
   damping_timer_.cancel();
   standby_timer_.cancel();
   ha_.Stop();
   recovery_timer_.cancel();
-  qos_wait_timer_.cancel();
   FlushState();
   writer_.Drain();  // the last sweep's files, before the daemon exits
 }
@@ -432,7 +433,7 @@ void SubnetManager::HaStandby() {
 }
 
 void SubnetManager::HaContinueSweep(bool qos_reads) {
-  if (qos_reads) StartQosReads();
+  if (qos_reads) qos_.StartReads();
   NextStage();
 }
 

@@ -41,16 +41,18 @@
 #include "sm/sweep/lft_programmer.h"
 #include "sm/sweep/link_damping.h"
 #include "sm/sweep/link_stage.h"
+#include "sm/sweep/lids_and_ports.h"
 #include "sm/sweep/model_spare.h"
 #include "sm/sweep/partition_programmer.h"
 #include "sm/sweep/port_settings.h"
 #include "sm/sweep/route_worker.h"
 #include "sm/sweep/sm_options.h"
+#include "sm/sweep/switch_info_stage.h"
 #include "sm/sweep/sweep_engine.h"
 #include "sm/model/pkey_manager.h"
 #include "sm/sweep/mft_programmer.h"
 #include "sm/model/multicast.h"
-#include "sm/sweep/qos_program.h"
+#include "sm/sweep/qos_stage.h"
 #include "sm/model/qos_tables.h"
 #include "sm/sa/sa_server.h"
 #include "sm/vendor/sharp_manager.h"
@@ -122,7 +124,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // The engine's own model, which a running sweep changes as it goes (LIDs as programmed so
   // far); for the SM's stages and tests. Observers read published() instead.
   const Fabric* fabric() const { return discovered_ ? &discovered_->fabric : nullptr; }
-  Lid sm_lid() const { return sm_lid_; }
+  Lid sm_lid() const { return lids_and_ports_.sm_lid(); }
   Guid port_guid() const { return sm_port_guid_; }
   const SubnetManagerOptions& options() const { return options_; }
   // The clock the SM times its sweeps with (SweepStats::started, sweep_in_progress()).
@@ -268,7 +270,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void OnDiscovered(DiscoveryResult r);
   void ProgramPKeys();
   void ConfigureLids();
-  void ConfigureSwitchPorts();
   // The engines a sweep asks (routing_engine, updn added as OpenSM adds minhop) and their
   // options.
   std::string RoutingChain() const;
@@ -302,10 +303,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void CloseSweep();
   void PublishSweep(const std::vector<Guid>& ports_before);
   void ContinueAfterSweep(bool verify);
-  void StartQosReads();
-  // The QoS Sets of this sweep (qos TRUE), then `then`.
-  bool WaitsForQosReads();
-  void ProgramQos(std::function<void()> then);
   void ScheduleLightSweep();
   void LightSweep();
   // --- HA: what the SMInfo protocol (ha_) asks of the sweeps (sm/sweep/ha_agent.h) ---
@@ -329,7 +326,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // --- traps: what the trap handler (traps_) asks of the sweeps (sm/sweep/trap_handler.h) ---
   const DiscoveryResult* TrapDiscovered() const override { return discovered_.get(); }
   mad::SmState TrapSmState() const override { return state(); }
-  Lid TrapSmLid() const override { return sm_lid_; }
+  Lid TrapSmLid() const override { return lids_and_ports_.sm_lid(); }
   std::optional<Guid> TrapSwitchOfLid(uint16_t lid) const override { return SwitchOfLid(lid); }
   void TrapSwitchReported(Guid sw, bool repair, const std::string& why) override;
   void TrapRequestHeavySweep(const std::string& why) override { RequestHeavySweep(why); }
@@ -369,33 +366,52 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   SmpPipeline standby_pipeline_;
   // Optional reads (SL2VL, VLArb) on a pipeline of their own, never the sweep's.
   SmpPipeline qos_pipeline_;
-  QosReader qos_reader_{qos_pipeline_};
-  QosSupportMap qos_support_;  // devices found without one of those tables
-  bool qos_rerun_ = false;     // a sweep found new nodes while reads were in flight
-  bool finish_waits_for_qos_ = false;  // the sweep's end waits for the reads
-  // qos FALSE: the sweep's end waits for them at most options_.optional_reads_wait;
-  // `qos_wait_over_` is set when that wait ran out, until the sweep has ended.
-  boost::asio::steady_timer qos_wait_timer_{io_};
-  bool qos_wait_over_ = false;
-  bool qos_program_owed_ = false;  // qos TRUE: a sweep ended before its reads were in
+  // The SL2VL and VLArb reads on it, the finish's wait for them, the QoS Sets.
+  QosStage qos_{io_, qos_pipeline_, options_, counters_, sweep_,
+                {[this] { return discovered_; },
+                 [this](Guid g) { return lfts_.top(g); },
+                 [this] { return state() == mad::SmState::kMaster; },
+                 [this] { return sweeping_; },
+                 [this] { return repair_pending_.size(); },
+                 [this] { return tables_ != nullptr; },
+                 [this] {
+                   if (discovered_ && sm_port_ != kNoPort) PublishSaSnapshot();
+                 },
+                 [this] {
+                   if (sa_.snapshot()) PublishSaSnapshot();
+                 },
+                 [this] { FinishHeavySweep(); },
+                 [this](std::string_view id, std::string message) {
+                   Issue(std::string(id), message);
+                 },
+                 [this](std::string_view name) { engine_.OpenStage(name); },
+                 [this] { return stopped_; }}};
   bool repair_follows_cut_short_ = false;  // a heavy sweep handed its model to the repair
   // A repair that handed over to the running one (HandSweepToRepair): its figures, added to
   // this one's when it closes, and the nodes it touched (empty: it looked at every node).
   std::optional<SweepContext> handed_over_;
-  std::shared_ptr<const QosMap> qos_ = std::make_shared<QosMap>();  // by node GUID
-  QosProgrammer qos_programmer_{qos_pipeline_};
-  bool qos_programmed_ = false;  // this sweep's QoS Sets are done (FinishHeavySweep)
-  std::unordered_set<Guid> qos_set_failed_;  // devices whose failed Set was logged (once)
   SaServer sa_;
   MulticastManager mcast_;
   MftProgrammer mft_{pipeline_};
   LftProgrammer lfts_{pipeline_, [this](std::string_view id, std::string message) {
                         Issue(std::string(id), message);
                       }};
-  // What each port should hold, and what ports answered to our PortInfo Sets.
-  PortSettings ports_{options_, [this]() -> const DiscoveryResult& { return *discovered_; },
-                      lids_, sm_lid_};
-  LinkStage links_{pipeline_, ports_, counters_,
+  ClientReregister rereg_;  // which CA ports a sweep tells to re-register
+  SwitchInfoStage switch_info_{
+      pipeline_, options_, lfts_, mft_,
+      {[this]() -> const DiscoveryResult& { return *discovered_; },
+       [this]() -> DiscoveryResult& { return MutableDiscovered(); },
+       [this](std::string_view id, std::string message) { Issue(std::string(id), message); },
+       [this] { return stopped_; }}};
+  // The LIDs, and what each port should hold and answered to our PortInfo Sets (ports()).
+  LidsAndPortsStage lids_and_ports_{
+      pipeline_, options_, counters_, rereg_,
+      {[this]() -> const DiscoveryResult& { return *discovered_; },
+       [this]() -> DiscoveryResult& { return MutableDiscovered(); },
+       [this](PortId p) { return PortInfoPath(p); },
+       [this](std::string_view id, std::string message) { Issue(std::string(id), message); },
+       [this] { return stopped_; }}};
+  LinkStage links_{pipeline_, lids_and_ports_.ports(), counters_,
                    {[this]() -> const DiscoveryResult& { return *discovered_; },
                     [this]() -> DiscoveryResult& { return MutableDiscovered(); },
                     [this](PortId p) { return PortInfoPath(p); },
@@ -408,7 +424,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
       pipeline_, counters_,
       {[this]() -> const DiscoveryResult& { return *discovered_; },
        [this](std::string_view id, std::string message) { Issue(std::string(id), message); },
-       [this](PortId p) { return ports_.Desired(p); },
+       [this](PortId p) { return lids_and_ports_.ports().Desired(p); },
        [this](NodeId n, uint8_t port, const mad::PortInfo& pi) {
          MutableDiscovered().nodes[n].port_info[port] = pi;
        },
@@ -467,7 +483,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
 
   bool routing_in_flight_ = false;
   Guid sm_port_guid_{0};
-  Lid sm_lid_{0};
   bool sweeping_ = false;
   bool sweep_again_ = false;
   bool sweep_posted_ = false;
@@ -502,8 +517,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void PublishStandbyModel();
   DiscoveryResult& MutableDiscovered();
   PortId sm_port_ = kNoPort;
-  LidAssignment lids_;
-  std::unordered_map<Guid, PersistedLid> guid2lid_;
   bool mcast_save_pending_ = false;  // multicast groups changed but not yet saved
   // The multicast rows as last written, by MGID: a save writes only the groups that differ.
   std::map<std::array<uint8_t, 16>, ha::McGroupRow> saved_mcast_;
@@ -535,7 +548,6 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   std::optional<EngineTables> engine_tables_;
   std::unique_ptr<routing::LidMap> lid_map_;
   std::optional<RoutingCheck> last_check_;
-  ClientReregister rereg_;  // which CA ports a sweep tells to re-register
   SweepStats last_;
   uint64_t sweep_number_ = 0;
   // The SMInfo protocol and the SM state; last, as it refers to the members above.

@@ -116,8 +116,7 @@ void SubnetManager::RequestRepair(Guid guid, const std::string& reason) {
   repair_pending_.insert(guid);
   // A sweep running or posted ends with a look at repair_pending_ (FinishHeavySweep); one
   // that only waits for the optional SL2VL and VLArb reads ends now.
-  if (finish_waits_for_qos_) {
-    finish_waits_for_qos_ = false;
+  if (qos_.StopWaiting()) {
     boost::asio::post(io_, [this] {
       if (!stopped_) FinishHeavySweep();
     });

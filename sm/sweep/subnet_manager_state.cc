@@ -153,11 +153,11 @@ void SubnetManager::PublishSaSnapshot() {
     s->lids = std::make_shared<const routing::LidMap>(s->fabric());
     s->port_mtu = LinkMtus(s->fabric(), s->nodes());
   }
-  s->qos = qos_;
+  s->qos = qos_.tables();
   if (options_.qos) s->qos_policy = options_.qos_policy;
   s->qos_enabled = options_.qos;
   s->subnet_prefix = options_.subnet_prefix;
-  s->sm_lid = sm_lid_;
+  s->sm_lid = lids_and_ports_.sm_lid();
   s->sm_port_guid = sm_port_guid_;
   s->sm_key = options_.sm_key;
   s->act_count = ha_.act_count();

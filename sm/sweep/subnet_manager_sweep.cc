@@ -58,88 +58,13 @@ std::vector<SweepEngine::Row> SubnetManager::StageRows() {
 }
 
 void SubnetManager::ConfigureLids() {
-  const Fabric& f = discovered_->fabric;
-  if (ha_.took_over() && !options_.lids.reassign) {
-    // Taking over from another master: the LIDs the ports hold now are the subnet's, so
-    // they win over this SM's own (older) guid2lid rows. Clients keep their LIDs.
-    size_t kept = 0;
-    for (PortId p: EndPorts(f)) {
-      const Port& port = f.port(p);
-      if (port.lid.value() == 0) continue;
-      uint16_t count = static_cast<uint16_t>(1u << port.lmc);
-      guid2lid_[port.guid] = {port.lid.value(),
-                              static_cast<uint16_t>(port.lid.value() + count - 1)};
-      ++kept;
-    }
-    Log(LogName::kHa).info("takeover: keeping the {} LIDs the ports hold", kept);
-  }
-  lids_ = AssignLids(f, sm_port_, guid2lid_, options_.lids);
-  for (const auto& i: lids_.issues) Issue(i.id, i.message);
-  current_.lid_changes = lids_.changed;
-  sm_lid_ = Lid{lids_.base[sm_port_]};
-
-  // A local repair kept every LID (AssignLids above gives each port the one it holds) and
-  // has new PortInfo answers only from the touched nodes: their ports are compared, no
-  // other's changed.
-  const std::vector<bool> local = LocalNodes();
-  for (PortId p: lids_.end_ports) {
-    if (lids_.base[p] == 0) continue;
-    const Port& port = f.port(p);
-    if (!local.empty() && !local[port.node]) continue;
-    const DiscoveredNode& dn = discovered_->nodes[port.node];
-    if (!dn.port_info_valid[port.num.value()]) continue;
-    const mad::PortInfo& now = dn.port_info[port.num.value()];
-    mad::PortInfo want = ports_.Desired(p);
-    bool is_ca = !f.node(port.node).is_switch();
-    // ClientReregister only where SA state was lost (sm/sweep/client_reregister.h).
-    bool rereg = is_ca && !options_.no_clients_rereg &&
-                 rereg_.ShouldTell(port.guid, first_master_sweep_, ha_.took_over(),
-                                   now.master_sm_base_lid, sm_lid_.value());
-    want.client_reregister = rereg ? 1 : 0;
-    if (rereg) ++current_.client_reregisters, ++counters_.client_reregisters;
-    // Some agents (ibsim's among them) do not keep SubnetTimeout or M_KeyLeasePeriod; what
-    // they answered to our last Set counts as in sync, or every sweep would Set again.
-    bool differs = now.lid != want.lid || now.lmc != want.lmc ||
-                   now.master_sm_base_lid != want.master_sm_base_lid ||
-                   now.gid_prefix != want.gid_prefix || now.m_key != want.m_key ||
-                   !ports_.TimeoutAndLeaseInSync(port.guid, now, want) ||
-                   now.m_key_protect_bits != want.m_key_protect_bits ||
-                   ports_.LinkFieldsDiffer(p, now, want);
-    if (!differs && !rereg) continue;
-    std::array<uint8_t, 64> data{};
-    mad::EncodeTo(want, data);
-    ++current_.portinfo_sets;
-    NodeId node = port.node;
-    uint8_t num = port.num.value();
-    pipeline_.Set(PortInfoPath(p), mad::attr::kPortInfo, ports_.SetModifier(p), data,
-                  [this, node, num, p, want](Result<mad::Smp> r) {
-                    if (!r.ok()) {
-                      Issue("SM-LID-004",
-                            fmt::format("PortInfo Set (LID {}) on {} port {} failed: {}",
-                                        lids_.base[p],
-                                        ToString(discovered_->fabric.node(node).guid), num,
-                                        r.status().ToString()));
-                      return;
-                    }
-                    auto pi = mad::Decode<mad::PortInfo>(r->data);
-                    if (!pi.ok()) return;
-                    ports_.NoteLinkEcho(p, *pi);
-                    DiscoveryResult& d = MutableDiscovered();
-                    d.nodes[node].port_info[num] = *pi;
-                    Port& mp = d.fabric.mutable_port(p);
-                    ports_.NoteEndPortEcho(mp.guid, *pi, want);
-                    if (want.client_reregister) rereg_.NoteTold(mp.guid);
-                    mp.lid = Lid{pi->lid};
-                    mp.lmc = pi->lmc;
-                  });
-  }
-  ConfigureSwitchPorts();
-  pipeline_.WhenIdle([this] {
-    if (stopped_) return;
-    // The model holds the LIDs the ports accepted; ports whose Set failed keep theirs.
-    MutableDiscovered().fabric.IndexLids();
-    NextStage();
-  });
+  LidsAndPortsStage::Sweep sweep;
+  sweep.sm_port = sm_port_;
+  sweep.took_over = ha_.took_over();
+  sweep.first_master_sweep = first_master_sweep_;
+  sweep.warm_takeover = warm_takeover_;
+  sweep.local = LocalNodes();
+  lids_and_ports_.Run(sweep, sweep_, [this] { NextStage(); });
 }
 
 std::string SubnetManager::RoutingChain() const {
@@ -417,50 +342,19 @@ std::vector<bool> SubnetManager::WarmHeld(NodeId n, const routing::SwitchTable& 
   return held;
 }
 
-// SwitchInfo first (LinearFDBTop, and clearing PortStateChange), then LFT blocks; blocks are
-// compared with what each switch is known to hold, read back once if unknown.
+// The switch-info stage (sm/sweep/switch_info_stage.h).
 void SubnetManager::ProgramSwitches() {
   if (state() != mad::SmState::kMaster) return;
-  const Fabric& f = discovered_->fabric;
-  uint16_t top = lid_map_->max_lid();
-  for (NodeId n = 0; n < f.node_count(); ++n) {
-    if (!f.node(n).is_switch() || !tables_->table(n)) continue;
-    const DiscoveredNode& dn = discovered_->nodes[n];
-    // What a standby read before taking over is read back by the first heavy sweep.
-    std::function<std::vector<bool>(size_t)> warm_held;
-    if (warm_takeover_)
-      warm_held = [this, n](size_t blocks) { return WarmHeld(n, *tables_->table(n), blocks); };
-    if (lfts_.Compare(f.node(n).guid, n, dn.path, dn.switch_info.linear_fdb_top, top, tables_,
-                      /*reread_assumed=*/!current_.repair, warm_held))
-      mft_.Forget(f.node(n).guid);  // a switch that holds tables nobody knows
-    // LinearFDBTop, and LifeTimeValue from packet_life_time as OpenSM's unicast manager
-    // writes it.
-    if (dn.switch_info.linear_fdb_top != top || dn.switch_info.port_state_change ||
-        dn.switch_info.life_time_value != options_.packet_life_time) {
-      mad::SwitchInfo si = dn.switch_info;
-      si.linear_fdb_top = top;
-      si.life_time_value = options_.packet_life_time;
-      // PortStateChange is write-1-to-clear (IBA 14.2.5.4): clear it now that we swept.
-      si.port_state_change = dn.switch_info.port_state_change;
-      std::array<uint8_t, 64> data{};
-      mad::EncodeTo(si, data);
-      ++current_.switchinfo_sets;
-      pipeline_.Set(dn.path, mad::attr::kSwitchInfo, 0, data, [this, n, top](Result<mad::Smp> r) {
-        if (!r.ok()) {
-          Issue("SM-LFT-001", fmt::format("SwitchInfo Set (LinearFDBTop {}) on {} failed: {}",
-                                          top, ToString(discovered_->fabric.node(n).guid),
-                                          r.status().ToString()));
-          return;
-        }
-        auto si = mad::Decode<mad::SwitchInfo>(r->data);
-        if (si.ok()) MutableDiscovered().nodes[n].switch_info = *si;
-      });
-    }
-  }
-  pipeline_.WhenIdle([this] {
-    current_.lft_blocks_read = lfts_.run().read;
-    if (!stopped_) NextStage();
-  });
+  SwitchInfoStage::Sweep sweep;
+  sweep.top = lid_map_->max_lid();
+  sweep.tables = tables_;
+  sweep.reread_assumed = !current_.repair;
+  // What a standby read before taking over is read back by the first heavy sweep.
+  if (warm_takeover_)
+    sweep.warm_held = [this](NodeId n, size_t blocks) {
+      return WarmHeld(n, *tables_->table(n), blocks);
+    };
+  switch_info_.Run(std::move(sweep), sweep_, [this] { NextStage(); });
 }
 
 void SubnetManager::PushLfts() {
@@ -560,31 +454,9 @@ void SubnetManager::RunSharp() {
 
 void SubnetManager::FinishHeavySweep() {
   engine_.CloseOpenStage();
-  // SUBNET UP waits for the optional reads, within bounds (WaitsForQosReads).
-  if (WaitsForQosReads()) return;
-  const bool reads_running = qos_reader_.running() && !stopped_;
-  if (reads_running && !current_.repair && state() == mad::SmState::kMaster &&
-      !repair_pending_.empty()) {
-    ++counters_.qos_waits_cut_short;
-    Log(LogName::kSm).info("heavy sweep {}: {} switches reported changes; it ends without "
-                           "waiting for the SL2VL and VLArb reads, which go on beside the "
-                           "repair",
-                           current_.number, repair_pending_.size());
-  }
-  // With qos TRUE the tables are written once the reads are in (by difference with them);
-  // when they are not in yet, once they are (StartQosReads).
-  if (options_.qos && !qos_programmed_ && reads_running) qos_program_owed_ = true;
-  if (options_.qos && !qos_programmed_ && !reads_running && !stopped_ &&
-      state() == mad::SmState::kMaster && discovered_ && tables_) {
-    qos_program_owed_ = false;
-    qos_programmed_ = true;
-    engine_.OpenStage("QoS Sets");
-    ProgramQos([this] {
-      if (!stopped_) FinishHeavySweep();
-    });
-    return;
-  }
-  qos_programmed_ = false;
+  // SUBNET UP waits for the optional reads, within bounds, and with qos TRUE for this
+  // sweep's QoS Sets (sm/sweep/qos_stage.h); the stage enters the finish again.
+  if (qos_.HoldsFinish()) return;
   const std::vector<Guid> ports_before = rereg_.known();  // traps 64/65 (PublishSweep)
   CloseSweep();
   PublishSweep(ports_before);
@@ -616,16 +488,8 @@ void SubnetManager::CloseSweep() {
                                                                             current_.started);
   current_.issues = sweep_.issues;
   current_.subnet_up = discovered_ && sm_port_ != kNoPort && tables_ && sweep_.issues == 0;
-  if (discovered_ && sm_port_ != kNoPort) {
-    // Remember what this sweep assigned so a restart and the next sweep keep it.
-    for (PortId p: lids_.end_ports) {
-      const Port& port = discovered_->fabric.port(p);
-      if (port.lid.value() == 0) continue;
-      uint16_t count = static_cast<uint16_t>(1u << port.lmc);
-      guid2lid_[port.guid] = {port.lid.value(),
-                              static_cast<uint16_t>(port.lid.value() + count - 1)};
-    }
-  }
+  // Remember what this sweep assigned so a restart and the next sweep keep it.
+  if (discovered_ && sm_port_ != kNoPort) lids_and_ports_.Remember(discovered_->fabric);
   Log(LogName::kSm)
       .info("{} sweep {} done in {:.3f} s: {} nodes ({} switches, {} CAs), {} links; {} "
             "SMPs ({} failed); {} LID changes, {} PortInfo Sets ({} ClientReregister), {} LFT "
@@ -665,7 +529,7 @@ void SubnetManager::CloseSweep() {
   std::vector<Guid> ports;
   const bool found = discovered_ && sm_port_ != kNoPort;
   if (found)
-    for (PortId p: lids_.end_ports) ports.push_back(discovered_->fabric.port(p).guid);
+    for (PortId p: lids_and_ports_.lids().end_ports) ports.push_back(discovered_->fabric.port(p).guid);
   rereg_.SweepClosed(std::move(ports), found,
                      current_.subnet_up && state() == mad::SmState::kMaster);
 }
@@ -685,7 +549,7 @@ void SubnetManager::PublishSweep(const std::vector<Guid>& ports_before) {
     SweepPublication p;
     p.record = RecordOfSweep();
     if (options_.dump_lfts && !options_.dump_dir.empty()) p.groups = mcast_.groups();
-    p.guid2lid = guid2lid_;
+    p.guid2lid = lids_and_ports_.guid2lid();
     p.perf = ViewOfPerf(perf_);
     if (current_.subnet_up) p.after_dumps = [] { Log(LogName::kSm).info("SUBNET UP"); };
     writer_.Publish(std::move(p));

@@ -47,7 +47,7 @@ std::array<uint8_t, 16> SubnetManager::PortGid(Guid port_guid) const {
 
 void SubnetManager::PublishSmNotice(uint16_t trap, const std::array<uint8_t, 16>& gid) {
   if (state() != mad::SmState::kMaster) return;  // only the master reports
-  mad::Notice n = mad::MakeTrap64(trap, gid, sm_lid_.value());
+  mad::Notice n = mad::MakeTrap64(trap, gid, lids_and_ports_.sm_lid().value());
   n.issuer_gid = PortGid(sm_port_guid_);
   sa_.inform().Publish(n);
 }
