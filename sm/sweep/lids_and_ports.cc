@@ -31,8 +31,10 @@ void LidsAndPortsStage::Run(const Sweep& sweep, SweepContext& ctx, std::function
     const size_t kept = Keep(f, EndPorts(f));
     Log(LogName::kHa).info("takeover: keeping the {} LIDs the ports hold", kept);
   }
-  lids_ = AssignLids(f, sweep.sm_port, guid2lid_, options_.lids);
-  for (const auto& i: lids_.issues) hooks_.issue(i.id, i.message);
+  if (!sweep.keep_assignment || !KeepAssignment(f, sweep.renumbered)) {
+    lids_ = AssignLids(f, sweep.sm_port, guid2lid_, options_.lids);
+    for (const auto& i: lids_.issues) hooks_.issue(i.id, i.message);
+  }
   ctx.stats.lid_changes = lids_.changed;
   sm_lid_ = Lid{lids_.base[sweep.sm_port]};
   SetEndPorts(sweep, ctx);
@@ -156,6 +158,59 @@ void LidsAndPortsStage::SetSwitchPorts(const Sweep& sweep, SweepContext& ctx) {
                            "that follows the takeover sets them",
                            left_for_later);
   }
+}
+
+bool LidsAndPortsStage::KeepAssignment(const Fabric& f, const std::vector<PortId>* renumbered) {
+  const size_t before = renumbered && !renumbered->empty() ? renumbered->size() : f.port_count();
+  if (lids_.base.size() != before || lids_.lmc.size() != before) return false;
+  LidAssignment kept;
+  if (renumbered && !renumbered->empty()) {
+    kept.base.assign(f.port_count(), 0);
+    kept.lmc.assign(f.port_count(), 0);
+    for (PortId old = 0; old < before; ++old) {
+      const PortId now = (*renumbered)[old];
+      if (now == kNoPort) continue;
+      if (now >= f.port_count()) return false;
+      kept.base[now] = lids_.base[old];
+      kept.lmc[now] = lids_.lmc[old];
+    }
+    kept.end_ports.reserve(lids_.end_ports.size());
+    for (PortId old : lids_.end_ports)
+      if ((*renumbered)[old] != kNoPort) kept.end_ports.push_back((*renumbered)[old]);
+  } else {
+    kept.base = std::move(lids_.base);
+    kept.lmc = std::move(lids_.lmc);
+    kept.end_ports = std::move(lids_.end_ports);
+  }
+  // Every end port of the model has its LID in the assignment, and holds it.
+  size_t end_ports = 0;
+  bool fits = true;
+  for (NodeId n = 0; n < f.node_count() && fits; ++n) {
+    const Node& node = f.node(n);
+    const uint8_t first = node.is_switch() ? 0 : 1;
+    const uint8_t last = node.is_switch() ? 0 : node.num_ports;
+    for (uint32_t num = first; num <= last; ++num) {
+      const PortId p = f.port_id(n, PortNum{static_cast<uint8_t>(num)});
+      const Port& port = f.port(p);
+      if (!node.is_switch() && port.guid.value() == 0) continue;
+      ++end_ports;
+      if (kept.base[p] == 0 || kept.base[p] != port.lid.value() || kept.lmc[p] != port.lmc) {
+        fits = false;
+        break;
+      }
+    }
+  }
+  if (!fits || end_ports != kept.end_ports.size()) {
+    if (!renumbered || renumbered->empty()) {  // give back what was moved out
+      lids_.base = std::move(kept.base);
+      lids_.lmc = std::move(kept.lmc);
+      lids_.end_ports = std::move(kept.end_ports);
+    }
+    return false;
+  }
+  kept.from_current = static_cast<uint32_t>(kept.end_ports.size());
+  lids_ = std::move(kept);
+  return true;
 }
 
 void LidsAndPortsStage::Remember(const Fabric& f) { Keep(f, lids_.end_ports); }

@@ -58,6 +58,12 @@ class LidsAndPortsStage {
     // that follows it.
     bool warm_takeover = false;
     std::vector<bool> local;  // by NodeId: the nodes whose ports are compared; empty: all
+    // A local repair that added no node: every port keeps the LID the last sweep assigned
+    // it, so that assignment is kept (renumbered by `renumbered`, empty when the repair took
+    // no node out) instead of being made again over the whole fabric. Ignored, and the LIDs
+    // assigned afresh, when the last assignment does not fit the model.
+    bool keep_assignment = false;
+    const std::vector<PortId>* renumbered = nullptr;  // old PortId -> new (kNoPort: gone)
   };
   // Assigns the LIDs and Sets the ports that differ, counted in `ctx` (lid_changes,
   // portinfo_sets, client_reregisters); once every Set is answered, the model's LID index
@@ -79,6 +85,9 @@ class LidsAndPortsStage {
  private:
   void SetEndPorts(const Sweep& sweep, SweepContext& ctx);
   void SetSwitchPorts(const Sweep& sweep, SweepContext& ctx);
+  // The last assignment carried over to `f` (see Sweep::keep_assignment); false, with
+  // lids_ unchanged, when it does not fit `f`.
+  bool KeepAssignment(const Fabric& f, const std::vector<PortId>* renumbered);
   // Keeps the LIDs `end_ports` of `f` hold in guid2lid_ (those with one); returns how many.
   size_t Keep(const Fabric& f, const std::vector<PortId>& end_ports);
 

@@ -26,13 +26,8 @@ struct LidStageBed : testutil::PortStageBed {
         pipeline, options, counters, rereg,
         LidsAndPortsStage::Hooks{[this]() -> const DiscoveryResult& { return d; },
                                  [this]() -> DiscoveryResult& { return d; },
-                                 [this](PortId p) {
-                                   auto path = PathToPort(d.fabric, d.nodes, p);
-                                   return path ? *path : d.nodes[d.fabric.port(p).node].path;
-                                 },
-                                 [this](std::string_view id, std::string m) {
-                                   issues.push_back(std::string(id) + " " + m);
-                                 },
+                                 [this](PortId p) { return PathTo(p); },
+                                 [this](std::string_view id, std::string m) { Note(id, m); },
                                  [] { return false; }});
   }
   // Runs `stage` over the model; returns the sweep's figures. ASSERTs that it ended.
@@ -174,6 +169,61 @@ TEST(LidsAndPortsStageTest, APortThatDoesNotAnswerItsSetKeepsItsLidAndTheSweepHa
   EXPECT_FALSE(b.d.fabric.FindPortByLid(Lid{stage->lids().base[lost]}).has_value());
   stage->Remember(b.d.fabric);
   EXPECT_EQ(stage->guid2lid().count(b.d.fabric.port(lost).guid), 0u);
+}
+
+TEST(LidsAndPortsStageTest, ALocalRepairKeepsTheAssignmentRenumberedAfterANodeLeft) {
+  LidStageBed b;
+  auto stage = b.MakeStage();
+  stage->Start(Lid{0}, {});
+  b.Run(*stage, {});
+  std::map<Guid, uint16_t> before;
+  for (PortId p : EndPorts(b.d.fabric)) before[b.d.fabric.port(p).guid] = stage->lids().base[p];
+  // A repair takes a CA out of the model (it died): the other ports are renumbered.
+  NodeId gone = kNoNode;
+  for (NodeId n = 0; n < b.d.fabric.node_count(); ++n)
+    if (!b.d.fabric.node(n).is_switch() && n != b.d.fabric.port(b.sm_port).node) gone = n;
+  ASSERT_NE(gone, kNoNode);
+  const Fabric old = b.d.fabric;
+  std::vector<bool> keep(old.node_count(), true);
+  keep[gone] = false;
+  KeepNodes(b.d, keep);
+  std::vector<PortId> renumbered(old.port_count(), kNoPort);
+  for (PortId p = 0; p < old.port_count(); ++p) {
+    const Port& port = old.port(p);
+    if (auto n = b.d.fabric.FindNode(old.node(port.node).guid))
+      renumbered[p] = b.d.fabric.port_id(*n, port.num);
+  }
+  b.sm_port = renumbered[b.sm_port];
+  LidsAndPortsStage::Sweep s;
+  s.local.assign(b.d.fabric.node_count(), false);  // nothing of what is left changed
+  s.keep_assignment = true;
+  s.renumbered = &renumbered;
+  const SweepStats stats = b.Run(*stage, s);
+  EXPECT_EQ(stats.lid_changes, 0u);
+  EXPECT_EQ(stats.portinfo_sets, 0u);
+  EXPECT_EQ(stage->lids().end_ports.size(), before.size() - 1);
+  EXPECT_EQ(stage->lids().from_current, before.size() - 1);  // kept, not assigned again
+  for (PortId p : EndPorts(b.d.fabric))
+    EXPECT_EQ(stage->lids().base[p], before.at(b.d.fabric.port(p).guid));
+  EXPECT_EQ(stage->lids().base.size(), b.d.fabric.port_count());
+}
+
+TEST(LidsAndPortsStageTest, KeepingAnAssignmentThatDoesNotFitAssignsAfresh) {
+  LidStageBed b;
+  auto stage = b.MakeStage();
+  stage->Start(Lid{0}, {});
+  LidsAndPortsStage::Sweep s;
+  s.keep_assignment = true;  // but there is none yet
+  const SweepStats first = b.Run(*stage, s);
+  EXPECT_EQ(first.lid_changes, EndPorts(b.d.fabric).size());
+  for (PortId p : EndPorts(b.d.fabric)) EXPECT_NE(b.Held(p).lid, 0);
+  // A port the model says holds another LID than the one assigned: assigned again, kept.
+  const PortId p = EndPorts(b.d.fabric).back();
+  b.d.fabric.mutable_port(p).lid = Lid{0};
+  const SweepStats again = b.Run(*stage, s);
+  EXPECT_EQ(again.lid_changes, 1u);
+  // AssignLids ran: every other port kept the LID it holds, that one got a fresh one.
+  EXPECT_EQ(stage->lids().from_current, EndPorts(b.d.fabric).size() - 1);
 }
 
 }  // namespace

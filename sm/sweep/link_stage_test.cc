@@ -20,13 +20,8 @@ struct LinkStageBed : testutil::PortStageBed {
   LinkStage links{pipeline, ports, counters,
                   {[this]() -> const DiscoveryResult& { return d; },
                    [this]() -> DiscoveryResult& { return d; },
-                   [this](PortId p) {
-                     auto path = PathToPort(d.fabric, d.nodes, p);
-                     return path ? *path : d.nodes[d.fabric.port(p).node].path;
-                   },
-                   [this](std::string_view id, std::string m) {
-                     issues.push_back(std::string(id) + " " + m);
-                   },
+                   [this](PortId p) { return PathTo(p); },
+                   [this](std::string_view id, std::string m) { Note(id, m); },
                    [] { return true; }, [] { return false; }}};
 };
 

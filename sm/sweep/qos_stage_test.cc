@@ -38,9 +38,7 @@ struct QosStageBed : testutil::PortStageBed {
                 [] { return true; }, [this] { return sweeping; }, [this] { return reported; },
                 [] { return true; }, [this] { ++publishes; }, [this] { ++republishes; },
                 [this] { ++finishes; },
-                [this](std::string_view id, std::string m) {
-                  issues.push_back(std::string(id) + " " + m);
-                },
+                [this](std::string_view id, std::string m) { Note(id, m); },
                 [this](std::string_view name) { stages.emplace_back(name); },
                 [] { return false; }}};
 };

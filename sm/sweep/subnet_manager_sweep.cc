@@ -64,6 +64,8 @@ void SubnetManager::ConfigureLids() {
   sweep.first_master_sweep = first_master_sweep_;
   sweep.warm_takeover = warm_takeover_;
   sweep.local = LocalNodes();
+  sweep.keep_assignment = !sweep.local.empty() && current_.repair_nodes_joined == 0;
+  sweep.renumbered = &sweep_.renumbered.ports;
   lids_and_ports_.Run(sweep, sweep_, [this] { NextStage(); });
 }
 

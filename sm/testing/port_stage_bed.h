@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -40,6 +41,16 @@ struct PortStageBed {
           lids.base[d.fabric.port_id(n, PortNum{p})] = next++;
       }
     }
+  }
+  // Where a PortInfo Set for port `p` goes: a path that arrives on `p` itself, where there
+  // is one (the SM's PortInfoPath).
+  DrPath PathTo(PortId p) const {
+    auto path = PathToPort(d.fabric, d.nodes, p);
+    return path ? *path : d.nodes[d.fabric.port(p).node].path;
+  }
+  // A stage's issue hook: kept in `issues` as "ID message".
+  void Note(std::string_view id, const std::string& message) {
+    issues.push_back(std::string(id) + " " + message);
   }
   // The first switch port cabled to a CA (`to_ca`) or to a switch.
   PortId SwitchPort(bool to_ca) const {

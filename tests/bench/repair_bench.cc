@@ -215,6 +215,8 @@ BENCHMARK(BM_RepairInProcess)
     ->Args({48, 0, 1, 3000})
     ->Args({48, 1, 1, 3000})
     ->Args({48, 1, 2, 3000})
+    ->Args({56, 0, 1, 3000})
+    ->Args({56, 1, 1, 3000})
     ->Iterations(1)
     ->Unit(benchmark::kSecond)
     ->UseRealTime();
