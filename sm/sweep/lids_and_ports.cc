@@ -161,10 +161,11 @@ void LidsAndPortsStage::SetSwitchPorts(const Sweep& sweep, SweepContext& ctx) {
 }
 
 bool LidsAndPortsStage::KeepAssignment(const Fabric& f, const std::vector<PortId>* renumbered) {
-  const size_t before = renumbered && !renumbered->empty() ? renumbered->size() : f.port_count();
+  const bool renumber = renumbered && !renumbered->empty();
+  const size_t before = renumber ? renumbered->size() : f.port_count();
   if (lids_.base.size() != before || lids_.lmc.size() != before) return false;
   LidAssignment kept;
-  if (renumbered && !renumbered->empty()) {
+  if (renumber) {
     kept.base.assign(f.port_count(), 0);
     kept.lmc.assign(f.port_count(), 0);
     for (PortId old = 0; old < before; ++old) {
@@ -177,39 +178,19 @@ bool LidsAndPortsStage::KeepAssignment(const Fabric& f, const std::vector<PortId
     kept.end_ports.reserve(lids_.end_ports.size());
     for (PortId old : lids_.end_ports)
       if ((*renumbered)[old] != kNoPort) kept.end_ports.push_back((*renumbered)[old]);
-  } else {
-    kept.base = std::move(lids_.base);
-    kept.lmc = std::move(lids_.lmc);
-    kept.end_ports = std::move(lids_.end_ports);
   }
+  const LidAssignment& a = renumber ? kept : lids_;
   // Every end port of the model has its LID in the assignment, and holds it.
-  size_t end_ports = 0;
-  bool fits = true;
-  for (NodeId n = 0; n < f.node_count() && fits; ++n) {
-    const Node& node = f.node(n);
-    const uint8_t first = node.is_switch() ? 0 : 1;
-    const uint8_t last = node.is_switch() ? 0 : node.num_ports;
-    for (uint32_t num = first; num <= last; ++num) {
-      const PortId p = f.port_id(n, PortNum{static_cast<uint8_t>(num)});
-      const Port& port = f.port(p);
-      if (!node.is_switch() && port.guid.value() == 0) continue;
-      ++end_ports;
-      if (kept.base[p] == 0 || kept.base[p] != port.lid.value() || kept.lmc[p] != port.lmc) {
-        fits = false;
-        break;
-      }
-    }
+  const std::vector<PortId> ends = EndPorts(f);
+  if (ends.size() != a.end_ports.size()) return false;
+  for (PortId p : ends) {
+    const Port& port = f.port(p);
+    if (a.base[p] == 0 || a.base[p] != port.lid.value() || a.lmc[p] != port.lmc) return false;
   }
-  if (!fits || end_ports != kept.end_ports.size()) {
-    if (!renumbered || renumbered->empty()) {  // give back what was moved out
-      lids_.base = std::move(kept.base);
-      lids_.lmc = std::move(kept.lmc);
-      lids_.end_ports = std::move(kept.end_ports);
-    }
-    return false;
-  }
-  kept.from_current = static_cast<uint32_t>(kept.end_ports.size());
-  lids_ = std::move(kept);
+  if (renumber) lids_ = std::move(kept);
+  lids_.changed = lids_.from_persisted = lids_.fresh = lids_.unassigned = 0;
+  lids_.from_current = static_cast<uint32_t>(lids_.end_ports.size());
+  lids_.issues.clear();
   return true;
 }
 

@@ -47,6 +47,14 @@ struct LidStageBed : testutil::PortStageBed {
     return sim.port_info(sim.port_id(*built.FindNode(d.fabric.node(port.node).guid), port.num));
   }
 
+  // The CA ports other than the SM's.
+  std::vector<PortId> OtherCaPorts() const {
+    std::vector<PortId> out;
+    for (PortId p : EndPorts(d.fabric))
+      if (!d.fabric.node(d.fabric.port(p).node).is_switch() && p != sm_port) out.push_back(p);
+    return out;
+  }
+
   ClientReregister rereg;
   PortId sm_port = kNoPort;
 };
@@ -131,10 +139,7 @@ TEST(LidsAndPortsStageTest, ALocalRunComparesTheNodesItIsGivenAlone) {
   b.Run(*stage, {});
   // Two CA ports lose their LID (a reboot), and the model hears of both; a local run of
   // one of the two nodes Sets that one alone.
-  std::vector<PortId> cas;
-  for (PortId p : EndPorts(b.d.fabric))
-    if (!b.d.fabric.node(b.d.fabric.port(p).node).is_switch() && p != b.sm_port)
-      cas.push_back(p);
+  const std::vector<PortId> cas = b.OtherCaPorts();
   ASSERT_GE(cas.size(), 2u);
   for (PortId p : {cas[0], cas[1]}) {
     const Port& port = b.d.fabric.port(p);
@@ -154,10 +159,8 @@ TEST(LidsAndPortsStageTest, ALocalRunComparesTheNodesItIsGivenAlone) {
 
 TEST(LidsAndPortsStageTest, APortThatDoesNotAnswerItsSetKeepsItsLidAndTheSweepHasAnIssue) {
   LidStageBed b;
-  PortId lost = kNoPort;
-  for (PortId p : EndPorts(b.d.fabric))
-    if (!b.d.fabric.node(b.d.fabric.port(p).node).is_switch() && p != b.sm_port) lost = p;
-  ASSERT_NE(lost, kNoPort);
+  ASSERT_FALSE(b.OtherCaPorts().empty());
+  const PortId lost = b.OtherCaPorts().back();
   const NodeId in_sim = *b.built.FindNode(b.d.fabric.node(b.d.fabric.port(lost).node).guid);
   ASSERT_TRUE(b.sim.SetNodeDropRate(in_sim, 1.0).ok());
   auto stage = b.MakeStage();
