@@ -118,6 +118,14 @@ void BM_RerouteAfterCut(benchmark::State& state) {
                                  options.threads, &pr->changes);
     state.counters["proven_s"] = bench::Seconds(t0);
     state.counters["proven_ok"] = pv.ok && renewed.ok() ? 1 : 0;
+    // The LIDs examined, and how many of them are switches' own (port 0).
+    size_t switch_lids = 0;
+    for (uint32_t lid : pr->examined) {
+      const PortId o = lids.owner(Lid(static_cast<uint16_t>(lid)));
+      switch_lids += o != kNoPort && after.node(after.port(o).node).is_switch();
+    }
+    state.counters["proven_lids"] = static_cast<double>(pr->examined.size());
+    state.counters["proven_switch_lids"] = static_cast<double>(switch_lids);
     state.counters["proven_blocks"] =
         static_cast<double>(BlocksWritten(pr->tables, after, *old, *before));
     state.counters["reroute_lids"] = static_cast<double>(r->stats.lids_examined);
