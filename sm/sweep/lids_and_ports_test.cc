@@ -30,6 +30,13 @@ struct LidStageBed : testutil::PortStageBed {
                                  [this](std::string_view id, std::string m) { Note(id, m); },
                                  [] { return false; }});
   }
+  // A stage started with no rows kept, run once over the model: the LIDs assigned.
+  std::unique_ptr<LidsAndPortsStage> AssignedStage() {
+    auto stage = MakeStage();
+    stage->Start(Lid{0}, {});
+    Run(*stage, {});
+    return stage;
+  }
   // Runs `stage` over the model; returns the sweep's figures. ASSERTs that it ended.
   SweepStats Run(LidsAndPortsStage& stage, LidsAndPortsStage::Sweep s) {
     s.sm_port = sm_port;
@@ -90,9 +97,7 @@ TEST(LidsAndPortsStageTest, AFreshFabricGetsALidOnEveryEndPortThatTheDevicesHold
 
 TEST(LidsAndPortsStageTest, ARestartKeepsTheLidsItRemembered) {
   LidStageBed b;
-  auto first = b.MakeStage();
-  first->Start(Lid{0}, {});
-  b.Run(*first, {});
+  auto first = b.AssignedStage();
   first->Remember(b.d.fabric);
   std::map<Guid, uint16_t> before;
   for (PortId p : EndPorts(b.d.fabric)) before[b.d.fabric.port(p).guid] = first->lids().base[p];
@@ -113,9 +118,7 @@ TEST(LidsAndPortsStageTest, ARestartKeepsTheLidsItRemembered) {
 
 TEST(LidsAndPortsStageTest, ATakeoverKeepsTheLidsThePortsHoldOverItsOwnRows) {
   LidStageBed b;
-  auto old_master = b.MakeStage();
-  old_master->Start(Lid{0}, {});
-  b.Run(*old_master, {});
+  auto old_master = b.AssignedStage();
   // This SM's own rows are of another time: every port at another LID.
   std::unordered_map<Guid, PersistedLid> stale;
   for (PortId p : EndPorts(b.d.fabric)) {
@@ -134,9 +137,7 @@ TEST(LidsAndPortsStageTest, ATakeoverKeepsTheLidsThePortsHoldOverItsOwnRows) {
 
 TEST(LidsAndPortsStageTest, ALocalRunComparesTheNodesItIsGivenAlone) {
   LidStageBed b;
-  auto stage = b.MakeStage();
-  stage->Start(Lid{0}, {});
-  b.Run(*stage, {});
+  auto stage = b.AssignedStage();
   // Two CA ports lose their LID (a reboot), and the model hears of both; a local run of
   // one of the two nodes Sets that one alone.
   const std::vector<PortId> cas = b.OtherCaPorts();
@@ -163,9 +164,7 @@ TEST(LidsAndPortsStageTest, APortThatDoesNotAnswerItsSetKeepsItsLidAndTheSweepHa
   const PortId lost = b.OtherCaPorts().back();
   const NodeId in_sim = *b.built.FindNode(b.d.fabric.node(b.d.fabric.port(lost).node).guid);
   ASSERT_TRUE(b.sim.SetNodeDropRate(in_sim, 1.0).ok());
-  auto stage = b.MakeStage();
-  stage->Start(Lid{0}, {});
-  b.Run(*stage, {});
+  auto stage = b.AssignedStage();
   ASSERT_EQ(b.issues.size(), 1u);
   EXPECT_EQ(b.issues[0].rfind("SM-LID-004 ", 0), 0u) << b.issues[0];
   EXPECT_EQ(b.d.fabric.port(lost).lid.value(), 0);  // the model keeps what the port holds
@@ -176,9 +175,7 @@ TEST(LidsAndPortsStageTest, APortThatDoesNotAnswerItsSetKeepsItsLidAndTheSweepHa
 
 TEST(LidsAndPortsStageTest, ALocalRepairKeepsTheAssignmentRenumberedAfterANodeLeft) {
   LidStageBed b;
-  auto stage = b.MakeStage();
-  stage->Start(Lid{0}, {});
-  b.Run(*stage, {});
+  auto stage = b.AssignedStage();
   std::map<Guid, uint16_t> before;
   for (PortId p : EndPorts(b.d.fabric)) before[b.d.fabric.port(p).guid] = stage->lids().base[p];
   // A repair takes a CA out of the model (it died): the other ports are renumbered.
