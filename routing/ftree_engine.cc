@@ -78,6 +78,12 @@ struct Component {
   std::vector<OLink> up, down;
   std::vector<uint8_t> level;     // by position: 0 for leaves, +1 per rank above them
   std::vector<uint32_t> divisor;  // by level: D-mod-k divisor
+  // The tree's own ranking (rank from the roots, then lower GUID higher), for routes towards
+  // switch LIDs: positions highest first, and the oriented CSR by position under it.
+  std::vector<uint32_t> tier;
+  std::vector<uint32_t> tup_start, tdown_start;
+  std::vector<OLink> tup, tdown;
+  std::vector<uint8_t> hosts;  // by position: a CA other than an aggregation node is cabled
 };
 
 // Where one LID is delivered and how its D-mod-k choice is made.
@@ -94,7 +100,8 @@ struct Plan {
   std::vector<Component> components;
   std::vector<uint32_t> component_of;    // by switch index
   std::vector<uint32_t> position_of;     // by switch index
-  std::vector<std::vector<Dest>> dests;  // by delivering switch index
+  std::vector<std::vector<Dest>> dests;  // by delivering switch index: hosts' LIDs
+  std::vector<std::vector<Dest>> own;    // by delivering switch index: its own, its ANs'
 };
 
 class Planner {
@@ -137,12 +144,15 @@ class Planner {
   void FindComputePorts() {
     const FtreeGraph& g = plan_.graph;
     cn_ports_.assign(g.size(), {});
+    hosts_.assign(g.size(), 0);
     for (uint32_t s = 0; s < g.size(); ++s) {
       const Node& node = fabric_.node(g.node[s]);
       for (uint32_t p = 1; p <= node.num_ports; ++p) {
         const Port& port = fabric_.port(node.first_port + p);
         if (!port.connected()) continue;
         const Port& peer = fabric_.port(port.peer);
+        const Node& remote = fabric_.node(peer.node);
+        if (!remote.is_switch() && !IsAggregationNode(remote)) hosts_[s] = 1;
         if (fabric_.node(peer.node).is_switch() || !IsComputeNode(peer)) continue;
         cn_ports_[s].push_back(static_cast<uint8_t>(p));
       }
@@ -288,6 +298,30 @@ class Planner {
       comp.down_start.push_back(static_cast<uint32_t>(comp.down.size()));
     }
 
+    // The tree's own ranking, for the routes towards switch LIDs.
+    comp.tier.resize(n);
+    for (uint32_t v = 0; v < n; ++v) comp.tier[v] = v;
+    auto tree_key = [&](uint32_t v) {
+      return std::make_pair(rank_[comp.order[v]], fabric_.node(g.node[comp.order[v]]).guid.value());
+    };
+    std::sort(comp.tier.begin(), comp.tier.end(),
+              [&](uint32_t a, uint32_t b) { return tree_key(a) < tree_key(b); });
+    comp.tup_start.reserve(n + 1);
+    comp.tdown_start.reserve(n + 1);
+    comp.tup_start.push_back(0);
+    comp.tdown_start.push_back(0);
+    comp.hosts.assign(n, 0);
+    for (uint32_t v = 0; v < n; ++v) {
+      const uint32_t s = comp.order[v];
+      comp.hosts[v] = hosts_[s];
+      for (const auto* l = g.begin(s); l != g.end(s); ++l) {
+        const uint32_t u = pos[l->remote];
+        (tree_key(u) < tree_key(v) ? comp.tup : comp.tdown).push_back({u, l->port});
+      }
+      comp.tup_start.push_back(static_cast<uint32_t>(comp.tup.size()));
+      comp.tdown_start.push_back(static_cast<uint32_t>(comp.tdown.size()));
+    }
+
     // D-mod-k divisors: level = height - rank (leaves 0); a level's nominal up-degree is the
     // most up-links any of its switches has.
     const uint32_t top_level = std::min<uint32_t>(height, 255);
@@ -323,6 +357,7 @@ class Planner {
   void IndexDestinations() {
     const FtreeGraph& g = plan_.graph;
     plan_.dests.assign(g.size(), {});
+    plan_.own.assign(g.size(), {});
     std::vector<uint32_t> next_extra = extra_index_;
     for (PortId p : lids_.end_ports()) {
       const Port& port = fabric_.port(p);
@@ -330,6 +365,7 @@ class Planner {
       uint32_t sw = kNone;
       uint8_t exit = 0;
       uint32_t index = 0;
+      const bool own = node.is_switch() || IsAggregationNode(node);
       if (node.is_switch()) {
         sw = g.index[port.node];
         // Spread switch LIDs over the ports too.
@@ -352,7 +388,7 @@ class Planner {
       for (uint32_t o = 0; o < count; ++o) {
         const uint32_t lid = port.lid.value() + o;
         if (lid > lids_.max_lid() || lids_.owner(Lid(static_cast<uint16_t>(lid))) != p) continue;
-        plan_.dests[sw].push_back(
+        (own ? plan_.own : plan_.dests)[sw].push_back(
             {static_cast<uint16_t>(lid), exit, static_cast<uint8_t>(o), index});
       }
     }
@@ -363,6 +399,7 @@ class Planner {
   const RoutingOptions& options_;
   std::unordered_set<uint64_t> roots_, cns_, ios_;
   std::vector<std::vector<uint8_t>> cn_ports_;
+  std::vector<uint8_t> hosts_;  // by switch index: a CA other than an aggregation node cabled
   std::vector<uint32_t> rank_;
   std::vector<uint32_t> members_;
   std::vector<uint32_t> leaf_ordinal_;
@@ -376,6 +413,7 @@ struct Scratch {
   std::vector<uint32_t> queue;
   std::vector<uint32_t> quotient;  // [level][dest]: index / divisor + offset
   std::vector<uint16_t> lid;       // [dest]
+  std::vector<std::vector<uint32_t>> buckets;  // RouteOwnTo: positions by distance
 };
 
 // Fills every switch's entries for the LIDs that switch `t` delivers. Legal routes: a switch
@@ -383,8 +421,8 @@ struct Scratch {
 // nearer; any other switch moves up, to a neighbour one hop nearer. Both are shortest among
 // legal routes, and each switch's entry for a LID is the same for every packet through it,
 // so every route in the tables is legal.
-void RouteTo(const Plan& plan, uint32_t t, Scratch& sc, const std::vector<uint8_t*>& rows) {
-  const std::vector<Dest>& dests = plan.dests[t];
+void RouteTo(const Plan& plan, uint32_t t, const std::vector<Dest>& dests, Scratch& sc,
+             const std::vector<uint8_t*>& rows) {
   if (dests.empty()) return;
   const Component& comp = plan.components[plan.component_of[t]];
   const uint32_t n = static_cast<uint32_t>(comp.order.size());
@@ -457,6 +495,109 @@ void RouteTo(const Plan& plan, uint32_t t, Scratch& sc, const std::vector<uint8_
   }
 }
 
+// Fills every switch's entries for the LIDs that count like a switch's own (the switch's, its
+// aggregation nodes'): hosts send to them, switches send to each other only on VL15. Under
+// the tree's own ranking, a switch that reaches t moving down only moves down, one hop nearer;
+// any other switch with an up*/down* route moves up, one hop nearer: every route from a
+// switch with hosts is so, as on a full fat tree every one has such a route. A switch with
+// none (a core towards another core, an aggregation switch towards another group's) takes a
+// shortest route of any kind into those that have one, spread over its ports by LID; no host's
+// route crosses it. So a route between two switches turns in the pods it spans, never in
+// one far-off pod, and a dead switch changes the routes that crossed it alone. Returns false,
+// writing nothing, when a switch with hosts has no up*/down* route under that ranking (a
+// degraded tree): the caller routes these LIDs under the hub's order, as hosts' LIDs.
+bool RouteOwnTo(const Plan& plan, uint32_t t, const std::vector<Dest>& dests, Scratch& sc,
+                const std::vector<uint8_t*>& rows) {
+  if (dests.empty()) return true;
+  const Component& comp = plan.components[plan.component_of[t]];
+  const uint32_t n = static_cast<uint32_t>(comp.order.size());
+  const uint32_t tp = plan.position_of[t];
+  sc.dist.assign(n, kFar);
+  sc.down_set.assign(n, 0);
+  sc.queue.clear();
+  sc.dist[tp] = 0;
+  sc.down_set[tp] = 1;
+  sc.queue.push_back(tp);
+  for (size_t head = 0; head < sc.queue.size(); ++head) {
+    const uint32_t w = sc.queue[head];
+    for (uint32_t e = comp.tup_start[w]; e < comp.tup_start[w + 1]; ++e) {
+      const uint32_t u = comp.tup[e].pos;
+      if (sc.down_set[u]) continue;
+      sc.down_set[u] = 1;
+      sc.dist[u] = static_cast<uint16_t>(sc.dist[w] + 1);
+      sc.queue.push_back(u);
+    }
+  }
+  uint16_t* const dist = sc.dist.data();
+  uint16_t top = 0;
+  for (uint32_t v : comp.tier) {
+    if (!sc.down_set[v]) {
+      uint16_t best = kFar;
+      for (uint32_t e = comp.tup_start[v]; e < comp.tup_start[v + 1]; ++e)
+        best = std::min(best, dist[comp.tup[e].pos]);
+      if (best != kFar) dist[v] = static_cast<uint16_t>(best + 1);
+    }
+    if (dist[v] == kFar && comp.hosts[v]) return false;
+    if (dist[v] != kFar) top = std::max(top, dist[v]);
+  }
+  // Switches without an up*/down* route: hop distances into those with one (a bucket queue;
+  // the way flag is down_set's bit 1).
+  for (uint32_t v = 0; v < n; ++v)
+    if (dist[v] != kFar) sc.down_set[v] |= 2;
+  if (sc.buckets.size() < size_t{top} + 2) sc.buckets.resize(size_t{top} + 2);
+  for (auto& b : sc.buckets) b.clear();
+  for (uint32_t v = 0; v < n; ++v)
+    if (dist[v] != kFar) sc.buckets[dist[v]].push_back(v);
+  for (size_t d = 0; d < sc.buckets.size(); ++d) {
+    for (size_t i = 0; i < sc.buckets[d].size(); ++i) {
+      const uint32_t w = sc.buckets[d][i];
+      if (dist[w] != d) continue;
+      for (const auto* list : {&comp.up, &comp.down}) {
+        const auto& start = list == &comp.up ? comp.up_start : comp.down_start;
+        for (uint32_t e = start[w]; e < start[w + 1]; ++e) {
+          const uint32_t u = (*list)[e].pos;
+          if ((sc.down_set[u] & 2) || dist[u] <= d + 1) continue;
+          dist[u] = static_cast<uint16_t>(d + 1);
+          if (sc.buckets.size() < d + 3) sc.buckets.resize(d + 3);
+          sc.buckets[d + 1].push_back(u);
+        }
+      }
+    }
+  }
+
+  const size_t nd = dests.size();
+  uint8_t cand[256];
+  for (uint32_t v = 0; v < n; ++v) {
+    uint8_t* const row = rows[comp.order[v]];
+    if (v == tp) {
+      for (const Dest& d : dests) row[d.lid] = d.exit_port;
+      continue;
+    }
+    if (dist[v] == kFar) continue;
+    const uint16_t want = static_cast<uint16_t>(dist[v] - 1);
+    uint32_t nc = 0;
+    if (sc.down_set[v] & 1) {
+      for (uint32_t e = comp.tdown_start[v]; e < comp.tdown_start[v + 1]; ++e)
+        if ((sc.down_set[comp.tdown[e].pos] & 1) && dist[comp.tdown[e].pos] == want)
+          cand[nc++] = comp.tdown[e].port;
+    } else if (sc.down_set[v] & 2) {
+      for (uint32_t e = comp.tup_start[v]; e < comp.tup_start[v + 1]; ++e)
+        if (dist[comp.tup[e].pos] == want) cand[nc++] = comp.tup[e].port;
+    } else {
+      for (uint32_t e = comp.up_start[v]; e < comp.up_start[v + 1]; ++e)
+        if (dist[comp.up[e].pos] == want) cand[nc++] = comp.up[e].port;
+      for (uint32_t e = comp.down_start[v]; e < comp.down_start[v + 1]; ++e)
+        if (dist[comp.down[e].pos] == want) cand[nc++] = comp.down[e].port;
+    }
+    if (nc == 0) continue;
+    // D-mod-k on the up*/down* routes; the rest spread by the destination's index alone.
+    const uint32_t divisor = (sc.down_set[v] & 2) ? comp.divisor[comp.level[v]] : 1;
+    for (size_t d = 0; d < nd; ++d)
+      row[dests[d].lid] = cand[(dests[d].index / divisor + dests[d].offset) % nc];
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<RoutingTables> FTreeEngine::Route(const Fabric& fabric, const LidMap& lids,
@@ -480,7 +621,11 @@ Result<RoutingTables> FTreeEngine::Route(const Fabric& fabric, const LidMap& lid
   for (size_t s = 0; s < S; ++s) rows[s] = out.switches[s].lft.data();
   ParallelFor(
       S, options.threads, [] { return Scratch{}; },
-      [&](Scratch& sc, size_t t) { RouteTo(plan, static_cast<uint32_t>(t), sc, rows); });
+      [&](Scratch& sc, size_t t) {
+        const uint32_t ti = static_cast<uint32_t>(t);
+        RouteTo(plan, ti, plan.dests[t], sc, rows);
+        if (!RouteOwnTo(plan, ti, plan.own[t], sc, rows)) RouteTo(plan, ti, plan.own[t], sc, rows);
+      });
   return out;
 }
 

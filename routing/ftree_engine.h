@@ -7,14 +7,27 @@
 // The engine declines (non-OK Status, the chain tries the next engine) when the component is
 // not tree-like: leaves at different ranks, or two leaves cabled to each other.
 //
-// Turn rule. Every route obeys up*/down* over one total order of the component's switches,
-// so the channel dependency graph is acyclic (deadlock-free on one VL) for every LFT entry,
-// switch LIDs and routes between roots included. The order is the tree's own (roots first)
-// except around one "hub" leaf: the hub and all its ancestors come first, nearest the hub
-// first. On a full fat tree every shortest up-then-down route of the tree stays legal under
-// that order, and every switch reaches every other (through the hub if need be), which the
-// plain rank order cannot give between two roots or around a missing link. Missing links and
-// switches need no special case: a destination takes the shortest legal route that is left.
+// Turn rule. Towards a host's LID every route obeys up*/down* over one total order of the
+// component's switches, so those routes' channel dependency graph is acyclic (deadlock-free
+// on one VL). The order is the tree's own (roots first) except around one "hub" leaf: the hub
+// and all its ancestors come first, nearest the hub first. On a full fat tree every shortest
+// up-then-down route of the tree stays legal under that order, and every switch reaches every
+// host (through the hub if need be), which the plain rank order cannot give around a missing
+// link. Missing links and switches need no special case: a destination takes the shortest
+// legal route that is left.
+//
+// Towards a switch's own LID (or a SHARP aggregation node's) only the routes from switches
+// with a host cabled carry credit-controlled traffic (CheckCreditLoops's rule,
+// routing/quality.h): those are up*/down* under the tree's own ranking (roots first, lower
+// GUID first within a rank, as UpDownRanks ranks a fat tree), which every leaf of a fat tree
+// has towards every switch. A switch with no such route (a core towards another core, an
+// aggregation switch towards another group's switches) takes a shortest route of any kind
+// into those that have one, spread over its ports by destination: such routes turn in the
+// pods they cross, not in the hub's. So a dead switch changes the switch-to-switch routes that
+// crossed it, not every route that turned next to the hub (at 3-tier k=48, a dead aggregation
+// switch: 176 switch LIDs re-routed instead of 1,798). Where a switch with a host has no
+// up*/down* route under that ranking (a degraded tree), that switch LID is routed under the
+// hub's order, as hosts' LIDs are.
 //
 // Port choice. Among the shortest legal egress ports of a switch (ordered by the remote
 // switch's NodeId), LID offset `o` of the destination with index `i` takes

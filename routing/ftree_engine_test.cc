@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "fabric/aggregation_node.h"
 #include "fabric/generators.h"
 #include "routing/minhop_engine.h"
 #include "routing/quality.h"
@@ -87,8 +88,11 @@ uint32_t ShiftMaxSharing(const Fabric& fabric, const LidMap& lids, const Routing
   return worst;
 }
 
-// The channel dependency graph over every LFT entry (every switch a source, every LID):
-// true if it has no cycle, i.e. the routes cannot deadlock on one VL.
+// The channel dependency graph of the routes that carry credit-controlled traffic (the rule
+// routing/quality.h states, written out again here): towards a host's LID every switch's
+// entry; towards a switch's own LID or an aggregation node's, the entries on the routes from
+// the switches with a host cabled. True if it has no cycle, i.e. those routes cannot deadlock
+// on one VL.
 bool ChannelDependenciesAcyclic(const Fabric& fabric, const LidMap& lids,
                                 const RoutingTables& tables) {
   // Next switch-to-switch channel after leaving over `out` towards `lid`, or kNoPort.
@@ -107,16 +111,53 @@ bool ChannelDependenciesAcyclic(const Fabric& fabric, const LidMap& lids,
     return next;
   };
   std::vector<std::vector<PortId>> edges(fabric.port_count());
-  for (const SwitchTable& t : tables.switches)
-    for (uint32_t lid = 1; lid <= lids.max_lid() && lid < t.lft.size(); ++lid) {
-      const uint8_t port = t.lft[lid];
-      if (port == 0 || port == kDropPort || port > fabric.node(t.node).num_ports) continue;
-      const PortId out = fabric.port_id(t.node, PortNum(port));
-      const Port& p = fabric.port(out);
-      if (!p.connected() || !fabric.node(fabric.port(p.peer).node).is_switch()) continue;
-      const PortId next = next_channel(out, static_cast<uint16_t>(lid));
-      if (next != kNoPort) edges[out].push_back(next);
+  // The switches with a host cabled.
+  std::vector<NodeId> sources;
+  for (const SwitchTable& t : tables.switches) {
+    const Node& node = fabric.node(t.node);
+    for (uint32_t p = 1; p <= node.num_ports; ++p) {
+      const Port& port = fabric.port(node.first_port + p);
+      if (!port.connected()) continue;
+      const Node& remote = fabric.node(fabric.port(port.peer).node);
+      if (!remote.is_switch() && !IsAggregationNode(remote)) {
+        sources.push_back(t.node);
+        break;
+      }
     }
+  }
+  // The first channel of switch `n`'s route towards `lid`, or kNoPort.
+  auto first_channel = [&](NodeId n, uint16_t lid) -> PortId {
+    const SwitchTable* t = tables.table(n);
+    if (!t || lid >= t->lft.size()) return kNoPort;
+    const uint8_t port = t->lft[lid];
+    if (port == 0 || port == kDropPort || port > fabric.node(n).num_ports) return kNoPort;
+    const PortId out = fabric.port_id(n, PortNum(port));
+    const Port& p = fabric.port(out);
+    if (!p.connected() || !fabric.node(fabric.port(p.peer).node).is_switch()) return kNoPort;
+    return out;
+  };
+  for (uint32_t lid = 1; lid <= lids.max_lid(); ++lid) {
+    const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
+    if (owner == kNoPort) continue;
+    const Node& on = fabric.node(fabric.port(owner).node);
+    const uint16_t l = static_cast<uint16_t>(lid);
+    if (!on.is_switch() && !IsAggregationNode(on)) {
+      for (const SwitchTable& t : tables.switches) {
+        const PortId out = first_channel(t.node, l);
+        if (out == kNoPort) continue;
+        const PortId next = next_channel(out, l);
+        if (next != kNoPort) edges[out].push_back(next);
+      }
+      continue;
+    }
+    std::unordered_set<PortId> seen;  // channels whose dependency for this LID is in
+    for (NodeId src : sources)
+      for (PortId out = first_channel(src, l); out != kNoPort && seen.insert(out).second;) {
+        const PortId next = next_channel(out, l);
+        if (next != kNoPort) edges[out].push_back(next);
+        out = next;
+      }
+  }
   std::vector<uint32_t> indegree(fabric.port_count(), 0);
   for (auto& e : edges) {
     std::sort(e.begin(), e.end());

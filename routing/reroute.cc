@@ -1,7 +1,6 @@
 #include "routing/reroute.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -295,14 +294,12 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
   bool all = examine_all || g.component.empty() ||
              *std::max_element(g.component.begin(), g.component.end()) > 0 ||
              !SwitchesConnected(before);
-  // Per examined LID (by its index in `examine`), whether only the switches whose old route
-  // runs into a changed cable need following (see reroute.h), and those with an entry into
-  // one: seeds[seed_begin[i] .. seed_begin[i + 1]).
-  std::vector<bool> partial;
+  // Per examined LID (by its index in `examine`): whether only the switches whose old route
+  // runs into a changed cable need following (reroute.h; never a switch's own LID), and those
+  // with an entry into one: seeds[seed_begin[i] .. seed_begin[i + 1]); whether its owner is
+  // cabled as before, so Rerouted::changes can list the switches whose entry may differ.
+  std::vector<bool> partial, same_owner;
   std::vector<uint32_t> seed_begin, seeds;
-  // Per examined LID: its owner is cabled as before, so Rerouted::changes can list the
-  // switches whose entry may differ (with a proof, when the seeds are kept).
-  std::vector<bool> same_owner;
   if (!all) {
     std::vector<bool> touched(size_t{max_lid} + 1, false);
     std::vector<std::pair<uint32_t, uint32_t>> dead_entries;  // (LID, switch)
@@ -355,7 +352,9 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       if (!touched[lid]) continue;
       at[lid] = static_cast<uint32_t>(examine.size());
       examine.push_back(lid);
-      partial.push_back(proven_before && !whole[lid]);
+      const PortId o = lids.owner(Lid(static_cast<uint16_t>(lid)));
+      const bool own = o != kNoPort && f.node(f.port(o).node).is_switch();
+      partial.push_back(proven_before && !whole[lid] && !own);
       same_owner.push_back(proven_before && !moved[lid]);
     }
     // dead_entries is by switch, then LID: a counting sort makes it by LID, then switch.

@@ -88,16 +88,16 @@ size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b);
 // its ranking, so that kept and built routes are up*/down* under the order the old ones were
 // proven under, and ReproveUpDown can renew that proof from the examined LIDs alone. Without,
 // by UpDownRanks of `fabric`. The proof also says which old routes need not be followed. For
-// an examined LID whose owner is cabled as before and which the proof lists no turn for, every
-// route CA traffic takes was up*/down*, and every route delivered: `old` must have passed
-// VerifyTables on `before` (the SM proves only tables that did). Such a LID is followed only from the switches whose old route runs into a
-// changed cable (found backwards from those with an entry into one), from the switches above
-// the owner's (which must route down), and from each switch a built route enters; every other
-// switch keeps its entry (RerouteStats::lids_followed_partly counts these LIDs). The tables
-// are those following every switch gives, with one exception: an off-rule route towards a
-// switch LID, from a switch that no CA traffic enters and no built route enters, is kept even
-// where an up*/down* route exists (the whole walk builds it again; nothing that counts runs
-// over it either way).
+// an examined host's LID whose owner is cabled as before and which the proof lists no turn
+// for, every route was up*/down*, and every route delivered: `old` must have passed
+// VerifyTables on `before` (the SM proves only tables that did). Such a LID is followed only
+// from the switches whose old route runs into a changed cable (found backwards from those
+// with an entry into one), from the switches above the owner's (which must route down), and
+// from each switch a built route enters; every other switch keeps its entry
+// (RerouteStats::lids_followed_partly counts these LIDs). The tables are those following
+// every switch gives. A switch's own LID is always followed from every switch: the routes
+// towards it from switches without hosts may be off-rule (ftree's are, between cores), and
+// only the whole walk sees which of them a built route runs into.
 //
 // `start`, when given, is a copy of `old` (CopyTables) that the result is built in: the
 // re-route takes over its rows instead of copying the old tables (86 MB at 3-tier k=48), and

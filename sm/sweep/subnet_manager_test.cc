@@ -328,8 +328,8 @@ TEST(SubnetManagerTest, LinkDownTrapReroutesAroundTheLinkWithinOneSweep) {
 }
 
 // The SM keeps what each switch's LFT holds across heavy sweeps, per block: a sweep of the
-// same fabric sends no block and reads none back; a re-route sends only the blocks that
-// changed, and the switches then hold the new routes.
+// same fabric sends no block and reads none back; a re-route sends exactly the blocks whose
+// entries changed on the switches, and the switches then hold the new routes.
 TEST(SubnetManagerTest, LftCacheSendsNothingForAnUnchangedFabricAndOnlyChangedBlocksOnReroute) {
   auto f = FatTree2(8);
   ASSERT_TRUE(f.ok());
@@ -341,6 +341,18 @@ TEST(SubnetManagerTest, LftCacheSendsNothingForAnUnchangedFabricAndOnlyChangedBl
   PortId uplink = f->port_id(leaf, PortNum{5});
   std::vector<SweepStats> sweeps;
   bool link_down = false;
+  // Every switch's LFT (LIDs 1..63, one block: the fabric's LIDs fit in it) as the switches
+  // hold it.
+  auto held = [&] {
+    std::vector<std::vector<uint8_t>> out;
+    for (NodeId n = 0; n < f->node_count(); ++n) {
+      if (!f->node(n).is_switch()) continue;
+      out.emplace_back();
+      for (uint16_t lid = 1; lid < 64; ++lid) out.back().push_back(sim.lft_entry(n, Lid{lid}));
+    }
+    return out;
+  };
+  std::vector<std::vector<uint8_t>> before_cut;
   SweepStats last = RunSm(io, sim, at, o, nullptr, [&](SubnetManager& sm, const SweepStats& st) {
     sweeps.push_back(st);
     if (sweeps.size() == 1) {
@@ -349,6 +361,7 @@ TEST(SubnetManagerTest, LftCacheSendsNothingForAnUnchangedFabricAndOnlyChangedBl
     }
     if (!link_down) {
       link_down = true;
+      before_cut = held();
       EXPECT_TRUE(sim.LinkDown(uplink).ok());
       return false;
     }
@@ -360,8 +373,15 @@ TEST(SubnetManagerTest, LftCacheSendsNothingForAnUnchangedFabricAndOnlyChangedBl
   EXPECT_EQ(sweeps[1].lft_blocks_sent, 0u);
   EXPECT_EQ(sweeps[1].lft_blocks_read, 0u);
   ASSERT_EQ(last.links, f->link_count() - 1);
-  EXPECT_GT(last.lft_blocks_sent, 0u);
-  EXPECT_LT(last.lft_blocks_sent, sweeps[0].lft_blocks_sent);
+  ASSERT_LT(f->node_count(), 64u);  // one LID each (LMC 0): all in block 0
+  const std::vector<std::vector<uint8_t>> after_cut = held();
+  ASSERT_EQ(after_cut.size(), before_cut.size());
+  size_t changed = 0;
+  for (size_t i = 0; i < after_cut.size(); ++i) changed += after_cut[i] != before_cut[i];
+  uint64_t sent = 0;
+  for (size_t i = 2; i < sweeps.size(); ++i) sent += sweeps[i].lft_blocks_sent;
+  EXPECT_GT(changed, 0u);
+  EXPECT_EQ(sent, changed);
   for (uint16_t lid: SimCaLids(*f, sim)) EXPECT_NE(sim.lft_entry(leaf, Lid{lid}), 5);
   Fabric g = *f;
   g.Disconnect(uplink);
