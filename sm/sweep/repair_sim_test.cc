@@ -374,6 +374,9 @@ TEST(RepairSweepTest, ARepairReroutesOnlyWhatCrossedTheCut) {
   // Checked from the LIDs it changed alone (the proof of the heavy sweep's tables renewed);
   // the whole-fabric checks below are the test's own.
   EXPECT_GE(run.counters.repair_reroutes_proven, 1u);
+  // Built in the copy of the tables the routing worker made once the heavy sweep was
+  // published (the cut comes after it settled), not in one made when the repair began.
+  EXPECT_GE(run.counters.repair_tables_kept, 1u);
   std::printf("[ figure ] 3-tier k=8, one spine-core cable cut: the repair wrote %lu LFT blocks "
               "re-routing incrementally, %lu with the engine\n",
               static_cast<unsigned long>(repair_blocks(run)),

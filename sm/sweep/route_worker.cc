@@ -120,7 +120,9 @@ void RouteWorker::Route(RouteRequest request, boost::asio::io_context& io,
       spare_.reset();
       spare_of_.reset();
     }
+    const bool from_spare = start != nullptr;
     auto routed = std::make_shared<Routed>(RouteSnapshot(request, std::move(start)));
+    routed->from_spare = from_spare && routed->rerouted;
     boost::asio::post(io, [work, routed, done = std::move(done)]() mutable {
       work->reset();
       done(std::move(*routed));

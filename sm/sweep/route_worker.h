@@ -55,6 +55,7 @@ struct Routed {
   uint64_t reused_from = 0;
   // A repair's incremental re-route (routing::RerouteAround): used, or why not.
   bool rerouted = false;
+  bool from_spare = false;  // built in the copy KeepSpare made
   routing::RerouteStats reroute;
   std::string reroute_refused;
   // The proof that the tables have no credit loop (routing/updown_proof.h), when one was

@@ -21,6 +21,7 @@ struct SmCounters {
   uint64_t heavy_sweeps_cut_short = 0;  // heavy sweeps that gave way to a repair
   uint64_t repairs_handed_over = 0;     // repairs that gave way to the next repair
   uint64_t repair_models_kept = 0;  // repairs that patched the model copy made while idle
+  uint64_t repair_tables_kept = 0;  // re-routes built in the tables copy made while idle
   uint64_t repair_reroutes = 0;          // repairs routed incrementally
   uint64_t repair_reroutes_refused = 0;  // ... whose incremental result was refused
   uint64_t repair_reroutes_proven = 0;   // ... whose tables were proven from the changed LIDs
@@ -119,6 +120,10 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "ibsm_repair_models_kept_total", "", "",
      "repair sweeps that patched the copy of the last model made while the SM was idle "
      "(the others copied it when they began)"},
+    {&SmCounters::repair_tables_kept, CounterSection::kStatus, "repair_tables_kept",
+     "ibsm_repair_tables_kept_total", "", "",
+     "incremental re-routes built in the copy of the last tables made on the routing worker "
+     "after the sweep before (the others copied the tables when they began)"},
     {&SmCounters::repair_reroutes, CounterSection::kStatus, "repair_reroutes",
      "ibsm_repair_reroutes_total", "", "",
      "repair sweeps that kept every intact route and re-routed only what the fault broke "

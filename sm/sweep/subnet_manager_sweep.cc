@@ -307,6 +307,7 @@ void SubnetManager::OnRouted(Routed routed) {
   if (routed.rerouted) {
     ++counters_.repair_reroutes;
     if (routed.loops_proven) ++counters_.repair_reroutes_proven;
+    if (routed.from_spare) ++counters_.repair_tables_kept;
     Log(LogName::kRouting)
         .info("repair sweep {}: re-routed incrementally: {} of the {} LIDs whose routes the "
               "fault touched changed ({} entries); every other route kept",
@@ -322,10 +323,6 @@ void SubnetManager::OnRouted(Routed routed) {
                                   report,         loops,       current_.number};
   }
   lid_map_ = std::move(routed.lids);
-  if (options_.incremental_repair && options_.incremental_reroute && tables_->engine != "minhop") {
-    // The next repair starts from a copy of these tables: made now, while the worker is idle.
-    route_worker_.KeepSpare(tables_, options_.routing.threads);
-  }
   NextStage();
 }
 
@@ -544,8 +541,13 @@ void SubnetManager::PublishSweep(const std::vector<Guid>& ports_before) {
   if (discovered_ && sm_port_ != kNoPort) {
     PublishSaSnapshot();
     // The next repair patches a copy of this model: made now, off the io thread.
-    if (options_.incremental_repair && !options_.once && state() == mad::SmState::kMaster)
+    if (options_.incremental_repair && !options_.once && state() == mad::SmState::kMaster) {
       model_spare_.Keep(discovered_, model_version_);
+      // And of these tables, on the routing worker (idle now): not while the LFT blocks go
+      // out, which it would slow down on a small management host.
+      if (options_.incremental_reroute && tables_ && tables_->engine != "minhop")
+        route_worker_.KeepSpare(tables_, options_.routing.threads);
+    }
     ReportPortChanges(ports_before);
     FlushState();  // SA registrations and multicast groups not yet written, and what failed
     SweepPublication p;
