@@ -79,11 +79,12 @@ struct Component {
   std::vector<uint8_t> level;     // by position: 0 for leaves, +1 per rank above them
   std::vector<uint32_t> divisor;  // by level: D-mod-k divisor
   // The tree's own ranking (rank from the roots, then lower GUID higher), for routes towards
-  // switch LIDs: positions highest first, and the oriented CSR by position under it.
-  std::vector<uint32_t> tier;
+  // switch LIDs. By tier index (0 highest; OLink::pos a tier index here): the position, the
+  // oriented CSR, and whether a CA other than an aggregation node is cabled.
+  std::vector<uint32_t> tier, tier_of;  // tier index -> position, position -> tier index
   std::vector<uint32_t> tup_start, tdown_start;
   std::vector<OLink> tup, tdown;
-  std::vector<uint8_t> hosts;  // by position: a CA other than an aggregation node is cabled
+  std::vector<uint8_t> hosts;
 };
 
 // Where one LID is delivered and how its D-mod-k choice is made.
@@ -306,17 +307,19 @@ class Planner {
     };
     std::sort(comp.tier.begin(), comp.tier.end(),
               [&](uint32_t a, uint32_t b) { return tree_key(a) < tree_key(b); });
+    comp.tier_of.resize(n);
+    for (uint32_t i = 0; i < n; ++i) comp.tier_of[comp.tier[i]] = i;
     comp.tup_start.reserve(n + 1);
     comp.tdown_start.reserve(n + 1);
     comp.tup_start.push_back(0);
     comp.tdown_start.push_back(0);
     comp.hosts.assign(n, 0);
-    for (uint32_t v = 0; v < n; ++v) {
-      const uint32_t s = comp.order[v];
-      comp.hosts[v] = hosts_[s];
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t s = comp.order[comp.tier[i]];
+      comp.hosts[i] = hosts_[s];
       for (const auto* l = g.begin(s); l != g.end(s); ++l) {
-        const uint32_t u = pos[l->remote];
-        (tree_key(u) < tree_key(v) ? comp.tup : comp.tdown).push_back({u, l->port});
+        const uint32_t u = comp.tier_of[pos[l->remote]];
+        (u < i ? comp.tup : comp.tdown).push_back({u, l->port});
       }
       comp.tup_start.push_back(static_cast<uint32_t>(comp.tup.size()));
       comp.tdown_start.push_back(static_cast<uint32_t>(comp.tdown.size()));
@@ -413,7 +416,6 @@ struct Scratch {
   std::vector<uint32_t> queue;
   std::vector<uint32_t> quotient;  // [level][dest]: index / divisor + offset
   std::vector<uint16_t> lid;       // [dest]
-  std::vector<std::vector<uint32_t>> buckets;  // RouteOwnTo: positions by distance
 };
 
 // Fills every switch's entries for the LIDs that switch `t` delivers. Legal routes: a switch
@@ -500,18 +502,20 @@ void RouteTo(const Plan& plan, uint32_t t, const std::vector<Dest>& dests, Scrat
 // the tree's own ranking, a switch that reaches t moving down only moves down, one hop nearer;
 // any other switch with an up*/down* route moves up, one hop nearer: every route from a
 // switch with hosts is so, as on a full fat tree every one has such a route. A switch with
-// none (a core towards another core, an aggregation switch towards another group's) takes a
-// shortest route of any kind into those that have one, spread over its ports by LID; no host's
-// route crosses it. So a route between two switches turns in the pods it spans, never in
-// one far-off pod, and a dead switch changes the routes that crossed it alone. Returns false,
-// writing nothing, when a switch with hosts has no up*/down* route under that ranking (a
-// degraded tree): the caller routes these LIDs under the hub's order, as hosts' LIDs.
+// none (a core towards another core, an aggregation switch towards another group's) moves
+// down, one hop nearer to the nearest switch below that has one, spread over its ports by
+// LID; no host's route crosses it. So a route between two switches turns in the pods it
+// spans, never in one far-off pod, and a dead switch changes the routes that crossed it
+// alone. Returns false when a switch with hosts has no up*/down* route under that ranking,
+// or a switch has neither that nor a way down to one (a degraded tree): the caller then
+// routes these LIDs under the hub's order, as hosts' LIDs, which writes every switch's entry
+// for them again (under that order every switch of the component has a route).
 bool RouteOwnTo(const Plan& plan, uint32_t t, const std::vector<Dest>& dests, Scratch& sc,
                 const std::vector<uint8_t*>& rows) {
   if (dests.empty()) return true;
   const Component& comp = plan.components[plan.component_of[t]];
   const uint32_t n = static_cast<uint32_t>(comp.order.size());
-  const uint32_t tp = plan.position_of[t];
+  const uint32_t tp = comp.tier_of[plan.position_of[t]];  // everything by tier index here
   sc.dist.assign(n, kFar);
   sc.down_set.assign(n, 0);
   sc.queue.clear();
@@ -529,71 +533,58 @@ bool RouteOwnTo(const Plan& plan, uint32_t t, const std::vector<Dest>& dests, Sc
     }
   }
   uint16_t* const dist = sc.dist.data();
-  uint16_t top = 0;
-  for (uint32_t v : comp.tier) {
-    if (!sc.down_set[v]) {
-      uint16_t best = kFar;
-      for (uint32_t e = comp.tup_start[v]; e < comp.tup_start[v + 1]; ++e)
-        best = std::min(best, dist[comp.tup[e].pos]);
-      if (best != kFar) dist[v] = static_cast<uint16_t>(best + 1);
-    }
-    if (dist[v] == kFar && comp.hosts[v]) return false;
-    if (dist[v] != kFar) top = std::max(top, dist[v]);
-  }
-  // Switches without an up*/down* route: hop distances into those with one (a bucket queue;
-  // the way flag is down_set's bit 1).
-  for (uint32_t v = 0; v < n; ++v)
-    if (dist[v] != kFar) sc.down_set[v] |= 2;
-  if (sc.buckets.size() < size_t{top} + 2) sc.buckets.resize(size_t{top} + 2);
-  for (auto& b : sc.buckets) b.clear();
-  for (uint32_t v = 0; v < n; ++v)
-    if (dist[v] != kFar) sc.buckets[dist[v]].push_back(v);
-  for (size_t d = 0; d < sc.buckets.size(); ++d) {
-    for (size_t i = 0; i < sc.buckets[d].size(); ++i) {
-      const uint32_t w = sc.buckets[d][i];
-      if (dist[w] != d) continue;
-      for (const auto* list : {&comp.up, &comp.down}) {
-        const auto& start = list == &comp.up ? comp.up_start : comp.down_start;
-        for (uint32_t e = start[w]; e < start[w + 1]; ++e) {
-          const uint32_t u = (*list)[e].pos;
-          if ((sc.down_set[u] & 2) || dist[u] <= d + 1) continue;
-          dist[u] = static_cast<uint16_t>(d + 1);
-          if (sc.buckets.size() < d + 3) sc.buckets.resize(d + 3);
-          sc.buckets[d + 1].push_back(u);
-        }
-      }
-    }
-  }
-
+  uint8_t* const mark = sc.down_set.data();  // bit 0: the down set; bit 1: up*/down* route
   const size_t nd = dests.size();
   uint8_t cand[256];
-  for (uint32_t v = 0; v < n; ++v) {
-    uint8_t* const row = rows[comp.order[v]];
-    if (v == tp) {
-      for (const Dest& d : dests) row[d.lid] = d.exit_port;
-      continue;
-    }
-    if (dist[v] == kFar) continue;
-    const uint16_t want = static_cast<uint16_t>(dist[v] - 1);
-    uint32_t nc = 0;
-    if (sc.down_set[v] & 1) {
-      for (uint32_t e = comp.tdown_start[v]; e < comp.tdown_start[v + 1]; ++e)
-        if ((sc.down_set[comp.tdown[e].pos] & 1) && dist[comp.tdown[e].pos] == want)
-          cand[nc++] = comp.tdown[e].port;
-    } else if (sc.down_set[v] & 2) {
-      for (uint32_t e = comp.tup_start[v]; e < comp.tup_start[v + 1]; ++e)
-        if (dist[comp.tup[e].pos] == want) cand[nc++] = comp.tup[e].port;
-    } else {
-      for (uint32_t e = comp.up_start[v]; e < comp.up_start[v + 1]; ++e)
-        if (dist[comp.up[e].pos] == want) cand[nc++] = comp.up[e].port;
-      for (uint32_t e = comp.down_start[v]; e < comp.down_start[v + 1]; ++e)
-        if (dist[comp.down[e].pos] == want) cand[nc++] = comp.down[e].port;
-    }
-    if (nc == 0) continue;
-    // D-mod-k on the up*/down* routes; the rest spread by the destination's index alone.
-    const uint32_t divisor = (sc.down_set[v] & 2) ? comp.divisor[comp.level[v]] : 1;
+  auto write = [&](uint32_t v, uint32_t nc, uint32_t divisor) {
+    uint8_t* const row = rows[comp.order[comp.tier[v]]];
     for (size_t d = 0; d < nd; ++d)
       row[dests[d].lid] = cand[(dests[d].index / divisor + dests[d].offset) % nc];
+  };
+  // Highest first: the down set moves down, the rest with an up*/down* route up (D-mod-k).
+  for (uint32_t v = 0; v < n; ++v) {
+    uint32_t nc = 0;
+    if (mark[v]) {
+      mark[v] = 3;
+      if (v == tp) {
+        uint8_t* const row = rows[comp.order[comp.tier[v]]];
+        for (const Dest& d : dests) row[d.lid] = d.exit_port;
+        continue;
+      }
+      const uint16_t want = static_cast<uint16_t>(dist[v] - 1);
+      for (uint32_t e = comp.tdown_start[v]; e < comp.tdown_start[v + 1]; ++e)
+        if ((mark[comp.tdown[e].pos] & 1) && dist[comp.tdown[e].pos] == want)
+          cand[nc++] = comp.tdown[e].port;
+    } else {
+      uint16_t best = kFar;
+      for (uint32_t e = comp.tup_start[v]; e < comp.tup_start[v + 1]; ++e) {
+        const uint16_t d = dist[comp.tup[e].pos];
+        if (d < best) best = d, nc = 0;
+        if (d == best && d != kFar) cand[nc++] = comp.tup[e].port;
+      }
+      if (best == kFar) {
+        if (comp.hosts[v]) return false;
+        continue;
+      }
+      dist[v] = static_cast<uint16_t>(best + 1);
+      mark[v] = 2;
+    }
+    if (nc > 0) write(v, nc, comp.divisor[comp.level[comp.tier[v]]]);
+  }
+  // Lowest first: a switch without an up*/down* route moves down, one hop nearer to the
+  // nearest switch below that has one, spread by the destination's index alone.
+  for (uint32_t v = n; v-- > 0;) {
+    if (mark[v]) continue;
+    uint16_t best = kFar;
+    uint32_t nc = 0;
+    for (uint32_t e = comp.tdown_start[v]; e < comp.tdown_start[v + 1]; ++e) {
+      const uint16_t d = dist[comp.tdown[e].pos];
+      if (d < best) best = d, nc = 0;
+      if (d == best && d != kFar) cand[nc++] = comp.tdown[e].port;
+    }
+    if (best == kFar) return false;
+    dist[v] = static_cast<uint16_t>(best + 1);
+    write(v, nc, 1);
   }
   return true;
 }
