@@ -85,6 +85,7 @@ void PartitionProgrammer::SetTables() {
     Log(LogName::kSm).warn("{} {}", i.id, i.message);
   }
   plan_ = plan;
+  pending_.clear();
   for (const auto& [p, table] : plan->tables) {
     const Port& port = f.port(p);
     auto target = PKeyTarget(d, p);
@@ -241,13 +242,27 @@ void PartitionProgrammer::SetEnforcement() {
 bool PartitionProgrammer::KeepPlanRenumbered(const std::vector<PortId>& to, bool switches_only) {
   if (!plan_ || to.empty() || !switches_only) return false;
   auto renumbered = [&to](PortId p) { return p < to.size() ? to[p] : kNoPort; };
+  // Composed with a renumbering not yet applied: plan_'s numbers -> the model's now.
+  std::vector<PortId> composed = to;
+  if (!pending_.empty()) {
+    composed.resize(pending_.size());
+    for (size_t p = 0; p < pending_.size(); ++p) composed[p] = renumbered(pending_[p]);
+  }
+  for (const auto& [p, e] : plan_->enforcement)
+    if (p >= composed.size() || composed[p] == kNoPort) return false;  // faced an end port
+  pending_ = std::move(composed);
+  return true;
+}
+
+const std::shared_ptr<const PKeyPlan>& PartitionProgrammer::plan() {
+  if (pending_.empty() || !plan_) return plan_;
+  const std::vector<PortId> to = std::move(pending_);
+  pending_.clear();
+  auto renumbered = [&to](PortId p) { return p < to.size() ? to[p] : kNoPort; };
   auto plan = std::make_shared<PKeyPlan>();
   // The renumbering keeps the order of the ports left: each map is built in order.
-  for (const auto& [p, e] : plan_->enforcement) {
-    const PortId q = renumbered(p);
-    if (q == kNoPort) return false;  // a switch taken out faced an end port
-    plan->enforcement.emplace_hint(plan->enforcement.end(), q, e);
-  }
+  for (const auto& [p, e] : plan_->enforcement)
+    plan->enforcement.emplace_hint(plan->enforcement.end(), renumbered(p), e);
   for (const auto& [p, table] : plan_->tables)
     if (const PortId q = renumbered(p); q != kNoPort)
       plan->tables.emplace_hint(plan->tables.end(), q, table);
@@ -256,7 +271,7 @@ bool PartitionProgrammer::KeepPlanRenumbered(const std::vector<PortId>& to, bool
       plan->members.emplace_hint(plan->members.end(), q, m);
   plan->sl_by_pkey = plan_->sl_by_pkey;
   plan_ = std::move(plan);
-  return true;
+  return plan_;
 }
 
 void PartitionProgrammer::Assume(std::map<PortKey, PKeyCache> read) {

@@ -84,8 +84,10 @@ class PartitionProgrammer {
   PartitionProgrammer(SmpPipeline& pipeline, SmCounters& counters, Hooks hooks)
       : pipeline_(pipeline), counters_(counters), hooks_(std::move(hooks)) {}
 
-  // The plan of the last run: what the SA answers P_Key questions from.
-  const std::shared_ptr<const PKeyPlan>& plan() const { return plan_; }
+  // The plan of the last run: what the SA answers P_Key questions from (renumbered first,
+  // where KeepPlanRenumbered left that to be done).
+  const std::shared_ptr<const PKeyPlan>& plan();
+  bool has_plan() const { return plan_ != nullptr; }
   // This run's counts.
   const PartitionCounts& run() const { return run_; }
 
@@ -97,6 +99,8 @@ class PartitionProgrammer {
   // After a repair that took nodes out and renumbered the model's ports (`renumbered`: old
   // PortId -> new, kNoPort for a port of a node taken out): keeps the plan, renumbered, when
   // every node taken out was a switch that faced no end port (`switches_only`), and says so.
+  // The check is made now; the plan itself (a table per end port: 30 ms and more at 3-tier
+  // k=48) is renumbered when it is next asked for, after the repair's last LFT block.
   bool KeepPlanRenumbered(const std::vector<PortId>& renumbered, bool switches_only);
 
   // A takeover: the tables the standby read stand for what the ports hold, until the next
@@ -121,6 +125,7 @@ class PartitionProgrammer {
   // its switch rebooted.
   std::map<PortKey, PKeyCache> cache_;
   std::shared_ptr<const PKeyPlan> plan_;
+  std::vector<PortId> pending_;  // plan_'s PortId -> the model's, not yet applied (or empty)
   // What a switch port that answered our enforcement Set without the bits asked for (ibsim's
   // switches keep none) answered: not Set again while the plan asks the same and the port
   // answers the same (SM-PKEY-004).

@@ -179,5 +179,31 @@ TEST(PartitionProgrammerTest, APlanIsRenumberedOnlyWhenNoEndPortLeft) {
   EXPECT_EQ(after->enforcement.size(), before->enforcement.size());
 }
 
+// Two repairs that each took a switch out, the second before the plan was asked for (it
+// handed over before publishing): the plan asked for after both carries both renumberings,
+// and the second's check is against the ports as the first left them.
+TEST(PartitionProgrammerTest, TwoRenumberingsBeforeThePlanIsAskedForAreBothApplied) {
+  PKeyStageBed b;
+  b.Run(Policy(b));
+  const auto before = b.partitions.plan();
+  const size_t n = b.d.fabric.port_count();
+  std::vector<PortId> shifted(n), shifted_again(n + 1);
+  for (PortId p = 0; p < n; ++p) shifted[p] = p + 1;
+  for (PortId p = 0; p < n + 1; ++p) shifted_again[p] = p + 2;
+  ASSERT_TRUE(b.partitions.KeepPlanRenumbered(shifted, true));
+  // The second takes out a port the first renumbering moved an enforcing port to: refused.
+  std::vector<PortId> lost = shifted_again;
+  lost[before->enforcement.begin()->first + 1] = kNoPort;
+  EXPECT_FALSE(b.partitions.KeepPlanRenumbered(lost, true));
+  ASSERT_TRUE(b.partitions.KeepPlanRenumbered(shifted_again, true));
+  const auto after = b.partitions.plan();
+  ASSERT_NE(after, before);
+  ASSERT_EQ(after->tables.size(), before->tables.size());
+  for (const auto& [p, table] : before->tables) EXPECT_EQ(after->tables.at(p + 3), table);
+  for (const auto& [p, m] : before->members) EXPECT_EQ(after->members.at(p + 3), m);
+  for (const auto& [p, e] : before->enforcement) EXPECT_EQ(after->enforcement.count(p + 3), 1u);
+  EXPECT_EQ(b.partitions.plan(), after);  // applied once
+}
+
 }  // namespace
 }  // namespace ibsm::sm

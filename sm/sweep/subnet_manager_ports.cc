@@ -20,7 +20,7 @@ void SubnetManager::ProgramPKeys() {
   // with the table and enforcement the last (clean) sweep wrote, so the plan and the caches
   // stand as they are. One that took out switches alone (a dead spine): the same, by the
   // ports' new numbers.
-  if (RepairIsLocal() && partitions_.plan() &&
+  if (RepairIsLocal() && partitions_.has_plan() &&
       (current_.repair_nodes_lost == 0 ||
        partitions_.KeepPlanRenumbered(sweep_.renumbered.ports,
                                       sweep_.renumbered.switches_only))) {
