@@ -120,6 +120,64 @@ void Fabric::Reserve(size_t nodes, size_t ports) {
   by_name_.reserve(nodes);
 }
 
+void Fabric::KeepNodes(const std::vector<bool>& keep) {
+  std::vector<NodeId> new_id(nodes_.size(), kNoNode);
+  std::vector<PortId> new_port(ports_.size(), kNoPort);
+  NodeId nodes = 0;
+  PortId ports = 0;
+  for (NodeId n = 0; n < nodes_.size(); ++n) {
+    if (n >= keep.size() || !keep[n]) continue;
+    new_id[n] = nodes++;
+    for (uint32_t p = 0; p <= nodes_[n].num_ports; ++p) new_port[nodes_[n].first_port + p] = ports++;
+  }
+  // Each kept item moves to the same index or a lower one: compacted in one forward pass.
+  for (PortId p = 0; p < ports_.size(); ++p) {
+    if (new_port[p] == kNoPort) continue;
+    Port port = ports_[p];
+    port.node = new_id[port.node];
+    if (port.peer != kNoPort) port.peer = new_port[port.peer];
+    ports_[new_port[p]] = port;
+  }
+  ports_.resize(ports);
+  for (NodeId n = 0; n < nodes_.size(); ++n) {
+    if (new_id[n] == kNoNode) continue;
+    if (new_id[n] != n) nodes_[new_id[n]] = std::move(nodes_[n]);
+    nodes_[new_id[n]].first_port = new_port[nodes_[new_id[n]].first_port];
+  }
+  nodes_.resize(nodes);
+  bool name_dropped = false;
+  for (auto it = by_node_guid_.begin(); it != by_node_guid_.end();) {
+    if (new_id[it->second] == kNoNode) {
+      it = by_node_guid_.erase(it);
+    } else {
+      it->second = new_id[it->second];
+      ++it;
+    }
+  }
+  for (auto it = by_name_.begin(); it != by_name_.end();) {
+    if (new_id[it->second] == kNoNode) {
+      it = by_name_.erase(it);
+      name_dropped = true;
+    } else {
+      it->second = new_id[it->second];
+      ++it;
+    }
+  }
+  // A name two nodes share names the first: where that one went, the first kept one.
+  if (name_dropped)
+    for (NodeId n = 0; n < nodes_.size(); ++n)
+      if (!nodes_[n].name.empty()) by_name_.emplace(nodes_[n].name, n);
+  for (auto it = by_port_guid_.begin(); it != by_port_guid_.end();) {
+    if (new_port[it->second] == kNoPort) {
+      it = by_port_guid_.erase(it);
+    } else {
+      it->second = new_port[it->second];
+      ++it;
+    }
+  }
+  by_lid_.clear();
+}
+
 void Fabric::Disconnect(PortId p) {
   PortId q = ports_[p].peer;
   if (q != kNoPort) ports_[q].peer = kNoPort;

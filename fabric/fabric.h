@@ -111,6 +111,12 @@ class Fabric {
   std::optional<PortId> FindPortByLid(Lid lid) const;
   void IndexLids();  // rebuilds the LID index after LIDs change
 
+  // Keeps the nodes with keep[n] set (a node past its end is dropped), in their order, each
+  // with its ports in a row: NodeIds and PortIds are renumbered, cables to a node dropped are
+  // taken out (their ports keep their other fields), the GUID and name indexes follow, and
+  // the LID index is emptied (IndexLids). In place: no node or name is copied.
+  void KeepNodes(const std::vector<bool>& keep);
+
   size_t switch_count() const;
   size_t ca_count() const;
   size_t link_count() const;  // cables, each counted once

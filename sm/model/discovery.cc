@@ -482,11 +482,18 @@ void Canonicalize(DiscoveryResult& r) {
 }
 
 void KeepNodes(DiscoveryResult& r, const std::vector<bool>& keep) {
-  std::vector<NodeId> order;
-  order.reserve(r.fabric.node_count());
-  for (NodeId n = 0; n < r.fabric.node_count(); ++n)
-    if (n < keep.size() && keep[n]) order.push_back(n);
-  Rebuild(r, order);
+  // In place (Fabric::KeepNodes): what Rebuild would give for these nodes in their order,
+  // without adding every node and port GUID to new indexes (a dead switch's repair).
+  const size_t before = r.fabric.node_count();
+  r.fabric.KeepNodes(keep);
+  size_t kept = 0;
+  for (NodeId n = 0; n < before; ++n) {
+    if (n >= keep.size() || !keep[n]) continue;
+    if (kept != n) r.nodes[kept] = std::move(r.nodes[n]);
+    ++kept;
+  }
+  r.nodes.resize(kept);
+  CanonicalPaths(r);
 }
 
 void Discovery::Finish() {
