@@ -145,36 +145,26 @@ void Fabric::KeepNodes(const std::vector<bool>& keep) {
     nodes_[new_id[n]].first_port = new_port[nodes_[new_id[n]].first_port];
   }
   nodes_.resize(nodes);
-  bool name_dropped = false;
-  for (auto it = by_node_guid_.begin(); it != by_node_guid_.end();) {
-    if (new_id[it->second] == kNoNode) {
-      it = by_node_guid_.erase(it);
-    } else {
-      it->second = new_id[it->second];
-      ++it;
+  // Each index's values renumbered, its entries for what went erased; true if any was.
+  auto renumber = [](auto& index, const std::vector<uint32_t>& to) {
+    bool erased = false;
+    for (auto it = index.begin(); it != index.end();) {
+      if (to[it->second] == UINT32_MAX) {
+        it = index.erase(it);
+        erased = true;
+      } else {
+        it->second = to[it->second];
+        ++it;
+      }
     }
-  }
-  for (auto it = by_name_.begin(); it != by_name_.end();) {
-    if (new_id[it->second] == kNoNode) {
-      it = by_name_.erase(it);
-      name_dropped = true;
-    } else {
-      it->second = new_id[it->second];
-      ++it;
-    }
-  }
+    return erased;
+  };
+  renumber(by_node_guid_, new_id);
+  renumber(by_port_guid_, new_port);
   // A name two nodes share names the first: where that one went, the first kept one.
-  if (name_dropped)
+  if (renumber(by_name_, new_id))
     for (NodeId n = 0; n < nodes_.size(); ++n)
       if (!nodes_[n].name.empty()) by_name_.emplace(nodes_[n].name, n);
-  for (auto it = by_port_guid_.begin(); it != by_port_guid_.end();) {
-    if (new_port[it->second] == kNoPort) {
-      it = by_port_guid_.erase(it);
-    } else {
-      it->second = new_port[it->second];
-      ++it;
-    }
-  }
   by_lid_.clear();
 }
 

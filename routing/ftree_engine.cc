@@ -418,6 +418,28 @@ struct Scratch {
   std::vector<uint16_t> lid;       // [dest]
 };
 
+// The down set of `tp` (the switches that reach it moving down only: those above it, found
+// climbing from it over `up`), with their hop distances; every other switch kFar.
+void DownSet(uint32_t tp, uint32_t n, const std::vector<uint32_t>& up_start,
+             const std::vector<OLink>& up, Scratch& sc) {
+  sc.dist.assign(n, kFar);
+  sc.down_set.assign(n, 0);
+  sc.queue.clear();
+  sc.dist[tp] = 0;
+  sc.down_set[tp] = 1;
+  sc.queue.push_back(tp);
+  for (size_t head = 0; head < sc.queue.size(); ++head) {
+    const uint32_t w = sc.queue[head];
+    for (uint32_t e = up_start[w]; e < up_start[w + 1]; ++e) {
+      const uint32_t u = up[e].pos;
+      if (sc.down_set[u]) continue;
+      sc.down_set[u] = 1;
+      sc.dist[u] = static_cast<uint16_t>(sc.dist[w] + 1);
+      sc.queue.push_back(u);
+    }
+  }
+}
+
 // Fills every switch's entries for the LIDs that switch `t` delivers. Legal routes: a switch
 // that can reach t moving down only (the down set) moves down, to a down-set neighbour one hop
 // nearer; any other switch moves up, to a neighbour one hop nearer. Both are shortest among
@@ -430,22 +452,7 @@ void RouteTo(const Plan& plan, uint32_t t, const std::vector<Dest>& dests, Scrat
   const uint32_t n = static_cast<uint32_t>(comp.order.size());
   const uint32_t tp = plan.position_of[t];
 
-  sc.dist.assign(n, kFar);
-  sc.down_set.assign(n, 0);
-  sc.queue.clear();
-  sc.dist[tp] = 0;
-  sc.down_set[tp] = 1;
-  sc.queue.push_back(tp);
-  for (size_t head = 0; head < sc.queue.size(); ++head) {
-    const uint32_t w = sc.queue[head];
-    for (uint32_t e = comp.up_start[w]; e < comp.up_start[w + 1]; ++e) {
-      const uint32_t u = comp.up[e].pos;
-      if (sc.down_set[u]) continue;
-      sc.down_set[u] = 1;
-      sc.dist[u] = static_cast<uint16_t>(sc.dist[w] + 1);
-      sc.queue.push_back(u);
-    }
-  }
+  DownSet(tp, n, comp.up_start, comp.up, sc);
   const size_t nd = dests.size();
   const size_t levels = comp.divisor.size();
   sc.quotient.resize(levels * nd);
@@ -516,22 +523,7 @@ bool RouteOwnTo(const Plan& plan, uint32_t t, const std::vector<Dest>& dests, Sc
   const Component& comp = plan.components[plan.component_of[t]];
   const uint32_t n = static_cast<uint32_t>(comp.order.size());
   const uint32_t tp = comp.tier_of[plan.position_of[t]];  // everything by tier index here
-  sc.dist.assign(n, kFar);
-  sc.down_set.assign(n, 0);
-  sc.queue.clear();
-  sc.dist[tp] = 0;
-  sc.down_set[tp] = 1;
-  sc.queue.push_back(tp);
-  for (size_t head = 0; head < sc.queue.size(); ++head) {
-    const uint32_t w = sc.queue[head];
-    for (uint32_t e = comp.tup_start[w]; e < comp.tup_start[w + 1]; ++e) {
-      const uint32_t u = comp.tup[e].pos;
-      if (sc.down_set[u]) continue;
-      sc.down_set[u] = 1;
-      sc.dist[u] = static_cast<uint16_t>(sc.dist[w] + 1);
-      sc.queue.push_back(u);
-    }
-  }
+  DownSet(tp, n, comp.tup_start, comp.tup, sc);
   uint16_t* const dist = sc.dist.data();
   uint8_t* const mark = sc.down_set.data();  // bit 0: the down set; bit 1: up*/down* route
   const size_t nd = dests.size();

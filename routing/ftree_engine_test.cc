@@ -95,20 +95,23 @@ uint32_t ShiftMaxSharing(const Fabric& fabric, const LidMap& lids, const Routing
 // on one VL.
 bool ChannelDependenciesAcyclic(const Fabric& fabric, const LidMap& lids,
                                 const RoutingTables& tables) {
+  // The first switch-to-switch channel of switch `n`'s route towards `lid`, or kNoPort.
+  auto first_channel = [&](NodeId n, uint16_t lid) -> PortId {
+    const SwitchTable* t = tables.table(n);
+    if (!t || lid >= t->lft.size()) return kNoPort;
+    const uint8_t port = t->lft[lid];
+    if (port == 0 || port == kDropPort || port > fabric.node(n).num_ports) return kNoPort;
+    const PortId out = fabric.port_id(n, PortNum(port));
+    const Port& p = fabric.port(out);
+    if (!p.connected() || !fabric.node(fabric.port(p.peer).node).is_switch()) return kNoPort;
+    return out;
+  };
   // Next switch-to-switch channel after leaving over `out` towards `lid`, or kNoPort.
   auto next_channel = [&](PortId out, uint16_t lid) -> PortId {
     const Port& p = fabric.port(out);
     if (!p.connected()) return kNoPort;
     const NodeId b = fabric.port(p.peer).node;
-    if (!fabric.node(b).is_switch()) return kNoPort;
-    const SwitchTable* t = tables.table(b);
-    if (!t || lid >= t->lft.size()) return kNoPort;
-    const uint8_t q = t->lft[lid];
-    if (q == 0 || q == kDropPort || q > fabric.node(b).num_ports) return kNoPort;
-    const PortId next = fabric.port_id(b, PortNum(q));
-    const Port& np = fabric.port(next);
-    if (!np.connected() || !fabric.node(fabric.port(np.peer).node).is_switch()) return kNoPort;
-    return next;
+    return fabric.node(b).is_switch() ? first_channel(b, lid) : kNoPort;
   };
   std::vector<std::vector<PortId>> edges(fabric.port_count());
   // The switches with a host cabled.
@@ -125,17 +128,6 @@ bool ChannelDependenciesAcyclic(const Fabric& fabric, const LidMap& lids,
       }
     }
   }
-  // The first channel of switch `n`'s route towards `lid`, or kNoPort.
-  auto first_channel = [&](NodeId n, uint16_t lid) -> PortId {
-    const SwitchTable* t = tables.table(n);
-    if (!t || lid >= t->lft.size()) return kNoPort;
-    const uint8_t port = t->lft[lid];
-    if (port == 0 || port == kDropPort || port > fabric.node(n).num_ports) return kNoPort;
-    const PortId out = fabric.port_id(n, PortNum(port));
-    const Port& p = fabric.port(out);
-    if (!p.connected() || !fabric.node(fabric.port(p.peer).node).is_switch()) return kNoPort;
-    return out;
-  };
   for (uint32_t lid = 1; lid <= lids.max_lid(); ++lid) {
     const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
     if (owner == kNoPort) continue;
