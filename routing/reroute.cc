@@ -675,21 +675,14 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       }
     }
     w.routes_kept += S - w.cutoff.size() - w.broken.size();
-    // Partly followed, a switch a built route may enter and not followed yet is followed now;
-    // an off-rule route from it is built again where an up*/down* one exists, as the whole
-    // walk builds every such route (it lists them all).
+    // Partly followed, a switch a built route may enter and not followed yet is followed now
+    // (only hosts' LIDs are: classify lists an off-rule route of theirs as broken).
     // A route to the hub takes the hub's way on from every switch it enters that has no
     // up*/down* route of its own, so it turns only where it meets one (on a fat tree, at the
     // hub): a kept off-rule route there is built again too.
     auto enter = [&](uint32_t u, bool to_hub = false) {
       const size_t listed = w.broken.size();
-      if (part && !w.reached[u]) {
-        reach(u);
-        if (w.shape[u] == kShapeOffRule && any(u) != kRerouteInf) {
-          w.shape[u] = kShapeBroken;
-          w.broken.push_back(u);
-        }
-      }
+      reach(u);
       if (to_hub && w.shape[u] == kShapeOffRule) {
         w.shape[u] = kShapeBroken;
         w.broken.push_back(u);

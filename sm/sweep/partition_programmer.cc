@@ -241,12 +241,14 @@ void PartitionProgrammer::SetEnforcement() {
 // took 77 ms of a dead spine's repair.
 bool PartitionProgrammer::KeepPlanRenumbered(const std::vector<PortId>& to, bool switches_only) {
   if (!plan_ || to.empty() || !switches_only) return false;
-  auto renumbered = [&to](PortId p) { return p < to.size() ? to[p] : kNoPort; };
   // Composed with a renumbering not yet applied: plan_'s numbers -> the model's now.
-  std::vector<PortId> composed = to;
-  if (!pending_.empty()) {
+  std::vector<PortId> composed;
+  if (pending_.empty()) {
+    composed = to;
+  } else {
     composed.resize(pending_.size());
-    for (size_t p = 0; p < pending_.size(); ++p) composed[p] = renumbered(pending_[p]);
+    for (size_t p = 0; p < pending_.size(); ++p)
+      composed[p] = pending_[p] < to.size() ? to[pending_[p]] : kNoPort;
   }
   for (const auto& [p, e] : plan_->enforcement)
     if (p >= composed.size() || composed[p] == kNoPort) return false;  // faced an end port
