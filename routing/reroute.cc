@@ -90,8 +90,9 @@ struct RerouteScratch {
   // (CheckCreditLoops's rule); how the switch was routed (kToHub, kOwnWay, or 0: not yet).
   std::vector<uint8_t> counted, hubbed, hub;  // hub: which one, where kToHub
   std::vector<uint32_t> affected, d_any, d_plain, queue, walk, plain, broken, offrule, cutoff;
-  // d_down, `above` (the switches over the target) and the d_any memoised depend on the
-  // target alone: a run's LIDs, mostly one switch's CAs, share them (`distances_for`).
+  // d_down, `above` (the switches over the target that have a cable up: only their routes
+  // can climb) and the d_any memoised depend on the target alone: a run's LIDs, mostly one
+  // switch's CAs, share them (`distances_for`).
   std::vector<uint32_t> d_down, above;
   uint32_t distances_for = kNone;
   std::vector<uint8_t> tile_old, tile_new;  // switch-major, 64 LIDs a switch
@@ -542,13 +543,17 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       w.distances_for = target;
       std::fill(w.d_down.begin(), w.d_down.end(), kRerouteInf);
       w.d_down[target] = 0;
-      w.above.assign(1, target);
-      for (size_t i = 0; i < w.above.size(); ++i) {
-        const uint32_t x = w.above[i];
+      w.queue.assign(1, target);
+      for (size_t i = 0; i < w.queue.size(); ++i) {
+        const uint32_t x = w.queue[i];
         for (const RerouteNeighbour& nb : g.up[x])
           if (w.d_down[nb.sw] == kRerouteInf)
-            w.d_down[nb.sw] = w.d_down[x] + 1, w.above.push_back(nb.sw);
+            w.d_down[nb.sw] = w.d_down[x] + 1, w.queue.push_back(nb.sw);
       }
+      // A switch without a cable up (on a fat tree, every core) has no route that climbs.
+      w.above.clear();
+      for (uint32_t x : w.queue)
+        if (!g.up[x].empty()) w.above.push_back(x);
       std::fill(w.d_any.begin(), w.d_any.end(), kRerouteUnset);
     }
     auto any = [&](uint32_t s0) {
@@ -592,8 +597,19 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       follow(s);
       classify(s);
     };
-    for (uint32_t s : w.above) {  // the switches above the owner's
-      reach(s);
+    for (uint32_t s : w.above) {  // the switches above the owner's that can climb
+      if (part && !w.reached[s] && w.shape[s] == kShapeUnknown) {
+        // Not reached backwards from a changed cable, so its old route runs over none, and
+        // it delivered up*/down* (the proof): pure down exactly when its first hop is. The
+        // first hop says it without the walk (at 3-tier k=48, 600 switches above each LID).
+        w.reached[s] = 1;
+        const uint8_t e = old_at(s);
+        const bool climbs = e >= 1 && e <= g.num_ports[s] &&
+                            g.link(s, e).kind == RerouteLink::kSwitch && g.link(s, e).up;
+        w.shape[s] = climbs ? kShapeUpDown : kShapeDown;
+      } else {
+        reach(s);
+      }
       if (w.shape[s] == kShapeUpDown) w.shape[s] = kShapeBroken, w.broken.push_back(s);
     }
     for (uint32_t s : w.offrule)
@@ -848,9 +864,23 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
             std::fill(dst + have, dst + n, kDropPort);
           }
         } else {
-          for (uint32_t sw = 0; sw < S; ++sw)
-            for (size_t j = 0; j < n; ++j)
-              w.tile_old[size_t{sw} * 64 + j] = RerouteOldEntry(g, sw, examine[first + j]);
+          // The run's LIDs as offsets from its first, in locals: the tile's stores are bytes,
+          // which the compiler must assume alias anything it would otherwise keep in registers.
+          uint32_t off[64];
+          for (size_t j = 0; j < n; ++j) off[j] = examine[first + j] - lo;
+          const uint32_t span = off[n - 1] + 1;
+          for (uint32_t sw = 0; sw < S; ++sw) {
+            const std::vector<uint8_t>& row = *g.old[sw];
+            uint8_t picked[64];
+            if (lo + span <= row.size()) {
+              const uint8_t* from = row.data() + lo;
+              for (size_t j = 0; j < n; ++j) picked[j] = from[off[j]];
+            } else {
+              for (size_t j = 0; j < n; ++j)
+                picked[j] = lo + off[j] < row.size() ? row[lo + off[j]] : kDropPort;
+            }
+            std::memcpy(&w.tile_old[size_t{sw} * 64], picked, n);
+          }
         }
         if (all) std::copy_n(w.tile_old.begin(), size_t{S} * 64, w.tile_new.begin());
         for (size_t j = 0; j < n; ++j) {
