@@ -10,21 +10,47 @@ void ModelSpare::Keep(std::shared_ptr<const DiscoveryResult> model, uint64_t ver
   {
     std::lock_guard<std::mutex> lock(mu_);
     latest_ = version;
+    WakeLocked();
   }
   boost::asio::post(pool_, [this, model = std::move(model), version] {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (latest_ != version) return;  // asked for a later one meanwhile
+      if (latest_ != version) {  // asked for a later one meanwhile
+        if (waiter_version_ == version) WakeLocked();
+        return;
+      }
     }
     auto copy = std::make_unique<DiscoveryResult>(*model);
     std::unique_ptr<DiscoveryResult> old;
     std::lock_guard<std::mutex> lock(mu_);
-    if (latest_ != version) return;
-    old = std::move(copy_);
-    copy_ = std::move(copy);
-    copy_of_ = model;
-    copy_version_ = version;
+    if (latest_ == version) {
+      old = std::move(copy_);
+      copy_ = std::move(copy);
+      copy_of_ = model;
+      copy_version_ = version;
+    }
+    if (waiter_version_ == version) WakeLocked();
   });
+}
+
+void ModelSpare::WakeLocked() {
+  if (!waiter_) return;
+  boost::asio::post(*waiter_io_, std::move(waiter_));
+  waiter_ = nullptr;
+  waiter_io_ = nullptr;
+  waiter_version_ = 0;
+}
+
+bool ModelSpare::WhenReady(const std::shared_ptr<const DiscoveryResult>& model, uint64_t version,
+                           boost::asio::io_context& io, std::function<void()> then) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool made = copy_ && copy_version_ == version && copy_of_.lock() == model;
+  if (made || latest_ != version || version == 0) return false;
+  WakeLocked();  // one waiter at a time: an earlier one takes what there is
+  waiter_ = std::move(then);
+  waiter_io_ = &io;
+  waiter_version_ = version;
+  return true;
 }
 
 bool ModelSpare::ready() {

@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include "sm/model/discovery.h"
@@ -30,6 +32,12 @@ class ModelSpare {
   // The copy of `model` at `version` when one is ready (counted in taken()), else a copy
   // made now. Either way the spare is empty after.
   DiscoveryResult Take(const std::shared_ptr<const DiscoveryResult>& model, uint64_t version);
+  // While the copy of `model` at `version` is still being made: true, and `then` is posted to
+  // `io` once that copy is ready (or dropped), so that the repair takes it then instead of
+  // copying the model a second time beside it (right after SUBNET UP, both copies ran at once
+  // on two cores, beside the tables' spare). False when there is nothing to wait for: take now.
+  bool WhenReady(const std::shared_ptr<const DiscoveryResult>& model, uint64_t version,
+                 boost::asio::io_context& io, std::function<void()> then);
   uint64_t taken() const { return taken_; }
   // The copy Keep last asked for is ready (tests wait for it).
   bool ready();
@@ -42,6 +50,12 @@ class ModelSpare {
   uint64_t copy_version_ = 0;
   uint64_t latest_ = 0;  // the version Keep last asked for (0: none); a copy of another is dropped
   uint64_t taken_ = 0;   // io thread
+  // WhenReady's: posted to waiter_io_ when the copy at waiter_version_ ends (made or dropped),
+  // or when Keep asks for another.
+  std::function<void()> waiter_;
+  boost::asio::io_context* waiter_io_ = nullptr;
+  uint64_t waiter_version_ = 0;
+  void WakeLocked();
 };
 
 }  // namespace ibsm::sm

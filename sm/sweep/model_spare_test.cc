@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 
 #include "fabric/generators.h"
 
@@ -78,6 +82,64 @@ TEST(ModelSpareTest, ACopyOfAnotherModelOrVersionIsNotTaken) {
   ASSERT_TRUE(WaitReady(spare));
   EXPECT_EQ(spare.Take(other, 11).smps_sent, 99u);
   EXPECT_EQ(spare.taken(), 1u);
+}
+
+
+// A repair that begins while the copy is still being made waits for it (WhenReady) instead of
+// copying the model beside it: the callback comes on the io context once the copy is made, and
+// Take then hands over that copy. Nothing to wait for (no copy asked for, or the copy made
+// already): false, take at once.
+TEST(ModelSpareTest, ARepairWaitsForTheCopyBeingMadeAndTakesIt) {
+  boost::asio::io_context io;
+  ModelSpare spare;
+  auto big = FatTree3(16);  // 1,344 nodes: its copy takes long enough to be caught in progress
+  ASSERT_TRUE(big.ok());
+  auto model = std::make_shared<DiscoveryResult>();
+  model->fabric = std::move(*big);
+  model->nodes.resize(model->fabric.node_count());
+  for (NodeId n = 0; n < model->fabric.node_count(); ++n)
+    model->nodes[n].port_info.resize(model->fabric.node(n).num_ports + 1);
+  const std::shared_ptr<const DiscoveryResult> shared = model;
+  EXPECT_FALSE(spare.WhenReady(shared, 1, io, [] {}));  // nothing asked for
+
+  size_t waited = 0;
+  for (uint64_t version = 1; version <= 20; ++version) {
+    spare.Keep(shared, version);
+    bool called = false;
+    if (spare.WhenReady(shared, version, io, [&] { called = true; })) {
+      ++waited;
+      io.restart();  // stopped when the last guard went
+      auto guard = boost::asio::make_work_guard(io);
+      for (int i = 0; i < 4000 && !called; ++i) {
+        io.poll();
+        if (!called) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      ASSERT_TRUE(called) << "version " << version;
+    } else {
+      EXPECT_TRUE(spare.ready());
+    }
+    const uint64_t before = spare.taken();
+    ExpectSame(spare.Take(shared, version), *shared);
+    EXPECT_EQ(spare.taken(), before + 1) << "the copy waited for is the one taken";
+  }
+  std::printf("[ figure ] %zu of 20 repairs caught the copy in progress\n", waited);
+
+  // A later Keep (another model published meanwhile) ends the wait: the repair then copies.
+  spare.Keep(shared, 50);
+  bool called = false;
+  if (spare.WhenReady(shared, 50, io, [&] { called = true; })) {
+    spare.Keep(shared, 51);
+    io.restart();
+    auto guard = boost::asio::make_work_guard(io);
+    for (int i = 0; i < 4000 && !called; ++i) {
+      io.poll();
+      if (!called) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_TRUE(called);
+    const uint64_t before = spare.taken();
+    ExpectSame(spare.Take(shared, 50), *shared);
+    EXPECT_EQ(spare.taken(), before);
+  }
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ struct SmCounters {
   uint64_t repairs_handed_over = 0;     // repairs that gave way to the next repair
   uint64_t repair_models_kept = 0;  // repairs that patched the model copy made while idle
   uint64_t repair_tables_kept = 0;  // re-routes built in the tables copy made while idle
+  uint64_t repair_spare_awaited = 0;  // repairs that waited for the model copy being made
   uint64_t repair_reroutes = 0;          // repairs routed incrementally
   uint64_t repair_reroutes_refused = 0;  // ... whose incremental result was refused
   uint64_t repair_reroutes_proven = 0;   // ... whose tables were proven from the changed LIDs
@@ -124,6 +125,10 @@ inline constexpr SmCounterRow kSmCounterRows[] = {
      "ibsm_repair_tables_kept_total", "", "",
      "incremental re-routes built in the copy of the last tables made on the routing worker "
      "after the sweep before (the others copied the tables when they began)"},
+    {&SmCounters::repair_spare_awaited, CounterSection::kStatus, "repair_spare_awaited",
+     "ibsm_repair_spare_awaited_total", "", "",
+     "repair sweeps that began while the copy of the last model was still being made (right "
+     "after SUBNET UP) and waited for it instead of copying the model a second time"},
     {&SmCounters::repair_reroutes, CounterSection::kStatus, "repair_reroutes",
      "ibsm_repair_reroutes_total", "", "",
      "repair sweeps that kept every intact route and re-routed only what the fault broke "

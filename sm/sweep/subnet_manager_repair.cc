@@ -42,6 +42,7 @@ struct RepairReads {
   // After the first round: the model with the re-read switches' lost cables taken out, and
   // the second round's reads, one PortInfo per cable of each far end of a lost cable.
   std::optional<DiscoveryResult> model;
+  bool spare_awaited = false;  // the model's spare copy was still being made: waited for once
   size_t lost = 0;
   struct Probe {
     PortId port = kNoPort;  // in `model`: the neighbour's port facing the far end
@@ -406,6 +407,17 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
       !(warm_takeover_ && state() == mad::SmState::kDiscovering))
     return fall_back("no longer master");
   if (!reads->model) {
+    // Right after SUBNET UP the spare copy of the model is still being made: the repair takes
+    // it when it is ready rather than copying the model beside it, on the io thread, at once.
+    if (!reads->spare_awaited) {
+      reads->spare_awaited = true;
+      if (model_spare_.WhenReady(discovered_, model_version_, io_, [this, reads] {
+            if (!stopped_) FinishRepairReads(reads);
+          })) {
+        ++counters_.repair_spare_awaited;
+        return;
+      }
+    }
     const NodeId root = discovered_->fabric.port(sm_port_).node;
     const uint64_t kept = model_spare_.taken();
     reads->model.emplace(model_spare_.Take(discovered_, model_version_));
