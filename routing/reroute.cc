@@ -96,6 +96,13 @@ struct RerouteScratch {
   std::vector<uint32_t> d_down, above;
   uint32_t distances_for = kNone;
   std::vector<uint8_t> tile_old, tile_new;  // switch-major, 64 LIDs a switch
+  // The run of LIDs the tile holds: examine[first ..) from LID run_lo, run_off[j] past it (or
+  // contiguous). Where every LID of the run is followed partly, a switch's row is gathered
+  // only when one of its entries is first read (`loaded`): those LIDs read few switches, and
+  // gathering all of them was most of what such a run cost (a cache and TLB miss a row).
+  uint32_t run_lo = 0, run_n = 0, run_off[64];
+  bool run_contiguous = true, lazy = false;
+  std::vector<uint8_t> loaded;
   std::vector<std::pair<uint32_t, bool>> stack;
   std::vector<uint8_t> candidates;
   std::vector<uint32_t> changed;  // the column's switches whose entry set() changed
@@ -394,9 +401,36 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
   // One column: LID examine[i] on every switch, the `j`th of the worker's tile: its old entries
   // gathered there row by row, its new ones written there (the tables are row-major; a column
   // read straight from them misses the cache once a switch).
+  // Switch `sw`'s old entries for the worker's run of LIDs, into its row of the tile.
+  auto gather = [&](RerouteScratch& w, uint32_t sw) {
+    const std::vector<uint8_t>& row = *g.old[sw];
+    uint8_t* dst = &w.tile_old[size_t{sw} * 64];
+    const uint32_t lo = w.run_lo, n = w.run_n;
+    if (w.run_contiguous) {
+      const size_t have = lo < row.size() ? std::min<size_t>(n, row.size() - lo) : 0;
+      if (have) std::memcpy(dst, row.data() + lo, have);
+      std::fill(dst + have, dst + n, kDropPort);
+      return;
+    }
+    // Picked into a local first: the tile's stores are bytes, which the compiler must assume
+    // alias anything it would otherwise keep in registers.
+    uint8_t picked[64];
+    if (lo + w.run_off[n - 1] < row.size()) {
+      const uint8_t* from = row.data() + lo;
+      for (size_t j = 0; j < n; ++j) picked[j] = from[w.run_off[j]];
+    } else {
+      for (size_t j = 0; j < n; ++j)
+        picked[j] = lo + w.run_off[j] < row.size() ? row[lo + w.run_off[j]] : kDropPort;
+    }
+    std::memcpy(dst, picked, n);
+  };
+
   auto column = [&](RerouteScratch& w, size_t i, size_t j) {
     const uint32_t lid = examine[i];
-    auto old_at = [&](uint32_t s) { return w.tile_old[size_t{s} * 64 + j]; };
+    auto old_at = [&](uint32_t s) {
+      if (w.lazy && !w.loaded[s]) w.loaded[s] = 1, gather(w, s);
+      return w.tile_old[size_t{s} * 64 + j];
+    };
     const PortId owner = lids.owner(Lid(static_cast<uint16_t>(lid)));
     uint32_t target = kNone;
     uint8_t final_port = 0;
@@ -843,6 +877,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         worker->w.d_any.resize(S);
         worker->w.d_plain.resize(S);
         worker->w.tile_old.resize(size_t{S} * 64);
+        worker->w.loaded.resize(S);
         if (all) worker->w.tile_new.resize(size_t{S} * 64);
         worker->stats = &stats;
         worker->error = &error;
@@ -854,33 +889,16 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         RerouteScratch& w = worker->w;
         const size_t first = b * 64, n = std::min(examine.size(), first + 64) - first;
         // LIDs in a run (every LID examined, or a block of them): 64 bytes of a row at once.
-        const uint32_t lo = examine[first];
-        if (examine[first + n - 1] - lo == n - 1) {
-          for (uint32_t sw = 0; sw < S; ++sw) {
-            const std::vector<uint8_t>& row = *g.old[sw];
-            uint8_t* dst = &w.tile_old[size_t{sw} * 64];
-            const size_t have = lo < row.size() ? std::min<size_t>(n, row.size() - lo) : 0;
-            if (have) std::memcpy(dst, row.data() + lo, have);
-            std::fill(dst + have, dst + n, kDropPort);
-          }
+        w.run_lo = examine[first];
+        w.run_n = static_cast<uint32_t>(n);
+        w.run_contiguous = examine[first + n - 1] - w.run_lo == n - 1;
+        for (size_t j = 0; j < n; ++j) w.run_off[j] = examine[first + j] - w.run_lo;
+        w.lazy = !all;
+        for (size_t j = 0; j < n && w.lazy; ++j) w.lazy = partial[first + j];
+        if (w.lazy) {
+          std::fill(w.loaded.begin(), w.loaded.end(), 0);
         } else {
-          // The run's LIDs as offsets from its first, in locals: the tile's stores are bytes,
-          // which the compiler must assume alias anything it would otherwise keep in registers.
-          uint32_t off[64];
-          for (size_t j = 0; j < n; ++j) off[j] = examine[first + j] - lo;
-          const uint32_t span = off[n - 1] + 1;
-          for (uint32_t sw = 0; sw < S; ++sw) {
-            const std::vector<uint8_t>& row = *g.old[sw];
-            uint8_t picked[64];
-            if (lo + span <= row.size()) {
-              const uint8_t* from = row.data() + lo;
-              for (size_t j = 0; j < n; ++j) picked[j] = from[off[j]];
-            } else {
-              for (size_t j = 0; j < n; ++j)
-                picked[j] = lo + off[j] < row.size() ? row[lo + off[j]] : kDropPort;
-            }
-            std::memcpy(&w.tile_old[size_t{sw} * 64], picked, n);
-          }
+          for (uint32_t sw = 0; sw < S; ++sw) gather(w, sw);
         }
         if (all) std::copy_n(w.tile_old.begin(), size_t{S} * 64, w.tile_new.begin());
         for (size_t j = 0; j < n; ++j) {
