@@ -69,7 +69,7 @@ double LaneGbps(LinkSpeed s) {
 
 Result<NodeId> Fabric::AddNode(NodeKind kind, Guid guid, uint8_t num_ports, std::string name,
                                std::string description) {
-  if (by_node_guid_.count(guid)) {
+  if (index().by_node_guid.count(guid)) {
     return AlreadyExists("node GUID " + ToString(guid) + " is already in the fabric");
   }
   NodeId id = static_cast<NodeId>(nodes_.size());
@@ -87,9 +87,10 @@ Result<NodeId> Fabric::AddNode(NodeKind kind, Guid guid, uint8_t num_ports, std:
     port.num = PortNum{static_cast<uint8_t>(p)};
     ports_.push_back(port);
   }
-  if (!n.name.empty()) by_name_.emplace(n.name, id);
+  Index& ix = mutable_index();
+  if (!n.name.empty()) ix.by_name.emplace(n.name, id);
   nodes_.push_back(std::move(n));
-  by_node_guid_.emplace(guid, id);
+  ix.by_node_guid.emplace(guid, id);
   return id;
 }
 
@@ -116,8 +117,9 @@ Status Fabric::Connect(NodeId x, PortNum a, NodeId y, PortNum b) {
 void Fabric::Reserve(size_t nodes, size_t ports) {
   nodes_.reserve(nodes);
   ports_.reserve(ports);
-  by_node_guid_.reserve(nodes);
-  by_name_.reserve(nodes);
+  Index& ix = mutable_index();
+  ix.by_node_guid.reserve(nodes);
+  ix.by_name.reserve(nodes);
 }
 
 void Fabric::KeepNodes(const std::vector<bool>& keep) {
@@ -159,14 +161,33 @@ void Fabric::KeepNodes(const std::vector<bool>& keep) {
     }
     return erased;
   };
-  renumber(by_node_guid_, new_id);
-  renumber(by_port_guid_, new_port);
+  Index& ix = mutable_index();
+  renumber(ix.by_node_guid, new_id);
+  renumber(ix.by_port_guid, new_port);
   // A name two nodes share names the first: where that one went, the first kept one.
-  if (renumber(by_name_, new_id))
+  if (renumber(ix.by_name, new_id))
     for (NodeId n = 0; n < nodes_.size(); ++n)
-      if (!nodes_[n].name.empty()) by_name_.emplace(nodes_[n].name, n);
+      if (!nodes_[n].name.empty()) ix.by_name.emplace(nodes_[n].name, n);
   by_lid_.clear();
 }
+
+const Fabric::Index& Fabric::index() const {
+  static const Index kEmpty;
+  return index_ ? *index_ : kEmpty;
+}
+
+// Only this Fabric holds `index_` when its count is 1, and only a Fabric that holds it could
+// be copied meanwhile: changed in place then, copied otherwise (the others keep reading theirs).
+Fabric::Index& Fabric::mutable_index() {
+  if (!index_) {
+    index_ = std::make_shared<Index>();
+  } else if (index_.use_count() > 1) {
+    index_ = std::make_shared<Index>(*index_);
+  }
+  return *index_;
+}
+
+void Fabric::Unshare() { mutable_index(); }
 
 void Fabric::Disconnect(PortId p) {
   PortId q = ports_[p].peer;
@@ -175,7 +196,14 @@ void Fabric::Disconnect(PortId p) {
 }
 
 Status Fabric::SetPortGuid(PortId p, Guid guid) {
-  auto [it, inserted] = by_port_guid_.emplace(guid, p);
+  const auto& known = index().by_port_guid;
+  if (auto it = known.find(guid); it != known.end()) {
+    if (it->second != p)
+      return AlreadyExists("port GUID " + ToString(guid) + " is already in the fabric");
+    ports_[p].guid = guid;
+    return Status::Ok();
+  }
+  auto [it, inserted] = mutable_index().by_port_guid.emplace(guid, p);
   if (!inserted && it->second != p) {
     return AlreadyExists("port GUID " + ToString(guid) + " is already in the fabric");
   }
@@ -184,20 +212,23 @@ Status Fabric::SetPortGuid(PortId p, Guid guid) {
 }
 
 std::optional<NodeId> Fabric::FindNode(Guid g) const {
-  auto it = by_node_guid_.find(g);
-  if (it == by_node_guid_.end()) return std::nullopt;
+  const auto& ix = index().by_node_guid;
+  auto it = ix.find(g);
+  if (it == ix.end()) return std::nullopt;
   return it->second;
 }
 
 std::optional<NodeId> Fabric::FindNodeByName(std::string_view name) const {
-  auto it = by_name_.find(std::string(name));
-  if (it == by_name_.end()) return std::nullopt;
+  const auto& ix = index().by_name;
+  auto it = ix.find(std::string(name));
+  if (it == ix.end()) return std::nullopt;
   return it->second;
 }
 
 std::optional<PortId> Fabric::FindPort(Guid g) const {
-  auto it = by_port_guid_.find(g);
-  if (it == by_port_guid_.end()) return std::nullopt;
+  const auto& ix = index().by_port_guid;
+  auto it = ix.find(g);
+  if (it == ix.end()) return std::nullopt;
   return it->second;
 }
 

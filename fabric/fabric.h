@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -121,13 +122,26 @@ class Fabric {
   size_t ca_count() const;
   size_t link_count() const;  // cables, each counted once
 
+  // A copy of a Fabric shares its GUID and name indexes with the original until either adds
+  // or renumbers a node (copy on write): copying a model for the routing worker, the SA or
+  // adaptive routing, which never change it, no longer rebuilds three hash tables of one
+  // entry a node (30,528 nodes at 3-tier k=48). Unshare() makes the copy's own now, for a
+  // copy made off the critical path that will be changed later (the repair's spare model).
+  void Unshare();
+
 
  private:
   std::vector<Node> nodes_;
   std::vector<Port> ports_;
-  std::unordered_map<Guid, NodeId> by_node_guid_;
-  std::unordered_map<Guid, PortId> by_port_guid_;
-  std::unordered_map<std::string, NodeId> by_name_;
+  struct Index {
+    std::unordered_map<Guid, NodeId> by_node_guid;
+    std::unordered_map<Guid, PortId> by_port_guid;
+    std::unordered_map<std::string, NodeId> by_name;
+  };
+  // Never null, except in a Fabric moved from (index() reads an empty one there).
+  std::shared_ptr<Index> index_ = std::make_shared<Index>();
+  const Index& index() const;
+  Index& mutable_index();  // copied first when another Fabric shares it
   std::vector<PortId> by_lid_;  // index: LID value; kNoPort if unassigned
 };
 

@@ -137,5 +137,52 @@ TEST(FabricTest, KeepNodesInPlaceGivesWhatAddingTheRestAfreshGives) {
   ExpectSame(half, Afresh(want, first_half_full), want, first_half_full);
 }
 
+
+// Copies share the GUID and name indexes until one adds, renumbers or indexes a port GUID:
+// each then finds what it holds and not what the other did since.
+TEST(FabricTest, CopiesFindTheirOwnNodesAfterEitherChanges) {
+  auto made = FatTree2(4);
+  ASSERT_TRUE(made.ok());
+  const Fabric original = *made;
+  const Guid first = original.node(0).guid;
+  const std::string first_name = original.node(0).name;
+
+  Fabric grown = original;
+  auto added = grown.AddNode(NodeKind::kCa, Guid{0xabcdef}, 1, "extra", "extra host");
+  ASSERT_TRUE(added.ok());
+  ASSERT_TRUE(grown.SetPortGuid(grown.port_id(*added, PortNum{1}), Guid{0xabcdef1}).ok());
+  EXPECT_EQ(grown.FindNode(Guid{0xabcdef}), *added);
+  EXPECT_EQ(grown.FindNodeByName("extra"), *added);
+  EXPECT_TRUE(grown.FindPort(Guid{0xabcdef1}).has_value());
+  EXPECT_FALSE(original.FindNode(Guid{0xabcdef}).has_value());
+  EXPECT_FALSE(original.FindNodeByName("extra").has_value());
+  EXPECT_FALSE(original.FindPort(Guid{0xabcdef1}).has_value());
+  // A GUID the original holds is still refused in the copy.
+  EXPECT_FALSE(grown.AddNode(NodeKind::kCa, first, 1, "again", "again").ok());
+
+  Fabric kept = original;
+  std::vector<bool> keep(kept.node_count(), true);
+  keep[0] = false;
+  kept.KeepNodes(keep);
+  EXPECT_FALSE(kept.FindNode(first).has_value());
+  EXPECT_FALSE(kept.FindNodeByName(first_name).has_value());
+  EXPECT_EQ(original.FindNode(first), NodeId{0});
+  EXPECT_EQ(original.FindNodeByName(first_name), NodeId{0});
+  EXPECT_EQ(kept.FindNode(original.node(1).guid), NodeId{0});
+
+  Fabric unshared = original;
+  unshared.Unshare();
+  EXPECT_EQ(unshared.FindNode(first), NodeId{0});
+
+  // A Fabric moved from finds nothing, and can be built again.
+  Fabric from = original;
+  Fabric to = std::move(from);
+  EXPECT_EQ(to.FindNode(first), NodeId{0});
+  from = Fabric();
+  EXPECT_FALSE(from.FindNode(first).has_value());
+  EXPECT_TRUE(from.AddNode(NodeKind::kSwitch, first, 4, "again", "again").ok());
+  EXPECT_EQ(from.FindNode(first), NodeId{0});
+}
+
 }  // namespace
 }  // namespace ibsm

@@ -21,6 +21,7 @@ void ModelSpare::Keep(std::shared_ptr<const DiscoveryResult> model, uint64_t ver
       }
     }
     auto copy = std::make_unique<DiscoveryResult>(*model);
+    copy->fabric.Unshare();  // a repair changes it: its indexes copied here, not then
     std::unique_ptr<DiscoveryResult> old;
     std::lock_guard<std::mutex> lock(mu_);
     if (latest_ == version) {
