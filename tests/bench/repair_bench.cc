@@ -184,6 +184,7 @@ void BM_RepairInProcess(benchmark::State& state) {
     state.counters["refused"] = static_cast<double>(c.repair_reroutes_refused);
     state.counters["model_kept"] = static_cast<double>(c.repair_models_kept);
     state.counters["tables_kept"] = static_cast<double>(c.repair_tables_kept);
+    state.counters["spare_awaited"] = static_cast<double>(c.repair_spare_awaited);
   }
   state.counters["switches"] = static_cast<double>(f->switch_count());
 }
@@ -217,6 +218,8 @@ BENCHMARK(BM_RepairInProcess)
     ->Args({48, 0, 1, 3000})
     ->Args({48, 1, 1, 3000})
     ->Args({48, 1, 2, 3000})
+    ->Args({48, 2, 1, 3000})
+    ->Args({48, 3, 1, 3000})
     ->Args({56, 0, 1, 3000})
     ->Args({56, 1, 1, 3000})
     ->Iterations(1)
