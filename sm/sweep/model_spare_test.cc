@@ -17,8 +17,8 @@
 namespace ibsm::sm {
 namespace {
 
-std::shared_ptr<const DiscoveryResult> Model() {
-  auto f = FatTree2(4);
+// A model of `f` (a 2-tier k=4 tree when not given), as a sweep leaves one.
+std::shared_ptr<const DiscoveryResult> Model(Result<Fabric> f = FatTree2(4)) {
   EXPECT_TRUE(f.ok());
   auto r = std::make_shared<DiscoveryResult>();
   r->fabric = std::move(*f);
@@ -92,14 +92,8 @@ TEST(ModelSpareTest, ACopyOfAnotherModelOrVersionIsNotTaken) {
 TEST(ModelSpareTest, ARepairWaitsForTheCopyBeingMadeAndTakesIt) {
   boost::asio::io_context io;
   ModelSpare spare;
-  auto big = FatTree3(16);  // 1,344 nodes: its copy takes long enough to be caught in progress
-  ASSERT_TRUE(big.ok());
-  auto model = std::make_shared<DiscoveryResult>();
-  model->fabric = std::move(*big);
-  model->nodes.resize(model->fabric.node_count());
-  for (NodeId n = 0; n < model->fabric.node_count(); ++n)
-    model->nodes[n].port_info.resize(model->fabric.node(n).num_ports + 1);
-  const std::shared_ptr<const DiscoveryResult> shared = model;
+  // 1,344 nodes: its copy takes long enough to be caught in progress.
+  const std::shared_ptr<const DiscoveryResult> shared = Model(FatTree3(16));
   EXPECT_FALSE(spare.WhenReady(shared, 1, io, [] {}));  // nothing asked for
 
   size_t waited = 0;
