@@ -106,6 +106,7 @@ struct RerouteScratch {
   std::vector<std::pair<uint32_t, bool>> stack;
   std::vector<uint8_t> candidates;
   std::vector<uint32_t> changed;  // the column's switches whose entry set() changed
+  BlockSet blocks;                 // the blocks set() changed an entry of, every column's
   uint64_t lids_rerouted = 0, entries_changed = 0, routes_kept = 0, followed_partly = 0;
   std::string error;
   uint32_t error_lid = kRerouteInf;
@@ -454,7 +455,10 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     auto set = [&](uint32_t s, uint8_t e) {
       if (all) w.tile_new[size_t{s} * 64 + j] = e;
       else out.tables.switches[s].lft[lid] = e;
-      if (e != old_at(s)) ++w.entries_changed, w.changed.push_back(s);
+      if (e == old_at(s)) return;
+      ++w.entries_changed;
+      w.changed.push_back(s);
+      if (!all) w.blocks.add(s, lid >> 6);
     };
     if (target == kNone) {
       bool changed = false;
@@ -841,6 +845,9 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
 
   // Per examined LID with the same owner: the switches (indices) whose entry may differ.
   std::vector<std::vector<uint32_t>> changed_at(same_owner.size());
+  // Examining every LID, the rows start empty: no block is known to hold the old entries.
+  const size_t block_words = all ? 0 : (size_t{max_lid} / 64 + 1 + 63) / 64;
+  out.blocks_changed.resize(S, block_words);
   // Columns in runs of 64, so workers mostly write disjoint cache lines.
   const size_t runs = (examine.size() + 63) / 64;
   std::mutex mu;
@@ -853,8 +860,10 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     std::string* error;
     uint32_t* error_lid;
     std::mutex* mu;
+    BlockSet* blocks;
     ~RerouteWorker() {
       std::lock_guard<std::mutex> lock(*mu);
+      for (size_t i = 0; i < w.blocks.bits.size(); ++i) blocks->bits[i] |= w.blocks.bits[i];
       stats->lids_rerouted += w.lids_rerouted;
       stats->entries_changed += w.entries_changed;
       stats->routes_kept += w.routes_kept;
@@ -883,6 +892,8 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         worker->error = &error;
         worker->error_lid = &error_lid;
         worker->mu = &mu;
+        worker->w.blocks.resize(S, block_words);
+        worker->blocks = &out.blocks_changed;
         return worker;
       },
       [&](std::unique_ptr<RerouteWorker>& worker, size_t b) {

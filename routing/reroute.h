@@ -51,6 +51,10 @@ struct Rerouted {
   // proof of the old tables (`before_proof`) for the LIDs whose owner is cabled as before.
   // VerifyTables and ReproveUpDown then read only what the change can have touched.
   EntryChanges changes;
+  // Per switch (index of `tables.switches`), the LFT blocks where the re-route set an entry to
+  // something other than the old one. Every other block of a switch whose row is as long as
+  // its old one holds the old entries: the LFT push compares only these (LftHint).
+  BlockSet blocks_changed;
 };
 
 // LFT blocks (64 LIDs) of `a`'s tables that differ from `b`'s for the same switch (NodeId), or

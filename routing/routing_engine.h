@@ -80,6 +80,23 @@ struct RoutingTables {
   }
 };
 
+// LFT blocks (64 LIDs each) as bits, per switch: `words` 64-bit words a switch, switch index
+// `s` of a RoutingTables. A block past the words is counted in (nothing known of it).
+struct BlockSet {
+  size_t words = 0;
+  std::vector<uint64_t> bits;
+
+  void resize(size_t switches, size_t words_per_switch) {
+    words = words_per_switch;
+    bits.assign(switches * words, 0);
+  }
+  void add(size_t s, size_t b) { bits[s * words + (b >> 6)] |= uint64_t{1} << (b & 63); }
+  bool has(size_t s, size_t b) const {
+    return (b >> 6) >= words || s * words >= bits.size() ||
+           ((bits[s * words + (b >> 6)] >> (b & 63)) & 1) != 0;
+  }
+};
+
 // Where tables differ from tables they were derived from (a re-route's, from the old ones),
 // LID by LID, for a list of LIDs kept beside it (Rerouted::examined): for the i-th LID, when
 // known[i], the switches nodes[begin[i] .. begin[i + 1]) (ascending NodeIds of the new

@@ -85,7 +85,9 @@ bool LftProgrammer::Compare(Guid g, NodeId n, const DrPath& path, uint16_t repor
 }
 
 void LftProgrammer::Push(const Fabric& f, std::shared_ptr<const routing::RoutingTables> tables,
-                         uint16_t top, std::function<const DrPath&(NodeId)> path) {
+                         uint16_t top, std::function<const DrPath&(NodeId)> path,
+                         const LftHint* hint) {
+  if (hint && hint->to != tables) hint = nullptr;
   struct Cursor {
     std::shared_ptr<const routing::RoutingTables> tables;
     std::function<const DrPath&(NodeId)> path;
@@ -122,8 +124,14 @@ void LftProgrammer::Push(const Fabric& f, std::shared_ptr<const routing::Routing
     // where the new tables have the same entries.
     const routing::SwitchTable* now = tables->table(n);
     std::vector<bool> held(blocks, false);
+    // From the re-route's own account where the switch holds the tables it started from (and
+    // a row as long): a block it did not change is the same.
+    const bool hinted = hint && cache.source == hint->from && cache.source_table &&
+                        cache.source_table->lft.size() == now->lft.size();
+    const size_t at = hinted ? tables->switch_index[n] : 0;
     for (size_t b = 0; b < held.size() && b < cache.held.size(); ++b)
-      held[b] = cache.held[b] && cache.source_table && SameBlock(*cache.source_table, *now, b);
+      held[b] = cache.held[b] && cache.source_table &&
+                ((hinted && !hint->blocks.has(at, b)) || SameBlock(*cache.source_table, *now, b));
     std::vector<bool> dead;
     if (cache.source_table) {
       const uint8_t ports = f.node(n).num_ports;

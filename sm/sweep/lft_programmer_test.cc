@@ -55,7 +55,7 @@ struct LftBed {
   // One sweep's LFT stage: compare every switch (each reporting the top `reported(guid)`),
   // then push `t` on `f`.
   void Sweep(const Fabric& f, std::shared_ptr<const routing::RoutingTables> t,
-             const std::function<uint16_t(Guid)>& reported) {
+             const std::function<uint16_t(Guid)>& reported, const LftHint* hint = nullptr) {
     lfts.BeginSweep();
     const uint16_t top = Top(*t);
     for (NodeId n = 0; n < f.node_count(); ++n) {
@@ -66,7 +66,8 @@ struct LftBed {
     }
     io.restart();
     io.run();
-    lfts.Push(f, t, top, [this](NodeId n) -> const DrPath& { return d.nodes[n].path; });
+    lfts.Push(
+        f, t, top, [this](NodeId n) -> const DrPath& { return d.nodes[n].path; }, hint);
     io.restart();
     io.run();
   }
@@ -116,6 +117,62 @@ TEST(LftProgrammerTest, AFirstPushWritesEveryBlockAndASecondWritesNothing) {
   EXPECT_EQ(b.lfts.run().read, 0u);
   EXPECT_EQ(b.lfts.run().sent, 0u);
   EXPECT_TRUE(b.forgotten.empty());
+}
+
+// `t` with the entry of LID `lid` on its first switch changed to another port that switch uses.
+std::shared_ptr<const routing::RoutingTables> WithOneEntryChanged(const routing::RoutingTables& t,
+                                                                   uint32_t lid) {
+  auto out = std::make_shared<routing::RoutingTables>(t);
+  std::vector<uint8_t>& lft = out->switches[0].lft;
+  for (uint8_t e : lft) {
+    if (e != lft[lid] && e != mad::kLftDropPort && e != 0) {
+      lft[lid] = e;
+      break;
+    }
+  }
+  EXPECT_NE(lft[lid], t.switches[0].lft[lid]);
+  return out;
+}
+
+// A re-route's account of the blocks it changed (LftHint): with it the push writes what
+// comparing every block writes. It is taken at its word for a switch that holds the tables it
+// names as its start (a block it leaves out is not even compared), and not used for one that
+// holds others.
+TEST(LftProgrammerTest, AReroutesHintNamesTheOnlyBlocksCompared) {
+  LftBed b;
+  b.Sweep(*b.model, b.tables, [](Guid) -> uint16_t { return 0; });
+  const uint16_t top = b.Top(*b.tables);
+  auto ours = [top](Guid) { return top; };
+  const size_t words = (size_t{top} / 64 + 1 + 63) / 64;
+  const size_t last = size_t{top} / 64;
+
+  // Two entries of the first switch changed, in its first and last blocks: the hint lists
+  // both, and exactly those are written.
+  auto once = WithOneEntryChanged(*b.tables, 1);
+  auto twice = WithOneEntryChanged(*once, last == 0 ? 2u : static_cast<uint32_t>(last * 64 + 1));
+  LftHint right{b.tables, twice, {}};
+  right.blocks.resize(twice->switches.size(), words);
+  right.blocks.add(0, 0);
+  right.blocks.add(0, last);
+  b.Sweep(*b.model, twice, ours, &right);
+  EXPECT_EQ(b.lfts.run().sent, last == 0 ? 1u : 2u);
+  b.ExpectHeld(*b.model, *twice);
+
+  // A hint that lists nothing, naming as its start tables the switches do not hold: not
+  // used, the changed block is found by comparing and written.
+  auto third = WithOneEntryChanged(*twice, 2);
+  LftHint elsewhere{b.tables, third, {}};
+  elsewhere.blocks.resize(third->switches.size(), words);
+  b.Sweep(*b.model, third, ours, &elsewhere);
+  EXPECT_EQ(b.lfts.run().sent, 1u);
+  b.ExpectHeld(*b.model, *third);
+
+  // The same, naming the tables they hold: believed, so nothing is compared or written.
+  auto fourth = WithOneEntryChanged(*third, 3);
+  LftHint believed{third, fourth, {}};
+  believed.blocks.resize(fourth->switches.size(), words);
+  b.Sweep(*b.model, fourth, ours, &believed);
+  EXPECT_EQ(b.lfts.run().sent, 0u);
 }
 
 // A push stopped after its first Sets reached the switches (a repair taking over): nothing

@@ -80,6 +80,8 @@ Routed RouteSnapshot(const RouteRequest& q, std::unique_ptr<routing::RoutingTabl
       } else {
         routed.rerouted = true;
         routed.reroute = rr->stats;
+        routed.rerouted_from = q.old;
+        routed.blocks_changed = std::move(rr->blocks_changed);
         routing::ChainResult chosen;
         chosen.tables = std::move(rr->tables);
         routed.result = std::move(chosen);

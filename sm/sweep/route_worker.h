@@ -57,6 +57,10 @@ struct Routed {
   bool rerouted = false;
   bool from_spare = false;  // built in the copy KeepSpare made
   routing::RerouteStats reroute;
+  // Used: the tables it started from, and the blocks it changed of them (the LFT push
+  // compares only those, LftHint).
+  std::shared_ptr<const routing::RoutingTables> rerouted_from;
+  routing::BlockSet blocks_changed;
   std::string reroute_refused;
   // The proof that the tables have no credit loop (routing/updown_proof.h), when one was
   // had; loops_proven: it stood in for CheckCreditLoops. verified_lids: the LIDs verified

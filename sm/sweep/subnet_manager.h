@@ -527,6 +527,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   Status SaveMulticastChanges();
   std::shared_ptr<const routing::RoutingTables> tables_;  // last good tables
   std::shared_ptr<const Fabric> tables_fabric_;            // the model they were routed on
+  // A re-route's account of which blocks of tables_ it changed, for their push (LftHint).
+  std::optional<LftHint> lft_hint_;
   // They passed verification on tables_fabric_, and have no credit loop by this proof (null
   // when none was had): a repair's re-route then needs only its changed LIDs checked.
   std::shared_ptr<const routing::UpDownProof> tables_proof_;

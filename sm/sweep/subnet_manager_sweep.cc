@@ -318,6 +318,9 @@ void SubnetManager::OnRouted(Routed routed) {
                           : std::make_shared<const routing::RoutingTables>(std::move(result->tables));
   tables_fabric_ = std::move(routed.fabric);
   tables_proof_ = std::move(routed.proof);
+  lft_hint_.reset();
+  if (routed.rerouted && routed.rerouted_from)
+    lft_hint_ = LftHint{routed.rerouted_from, tables_, std::move(routed.blocks_changed)};
   if (!routed.rerouted && !routed.reused && report.ok && loops.acyclic) {
     engine_tables_ = EngineTables{tables_fabric_, tables_,     tables_proof_, routed.chain,
                                   report,         loops,       current_.number};
@@ -359,7 +362,9 @@ void SubnetManager::ProgramSwitches() {
 void SubnetManager::PushLfts() {
   if (state() != mad::SmState::kMaster) return;
   lfts_.Push(discovered_->fabric, tables_, lid_map_->max_lid(),
-             [this](NodeId n) -> const DrPath& { return discovered_->nodes[n].path; });
+             [this](NodeId n) -> const DrPath& { return discovered_->nodes[n].path; },
+             lft_hint_ ? &*lft_hint_ : nullptr);
+  lft_hint_.reset();  // another push of these tables (a repair taking over) compares them all
   pipeline_.WhenIdle([this] {
     current_.lft_blocks_sent = lfts_.run().sent;
     current_.lft_blocks_urgent = lfts_.run().urgent;
