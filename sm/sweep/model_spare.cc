@@ -9,13 +9,15 @@ namespace ibsm::sm {
 void ModelSpare::Keep(std::shared_ptr<const DiscoveryResult> model, uint64_t version) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (latest_ == version && latest_of_.lock() == model) return;  // made, or being made
     latest_ = version;
+    latest_of_ = model;
     WakeLocked();
   }
   boost::asio::post(pool_, [this, model = std::move(model), version] {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (latest_ != version) {  // asked for a later one meanwhile
+      if (latest_ != version || latest_of_.lock() != model) {  // asked for another meanwhile
         if (waiter_version_ == version) WakeLocked();
         return;
       }
@@ -24,7 +26,8 @@ void ModelSpare::Keep(std::shared_ptr<const DiscoveryResult> model, uint64_t ver
     copy->fabric.Unshare();  // a repair changes it: its indexes copied here, not then
     std::unique_ptr<DiscoveryResult> old;
     std::lock_guard<std::mutex> lock(mu_);
-    if (latest_ == version) {
+    ++copies_;
+    if (latest_ == version && latest_of_.lock() == model) {
       old = std::move(copy_);
       copy_ = std::move(copy);
       copy_of_ = model;
@@ -46,7 +49,7 @@ bool ModelSpare::WhenReady(const std::shared_ptr<const DiscoveryResult>& model, 
                            boost::asio::io_context& io, std::function<void()> then) {
   std::lock_guard<std::mutex> lock(mu_);
   const bool made = copy_ && copy_version_ == version && copy_of_.lock() == model;
-  if (made || latest_ != version || version == 0) return false;
+  if (made || latest_ != version || latest_of_.lock() != model || version == 0) return false;
   WakeLocked();  // one waiter at a time: an earlier one takes what there is
   waiter_ = std::move(then);
   waiter_io_ = &io;
@@ -54,9 +57,14 @@ bool ModelSpare::WhenReady(const std::shared_ptr<const DiscoveryResult>& model, 
   return true;
 }
 
+uint64_t ModelSpare::copies() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return copies_;
+}
+
 bool ModelSpare::ready() {
   std::lock_guard<std::mutex> lock(mu_);
-  return copy_ != nullptr && copy_version_ == latest_;
+  return copy_ != nullptr && copy_version_ == latest_ && copy_of_.lock() == latest_of_.lock();
 }
 
 DiscoveryResult ModelSpare::Take(const std::shared_ptr<const DiscoveryResult>& model,
@@ -69,6 +77,7 @@ DiscoveryResult ModelSpare::Take(const std::shared_ptr<const DiscoveryResult>& m
     copy = std::move(copy_);
     copy_of_.reset();
     latest_ = 0;  // a copy still being made is dropped
+    latest_of_.reset();
   }
   if (mine) {
     ++taken_;

@@ -28,6 +28,8 @@ class ModelSpare {
   ~ModelSpare() { pool_.join(); }
 
   // Copies `model` (at `version`, never 0) on the spare's thread; an earlier copy is dropped.
+  // Asked again for the model it copies (or has copied) at the same version: nothing to do,
+  // so a sweep may ask as soon as its model is final and again when it publishes it.
   void Keep(std::shared_ptr<const DiscoveryResult> model, uint64_t version);
   // The copy of `model` at `version` when one is ready (counted in taken()), else a copy
   // made now. Either way the spare is empty after.
@@ -39,16 +41,20 @@ class ModelSpare {
   bool WhenReady(const std::shared_ptr<const DiscoveryResult>& model, uint64_t version,
                  boost::asio::io_context& io, std::function<void()> then);
   uint64_t taken() const { return taken_; }
+  // Copies made so far (tests).
+  uint64_t copies();
   // The copy Keep last asked for is ready (tests wait for it).
   bool ready();
 
  private:
   boost::asio::thread_pool pool_{1};
-  std::mutex mu_;  // guards the four below: the copy's thread fills them, Take empties them
+  std::mutex mu_;  // guards the six below: the copy's thread fills them, Take empties them
   std::unique_ptr<DiscoveryResult> copy_;
   std::weak_ptr<const DiscoveryResult> copy_of_;
   uint64_t copy_version_ = 0;
   uint64_t latest_ = 0;  // the version Keep last asked for (0: none); a copy of another is dropped
+  std::weak_ptr<const DiscoveryResult> latest_of_;  // and the model it asked for
+  uint64_t copies_ = 0;
   uint64_t taken_ = 0;   // io thread
   // WhenReady's: posted to waiter_io_ when the copy at waiter_version_ ends (made or dropped),
   // or when Keep asks for another.

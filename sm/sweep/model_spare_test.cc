@@ -84,6 +84,37 @@ TEST(ModelSpareTest, ACopyOfAnotherModelOrVersionIsNotTaken) {
   EXPECT_EQ(spare.taken(), 1u);
 }
 
+// A sweep asks for the copy as soon as its model is final and again when it publishes it:
+// the second ask, for the same model at the same version, makes no second copy, whether the
+// first is made or still being made. Another version, or another model, is copied.
+TEST(ModelSpareTest, AskedAgainForTheSameModelItCopiesOnce) {
+  ModelSpare spare;
+  const auto model = Model(FatTree3(8));
+  spare.Keep(model, 3);
+  spare.Keep(model, 3);  // most likely while the first is being made
+  ASSERT_TRUE(WaitReady(spare));
+  spare.Keep(model, 3);  // made
+  ASSERT_TRUE(WaitReady(spare));
+  EXPECT_EQ(spare.copies(), 1u);
+  ExpectSame(spare.Take(model, 3), *model);
+  EXPECT_EQ(spare.taken(), 1u);
+
+  // Taken: asked again, it copies again.
+  spare.Keep(model, 3);
+  ASSERT_TRUE(WaitReady(spare));
+  EXPECT_EQ(spare.copies(), 2u);
+  spare.Keep(model, 4);
+  ASSERT_TRUE(WaitReady(spare));
+  EXPECT_EQ(spare.copies(), 3u);
+  auto other = std::make_shared<DiscoveryResult>(*model);
+  spare.Keep(other, 4);
+  ASSERT_TRUE(WaitReady(spare));
+  EXPECT_EQ(spare.copies(), 4u);
+  EXPECT_EQ(spare.taken(), 1u);
+  const uint64_t before = spare.taken();
+  (void)spare.Take(other, 4);
+  EXPECT_EQ(spare.taken(), before + 1);
+}
 
 // A repair that begins while the copy is still being made waits for it (WhenReady) instead of
 // copying the model beside it: the callback comes on the io context once the copy is made, and

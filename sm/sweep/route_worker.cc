@@ -135,8 +135,10 @@ void RouteWorker::Route(RouteRequest request, boost::asio::io_context& io,
 void RouteWorker::KeepSpare(std::shared_ptr<const routing::RoutingTables> tables,
                             unsigned threads) {
   boost::asio::post(pool_, [this, src = std::move(tables), threads] {
+    if (spare_ && spare_of_ == src) return;  // asked again for the copy it holds
     spare_ = std::make_unique<routing::RoutingTables>(routing::CopyTables(*src, threads));
     spare_of_ = src;
+    ++spares_made_;
   });
 }
 

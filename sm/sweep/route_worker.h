@@ -8,6 +8,7 @@
 // worker touches (the spare copy of the last good tables a re-route builds in) lives here.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -94,8 +95,11 @@ class RouteWorker {
   void Route(RouteRequest request, boost::asio::io_context& io,
              std::function<void(Routed)> done);
   // Copies `tables` on the worker (when it is idle) for the next re-route from them to build
-  // in, instead of copying them then.
+  // in, instead of copying them then. Asked again for the tables it holds a copy of: nothing
+  // to do.
   void KeepSpare(std::shared_ptr<const routing::RoutingTables> tables, unsigned threads);
+  // Copies KeepSpare made so far (tests).
+  uint64_t spares_made() const { return spares_made_.load(); }
   // Waits for the jobs queued; none may be queued after.
   void Join() { pool_.join(); }
 
@@ -104,6 +108,7 @@ class RouteWorker {
   // Touched only on pool_ (one thread): a copy of spare_of_.
   std::unique_ptr<routing::RoutingTables> spare_;
   std::shared_ptr<const routing::RoutingTables> spare_of_;
+  std::atomic<uint64_t> spares_made_{0};
 };
 
 }  // namespace ibsm::sm

@@ -103,7 +103,8 @@ TEST(RouteWorkerTest, ARepairReroutesFromProvenTablesAndRenewsTheProof) {
 }
 
 // The worker answers on the io_context, and a re-route that builds in the spare copy it kept
-// of the old tables makes the same tables as one that copies them then.
+// of the old tables makes the same tables as one that copies them then. Asked twice for a
+// copy of the same tables (at a sweep's finish and when it publishes), it makes one.
 TEST(RouteWorkerTest, TheSpareCopyChangesNothingButWhereTheRerouteBuilds) {
   const Repair repair = CutAfterAnEngineRun();
   ASSERT_TRUE(repair.q.old && repair.q.proof);
@@ -114,11 +115,14 @@ TEST(RouteWorkerTest, TheSpareCopyChangesNothingButWhereTheRerouteBuilds) {
   boost::asio::io_context io;
   RouteWorker worker;
   worker.KeepSpare(q.old, 1);
+  worker.KeepSpare(q.old, 1);
   std::optional<Routed> answered;
   worker.Route(q, io, [&](Routed r) { answered.emplace(std::move(r)); });
   io.run();  // returns once the answer ran: the worker kept io from running out of work
   ASSERT_TRUE(answered.has_value());
   ASSERT_TRUE(answered->rerouted) << answered->reroute_refused;
+  EXPECT_TRUE(answered->from_spare);
+  EXPECT_EQ(worker.spares_made(), 1u);
   ASSERT_EQ(answered->result->tables.switches.size(), copied.result->tables.switches.size());
   for (size_t i = 0; i < copied.result->tables.switches.size(); ++i)
     EXPECT_EQ(answered->result->tables.switches[i].lft, copied.result->tables.switches[i].lft);

@@ -516,6 +516,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   // While STANDBY: publishes the snapshot of warm_'s model (published()).
   void PublishStandbyModel();
   DiscoveryResult& MutableDiscovered();
+  void KeepSpares();  // the copies the next repair starts from (ModelSpare, RouteWorker)
   PortId sm_port_ = kNoPort;
   bool mcast_save_pending_ = false;  // multicast groups changed but not yet saved
   // The multicast rows as last written, by MGID: a save writes only the groups that differ.

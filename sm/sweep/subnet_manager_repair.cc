@@ -43,6 +43,7 @@ struct RepairReads {
   // the second round's reads, one PortInfo per cable of each far end of a lost cable.
   std::optional<DiscoveryResult> model;
   bool spare_awaited = false;  // the model's spare copy was still being made: waited for once
+  std::chrono::steady_clock::time_point spare_wait_began;
   size_t lost = 0;
   struct Probe {
     PortId port = kNoPort;  // in `model`: the neighbour's port facing the far end
@@ -411,8 +412,14 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
     // it when it is ready rather than copying the model beside it, on the io thread, at once.
     if (!reads->spare_awaited) {
       reads->spare_awaited = true;
+      reads->spare_wait_began = clock_.Now();
       if (model_spare_.WhenReady(discovered_, model_version_, io_, [this, reads] {
-            if (!stopped_) FinishRepairReads(reads);
+            if (stopped_) return;
+            Log(LogName::kSm).info(
+                "repair sweep {}: waited {:.1f} ms for the model's spare copy", current_.number,
+                std::chrono::duration<double, std::milli>(clock_.Now() - reads->spare_wait_began)
+                    .count());
+            FinishRepairReads(reads);
           })) {
         ++counters_.repair_spare_awaited;
         return;

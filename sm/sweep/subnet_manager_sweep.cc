@@ -456,8 +456,24 @@ void SubnetManager::RunSharp() {
   });
 }
 
+// The next repair patches a copy of this model and builds in a copy of these tables: made
+// off the io thread, from the finish on (the model and tables are this sweep's for good
+// then, bar a change that moves the model's version on), so that a fault right after SUBNET
+// UP finds them made, rather than waiting for them and sharing the cores with them. The
+// tables are copied on the routing worker (idle now): not while the LFT blocks go out,
+// which it would slow down on a small management host.
+void SubnetManager::KeepSpares() {
+  if (!discovered_ || sm_port_ == kNoPort || !options_.incremental_repair || options_.once ||
+      state() != mad::SmState::kMaster)
+    return;
+  model_spare_.Keep(discovered_, model_version_);
+  if (options_.incremental_reroute && tables_ && tables_->engine != "minhop")
+    route_worker_.KeepSpare(tables_, options_.routing.threads);
+}
+
 void SubnetManager::FinishHeavySweep() {
   engine_.CloseOpenStage();
+  KeepSpares();
   // SUBNET UP waits for the optional reads, within bounds, and with qos TRUE for this
   // sweep's QoS Sets (sm/sweep/qos_stage.h); the stage enters the finish again.
   if (qos_.HoldsFinish()) return;
@@ -545,14 +561,7 @@ void SubnetManager::PublishSweep(const std::vector<Guid>& ports_before) {
   // waits for the line reads this sweep's files; then the state-file rows and snapshots.
   if (discovered_ && sm_port_ != kNoPort) {
     PublishSaSnapshot();
-    // The next repair patches a copy of this model: made now, off the io thread.
-    if (options_.incremental_repair && !options_.once && state() == mad::SmState::kMaster) {
-      model_spare_.Keep(discovered_, model_version_);
-      // And of these tables, on the routing worker (idle now): not while the LFT blocks go
-      // out, which it would slow down on a small management host.
-      if (options_.incremental_reroute && tables_ && tables_->engine != "minhop")
-        route_worker_.KeepSpare(tables_, options_.routing.threads);
-    }
+    KeepSpares();  // asked for at the finish already, unless the model changed since
     ReportPortChanges(ports_before);
     FlushState();  // SA registrations and multicast groups not yet written, and what failed
     SweepPublication p;
