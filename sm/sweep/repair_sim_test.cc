@@ -1342,6 +1342,12 @@ TEST(RepairSweepTest, ACableThatComesBackIsPutBackWithoutAHeavySweep) {
   for (const SweepStats& s : run.sweeps) up += s.repair ? s.repair_links_up : 0;
   EXPECT_EQ(up, 1u);
   EXPECT_GE(run.counters.repair_sweeps_grown, 1u);
+  // What came back is a cable between two switches the model holds: the come-back's port
+  // stages looked at its two ends alone, as the cut's did (the heavy sweep after them found
+  // nothing left to set, above).
+  size_t repairs = 0;
+  for (const SweepStats& s : run.sweeps) repairs += s.repair ? 1 : 0;
+  EXPECT_EQ(run.counters.repair_sweeps_local, repairs);
   // The model is the first sweep's again: its tables are taken, not routed anew, and the
   // come-back writes back exactly the blocks the cut's repair changed.
   EXPECT_EQ(run.counters.engine_tables_reused, 1u);
@@ -1420,6 +1426,9 @@ TEST(RepairSweepTest, ASwitchThatRebootsIsFoundByItsBouncedLinksAndProgrammedWho
     EXPECT_TRUE(sim.RebootSwitch(spine).ok());
   }, Quiet());
   ExpectRepairedWhole(*f, sim, run, "a spine switch reboots");
+  // A switch that forgot its tables forgot its P_Key tables too: its repair's port stages
+  // looked at the whole fabric, as a heavy sweep's do.
+  EXPECT_EQ(run.counters.repair_sweeps_local, 0u);
   EXPECT_EQ(simcheck::PortLids(*f, sim), before);
   EXPECT_NE(sim.switch_info(spine).linear_fdb_top, 0u) << "the switch was not programmed";
 }

@@ -254,6 +254,7 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   void RequestRepair(Guid guid, const std::string& reason);
   void BeginRepair();
   void FinishRepairReads(std::shared_ptr<struct RepairReads> reads);
+  bool CablesBackOnly(struct RepairReads& reads, const DiscoveryResult& r) const;
   void OnRepairSwitchRead(const std::shared_ptr<struct RepairReads>& reads, size_t i);
   void ReadInRepair(const std::shared_ptr<struct RepairReads>& reads, NodeId n);
   // Link flap damping (sm/sweep/link_damping.h): notes that the cable at `p` of `f` went down;

@@ -59,6 +59,7 @@ struct RepairReads {
   // Ports of re-read switches up where the model has no cable, or trained again (INIT where
   // the model had the cable up): what is behind them is read after the two rounds.
   std::vector<GrowFrom> grow_from;
+  std::vector<std::pair<Guid, uint8_t>> grow_ports;  // grow_from by node GUID (Grow renumbers)
   bool grown = false;
   GrowStats grow;
   uint64_t grow_failed = 0;  // SMPs of the growth not answered
@@ -584,6 +585,8 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
     // Behind the ports that came up, before what is cut off leaves: a node met there may be
     // one the model still holds (a switch that rebooted, the far end of a cable put back).
     reads->grown = true;
+    for (const GrowFrom& g : reads->grow_from)
+      reads->grow_ports.emplace_back(f.node(g.node).guid, g.port);
     discovery_ = std::make_unique<Discovery>(pipeline_);
     DiscoveryResult base = std::move(r);
     reads->model.reset();
@@ -673,13 +676,16 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   // The later stages may look at these nodes alone (RepairIsLocal) only when the sweep before
   // left nothing to retry: it ended SUBNET UP, and it was not a heavy sweep cut short for
   // this repair (whose fresh discovery may hold ports no stage has configured yet); and only
-  // when nothing came up (new nodes and cables need every stage, as after a discovery).
+  // when what came up is cables between switches the model holds, with the ends of each
+  // touched (CablesBackOnly). New nodes, a switch that rebooted (its P_Key tables cleared),
+  // a cable moved, or an end port back need every stage, as after a discovery.
   sweep_.touched.clear();
   // A repair that handed over to this one: the nodes it touched too, or the whole fabric if
   // it looked at the whole fabric (its stages may have left any of them half done).
   const bool carried_whole = handed_over_ && handed_over_->touched.empty();
+  const bool grown_local = reads->grown && left == 0 && CablesBackOnly(*reads, r);
   if (last_.subnet_up && !repair_follows_cut_short_ && !first_master_sweep_ &&
-      !ha_.took_over() && !reads->grown && !carried_whole) {
+      !ha_.took_over() && (!reads->grown || grown_local) && !carried_whole) {
     sweep_.touched = std::move(reads->touched);
     if (handed_over_)
       sweep_.touched.insert(handed_over_->touched.begin(), handed_over_->touched.end());
@@ -693,6 +699,38 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   DiscoveryResult done = std::move(r);
   reads->model.reset();
   OnDiscovered(std::move(done));
+}
+
+// A repair that grew found nothing behind the ports that came up but switches the model
+// holds, each as it was (no node joined, none forgot its tables, no cable moved or found
+// down), over cables between switches only; the nodes keep their NodeIds (the same GUIDs in
+// the same order as the model before). Then every port that changed is a port of a re-read
+// switch or of the far end of a cable that came back: those far ends join `touched`, and the
+// stages may look at the touched nodes alone. A switch-to-switch cable carries no P_Key
+// table the plan names (end ports and the switch ports facing them), and its ends get their
+// link fields with their ARMED Set (LinkStage).
+bool SubnetManager::CablesBackOnly(RepairReads& reads, const DiscoveryResult& r) const {
+  const GrowStats& g = reads.grow;
+  if (g.nodes_added != 0 || g.forgot != 0 || g.cables_moved != 0 || g.cables_down != 0)
+    return false;
+  const Fabric& f = r.fabric;
+  const Fabric& was = discovered_->fabric;
+  if (f.node_count() != was.node_count()) return false;
+  for (NodeId n = 0; n < f.node_count(); ++n)
+    if (f.node(n).guid != was.node(n).guid) return false;
+  std::vector<Guid> ends;
+  for (const auto& [guid, num] : reads.grow_ports) {
+    const std::optional<NodeId> n = f.FindNode(guid);
+    if (!n || num == 0 || num > f.node(*n).num_ports || !f.node(*n).is_switch()) return false;
+    const Port& port = f.port(f.port_id(*n, PortNum{num}));
+    if (!port.connected()) continue;  // not up after all: nothing put in there
+    const NodeId peer = f.port(port.peer).node;
+    if (!f.node(peer).is_switch()) return false;
+    ends.push_back(guid);
+    ends.push_back(f.node(peer).guid);
+  }
+  reads.touched.insert(ends.begin(), ends.end());
+  return true;
 }
 
 // --- link flap damping ----------------------------------------------------------------
