@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <utility>
 
 #include <fmt/format.h>
@@ -128,10 +129,27 @@ void LftProgrammer::Push(const Fabric& f, std::shared_ptr<const routing::Routing
     // a row as long): a block it did not change is the same.
     const bool hinted = hint && cache.source == hint->from && cache.source_table &&
                         cache.source_table->lft.size() == now->lft.size();
-    const size_t at = hinted ? tables->switch_index[n] : 0;
-    for (size_t b = 0; b < held.size() && b < cache.held.size(); ++b)
-      held[b] = cache.held[b] && cache.source_table &&
-                ((hinted && !hint->blocks.has(at, b)) || SameBlock(*cache.source_table, *now, b));
+    if (hinted && cache.held.size() == blocks) {
+      // Held as before but where the re-route changed a block: only those are compared
+      // (a few of the 478 of each switch at 3-tier k=48), word by word of the hint.
+      held = cache.held;
+      const routing::BlockSet& set = hint->blocks;
+      const size_t base = size_t{tables->switch_index[n]} * set.words;
+      const size_t words = std::max(set.words, (blocks + 63) / 64);
+      for (size_t w = 0; w < words; ++w) {
+        // Past the hint's words or rows: changed, as BlockSet::has says.
+        uint64_t m = w < set.words && base + w < set.bits.size() ? set.bits[base + w]
+                                                                 : ~uint64_t{0};
+        for (; m != 0; m &= m - 1) {
+          const size_t b = w * 64 + static_cast<size_t>(std::countr_zero(m));
+          if (b >= blocks) break;
+          if (held[b]) held[b] = SameBlock(*cache.source_table, *now, b);
+        }
+      }
+    } else {
+      for (size_t b = 0; b < held.size() && b < cache.held.size(); ++b)
+        held[b] = cache.held[b] && cache.source_table && SameBlock(*cache.source_table, *now, b);
+    }
     std::vector<bool> dead;
     if (cache.source_table) {
       const uint8_t ports = f.node(n).num_ports;
