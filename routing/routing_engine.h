@@ -91,9 +91,9 @@ struct BlockSet {
     bits.assign(switches * words, 0);
   }
   void add(size_t s, size_t b) { bits[s * words + (b >> 6)] |= uint64_t{1} << (b & 63); }
-  bool has(size_t s, size_t b) const {
-    return (b >> 6) >= words || s * words >= bits.size() ||
-           ((bits[s * words + (b >> 6)] >> (b & 63)) & 1) != 0;
+  // Word `w` of switch `s`: blocks 64w .. 64w + 63, all set past the words or the switches.
+  uint64_t word(size_t s, size_t w) const {
+    return w < words && s * words + w < bits.size() ? bits[s * words + w] : ~uint64_t{0};
   }
 };
 

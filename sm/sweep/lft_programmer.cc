@@ -133,14 +133,9 @@ void LftProgrammer::Push(const Fabric& f, std::shared_ptr<const routing::Routing
       // Held as before but where the re-route changed a block: only those are compared
       // (a few of the 478 of each switch at 3-tier k=48), word by word of the hint.
       held = cache.held;
-      const routing::BlockSet& set = hint->blocks;
-      const size_t base = size_t{tables->switch_index[n]} * set.words;
-      const size_t words = std::max(set.words, (blocks + 63) / 64);
-      for (size_t w = 0; w < words; ++w) {
-        // Past the hint's words or rows: changed, as BlockSet::has says.
-        uint64_t m = w < set.words && base + w < set.bits.size() ? set.bits[base + w]
-                                                                 : ~uint64_t{0};
-        for (; m != 0; m &= m - 1) {
+      const size_t at = tables->switch_index[n];
+      for (size_t w = 0; w < (blocks + 63) / 64; ++w) {
+        for (uint64_t m = hint->blocks.word(at, w); m != 0; m &= m - 1) {
           const size_t b = w * 64 + static_cast<size_t>(std::countr_zero(m));
           if (b >= blocks) break;
           if (held[b]) held[b] = SameBlock(*cache.source_table, *now, b);
