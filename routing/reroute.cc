@@ -85,7 +85,9 @@ struct RerouteGraph {
 
 // Per-worker scratch, one column (LID) at a time.
 struct RerouteScratch {
-  std::vector<uint8_t> shape, reached;
+  // raw: what following the old route from a switch gave (follow()'s memo); shape: that, as
+  // the rules below then classify and rebuild it (kShapeBroken for a route built again).
+  std::vector<uint8_t> raw, shape, reached;
   // Routes without an up*/down* way, with a hub: on the way of one that counts
   // (CheckCreditLoops's rule); how the switch was routed (kToHub, kOwnWay, or 0: not yet).
   std::vector<uint8_t> counted, hubbed, hub;  // hub: which one, where kToHub
@@ -93,7 +95,7 @@ struct RerouteScratch {
   // d_down, `above` (the switches over the target that have a cable up: only their routes
   // can climb) and the d_any memoised depend on the target alone: a run's LIDs, mostly one
   // switch's CAs, share them (`distances_for`).
-  std::vector<uint32_t> d_down, above;
+  std::vector<uint32_t> d_down, above, over;  // over: every switch above the target
   uint32_t distances_for = kNone;
   std::vector<uint8_t> tile_old, tile_new;  // switch-major, 64 LIDs a switch
   // The run of LIDs the tile holds: examine[first ..) from LID run_lo, run_off[j] past it (or
@@ -361,9 +363,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       if (!touched[lid]) continue;
       at[lid] = static_cast<uint32_t>(examine.size());
       examine.push_back(lid);
-      const PortId o = lids.owner(Lid(static_cast<uint16_t>(lid)));
-      const bool own = o != kNoPort && f.node(f.port(o).node).is_switch();
-      partial.push_back(proven_before && !whole[lid] && !own);
+      partial.push_back(proven_before && !whole[lid]);
       same_owner.push_back(proven_before && !moved[lid]);
     }
     // dead_entries is by switch, then LID: a counting sort makes it by LID, then switch.
@@ -470,22 +470,23 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       return;
     }
     // Old routes, followed hop by hop and memoised: the shape of the old route from s0.
+    std::fill(w.raw.begin(), w.raw.end(), kShapeUnknown);
     std::fill(w.shape.begin(), w.shape.end(), kShapeUnknown);
     if (!hubs.empty()) {
       std::fill(w.counted.begin(), w.counted.end(), 0);
       std::fill(w.hubbed.begin(), w.hubbed.end(), 0);
     }
     auto follow = [&](uint32_t s0) {
-      if (w.shape[s0] != kShapeUnknown) return;
+      if (w.raw[s0] != kShapeUnknown) return;
       if (g.component[s0] != g.component[target]) {
-        w.shape[s0] = kShapeCutOff;
+        w.raw[s0] = w.shape[s0] = kShapeCutOff;
         return;
       }
       w.stack.clear();
       uint32_t s = s0;
       uint8_t val;
       for (;;) {
-        const uint8_t st = w.shape[s];
+        const uint8_t st = w.raw[s];
         if (st == kShapeBusy) {
           val = kShapeBroken;
           break;
@@ -497,16 +498,16 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         const uint8_t e = old_at(s);
         if (e == 0 || e > g.num_ports[s]) {
           val = e == 0 && s == target && final_port == 0 ? kShapeDown : kShapeBroken;
-          w.shape[s] = val;
+          w.raw[s] = w.shape[s] = val;
           break;
         }
         const RerouteLink& l = g.link(s, e);
         if (l.kind != RerouteLink::kSwitch) {
           val = l.kind == RerouteLink::kEnd && l.peer_port == owner ? kShapeDown : kShapeBroken;
-          w.shape[s] = val;
+          w.raw[s] = w.shape[s] = val;
           break;
         }
-        w.shape[s] = kShapeBusy;
+        w.raw[s] = kShapeBusy;
         w.stack.emplace_back(s, l.up);
         s = l.peer;
       }
@@ -518,7 +519,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         } else if (val == kShapeUpDown) {
           val = up ? kShapeUpDown : kShapeOffRule;
         }
-        w.shape[x] = val;
+        w.raw[x] = w.shape[x] = val;
       }
     };
     // Only the switches whose old route runs into a changed cable, found backwards from the
@@ -592,6 +593,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       w.above.clear();
       for (uint32_t x : w.queue)
         if (!g.up[x].empty()) w.above.push_back(x);
+      w.over.assign(w.queue.begin(), w.queue.end());
       std::fill(w.d_any.begin(), w.d_any.end(), kRerouteUnset);
     }
     auto any = [&](uint32_t s0) {
@@ -623,20 +625,27 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       return w.d_any[s0];
     };
     // A switch that can go down towards the owner must (a packet may reach it on its way
-    // down): an old route from it that goes up first is built again, and so is one that is
-    // not up*/down* where an up*/down* route exists. Kept routes are then pure down wherever
-    // a hop down may enter them, and up*/down* wherever a hop up may.
+    // down): an old route from it that goes up first, or down then up, is built again. A kept
+    // off-rule route (towards a switch's own LID, from a switch without CAs) that a built
+    // route climbs into is built again where it enters it (`enter`, below). Kept routes are
+    // then pure down wherever a hop down may enter them, and up*/down* wherever a hop up may;
+    // an off-rule route no route enters stays as it was (it carries only what its switch
+    // sends, and delivers).
     // Partly followed, a switch not followed yet is followed and classified where a rule
     // below needs its shape: above the owner's switch here, and where a built route climbs
-    // into it (below).
+    // into it or a walk below passes it. `raw` keeps what following gave, so that following
+    // later through a switch built again reads its old route's shape, as the whole walk did.
     auto reach = [&](uint32_t s) {
       if (!part || w.reached[s]) return;
       w.reached[s] = 1;
       follow(s);
       classify(s);
     };
-    for (uint32_t s : w.above) {  // the switches above the owner's that can climb
-      if (part && !w.reached[s] && w.shape[s] == kShapeUnknown) {
+    // The switches above the owner's that can climb; partly following a switch's own LID,
+    // every switch above it: one whose old route goes down, then up (not up*/down*: it
+    // carries what switches send themselves) must be found to be built again below.
+    for (uint32_t s : part && switch_lid ? w.over : w.above) {
+      if (part && !switch_lid && !w.reached[s] && w.shape[s] == kShapeUnknown) {
         // Not reached backwards from a changed cable, so its old route runs over none, and
         // it delivered up*/down* (the proof): pure down exactly when its first hop is. The
         // first hop says it without the walk (at 3-tier k=48, 600 switches above each LID).
@@ -644,26 +653,28 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
         const uint8_t e = old_at(s);
         const bool climbs = e >= 1 && e <= g.num_ports[s] &&
                             g.link(s, e).kind == RerouteLink::kSwitch && g.link(s, e).up;
-        w.shape[s] = climbs ? kShapeUpDown : kShapeDown;
+        w.raw[s] = w.shape[s] = climbs ? kShapeUpDown : kShapeDown;
       } else {
         reach(s);
       }
       if (w.shape[s] == kShapeUpDown) w.shape[s] = kShapeBroken, w.broken.push_back(s);
     }
     for (uint32_t s : w.offrule)
-      if (any(s) != kRerouteInf) w.shape[s] = kShapeBroken, w.broken.push_back(s);
+      if (w.d_down[s] != kRerouteInf) w.shape[s] = kShapeBroken, w.broken.push_back(s);
     bool plain = false;
     for (uint32_t s : w.broken) plain = plain || any(s) == kRerouteInf;
     // Built routes without an up*/down* route follow shortest paths of any kind, so a kept
     // route of that kind that runs into one could be led back to where it started: it is
     // built again too. (Up*/down* routes, kept or built, never enter a switch without one.)
     if (plain) {
-      for (uint32_t s0 : w.offrule) {
+      for (size_t k = 0; k < w.offrule.size(); ++k) {  // reach() may list more
+        const uint32_t s0 = w.offrule[k];
         if (w.shape[s0] != kShapeOffRule) continue;
         w.stack.clear();
         uint32_t s = s0;
         bool touches = false;
         for (;;) {
+          reach(s);  // partly followed: classified as the whole walk would have
           const uint8_t st = w.shape[s];
           if (st == kShapeBroken && any(s) == kRerouteInf) {
             touches = true;
@@ -729,15 +740,15 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       }
     }
     w.routes_kept += S - w.cutoff.size() - w.broken.size();
-    // Partly followed, a switch a built route may enter and not followed yet is followed now
-    // (only hosts' LIDs are: classify lists an off-rule route of theirs as broken).
-    // A route to the hub takes the hub's way on from every switch it enters that has no
+    // Partly followed, a switch a built route may enter and not followed yet is followed now.
+    // An off-rule route a built route climbs into is built again (an up*/down* one is there);
+    // a route to the hub takes the hub's way on from every switch it enters that has no
     // up*/down* route of its own, so it turns only where it meets one (on a fat tree, at the
     // hub): a kept off-rule route there is built again too.
     auto enter = [&](uint32_t u, bool to_hub = false) {
       const size_t listed = w.broken.size();
       reach(u);
-      if (to_hub && w.shape[u] == kShapeOffRule) {
+      if (w.shape[u] == kShapeOffRule && (to_hub || any(u) != kRerouteInf)) {
         w.shape[u] = kShapeBroken;
         w.broken.push_back(u);
       }
@@ -877,6 +888,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       runs, threads,
       [&] {
         auto worker = std::make_unique<RerouteWorker>();
+        worker->w.raw.resize(S);
         worker->w.shape.resize(S);
         worker->w.reached.resize(S);
         worker->w.counted.resize(S);

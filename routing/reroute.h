@@ -93,15 +93,17 @@ size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b);
 // proven under, and ReproveUpDown can renew that proof from the examined LIDs alone. Without,
 // by UpDownRanks of `fabric`. The proof also says which old routes need not be followed. For
 // an examined host's LID whose owner is cabled as before and which the proof lists no turn
-// for, every route was up*/down*, and every route delivered: `old` must have passed
-// VerifyTables on `before` (the SM proves only tables that did). Such a LID is followed only
-// from the switches whose old route runs into a changed cable (found backwards from those
-// with an entry into one), from the switches above the owner's (which must route down), and
-// from each switch a built route enters; every other switch keeps its entry
+// for, every route CA traffic takes was up*/down*, and every route delivered: `old` must have
+// passed VerifyTables on `before` (the SM proves only tables that did). Such a LID, a host's
+// or a switch's own, is followed only from the switches whose old route runs into a changed
+// cable (found backwards from those with an entry into one), from the switches above the
+// owner's (which must route down), and from each switch a built route enters or a kept
+// off-rule one leads through; every other switch keeps its entry
 // (RerouteStats::lids_followed_partly counts these LIDs). The tables are those following
-// every switch gives. A switch's own LID is always followed from every switch: the routes
-// towards it from switches without hosts may be off-rule (ftree's are, between cores), and
-// only the whole walk sees which of them a built route runs into.
+// every switch gives: towards a switch's own LID, a route from a switch without CAs may be
+// off-rule (ftree's are, between cores), and is built again only where a hop down may enter
+// it (the switch is above the owner's) or a built route runs into it, whichever way the
+// LID is followed.
 //
 // `start`, when given, is a copy of `old` (CopyTables) that the result is built in: the
 // re-route takes over its rows instead of copying the old tables (86 MB at 3-tier k=48), and
