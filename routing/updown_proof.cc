@@ -236,54 +236,75 @@ std::vector<ProofTurn> ColumnTurns(const ProofGraph& g, const LidMap& lids, cons
 // as ColumnTurns gives them.
 std::vector<ProofTurn> NearTurns(const ProofGraph& g, const LidMap& lids, const Fabric& f,
                                  const UpDownProof& prior, const std::vector<uint32_t>& changed,
-                                 const EntryChanges& changes, std::vector<uint32_t>& whole) {
+                                 const EntryChanges& changes, std::vector<uint32_t>& whole,
+                                 unsigned threads) {
   std::vector<uint8_t> turned(size_t{lids.max_lid()} + 1, 0);
   for (const RouteTurn& t : prior.turns)
     if (t.lid < turned.size()) turned[t.lid] = 1;
-  std::vector<ProofTurn> out, here;
-  for (size_t i = 0; i < changed.size(); ++i) {
-    const uint32_t lid = changed[i];
-    const PortId owner = lid <= lids.max_lid() ? lids.owner(Lid(static_cast<uint16_t>(lid)))
-                                               : kNoPort;
-    if (owner == kNoPort) continue;  // no routes towards it count
-    const Node& on = f.node(f.port(owner).node);
-    bool near = i < changes.known.size() && changes.known[i] && !turned[lid] &&
-                !on.is_switch() && !IsAggregationNode(on);
-    here.clear();
-    auto turn_at = [&](uint32_t x) {
-      const uint8_t e = g.Entry(x, lid);
-      const uint32_t y = g.Next(x, e);
-      if (y == kNone || g.up[g.base[x] + e]) return;
-      const uint8_t e2 = g.Entry(y, lid);
-      const uint32_t z = g.Next(y, e2);
-      if (z != kNone && g.up[g.base[y] + e2]) here.push_back({static_cast<uint16_t>(lid), x, y, z});
-    };
-    for (uint32_t k = near ? changes.begin[i] : 0; near && k < changes.begin[i + 1]; ++k) {
-      const NodeId n = changes.nodes[k];
-      const uint32_t y = n < g.index.size() ? g.index[n] : kNone;
-      if (y == kNone) {
-        near = false;
-        break;
+  // In chunks of LIDs on the workers (each entry read is a cache miss into another switch's
+  // row: 13 ms for 27,648 LIDs at 3-tier k=48 on one thread), joined in LID order.
+  constexpr size_t kChunk = 512;
+  const size_t chunks = (changed.size() + kChunk - 1) / kChunk;
+  struct Part {
+    std::vector<ProofTurn> turns;
+    std::vector<uint32_t> whole;
+  };
+  std::vector<Part> parts(chunks);
+  ParallelFor(chunks, threads, [&](size_t c) {
+    Part& part = parts[c];
+    std::vector<ProofTurn> here;
+    for (size_t i = c * kChunk; i < changed.size() && i < (c + 1) * kChunk; ++i) {
+      const uint32_t lid = changed[i];
+      const PortId owner = lid <= lids.max_lid() ? lids.owner(Lid(static_cast<uint16_t>(lid)))
+                                                 : kNoPort;
+      if (owner == kNoPort) continue;  // no routes towards it count
+      const Node& on = f.node(f.port(owner).node);
+      bool near = i < changes.known.size() && changes.known[i] && !turned[lid] &&
+                  !on.is_switch() && !IsAggregationNode(on);
+      here.clear();
+      auto turn_at = [&](uint32_t x) {
+        const uint8_t e = g.Entry(x, lid);
+        const uint32_t y = g.Next(x, e);
+        if (y == kNone || g.up[g.base[x] + e]) return;
+        const uint8_t e2 = g.Entry(y, lid);
+        const uint32_t z = g.Next(y, e2);
+        if (z != kNone && g.up[g.base[y] + e2])
+          here.push_back({static_cast<uint16_t>(lid), x, y, z});
+      };
+      for (uint32_t k = near ? changes.begin[i] : 0; near && k < changes.begin[i + 1]; ++k) {
+        const NodeId n = changes.nodes[k];
+        const uint32_t y = n < g.index.size() ? g.index[n] : kNone;
+        if (y == kNone) {
+          near = false;
+          break;
+        }
+        turn_at(y);
+        // Switches above y whose entry leads down into it.
+        for (uint32_t p = 1; p <= g.num_ports[y]; ++p) {
+          const uint32_t x = g.peer[g.base[y] + p];
+          if (x == kNone || !g.up[g.base[y] + p]) continue;
+          if (g.Next(x, g.Entry(x, lid)) == y) turn_at(x);
+        }
       }
-      turn_at(y);
-      // Switches above y whose entry leads down into it.
-      for (uint32_t p = 1; p <= g.num_ports[y]; ++p) {
-        const uint32_t x = g.peer[g.base[y] + p];
-        if (x == kNone || !g.up[g.base[y] + p]) continue;
-        if (g.Next(x, g.Entry(x, lid)) == y) turn_at(x);
+      if (!near) {
+        part.whole.push_back(lid);
+        continue;
       }
+      std::sort(here.begin(), here.end(), [](const ProofTurn& a, const ProofTurn& b) {
+        return a.from < b.from;
+      });
+      here.erase(std::unique(here.begin(), here.end(),
+                             [](const ProofTurn& a, const ProofTurn& b) {
+                               return a.from == b.from;
+                             }),
+                 here.end());
+      part.turns.insert(part.turns.end(), here.begin(), here.end());
     }
-    if (!near) {
-      whole.push_back(lid);
-      continue;
-    }
-    std::sort(here.begin(), here.end(), [](const ProofTurn& a, const ProofTurn& b) {
-      return a.from < b.from;
-    });
-    here.erase(std::unique(here.begin(), here.end(),
-                           [](const ProofTurn& a, const ProofTurn& b) { return a.from == b.from; }),
-               here.end());
-    out.insert(out.end(), here.begin(), here.end());
+  });
+  std::vector<ProofTurn> out;
+  for (Part& part : parts) {
+    out.insert(out.end(), part.turns.begin(), part.turns.end());
+    whole.insert(whole.end(), part.whole.begin(), part.whole.end());
   }
   return out;
 }
@@ -477,8 +498,9 @@ Result<UpDownProof> ReproveUpDown(const Fabric& f, const LidMap& lids,
   // Changed LIDs read at only the switches the change touched (see the header); `col` keeps
   // every changed LID, for dropping prior's turns of them.
   std::vector<uint32_t> whole_col;
-  std::vector<ProofTurn> near = changes ? NearTurns(g, lids, f, prior, changed, *changes, whole_col)
-                                        : std::vector<ProofTurn>{};
+  std::vector<ProofTurn> near =
+      changes ? NearTurns(g, lids, f, prior, changed, *changes, whole_col, threads)
+              : std::vector<ProofTurn>{};
   if (!changes) whole_col = changed;
   if (new_leaf) {
     for (uint32_t lid = 1; lid <= lids.max_lid(); ++lid) {
