@@ -1,6 +1,7 @@
 #include "routing/reroute.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -144,7 +145,6 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     g.old.push_back(&t->lft);
   }
   const uint32_t S = static_cast<uint32_t>(g.node.size());
-  const std::vector<uint32_t> leaf_rank = LeafDistanceRanks(f);
   // The ranking the old tables were proven under, where there is one: the routes kept and the
   // routes built then are up*/down* under the same order.
   std::vector<uint32_t> rank;
@@ -163,28 +163,33 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
   g.num_ports.resize(S);
   g.link_base.resize(S);
   for (uint32_t s = 0; s < S; ++s) {
+    g.num_ports[s] = f.node(g.node[s]).num_ports;
+    g.link_base[s] = s == 0 ? 0 : g.link_base[s - 1] + g.num_ports[s - 1];
+  }
+  g.links.resize(S == 0 ? 0 : g.link_base[S - 1] + g.num_ports[S - 1]);
+  // A leaf: a switch with a CA (or router) cabled, LeafDistanceRanks's rank 0.
+  std::vector<uint8_t> leaf(S, 0);
+  // Each switch's own links and lists, on the workers (3-tier k=48: 138,000 ports).
+  ParallelFor(S, threads, [&](size_t s) {
     const NodeId n = g.node[s];
     const Node& node = f.node(n);
-    g.num_ports[s] = node.num_ports;
-    g.link_base[s] = g.links.size();
     for (uint32_t p = 1; p <= node.num_ports; ++p) {
       const Port& port = f.port(node.first_port + p);
-      RerouteLink l;
-      if (port.connected()) {
-        const NodeId m = f.port(port.peer).node;
-        l.peer_port = port.peer;
-        if (f.node(m).is_switch()) {
-          l.kind = RerouteLink::kSwitch;
-          l.peer = g.index[m];
-          l.up = higher(m, n);
-          (l.up ? g.up : g.down)[s].push_back({static_cast<uint8_t>(p), l.peer});
-        } else {
-          l.kind = RerouteLink::kEnd;
-        }
+      RerouteLink& l = g.links[g.link_base[s] + p - 1];
+      if (!port.connected()) continue;
+      const NodeId m = f.port(port.peer).node;
+      l.peer_port = port.peer;
+      if (f.node(m).is_switch()) {
+        l.kind = RerouteLink::kSwitch;
+        l.peer = g.index[m];
+        l.up = higher(m, n);
+        (l.up ? g.up : g.down)[s].push_back({static_cast<uint8_t>(p), l.peer});
+      } else {
+        l.kind = RerouteLink::kEnd;
+        leaf[s] = 1;
       }
-      g.links.push_back(l);
     }
-  }
+  });
   g.component.assign(S, kNone);
   for (uint32_t s0 = 0, c = 0; s0 < S; ++s0) {
     if (g.component[s0] != kNone) continue;
@@ -207,8 +212,6 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     out.tables.switch_index[g.node[s]] = s;
   }
 
-  std::vector<bool> leaf(S);
-  for (uint32_t s = 0; s < S; ++s) leaf[s] = leaf_rank[g.node[s]] == 0;
 
   // The hubs: where the routes without an up*/down* way turn (reroute.h). Switches with a CA
   // cabled, by GUID, each with the switches it reaches up* then down* (its `cover`: the same
@@ -338,10 +341,13 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       for (const RouteTurn& t : before_proof->turns)
         if (t.lid <= max_lid) whole[t.lid] = true;
     }
-    for (uint32_t s = 0; s < S; ++s) {
+    // Per switch, on the workers: the LIDs of its old entries into a port whose cable is
+    // gone or leads elsewhere (ascending); joined in switch order.
+    std::vector<std::vector<uint32_t>> dead_lids(S);
+    ParallelFor(S, threads, [&](size_t s) {
       const NodeId n = g.node[s];
       const NodeId then = g.before[s];
-      std::vector<bool> dead(size_t{g.num_ports[s]} + 1, false);
+      std::array<bool, 256> dead{};
       bool any = false;
       for (uint32_t p = 1; p <= g.num_ports[s]; ++p) {
         const PortNum num(static_cast<uint8_t>(p));
@@ -349,13 +355,16 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
                   !same_end(f.port_id(n, num), f, before.port_id(then, num), before);
         any = any || dead[p];
       }
-      if (!any) continue;
-      for (uint32_t lid = 1; lid <= max_lid; ++lid) {
-        const uint8_t e = RerouteOldEntry(g, s, lid);
-        if (e >= 1 && e <= g.num_ports[s] && dead[e]) {
-          touched[lid] = true;
-          if (proven_before) dead_entries.emplace_back(lid, s);
-        }
+      if (!any) return;
+      const std::vector<uint8_t>& row = *g.old[s];
+      const size_t end = std::min(row.size(), size_t{max_lid} + 1);
+      for (size_t lid = 1; lid < end; ++lid)
+        if (dead[row[lid]]) dead_lids[s].push_back(static_cast<uint32_t>(lid));
+    });
+    for (uint32_t s = 0; s < S; ++s) {
+      for (uint32_t lid : dead_lids[s]) {
+        touched[lid] = true;
+        if (proven_before) dead_entries.emplace_back(lid, s);
       }
     }
     std::vector<uint32_t> at(size_t{max_lid} + 1, kNone);  // LID -> index in `examine`
