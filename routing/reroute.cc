@@ -541,7 +541,15 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
       for (uint32_t s : w.affected) w.reached[s] = 1;
       for (size_t k = 0; k < w.affected.size(); ++k) {
         const uint32_t x = w.affected[k];
-        for (const auto* list : {&g.up[x], &g.down[x]})
+        // Towards a host every route was up*/down* (the proof lists no turn for the LID): a
+        // switch above x that went down into x, where x's route climbs on, was not. So where
+        // x's old next hop is a cable up, only the switches below it can lead into it (a
+        // leaf's 24 spines at 3-tier k=48 are not read).
+        const uint8_t ex = old_at(x);
+        const bool climbs = !switch_lid && ex >= 1 && ex <= g.num_ports[x] &&
+                            g.link(x, ex).kind == RerouteLink::kSwitch && g.link(x, ex).up;
+        for (const auto* list : {&g.up[x], &g.down[x]}) {
+          if (climbs && list == &g.up[x]) continue;
           for (const RerouteNeighbour& nb : *list) {
             const uint32_t y = nb.sw;
             if (w.reached[y]) continue;
@@ -552,6 +560,7 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
             w.reached[y] = 1;
             w.affected.push_back(y);
           }
+        }
       }
       std::sort(w.affected.begin(), w.affected.end());
       for (uint32_t s : w.affected) follow(s);
@@ -755,6 +764,9 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     // up*/down* route of its own, so it turns only where it meets one (on a fat tree, at the
     // hub): a kept off-rule route there is built again too.
     auto enter = [&](uint32_t u, bool to_hub = false) {
+      // Towards a host, a switch not reached yet has a kept route that delivers up*/down*
+      // (its old one, over no changed cable): following it would list nothing.
+      if (part && !switch_lid && !to_hub && !w.reached[u]) return;
       const size_t listed = w.broken.size();
       reach(u);
       if (w.shape[u] == kShapeOffRule && (to_hub || any(u) != kRerouteInf)) {
