@@ -93,6 +93,9 @@ void LftProgrammer::Push(const Fabric& f, std::shared_ptr<const routing::Routing
     std::shared_ptr<const routing::RoutingTables> tables;
     std::function<const DrPath&(NodeId)> path;
     std::vector<Guid> guid;  // by NodeId
+    // By NodeId, each routed switch's entry of cache_ (stable: the map's nodes stay where they
+    // are until ForgetAll, which stops the push first).
+    std::vector<SwitchCache*> cache;
     // First the urgent blocks, switch by switch: those whose old entries send a LID to a
     // port that lost its cable (a repair after a cut), so the traffic being dropped there is
     // moved first; then every other block that differs, block-major across switches as
@@ -107,6 +110,7 @@ void LftProgrammer::Push(const Fabric& f, std::shared_ptr<const routing::Routing
   c->tables = tables;
   c->path = std::move(path);
   c->guid.resize(f.node_count());
+  c->cache.resize(f.node_count(), nullptr);
   const size_t blocks = top / 64 + 1;
   std::vector<NodeId> switches;
   for (NodeId n = 0; n < f.node_count(); ++n) {
@@ -120,6 +124,7 @@ void LftProgrammer::Push(const Fabric& f, std::shared_ptr<const routing::Routing
   for (size_t si = 0; si < switches.size(); ++si) {
     const NodeId n = switches[si];
     SwitchCache& cache = cache_[f.node(n).guid];
+    c->cache[n] = &cache;
     cache.top = top;
     // Rebase on the new tables: a block the switch holds of the old ones stays held only
     // where the new tables have the same entries.
@@ -191,7 +196,7 @@ void LftProgrammer::Push(const Fabric& f, std::shared_ptr<const routing::Routing
       const bool urgent = c->u < c->urgent.size();
       const auto [n, b] = urgent ? c->urgent[c->u++] : c->rest[c->r++];
       const Guid g = c->guid[n];
-      SwitchCache& cache = cache_[g];
+      SwitchCache& cache = *c->cache[n];
       if (b < cache.held.size() && cache.held[b]) continue;
       const mad::LinearForwardingTable blk = LftBlock(*c->tables->table(n), b);
       std::array<uint8_t, 64> data{};
@@ -199,9 +204,9 @@ void LftProgrammer::Push(const Fabric& f, std::shared_ptr<const routing::Routing
       ++run_.sent;
       if (urgent) ++run_.urgent;
       pipeline_.Set(c->path(n), mad::attr::kLinearForwardingTable, static_cast<uint32_t>(b),
-                    data, [this, g, b, push](Result<mad::Smp> r) {
+                    data, [this, g, b, push, at = &cache](Result<mad::Smp> r) {
                       if (push != push_) return;  // stopped: taken back before it was sent
-                      auto& cache = cache_[g];
+                      SwitchCache& cache = *at;
                       if (b >= cache.held.size() || !cache.source_table) return;
                       if (!r.ok()) {
                         issue_("SM-LFT-002",

@@ -60,7 +60,11 @@ class LftProgrammer {
   // A takeover: the switch holds the top the standby read (the old master set it).
   void set_top(Guid g, uint16_t top) { cache_[g].top = top; }
   // Another SM writes the switches from now on: nothing known of them holds.
-  void ForgetAll() { cache_.clear(); }
+  // Stops the push too (its cursor holds entries of cache_; Sets are fenced off by then).
+  void ForgetAll() {
+    ++push_;
+    cache_.clear();
+  }
 
   // Before the switch's SwitchInfo Set: how the LFT of switch `g` (NodeId `n` of `tables`,
   // reached by `path`) is known. A switch whose LinearFDBTop is not the one the SM set
