@@ -324,6 +324,20 @@ TEST_F(UpDownProofTest, FollowingOnlyWhatTheFaultChangedKeepsWhatTheWholeWalkKee
         same(after, before_, old_, prior_, at + " dead switch of tier " + std::to_string(tier));
       }
       same(WithUplinksSwapped(before_), before_, old_, prior_, at + " two uplinks swapped");
+      {
+        // Every uplink of one aggregation switch cut at once: its routes out of the pod, and
+        // the cores' into it, have no up*/down* way left and turn at a hub, switch LIDs too.
+        Fabric after = before_;
+        const NodeId spine = before_.port(Uplink(before_, 1)).node;
+        const auto rank = LeafDistanceRanks(before_);
+        for (uint32_t p = 1; p <= before_.node(spine).num_ports; ++p) {
+          const PortId id = before_.port_id(spine, PortNum(static_cast<uint8_t>(p)));
+          const Port& port = before_.port(id);
+          if (port.connected() && rank[before_.port(port.peer).node] > rank[spine])
+            after.Disconnect(id);
+        }
+        same(after, before_, old_, prior_, at + " every uplink of a spine cut");
+      }
       for (uint64_t seed = 1; seed <= (k == 8 ? 8u : 3u); ++seed) {
         Fabric after = before_;
         Degrade(after, static_cast<int>(seed), seed);
