@@ -92,8 +92,8 @@ size_t BlocksDiffering(const RoutingTables& a, const RoutingTables& b);
 // its ranking, so that kept and built routes are up*/down* under the order the old ones were
 // proven under, and ReproveUpDown can renew that proof from the examined LIDs alone. Without,
 // by UpDownRanks of `fabric`. The proof also says which old routes need not be followed. For
-// an examined host's LID whose owner is cabled as before and which the proof lists no turn
-// for, every route CA traffic takes was up*/down*, and every route delivered: `old` must have
+// an examined LID whose owner is cabled as before and which the proof lists no turn for,
+// every route CA traffic takes was up*/down*, and every route delivered: `old` must have
 // passed VerifyTables on `before` (the SM proves only tables that did). Such a LID, a host's
 // or a switch's own, is followed only from the switches whose old route runs into a changed
 // cable (found backwards from those with an entry into one), from the switches above the
