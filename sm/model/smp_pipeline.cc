@@ -49,8 +49,15 @@ void SmpPipeline::Feed(std::function<bool()> next) {
   CheckIdle();
 }
 
+void SmpPipeline::set_held(bool held) {
+  if (held_ == held) return;
+  held_ = held;
+  if (!held_) Pump();
+}
+
 void SmpPipeline::Pump() {
   if (pumping_) return;  // a feeder queuing requests re-enters here; the outer loop sends
+  if (held_) return;     // set_held(false) pumps again
   pumping_ = true;
   while (in_flight_ < max_in_flight_) {
     if (queue_.empty()) {

@@ -97,6 +97,12 @@ class SmpPipeline {
   // many were in flight.
   size_t Abandon(const void* group);
 
+  // Held, nothing queued or fed goes on the wire (what is in flight completes, and its
+  // transport retries go on); released, the window fills again. For optional work that
+  // must not take the wire from a repair (the SL2VL and VLArb reads).
+  void set_held(bool held);
+  bool held() const { return held_; }
+
   void set_m_key(uint64_t k) { m_key_ = k; }
   // Fencing (HA): while fenced, every Set except SMInfo (the SM protocol itself) fails at
   // once with kFailedPrecondition and is never sent, so an SM that is not master cannot
@@ -139,6 +145,7 @@ class SmpPipeline {
   std::function<bool()> feeder_;
   std::unordered_map<const void*, std::shared_ptr<GroupInFlight>> flights_;
   bool pumping_ = false;
+  bool held_ = false;
   bool fenced_ = false;
   int rounds_ = 2;
   PipelineCounters counters_;

@@ -69,6 +69,41 @@ TEST(SmpPipelineTest, AnAbandonedGroupIsNotWaitedForAndItsLateAnswersRunNothing)
   EXPECT_TRUE(pipeline.idle());
 }
 
+// Held, a pipeline sends nothing queued or fed; what is in flight completes; released, the
+// window fills again from the queue and the feeder (the SL2VL and VLArb reads while a repair
+// pushes its blocks).
+TEST(SmpPipelineTest, HeldItSendsNothingNewUntilReleased) {
+  mad::FakeTransport t;
+  SmpPipeline pipeline(t, 2, mad::SendOptions{}, 0);
+  int answered = 0;
+  pipeline.Get({1}, mad::attr::kNodeInfo, 0, [&](Result<mad::Smp> r) { answered += r.ok(); });
+  ASSERT_EQ(t.sent.size(), 1u);
+  pipeline.set_held(true);
+  EXPECT_TRUE(pipeline.held());
+  pipeline.Get({2}, mad::attr::kNodeInfo, 0, [&](Result<mad::Smp> r) { answered += r.ok(); });
+  int fed = 0;
+  pipeline.Feed([&] {
+    pipeline.Get({3}, mad::attr::kNodeInfo, static_cast<uint32_t>(fed),
+                 [&](Result<mad::Smp> r) { answered += r.ok(); });
+    return ++fed < 3;
+  });
+  EXPECT_EQ(t.sent.size(), 1u);  // nothing new while held
+  EXPECT_EQ(fed, 0);
+  t.Answer(0, AnswerTo(t, 0));  // the one in flight completes
+  EXPECT_EQ(answered, 1);
+  EXPECT_EQ(t.sent.size(), 1u);  // and its freed slot stays free
+  EXPECT_FALSE(pipeline.idle());
+  pipeline.set_held(false);
+  EXPECT_EQ(t.sent.size(), 3u);  // the queued one, then the feeder, up to the window
+  for (size_t i = 1; i < 5; ++i) {
+    ASSERT_LT(i, t.sent.size());
+    t.Answer(i, AnswerTo(t, i));
+  }
+  EXPECT_EQ(fed, 3);
+  EXPECT_EQ(answered, 5);
+  EXPECT_TRUE(pipeline.idle());
+}
+
 // A group queued without `abandonable` (discovery's, which only DropQueued takes back) is not
 // tracked in flight: Abandon takes back what is queued and still waits for what is out.
 TEST(SmpPipelineTest, AGroupNotQueuedAbandonableIsStillWaitedFor) {

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -419,8 +420,22 @@ TEST(RepairSweepTest, ACutWhileTheOptionalReadsRunIsRepairedWithoutWaitingForThe
   o.optional_reads_wait = 30s;  // the cut comes while the heavy sweep waits for the reads
   Harness h(sim, *f, o);
   boost::asio::steady_timer later(h.io);
-  bool lfts_seen = false, cut_done = false;
-  sim.SetSmpObserver([&](NodeId, uint8_t method, uint16_t attr, uint32_t) {
+  bool lfts_seen = false, cut_done = false, repair_pushing = false, held_at_first_block = false;
+  // The reads a SMA saw (node, attribute, modifier): those begun between the cut and the
+  // repair's first LFT block would have taken the wire from it (their retries may not).
+  std::set<std::tuple<NodeId, uint16_t, uint32_t>> qos_read;
+  size_t reads_begun_in_repair = 0;
+  sim.SetSmpObserver([&](NodeId n, uint8_t method, uint16_t attr, uint32_t mod) {
+    if (attr == mad::attr::kSlToVlTable || attr == mad::attr::kVlArbitrationTable) {
+      const bool fresh = qos_read.insert({n, attr, mod}).second;
+      if (fresh && cut_done && !repair_pushing) ++reads_begun_in_repair;
+      return;
+    }
+    if (cut_done && !repair_pushing && method == mad::method::kSet &&
+        attr == mad::attr::kLinearForwardingTable) {
+      repair_pushing = true;
+      held_at_first_block = h.sm.optional_reads_held();
+    }
     if (cut_done || method != mad::method::kSet) return;
     if (attr == mad::attr::kLinearForwardingTable) lfts_seen = true;
     // From the first LFT Set the heavy sweep is programming; cut once it is through: 300 ms
@@ -435,12 +450,13 @@ TEST(RepairSweepTest, ACutWhileTheOptionalReadsRunIsRepairedWithoutWaitingForThe
     });
   });
   std::vector<SweepStats> sweeps;
-  bool reads_in_flight_at_repair = false, sa_had_qos_at_repair = true;
+  bool reads_in_flight_at_repair = false, sa_had_qos_at_repair = true, held_at_end = true;
   QuietStop quiet(h);
   h.Run([&](const SweepStats& s) {
     sweeps.push_back(s);
     if (!s.repair || sweeps.size() > 2) return;  // the first repair (both ends may report)
     reads_in_flight_at_repair = !h.sm.quiescent();
+    held_at_end = h.sm.optional_reads_held();
     auto snap = h.sm.sa().snapshot();
     sa_had_qos_at_repair = snap && snap->qos && !snap->qos->empty();
     quiet.Arm();
@@ -460,6 +476,12 @@ TEST(RepairSweepTest, ACutWhileTheOptionalReadsRunIsRepairedWithoutWaitingForThe
   EXPECT_EQ(h.sm.counters().qos_waits_cut_short, 1u);
   EXPECT_TRUE(reads_in_flight_at_repair);
   EXPECT_FALSE(sa_had_qos_at_repair);
+  // Until its last LFT block the repair holds the reads back (SmpPipeline::set_held); from
+  // its next stage they go on.
+  EXPECT_TRUE(repair_pushing);
+  EXPECT_TRUE(held_at_first_block);
+  EXPECT_FALSE(held_at_end);
+  EXPECT_EQ(reads_begun_in_repair, 0u);
   // Once the reads are in, the SA answers SL2VL and VLArb records from them.
   auto snap = h.sm.sa().snapshot();
   ASSERT_TRUE(snap && snap->qos);

@@ -150,6 +150,7 @@ void SubnetManager::WarnAboutDefaultKeys() {
 void SubnetManager::Stop() {
   stopped_ = true;
   qos_.Stop();
+  qos_pipeline_.set_held(false);  // its feeder ends (cancelled) and quiescent() can hold
   light_timer_.cancel();
   damping_timer_.cancel();
   standby_timer_.cancel();
@@ -253,6 +254,7 @@ std::optional<SubnetManager::SweepProgress> SubnetManager::sweep_in_progress() c
 
 void SubnetManager::BeginHeavySweep() {
   sweep_posted_ = false;
+  qos_pipeline_.set_held(false);  // a repair that fell back to this sweep held them
   if (stopped_) return;
   if (state() != mad::SmState::kDiscovering && state() != mad::SmState::kMaster) {
     sweeping_ = false;
@@ -300,6 +302,7 @@ void SubnetManager::BeginHeavySweep() {
 void SubnetManager::StartSweepStats(bool repair) {
   light_timer_.cancel();
   engine_.Begin(++sweep_number_, repair, repair ? "re-reads" : "");
+  qos_pipeline_.set_held(repair);  // a repair's re-reads first (StageRows)
   current_.in_place_of_heavy = repair && repair_follows_cut_short_;
   lfts_.BeginSweep();
   if (!repair) repair_follows_cut_short_ = false, handed_over_.reset();
@@ -411,6 +414,7 @@ void SubnetManager::HaApplyActions(uint32_t actions, const std::string& why) {
     // Another SM writes the switches from now on: what we knew of them is stale.
     lfts_.ForgetAll();
     mft_.ForgetAll();
+    qos_pipeline_.set_held(false);  // no repair of ours runs now
     light_timer_.cancel();
     sweeping_ = false;
     sweep_again_ = false;
@@ -424,6 +428,7 @@ void SubnetManager::HaApplyActions(uint32_t actions, const std::string& why) {
 
 void SubnetManager::HaStandby() {
   lfts_.ForgetAll();
+  qos_pipeline_.set_held(false);
   sweeping_ = false;
   sweep_again_ = false;
   light_timer_.cancel();

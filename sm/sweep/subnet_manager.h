@@ -102,6 +102,8 @@ class SubnetManager : private HaAgent::Host, private TrapHandler::Host {
   bool quiescent() const {
     return pipeline_.idle() && qos_pipeline_.idle() && standby_pipeline_.idle();
   }
+  // A repair holds the optional SL2VL and VLArb reads back until its last LFT block is out.
+  bool optional_reads_held() const { return qos_pipeline_.held(); }
   // The heavy sweep running now, for progress displays: number, start, SMPs sent so far and
   // nodes found (0 until discovery ends). Empty between sweeps.
   struct SweepProgress {

@@ -203,6 +203,7 @@ void SubnetManager::BeginRepair() {
                          (warm_takeover_ && state() == mad::SmState::kDiscovering);
   if (!may_write || !discovered_ || sm_port_ == kNoPort) {
     sweeping_ = false;
+    qos_pipeline_.set_held(false);
     RequestHeavySweep(repair_reason_);
     return;
   }
@@ -382,6 +383,7 @@ void SubnetManager::FinishRepairReads(std::shared_ptr<RepairReads> reads) {
   auto fall_back = [this](const std::string& why) {
     Log(LogName::kSm).info("repair sweep {}: {}; heavy sweep instead", current_.number, why);
     ++counters_.repair_fallbacks;
+    qos_pipeline_.set_held(false);
     repair_restarts_ = 0;
     repair_noted_.clear();
     sweeping_ = false;

@@ -48,7 +48,12 @@ std::vector<SweepEngine::Row> SubnetManager::StageRows() {
     // their cut cables. Switch info follows routing's own look.
     const bool look = r.stage >= Stage::kLftBlocks && r.stage <= Stage::kLinks;
     const std::string when = fmt::format("before its {} stage", r.name);
-    rows.push_back({r.name, run ? std::function<void()>([this, run, look, when] {
+    // A repair holds the optional SL2VL and VLArb reads off the wire until its last LFT
+    // block is out (their window is half the SMPs'); every later stage, and any sweep that
+    // is not a repair, lets them go on.
+    const bool repair_critical = r.stage <= Stage::kLftBlocks;
+    rows.push_back({r.name, run ? std::function<void()>([this, run, look, when, repair_critical] {
+                                    qos_pipeline_.set_held(current_.repair && repair_critical);
                                     if (look && HandSweepToRepair(when)) return;
                                     (this->*run)();
                                   })
