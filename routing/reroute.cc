@@ -212,7 +212,6 @@ Result<Rerouted> RerouteAround(const Fabric& f, const LidMap& lids, const Fabric
     out.tables.switch_index[g.node[s]] = s;
   }
 
-
   // The hubs: where the routes without an up*/down* way turn (reroute.h). Switches with a CA
   // cabled, by GUID, each with the switches it reaches up* then down* (its `cover`: the same
   // as those that reach it so); the first that covers every switch is the only one, else
